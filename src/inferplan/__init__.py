@@ -1,0 +1,78 @@
+"""inferplan: plan where deep-learning inference runs and what infrastructure it needs.
+
+Examples
+--------
+>>> import inferplan
+>>> net = inferplan.tiered(seed=3)
+>>> plan = inferplan.provision(net, inferplan.load_profile("resnet50"), throughput=40.0)
+>>> plan.method, plan.path[0], plan.path[-1]
+('psg', 's', 't')
+"""
+
+from inferplan.codesign import Deployment, LinearCost, Plan, provision, throughput
+from inferplan.errors import (
+    DivergentCost,
+    Infeasible,
+    InferplanError,
+    InvalidArgument,
+    InvalidFile,
+    InvalidNetwork,
+    InvalidProfile,
+    InvalidSystem,
+    NetworkHasCycle,
+)
+from inferplan.network import (
+    Link,
+    Network,
+    Node,
+    layered_dag,
+    load_network,
+    network_from_dict,
+    save_network,
+    tiered,
+)
+from inferplan.profiles import (
+    Profile,
+    alexnet,
+    load_profile,
+    mlp,
+    profile_from_dict,
+    resnet50,
+    save_profile,
+    vgg16,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Deployment",
+    "DivergentCost",
+    "Infeasible",
+    "InferplanError",
+    "InvalidArgument",
+    "InvalidFile",
+    "InvalidNetwork",
+    "InvalidProfile",
+    "InvalidSystem",
+    "LinearCost",
+    "Link",
+    "Network",
+    "NetworkHasCycle",
+    "Node",
+    "Plan",
+    "Profile",
+    "alexnet",
+    "layered_dag",
+    "load_network",
+    "load_profile",
+    "mlp",
+    "network_from_dict",
+    "provision",
+    "profile_from_dict",
+    "resnet50",
+    "save_network",
+    "save_profile",
+    "throughput",
+    "tiered",
+    "vgg16",
+]

@@ -1,0 +1,3 @@
+from inferplan.cli.main import main
+
+main()

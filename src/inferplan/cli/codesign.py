@@ -1,0 +1,100 @@
+"""``inferplan provision``, ``throughput`` and ``generate``: the co-design planner's commands."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.render import console, print_json, si, table
+from inferplan.codesign import provision, throughput
+from inferplan.network import load_network, save_network, tiered
+from inferplan.profiles import load_profile
+
+NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
+ProfileArg = Annotated[
+    str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+class MethodName(str, Enum):
+    psg = "psg"
+    pfp = "pfp"
+    pwf = "pwf"
+
+
+@app.command("provision")
+@friendly_errors
+def provision_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    interval: Annotated[
+        float | None, typer.Option("--interval", help="Target output interval (s).")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--throughput", help="Target inferences per second.")
+    ] = None,
+    method: Annotated[MethodName, typer.Option("--method", help="Solver.")] = MethodName.psg,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
+    plan = provision(
+        load_network(network), load_profile(profile),
+        interval=interval, throughput=rate, method=method.value,
+    )  # fmt: skip
+    if as_json:
+        print_json(plan.to_dict())
+        return
+    console.print(
+        f"[bold]{plan.method}[/]: cost [bold]{plan.cost:.6g}[/], interval {si(plan.interval, 's')}"
+        f" (target {si(plan.target_interval, 's')}, {1 / plan.interval:.4g} inferences/s)"
+    )
+    rows = []
+    prev = 0
+    for node, done in zip(plan.path, plan.partition, strict=True):
+        blocks = f"{prev + 1}..{done}" if done > prev else "-"
+        rows.append([node, blocks, si(plan.node_upgrades.get(node, 0.0), "FLOP/s")])
+        prev = done
+    console.print(table("deployment", ["node", "blocks", "compute added"], rows))
+    if plan.link_upgrades:
+        console.print(table("bandwidth added", ["link", "amount"],
+                            [[f"{u.source} -> {u.target}", si(u.amount, "bit/s")]
+                             for u in plan.link_upgrades]))  # fmt: skip
+
+
+@app.command("throughput")
+@friendly_errors
+def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOpt = False) -> None:
+    """The throughput-optimal deployment under the existing capacities (T*)."""
+    best = throughput(load_network(network), load_profile(profile))
+    if as_json:
+        print_json(best.to_dict())
+        return
+    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
+    rows, prev = [], 0
+    for node, done in zip(best.path, best.partition, strict=True):
+        rows.append([node, f"{prev + 1}..{done}" if done > prev else "-"])
+        prev = done
+    console.print(table("deployment", ["node", "blocks"], rows))
+
+
+generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("tiered")
+@friendly_errors
+def generate_tiered(
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Output file.")] = None,
+) -> None:
+    """A network of the co-design paper's study (Section IV draws)."""
+    net = tiered(seed=seed)
+    if output is None:
+        print_json(net.to_dict())
+    else:
+        save_network(net, output)

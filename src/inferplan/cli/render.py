@@ -1,0 +1,52 @@
+"""Turning results into terminal output: one JSON object, or rich tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["console", "print_json", "si", "table"]
+
+console = Console()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def print_json(data: Mapping[str, Any]) -> None:
+    """Print ``data`` as exactly one JSON object on stdout (non-finite numbers as ``null``)."""
+    print(json.dumps(_finite(data), allow_nan=False))
+
+
+def si(value: float, unit: str = "") -> str:
+    """``12.3 G`` style formatting with an SI prefix."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
+                (1e-6, "µ"), (1e-9, "n")]  # fmt: skip
+    for scale, prefix in prefixes:
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}".strip()
+    return f"{value:.4g} {unit}".strip()
+
+
+def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+    """A rich table with right-aligned columns after the first."""
+    out = Table(title=title, title_justify="left")
+    for k, column in enumerate(columns):
+        out.add_column(column, justify="left" if k == 0 else "right")
+    for row in rows:
+        out.add_row(*row)
+    return out

@@ -1,0 +1,29 @@
+"""Co-design of DNN deployment and infrastructure capacity on a network (seed paper A)."""
+
+from inferplan.codesign.costs import CapacityCost, LinearCost, cost_from_dict
+from inferplan.codesign.heuristics import solve_pfp, solve_pwf
+from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.plan import Deployment, LinkUpgrade, Plan
+from inferplan.codesign.provision import METHODS, provision, target_interval, throughput
+from inferplan.codesign.psg import reference_psg, solve_psg
+from inferplan.codesign.throughput import throughput_optimal
+
+__all__ = [
+    "METHODS",
+    "CapacityCost",
+    "CodesignInstance",
+    "Deployment",
+    "LinearCost",
+    "LinkUpgrade",
+    "Plan",
+    "compile_instance",
+    "cost_from_dict",
+    "provision",
+    "reference_psg",
+    "solve_pfp",
+    "solve_psg",
+    "solve_pwf",
+    "target_interval",
+    "throughput",
+    "throughput_optimal",
+]

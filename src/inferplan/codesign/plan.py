@@ -1,0 +1,192 @@
+"""Results of the co-design solvers, and the arithmetic of one deployment's stages."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.codesign.instance import CodesignInstance
+
+__all__ = ["Deployment", "LinkUpgrade", "Plan", "stage_delays", "stage_increments"]
+
+FloatArray = npt.NDArray[np.float64]
+
+# Relative slack when comparing an achieved interval with a target: increments are computed to
+# hit the target exactly, and floating-point rounding may land a hair above it.
+INTERVAL_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A path through the network and its partition points.
+
+    ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
+    last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
+    the deployment was evaluated with.
+    """
+
+    path: tuple[str, ...]
+    partition: tuple[int, ...]
+    interval: float
+
+    @property
+    def throughput(self) -> float:
+        """Inferences per second, ``1 / interval``."""
+        return 1.0 / self.interval if self.interval > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "interval": self.interval,
+            "throughput": self.throughput,
+            "path": list(self.path),
+            "partition": list(self.partition),
+        }
+
+
+@dataclass(frozen=True)
+class LinkUpgrade:
+    """Bandwidth (bit/s) added to the link ``source -> target``."""
+
+    source: str
+    target: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A provisioning plan: where the DNN runs and what capacity to buy.
+
+    Attributes
+    ----------
+    method
+        The solver that made it (``psg``, ``pfp``, ``pwf``, ...).
+    cost
+        Total price of the upgrades.
+    interval
+        The deployment's output interval (s) after the upgrades.
+    target_interval
+        The interval ``beta`` that was asked for.
+    path, partition
+        The deployment (see :class:`Deployment`).
+    node_upgrades
+        Compute (FLOP/s) added per node id; only non-zero amounts.
+    link_upgrades
+        Bandwidth (bit/s) added per link; only non-zero amounts.
+    """
+
+    method: str
+    cost: float
+    interval: float
+    target_interval: float
+    path: tuple[str, ...]
+    partition: tuple[int, ...]
+    node_upgrades: Mapping[str, float] = field(default_factory=dict)
+    link_upgrades: tuple[LinkUpgrade, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the plan meets its target interval."""
+        return self.interval <= self.target_interval * (1 + INTERVAL_RTOL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "cost": self.cost,
+            "interval": self.interval,
+            "target_interval": self.target_interval,
+            "path": list(self.path),
+            "partition": list(self.partition),
+            "node_upgrades": dict(self.node_upgrades),
+            "link_upgrades": [
+                {"source": u.source, "target": u.target, "amount": u.amount}
+                for u in self.link_upgrades
+            ],
+        }
+
+
+def _path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
+    return [inst.link_index(u, v) for u, v in zip(path[:-1], path[1:], strict=True)]
+
+
+def stage_delays(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Compute delays of each path node and transfer delays of each path link (seconds)."""
+    S, D = inst.prefix_flops, inst.activation_bits
+    b = np.asarray(partition)
+    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    compute = work / capacity[list(path)]
+    links = _path_links(inst, path)
+    transfer = D[b[:-1]] / bandwidth[links] if links else np.zeros(0)
+    return compute, transfer
+
+
+def stage_increments(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    interval: float,
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """The least compute (per path node) and bandwidth (per path link) that bring every stage
+    of the deployment down to ``interval``: ``rho`` and ``sigma`` of the paper."""
+    S, D = inst.prefix_flops, inst.activation_bits
+    b = np.asarray(partition)
+    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    rho = np.maximum(0.0, work / interval - capacity[list(path)])
+    links = _path_links(inst, path)
+    sigma = np.maximum(0.0, D[b[:-1]] / interval - bandwidth[links]) if links else np.zeros(0)
+    return rho, sigma
+
+
+def build_plan(
+    inst: CodesignInstance,
+    method: str,
+    target_interval: float,
+    path: Sequence[int],
+    partition: Sequence[int],
+    node_added: FloatArray,
+    link_added: FloatArray,
+) -> Plan:
+    """Round the requested increments to what the cost functions sell, price them, and check
+    the resulting interval: one place that turns any solver's choice into a :class:`Plan`."""
+    bought_nodes = np.array(
+        [c.purchase(float(x)) if x > 0 else 0.0 for c, x in zip(inst.node_costs, node_added,
+                                                                 strict=True)]
+    )  # fmt: skip
+    bought_links = np.array(
+        [c.purchase(float(y)) if y > 0 else 0.0 for c, y in zip(inst.link_costs, link_added,
+                                                                 strict=True)]
+    )  # fmt: skip
+    cost = math.fsum(
+        [float(c(np.array([x]))[0]) for c, x in zip(inst.node_costs, bought_nodes, strict=True)]
+        + [float(c(np.array([y]))[0]) for c, y in zip(inst.link_costs, bought_links, strict=True)]
+    )
+    compute, transfer = stage_delays(
+        inst, path, partition, inst.capacity + bought_nodes, inst.bandwidth + bought_links
+    )
+    interval = float(max(compute.max(), transfer.max() if transfer.size else 0.0))
+    return Plan(
+        method=method,
+        cost=cost,
+        interval=interval,
+        target_interval=target_interval,
+        path=tuple(inst.node_ids[v] for v in path),
+        partition=tuple(int(b) for b in partition),
+        node_upgrades={inst.node_ids[v]: float(x) for v, x in enumerate(bought_nodes) if x > 0},
+        link_upgrades=tuple(
+            LinkUpgrade(inst.links[e].source, inst.links[e].target, float(y))
+            for e, y in enumerate(bought_links)
+            if y > 0
+        ),
+    )

@@ -1,0 +1,104 @@
+"""The :class:`Profile` value: a DNN cut into an ordered sequence of blocks."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.errors import InvalidProfile
+
+__all__ = ["Profile"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A DNN as ``N`` ordered blocks.
+
+    Attributes
+    ----------
+    name
+        A label for the model.
+    flops
+        ``Q_1..Q_N``: floating-point operations of each block (FLOPs, 2 per multiply-accumulate).
+    activation_bits
+        ``D_0..D_N``: bits of the activation after the first ``n`` blocks; ``D_0`` is the raw
+        input and ``D_N`` the output.
+    blocks
+        Names of the blocks (``block1..blockN`` when not given).
+    params
+        Parameter count of each block (zeros when not given).
+
+    Examples
+    --------
+    >>> p = Profile("tiny", flops=(2e6, 1e6), activation_bits=(800.0, 400.0, 32.0))
+    >>> p.n_blocks, p.blocks
+    (2, ('block1', 'block2'))
+    """
+
+    name: str
+    flops: tuple[float, ...]
+    activation_bits: tuple[float, ...]
+    blocks: tuple[str, ...] = field(default=())
+    params: tuple[int, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        flops = tuple(float(q) for q in self.flops)
+        bits = tuple(float(d) for d in self.activation_bits)
+        if len(flops) == 0:
+            raise InvalidProfile("must have at least one block", field="flops")
+        if len(bits) != len(flops) + 1:
+            raise InvalidProfile(
+                f"must have len(flops) + 1 = {len(flops) + 1} entries (D_0..D_N), got {len(bits)}",
+                field="activation_bits",
+            )
+        for name, values in (("flops", flops), ("activation_bits", bits)):
+            for k, value in enumerate(values):
+                if not (math.isfinite(value) and value > 0):
+                    raise InvalidProfile(
+                        f"must be a positive finite number, got {value!r}", field=f"{name}[{k}]"
+                    )
+        blocks = tuple(self.blocks) or tuple(f"block{k + 1}" for k in range(len(flops)))
+        if len(blocks) != len(flops):
+            raise InvalidProfile(
+                f"must name each of the {len(flops)} blocks, got {len(blocks)} names",
+                field="blocks",
+            )
+        params = tuple(int(p) for p in self.params) or (0,) * len(flops)
+        if len(params) != len(flops):
+            raise InvalidProfile(
+                f"must give one count per block ({len(flops)}), got {len(params)}", field="params"
+            )
+        if any(p < 0 for p in params):
+            raise InvalidProfile("parameter counts must be non-negative", field="params")
+        object.__setattr__(self, "flops", flops)
+        object.__setattr__(self, "activation_bits", bits)
+        object.__setattr__(self, "blocks", blocks)
+        object.__setattr__(self, "params", params)
+
+    @property
+    def n_blocks(self) -> int:
+        """``N``, the number of blocks."""
+        return len(self.flops)
+
+    @property
+    def total_flops(self) -> float:
+        """``S_N``, the FLOPs of one inference."""
+        return math.fsum(self.flops)
+
+    def prefix_flops(self) -> npt.NDArray[np.float64]:
+        """``S_0..S_N`` with ``S_0 = 0`` and ``S_j = Q_1 + ... + Q_j``."""
+        return np.concatenate(([0.0], np.cumsum(np.asarray(self.flops, dtype=np.float64))))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile in the profile-file format."""
+        return {
+            "name": self.name,
+            "blocks": list(self.blocks),
+            "flops": list(self.flops),
+            "activation_bits": list(self.activation_bits),
+            "params": list(self.params),
+        }
