@@ -1,0 +1,87 @@
+"""Independent brute-force oracles for the co-design problem.
+
+They enumerate every simple source-target path (networkx) and every partition vector, and
+price each deployment from the problem definition alone (MODEL.md part A), sharing no code with
+the solvers under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from inferplan import Network, Profile
+
+CostFn = Callable[[float], float]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: tuple[str, ...]
+    partition: tuple[int, ...]
+    interval: float  # under the existing capacities
+    cost: float  # least cost to reach the target interval with this deployment
+
+
+def deployments(network: Network, n_blocks: int) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
+    """Every simple s-t path with every non-decreasing partition vector ending at N."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(n.id for n in network.nodes)
+    graph.add_edges_from((e.source, e.target) for e in network.links)
+    for path in nx.all_simple_paths(graph, network.source, network.target):
+        for inner in itertools.combinations_with_replacement(range(n_blocks + 1), len(path) - 1):
+            yield tuple(path), (*inner, n_blocks)
+
+
+def _scalar(cost: object) -> CostFn:
+    fn = cost
+
+    def call(x: float) -> float:
+        return float(np.asarray(fn(np.array([x])))[0])  # type: ignore[operator]
+
+    return call
+
+
+def evaluate(
+    network: Network, profile: Profile, path: tuple[str, ...], partition: tuple[int, ...],
+    beta: float,
+) -> Candidate:
+    """Interval and least upgrade cost of one deployment, straight from the definitions."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    interval, cost, prev = 0.0, 0.0, 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        work = S[b] - S[prev]
+        node = nodes[v]
+        interval = max(interval, work / node.capacity)
+        cost += _scalar(node.capacity_cost)(max(0.0, work / beta - node.capacity))
+        if k + 1 < len(path):
+            link = links[(v, path[k + 1])]
+            interval = max(interval, D[b] / link.capacity)
+            cost += _scalar(link.capacity_cost)(max(0.0, D[b] / beta - link.capacity))
+        prev = b
+    return Candidate(path, partition, interval, cost)
+
+
+def brute_force_cost(network: Network, profile: Profile, beta: float) -> float:
+    """Minimum co-design cost over all deployments."""
+    return min(
+        evaluate(network, profile, p, b, beta).cost
+        for p, b in deployments(network, profile.n_blocks)
+    )
+
+
+def brute_force_interval(network: Network, profile: Profile) -> float:
+    """``T*``: the least interval over all deployments under the existing capacities."""
+    return min(
+        evaluate(network, profile, p, b, math.inf).interval
+        for p, b in deployments(network, profile.n_blocks)
+    )
