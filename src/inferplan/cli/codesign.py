@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +13,7 @@ import typer
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json, si, table
 from inferplan.codesign import provision, throughput
+from inferplan.errors import InvalidNetwork
 from inferplan.network import load_network, save_network, tiered
 from inferplan.profiles import load_profile
 
@@ -19,6 +22,15 @@ ProfileArg = Annotated[
     str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+@contextmanager
+def blame_network_file(path: Path) -> Iterator[None]:
+    """Attribute network errors found while solving (a cycle, say) to the network file."""
+    try:
+        yield
+    except InvalidNetwork as exc:
+        raise exc.located(str(path)) from None
 
 
 class MethodName(str, Enum):
@@ -42,10 +54,9 @@ def provision_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
-    plan = provision(
-        load_network(network), load_profile(profile),
-        interval=interval, throughput=rate, method=method.value,
-    )  # fmt: skip
+    net, prof = load_network(network), load_profile(profile)
+    with blame_network_file(network):
+        plan = provision(net, prof, interval=interval, throughput=rate, method=method.value)
     if as_json:
         print_json(plan.to_dict())
         return
@@ -70,7 +81,9 @@ def provision_command(
 @friendly_errors
 def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOpt = False) -> None:
     """The throughput-optimal deployment under the existing capacities (T*)."""
-    best = throughput(load_network(network), load_profile(profile))
+    net, prof = load_network(network), load_profile(profile)
+    with blame_network_file(network):
+        best = throughput(net, prof)
     if as_json:
         print_json(best.to_dict())
         return
