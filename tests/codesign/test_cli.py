@@ -1,0 +1,75 @@
+"""The co-design commands: JSON contracts and readable output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import inferplan
+from inferplan.cli.main import _register, app
+
+_register()
+runner = CliRunner()
+EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
+
+
+def _json(args: list[str]) -> dict:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("method", ["psg", "pfp", "pwf"])
+def test_provision_json_contract(method):
+    out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
+                 "--json"])  # fmt: skip
+    assert set(out) == {"method", "cost", "interval", "target_interval", "path", "partition",
+                        "node_upgrades", "link_upgrades"}  # fmt: skip
+    assert out["method"] == method
+    assert out["target_interval"] == pytest.approx(1 / 30)
+    assert out["interval"] <= out["target_interval"] * (1 + 1e-9)
+    assert out["path"][0] == "s" and out["path"][-1] == "t"
+    assert len(out["partition"]) == len(out["path"]) and out["partition"][-1] == 16
+    assert all(v > 0 for v in out["node_upgrades"].values())
+    for u in out["link_upgrades"]:
+        assert set(u) == {"source", "target", "amount"} and u["amount"] > 0
+    api = inferplan.provision(inferplan.load_network(EXAMPLE), inferplan.vgg16(),
+                              throughput=30, method=method)  # fmt: skip
+    assert out == json.loads(json.dumps(api.to_dict()))
+
+
+def test_throughput_json_contract():
+    out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
+    assert set(out) == {"interval", "throughput", "path", "partition"}
+    assert out["throughput"] == pytest.approx(1 / out["interval"])
+
+
+def test_interval_and_throughput_agree():
+    a = _json(["provision", str(EXAMPLE), "alexnet", "--throughput", "50", "--json"])
+    b = _json(["provision", str(EXAMPLE), "alexnet", "--interval", "0.02", "--json"])
+    assert a["cost"] == pytest.approx(b["cost"])
+
+
+def test_readable_output():
+    result = runner.invoke(app, ["provision", str(EXAMPLE), "vgg16", "--throughput", "30"])
+    assert result.exit_code == 0
+    assert "psg" in result.stdout and "deployment" in result.stdout
+
+
+def test_profile_json_is_the_profile_file_format(tmp_path):
+    out = _json(["profile", "resnet50", "--json"])
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(out))
+    assert inferplan.load_profile(path) == inferplan.resnet50()
+
+
+def test_generate_tiered(tmp_path):
+    path = tmp_path / "net.yaml"
+    result = runner.invoke(app, ["generate", "tiered", "--seed", "12", "-o", str(path)])
+    assert result.exit_code == 0
+    assert inferplan.load_network(path) == inferplan.tiered(seed=12)
+    printed = _json(["generate", "tiered", "--seed", "12"])
+    assert inferplan.network_from_dict(printed) == inferplan.tiered(seed=12)
