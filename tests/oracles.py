@@ -28,7 +28,9 @@ class Candidate:
     cost: float  # least cost to reach the target interval with this deployment
 
 
-def deployments(network: Network, n_blocks: int) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
+def deployments(
+    network: Network, n_blocks: int
+) -> Iterator[tuple[tuple[str, ...], tuple[int, ...]]]:
     """Every simple s-t path with every non-decreasing partition vector ending at N."""
     graph = nx.DiGraph()
     graph.add_nodes_from(n.id for n in network.nodes)
@@ -48,7 +50,10 @@ def _scalar(cost: object) -> CostFn:
 
 
 def evaluate(
-    network: Network, profile: Profile, path: tuple[str, ...], partition: tuple[int, ...],
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
     beta: float,
 ) -> Candidate:
     """Interval and least upgrade cost of one deployment, straight from the definitions."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import strategies as st
 
 from inferplan import Link, Network, Node, Profile
@@ -17,16 +19,11 @@ def small_dags(draw: st.DrawFn, max_nodes: int = 6) -> Network:
     n = draw(st.integers(min_value=2, max_value=max_nodes))
     ids = [f"n{k}" for k in range(n)]
     target = draw(st.integers(min_value=1, max_value=n - 1))
-    pairs = {
-        (ids[u], ids[v])
-        for u in range(n)
-        for v in range(u + 1, n)
-        if draw(st.booleans())
-    }
+    pairs = {(ids[u], ids[v]) for u in range(n) for v in range(u + 1, n) if draw(st.booleans())}
     # Guarantee a path: a random increasing chain from n0 to the target.
     chain = sorted(draw(st.sets(st.integers(1, target - 1), max_size=3))) if target > 1 else []
     hops = [0, *chain, target]
-    pairs |= {(ids[a], ids[b]) for a, b in zip(hops[:-1], hops[1:], strict=True)}
+    pairs |= {(ids[a], ids[b]) for a, b in itertools.pairwise(hops)}
     nodes = tuple(Node(v, draw(capacities), draw(prices)) for v in ids)
     links = tuple(Link(u, v, draw(capacities), draw(prices)) for u, v in sorted(pairs))
     return Network(nodes=nodes, links=links, source=ids[0], target=ids[target])

@@ -98,7 +98,7 @@ def validate_document(
     source: str | None,
     error: type[InferplanError],
 ) -> ModelT:
-    """Validate ``data`` against a pydantic ``model``; raise ``error`` naming the first bad field."""
+    """Validate ``data`` against ``model``; raise ``error`` naming the first bad field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -104,7 +104,9 @@ BAD_NETWORKS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("case", "data", "expected"), BAD_NETWORKS, ids=[c[0] for c in BAD_NETWORKS])
+@pytest.mark.parametrize(
+    ("case", "data", "expected"), BAD_NETWORKS, ids=[c[0] for c in BAD_NETWORKS]
+)
 def test_bad_network_file(tmp_path, case, data, expected):
     path = _write(tmp_path, data)
     code, out, err = _run_provision(path, "--throughput", "30")
@@ -158,7 +160,9 @@ BAD_PROFILES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("case", "data", "expected"), BAD_PROFILES, ids=[c[0] for c in BAD_PROFILES])
+@pytest.mark.parametrize(
+    ("case", "data", "expected"), BAD_PROFILES, ids=[c[0] for c in BAD_PROFILES]
+)
 def test_bad_profile_file(tmp_path, case, data, expected):
     net = _write(tmp_path, GOOD)
     prof = _write(tmp_path, data, name="profile.json")

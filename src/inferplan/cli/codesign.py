@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -33,7 +33,7 @@ def blame_network_file(path: Path) -> Iterator[None]:
         raise exc.located(str(path)) from None
 
 
-class MethodName(str, Enum):
+class MethodName(StrEnum):
     psg = "psg"
     pfp = "pfp"
     pwf = "pwf"

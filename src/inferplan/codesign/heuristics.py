@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Literal
 
 import numpy as np
@@ -28,7 +29,7 @@ def _indices(inst: CodesignInstance, deployment: Deployment) -> list[int]:
 
 
 def _path_links(inst: CodesignInstance, path: list[int]) -> list[int]:
-    return [inst.link_index(u, v) for u, v in zip(path[:-1], path[1:], strict=True)]
+    return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
 
 
 def solve_pfp(inst: CodesignInstance, beta: float) -> Plan:
@@ -86,6 +87,4 @@ def solve_pwf(
             if current <= best.interval * (1 + INTERVAL_RTOL):
                 continue
         path, partition = _indices(inst, best), list(best.partition)
-    return build_plan(
-        inst, "pwf", beta, path, partition, C - inst.capacity, B - inst.bandwidth
-    )
+    return build_plan(inst, "pwf", beta, path, partition, C - inst.capacity, B - inst.bandwidth)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class Plan:
 
 
 def _path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
-    return [inst.link_index(u, v) for u, v in zip(path[:-1], path[1:], strict=True)]
+    return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
 
 
 def stage_delays(

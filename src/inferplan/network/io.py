@@ -70,7 +70,7 @@ def network_from_dict(data: object, *, source: str | None = None) -> Network:
             links.append(Link(e.source, e.target, e.capacity, price, cost))
         return Network(nodes=tuple(nodes), links=tuple(links), source=doc.source, target=doc.target)
     except InferplanError as exc:
-        raise exc.located(source) if source else exc
+        raise (exc.located(source) if source else exc) from None
 
 
 def load_network(path: str | Path) -> Network:

@@ -17,7 +17,9 @@ __all__ = ["Link", "Network", "Node"]
 
 def _check_capacity(value: float, where: str) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise InvalidNetwork(f"capacity must be a positive finite number, got {value!r}", field=where)
+        raise InvalidNetwork(
+            f"capacity must be a positive finite number, got {value!r}", field=where
+        )
 
 
 def _check_price(value: float, where: str) -> None:
@@ -119,7 +121,9 @@ class Network:
             _check_price(link.price, f"{where}.price")
         for end in ("source", "target"):
             if getattr(self, end) not in seen:
-                raise InvalidNetwork(f"{getattr(self, end)!r} is not a node of the network", field=end)
+                raise InvalidNetwork(
+                    f"{getattr(self, end)!r} is not a node of the network", field=end
+                )
         if self.source == self.target:
             raise InvalidNetwork(f"source and target must differ, both are {self.source!r}",
                                  field="target")  # fmt: skip

@@ -39,7 +39,7 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             params=tuple(doc.params or ()),
         )
     except InferplanError as exc:
-        raise exc.located(source) if source else exc
+        raise (exc.located(source) if source else exc) from None
 
 
 def load_profile(name_or_path: str | Path) -> Profile:

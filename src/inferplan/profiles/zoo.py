@@ -142,7 +142,11 @@ def alexnet(
         b.linear(width)
         blocks.append((label, b))
     return _assemble(
-        "alexnet", Tensor(3, image_size, image_size), blocks, bits_per_element, input_bits_per_element
+        "alexnet",
+        Tensor(3, image_size, image_size),
+        blocks,
+        bits_per_element,
+        input_bits_per_element,
     )
 
 
