@@ -36,7 +36,9 @@ class BlockBuilder:
     Examples
     --------
     >>> b = BlockBuilder(Tensor(3, 32, 32))
-    >>> b.conv(16, kernel=3, padding=1).pool(2)
+    >>> b.conv(16, kernel=3, padding=1)
+    Tensor(channels=16, height=32, width=32)
+    >>> b.pool(2)
     Tensor(channels=16, height=16, width=16)
     >>> b.macs, b.params
     (442368, 448)
