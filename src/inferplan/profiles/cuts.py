@@ -1,0 +1,319 @@
+"""Valid cuts of a traced computation graph, shared by the PyTorch and ONNX front ends.
+
+A front end turns a model into operations in execution order. Each operation is *owned* by a
+candidate block (a module, a group of modules, a node) or is *free* (a function called outside
+any listed module). The candidate blocks, in order of first execution, propose the cuts
+``0..M``; cut ``k`` lies after the first ``k`` of them.
+
+The tensors crossing cut ``k`` are those made at or before it (the model's inputs count as made
+at cut 0) and used after it (the model's outputs count as used after the last block); ``D_k``
+is their total size. A cut is *valid* when every crossing tensor has a known size and no block
+after it feeds a block before it (a module called twice, or blocks listed out of execution
+order): only then can the first ``k`` blocks run on one machine and the rest on the next. The
+:class:`~inferplan.profiles.profile.Profile` keeps exactly the valid cuts, merging the candidate
+blocks between them. Blocks that do no counted work are then merged too, keeping, of the cuts
+around them, the one with the smallest activation, because ``Q_n > 0`` is required and moving
+zero work across a cut costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inferplan.errors import InvalidProfile
+from inferplan.profiles.profile import Profile
+
+__all__ = [
+    "BlockSpec",
+    "Cut",
+    "GraphProfile",
+    "Operation",
+    "TensorInfo",
+    "build_profile",
+    "owner_of",
+    "parse_block_spec",
+    "parse_shape",
+]
+
+BlockSpec = int | tuple[tuple[str, ...], ...] | None
+"""How to group a model into candidate blocks: ``None`` (top-level modules), a depth, or groups
+of module names (each group one block)."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """A value flowing through the graph.
+
+    ``bits`` is ``None`` when the size is unknown; ``constant`` values (weights, constants and
+    what is computed from them alone) never cross a cut: every machine holds its own.
+    """
+
+    name: str
+    shape: tuple[int, ...] | None
+    dtype: str
+    bits: float | None
+    constant: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": None if self.shape is None else list(self.shape),
+                "dtype": self.dtype, "bits": self.bits}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the graph: its owner block (``None`` if free), values in and out, work."""
+
+    name: str
+    owner: str | None
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    flops: float
+    params: int = 0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A candidate cut: the tensors crossing it and whether the profile offers it.
+
+    ``index`` counts the candidate blocks before the cut (0 is the raw input); ``after`` names the
+    last of them. ``valid`` cuts can run; ``kept`` ones are the profile's ``D_0..D_N``.
+    """
+
+    index: int
+    after: str
+    tensors: tuple[TensorInfo, ...]
+    bits: float | None
+    valid: bool
+    kept: bool
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "after": self.after, "bits": self.bits,
+                "valid": self.valid, "kept": self.kept, "reason": self.reason,
+                "tensors": [t.to_dict() for t in self.tensors]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GraphProfile:
+    """A traced model's :class:`Profile` with the report behind it.
+
+    Attributes
+    ----------
+    profile
+        The blocks between consecutive kept cuts.
+    cuts
+        Every candidate cut ``0..M``, valid or not, with the tensors crossing it.
+    warnings
+        What the profile could not count (operators without a FLOP formula, ...).
+    """
+
+    profile: Profile
+    cuts: tuple[Cut, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
+                "warnings": list(self.warnings)}  # fmt: skip
+
+
+def parse_shape(text: str) -> tuple[tuple[int, ...], str | None]:
+    """Parse ``1,3,224,224`` or ``1x3x224x224``, optionally with ``:dtype`` (``1,128:int64``).
+
+    Examples
+    --------
+    >>> parse_shape("1x3x32x32")
+    ((1, 3, 32, 32), None)
+    >>> parse_shape("2,16:int64")
+    ((2, 16), 'int64')
+    """
+    dims_text, _, dtype = text.strip().partition(":")
+    parts = [p for p in dims_text.replace("x", ",").split(",") if p.strip()]
+    if not parts or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise InvalidProfile(
+            f"input shape must be positive integers like 1,3,224,224, got {text!r}",
+            field="input-shape",
+        )
+    return tuple(int(p) for p in parts), (dtype.strip() or None)
+
+
+def parse_block_spec(text: str | None) -> BlockSpec:
+    """Parse a ``--blocks`` value: ``depth=2`` (or ``2``), or groups ``a+b,c,d``.
+
+    Examples
+    --------
+    >>> parse_block_spec("depth=2")
+    2
+    >>> parse_block_spec("conv1+bn1, layer1")
+    (('conv1', 'bn1'), ('layer1',))
+    """
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    depth = value.removeprefix("depth=").strip()
+    if depth.isdigit():
+        if int(depth) < 1:
+            raise InvalidProfile(f"depth must be at least 1, got {depth}", field="blocks")
+        return int(depth)
+    groups = tuple(
+        tuple(name.strip() for name in group.split("+")) for group in value.split(",")
+    )
+    if any(not name for group in groups for name in group):
+        raise InvalidProfile(f"empty module name in {text!r}", field="blocks")
+    return groups
+
+
+def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
+    """The candidate block of an operation inside the modules ``path`` (outermost first)."""
+    if not path:
+        return None
+    if spec is None or isinstance(spec, int):
+        return path[min(spec or 1, len(path)) - 1]
+    for name in reversed(path):  # the innermost listed module wins
+        for group in spec:
+            if name in group:
+                return "+".join(group)
+    return None
+
+
+def check_block_names(spec: BlockSpec, known: set[str]) -> None:
+    """Raise if a module named in ``spec`` owns no operation of the traced graph."""
+    if spec is None or isinstance(spec, int):
+        return
+    missing = [name for group in spec for name in group if name not in known]
+    if missing:
+        raise InvalidProfile(
+            f"no operation belongs to module(s) {', '.join(map(repr, missing))}", field="blocks"
+        )
+
+
+def _label(labels: Sequence[str]) -> str:
+    return "+".join(labels) if len(labels) <= 3 else f"{labels[0]}..{labels[-1]}"
+
+
+def build_profile(
+    name: str,
+    ops: Sequence[Operation],
+    values: Mapping[str, TensorInfo],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    warnings: Sequence[str] = (),
+) -> GraphProfile:
+    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`."""
+    order: list[str] = []
+    for op in ops:
+        if op.owner is not None and op.owner not in order:
+            order.append(op.owner)
+    if not order:
+        raise InvalidProfile("no operation belongs to any block", field="blocks")
+    index = {label: k + 1 for k, label in enumerate(order)}
+    m = len(order)
+
+    constant = {v for v, info in values.items() if info.constant}
+    for op in ops:
+        if all(v in constant for v in op.inputs):
+            constant.update(op.outputs)
+
+    # Free operations run as early as their inputs allow; constant ones where first needed.
+    made: dict[str, int] = dict.fromkeys(inputs, 0)
+    block: list[int] = [0] * len(ops)
+    for k, op in enumerate(ops):
+        if op.owner is not None:
+            block[k] = index[op.owner]
+        else:
+            block[k] = max([1, *(made.get(v, 0) for v in op.inputs if v not in constant)])
+        for v in op.outputs:
+            made[v] = block[k]
+    users: dict[str, list[int]] = {}
+    for k in reversed(range(len(ops))):
+        op = ops[k]
+        if op.owner is None and all(v in constant for v in op.outputs):
+            needed = [b for v in op.outputs for b in users.get(v, [])]
+            block[k] = min(needed, default=block[k])
+        for v in op.inputs:
+            users.setdefault(v, []).append(block[k])
+    for v in outputs:
+        users.setdefault(v, []).append(m + 1)
+
+    crossing: list[list[str]] = [[] for _ in range(m + 1)]
+    backward: list[str | None] = [None] * (m + 1)
+    for v, used in users.items():
+        if v in constant or v not in made:
+            continue
+        p = made[v]
+        for c in used:
+            for k in range(c, p):  # a block after cut k feeds one before it
+                backward[k] = backward[k] or (
+                    f"{v!r} from {order[p - 1]!r} is needed by {order[c - 1]!r}"
+                )
+        for k in range(p, max(used)):
+            crossing[k].append(v)
+
+    cuts: list[Cut] = []
+    for k in range(m + 1):
+        tensors = tuple(values[v] for v in crossing[k])
+        sizes = [t.bits for t in tensors]
+        bits = None if any(b is None for b in sizes) else math.fsum(b for b in sizes if b)
+        reason = backward[k]
+        if reason is None and bits is None:
+            unknown = [t.name for t in tensors if t.bits is None]
+            reason = f"unknown size of {', '.join(map(repr, unknown))}"
+        elif reason is None and not bits:
+            reason = "no tensor crosses it"
+        after = "input" if k == 0 else order[k - 1]
+        cuts.append(Cut(k, after, tensors, bits, reason is None, False, reason))
+    for k in (0, m):
+        if not cuts[k].valid:
+            what = "input" if k == 0 else "output"
+            raise InvalidProfile(f"the model's {what} cannot be sized: {cuts[k].reason}")
+
+    flops = [0.0] * (m + 1)
+    params = [0] * (m + 1)
+    for k, op in enumerate(ops):
+        flops[block[k]] += op.flops
+        params[block[k]] += op.params
+    kept = _keep(cuts, flops)
+    if len(kept) < 2:
+        raise InvalidProfile("the model does no counted work (no FLOPs in any block)")
+
+    names, q, p = [], [], []
+    for a, b in zip(kept, kept[1:], strict=False):
+        names.append(_label(order[a:b]))
+        q.append(math.fsum(flops[a + 1 : b + 1]))
+        p.append(sum(params[a + 1 : b + 1]))
+    profile = Profile(
+        name=name,
+        flops=tuple(q),
+        activation_bits=tuple(float(cuts[k].bits or 0.0) for k in kept),
+        blocks=tuple(names),
+        params=tuple(p),
+    )
+    marked = tuple(
+        Cut(c.index, c.after, c.tensors, c.bits, c.valid, c.index in kept, c.reason) for c in cuts
+    )
+    return GraphProfile(profile, marked, tuple(warnings))
+
+
+def _keep(cuts: Sequence[Cut], flops: Sequence[float]) -> list[int]:
+    """The kept cuts: valid ones, one per stretch joined by blocks without counted work."""
+    valid = [c.index for c in cuts if c.valid]
+    m = len(cuts) - 1
+    kept: list[int] = []
+    run = [valid[0]]
+    for prev, k in zip(valid, valid[1:], strict=False):
+        if math.fsum(flops[prev + 1 : k + 1]) > 0:
+            kept.append(_choose(run, cuts, m))
+            run = []
+        run.append(k)
+    if 0 in run and m in run:
+        return [0]
+    kept.append(_choose(run, cuts, m))
+    return kept
+
+
+def _choose(run: Sequence[int], cuts: Sequence[Cut], m: int) -> int:
+    if 0 in run or m in run:
+        return 0 if 0 in run else m
+    return min(reversed(run), key=lambda k: cuts[k].bits or 0.0)
