@@ -1,0 +1,113 @@
+"""Device-edge co-inference (seed paper B): model placement and online splitting.
+
+Examples
+--------
+>>> from inferplan.coinference import default_system, plan_placement, simulate
+>>> system = default_system("alexnet")
+>>> plan = plan_placement(system)            # M*, thresholds, Z(0..N)
+>>> policy = plan.policy()                   # the O(1) on-device rule
+>>> policy.upload(1, snr=50.0) in (True, False)
+True
+"""
+
+from inferplan.coinference.channels import (
+    Channel,
+    Discrete,
+    LogNormal,
+    Nakagami,
+    Rayleigh,
+    ScipyChannel,
+    Trace,
+)
+from inferplan.coinference.io import load_system, save_system, system_from_dict
+from inferplan.coinference.placement import (
+    METHODS,
+    Baselines,
+    MlpPlacement,
+    PlacementPlan,
+    compare_baselines,
+    expected_costs,
+    fixed_split_costs,
+    mlp_placement,
+    optimality_probabilities,
+    plan_placement,
+)
+from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.simulate import (
+    SIM_RULES,
+    RuleSimulation,
+    Simulation,
+    rule_policy,
+    sample_snr,
+    simulate,
+)
+from inferplan.coinference.stopping import (
+    RULES,
+    StoppingSolution,
+    evaluate_thresholds,
+    one_step_etc_all,
+    one_step_thresholds,
+    optimal_thresholds,
+    optimality_probability,
+    solve_stopping,
+)
+from inferplan.coinference.system import (
+    DEFAULT_CHANNEL,
+    DEFAULT_DEVICE,
+    DEFAULT_EDGE,
+    Device,
+    Edge,
+    Layers,
+    System,
+    default_system,
+    layers_from_profile,
+    mlp_layers,
+)
+
+__all__ = [
+    "DEFAULT_CHANNEL",
+    "DEFAULT_DEVICE",
+    "DEFAULT_EDGE",
+    "METHODS",
+    "RULES",
+    "SIM_RULES",
+    "Baselines",
+    "Channel",
+    "Device",
+    "Discrete",
+    "Edge",
+    "Layers",
+    "LogNormal",
+    "MlpPlacement",
+    "Nakagami",
+    "PlacementPlan",
+    "Rayleigh",
+    "RuleSimulation",
+    "ScipyChannel",
+    "Simulation",
+    "SplitPolicy",
+    "StoppingSolution",
+    "System",
+    "Trace",
+    "compare_baselines",
+    "default_system",
+    "evaluate_thresholds",
+    "expected_costs",
+    "fixed_split_costs",
+    "layers_from_profile",
+    "load_system",
+    "mlp_layers",
+    "mlp_placement",
+    "one_step_etc_all",
+    "one_step_thresholds",
+    "optimal_thresholds",
+    "optimality_probabilities",
+    "optimality_probability",
+    "plan_placement",
+    "rule_policy",
+    "sample_snr",
+    "save_system",
+    "simulate",
+    "solve_stopping",
+    "system_from_dict",
+]

@@ -1,0 +1,264 @@
+"""System files (YAML or JSON, SI units, linear SNR): loading with validation, and saving.
+
+```yaml
+device: {cpu_hz: 1.0e9, kappa: 1.0e-28, tx_power_w: 0.1, bandwidth_hz: 2.0e6}
+edge: {cpu_hz: 2.0e10}
+downlink_bps: 5.0e7
+inferences_per_update: 1000        # K
+energy_weight: 0.5                 # beta_e; beta_t = 1 - beta_e
+channel: {kind: discrete, snr: [0.5, 2.0, 10.0], prob: [0.2, 0.5, 0.3]}
+layers: {cycles: [...], input_bits: [...], param_bits: [...]}   # N, N+1, N entries
+```
+
+``layers`` may instead name a profile (``layers: {profile: alexnet, cycles_per_flop: 0.25}``, or
+the shorthand top-level ``profile: alexnet``); ``channel`` may be a list of ``N + 1`` entries,
+one per split stage. Relative file names (profile files, ``trace`` CSVs) are resolved against the
+system file's directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from inferplan.coinference.channels import (
+    Channel,
+    Discrete,
+    LogNormal,
+    Nakagami,
+    Rayleigh,
+    Trace,
+)
+from inferplan.coinference.system import (
+    DEFAULT_BITS_PER_ELEMENT,
+    DEFAULT_BITS_PER_PARAM,
+    DEFAULT_CYCLES_PER_FLOP,
+    DEFAULT_INPUT_BITS_PER_ELEMENT,
+    Device,
+    Edge,
+    Layers,
+    System,
+    layers_from_profile,
+)
+from inferplan.documents import read_document, validate_document, write_document
+from inferplan.errors import InferplanError, InvalidSystem
+from inferplan.profiles import load_profile
+
+__all__ = ["load_system", "save_system", "system_from_dict"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Device(_Strict):
+    cpu_hz: float
+    kappa: float
+    tx_power_w: float
+    bandwidth_hz: float
+
+
+class _Edge(_Strict):
+    cpu_hz: float
+
+
+class _SystemFile(_Strict):
+    device: _Device
+    edge: _Edge
+    downlink_bps: float
+    inferences_per_update: int
+    energy_weight: float
+    channel: dict[str, Any] | list[dict[str, Any]]
+    layers: dict[str, Any] | None = None
+    profile: str | None = None
+
+
+class _ExplicitLayers(_Strict):
+    cycles: list[float]
+    input_bits: list[float]
+    param_bits: list[float]
+    names: list[str] | None = None
+
+
+class _ProfileLayers(_Strict):
+    profile: str
+    cycles_per_flop: float = DEFAULT_CYCLES_PER_FLOP
+    bits_per_element: float = DEFAULT_BITS_PER_ELEMENT
+    input_bits_per_element: float = DEFAULT_INPUT_BITS_PER_ELEMENT
+    bits_per_param: float = DEFAULT_BITS_PER_PARAM
+    profile_bits_per_element: float = 32
+
+
+class _DiscreteEntry(_Strict):
+    kind: str
+    snr: list[float]
+    prob: list[float]
+
+
+class _RayleighEntry(_Strict):
+    kind: str
+    mean_snr: float
+    min_snr: float | None = None
+
+
+class _NakagamiEntry(_Strict):
+    kind: str
+    m: float
+    mean_snr: float
+    min_snr: float | None = None
+
+
+class _LogNormalEntry(_Strict):
+    kind: str
+    mean_db: float
+    sigma_db: float
+
+
+class _TraceEntry(_Strict):
+    kind: str
+    snr: list[float] | None = None
+    file: str | None = None
+
+
+_CHANNEL_KINDS: dict[str, type[_Strict]] = {
+    "discrete": _DiscreteEntry,
+    "rayleigh": _RayleighEntry,
+    "nakagami": _NakagamiEntry,
+    "lognormal": _LogNormalEntry,
+    "trace": _TraceEntry,
+}
+
+
+def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
+    exc.field = f"{prefix}.{exc.field}" if exc.field else prefix
+    exc.args = (str(exc),)
+    return exc
+
+
+def _read_trace(path: Path, where: str) -> tuple[float, ...]:
+    """SNR samples from a CSV: first column, one sample a line, an optional header line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidSystem(f"cannot read trace file {str(path)!r} ({exc.strerror})",
+                            field=f"{where}.file") from None  # fmt: skip
+    values: list[float] = []
+    for number, line in enumerate(lines, start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        first = text.split(",")[0].strip()
+        try:
+            values.append(float(first))
+        except ValueError:
+            if values or number > 1:
+                raise InvalidSystem(f"line {number}: not a number: {first!r}",
+                                    source=str(path)) from None  # fmt: skip
+    return tuple(values)
+
+
+def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
+    kind = data.get("kind")
+    model = _CHANNEL_KINDS.get(str(kind))
+    if model is None:
+        kinds = ", ".join(_CHANNEL_KINDS)
+        raise InvalidSystem(f"unknown channel kind {kind!r} (use one of: {kinds})",
+                            field=f"{where}.kind")  # fmt: skip
+    try:
+        doc = validate_document(model, data, source=None, error=InvalidSystem)
+        if isinstance(doc, _DiscreteEntry):
+            return Discrete(tuple(doc.snr), tuple(doc.prob))
+        if isinstance(doc, _RayleighEntry):
+            return Rayleigh(doc.mean_snr, doc.min_snr)
+        if isinstance(doc, _NakagamiEntry):
+            return Nakagami(doc.m, doc.mean_snr, doc.min_snr)
+        if isinstance(doc, _LogNormalEntry):
+            return LogNormal(doc.mean_db, doc.sigma_db)
+        assert isinstance(doc, _TraceEntry)
+        if (doc.snr is None) == (doc.file is None):
+            raise InvalidSystem("give exactly one of 'snr' and 'file'")
+        if doc.file is not None:
+            path = Path(doc.file)
+            if base is not None and not path.is_absolute():
+                path = base / path
+            return Trace(_read_trace(path, where))
+        return Trace(tuple(doc.snr or ()))
+    except InferplanError as exc:
+        if exc.source is not None:  # an error inside a trace file names that file
+            raise
+        raise _prefixed(exc, where) from None
+
+
+def _layers(doc: _SystemFile, base: Path | None) -> Layers:
+    if (doc.layers is None) == (doc.profile is None):
+        raise InvalidSystem("give exactly one of 'layers' and 'profile'", field="layers")
+    raw: dict[str, Any] = doc.layers if doc.layers is not None else {"profile": doc.profile}
+    if "profile" in raw:
+        try:
+            spec = validate_document(_ProfileLayers, raw, source=None, error=InvalidSystem)
+        except InferplanError as exc:
+            raise _prefixed(exc, "layers") from None
+        name = spec.profile
+        if base is not None and (base / name).exists():
+            name = str(base / name)
+        return layers_from_profile(
+            load_profile(name),
+            cycles_per_flop=spec.cycles_per_flop,
+            bits_per_element=spec.bits_per_element,
+            input_bits_per_element=spec.input_bits_per_element,
+            bits_per_param=spec.bits_per_param,
+            profile_bits_per_element=spec.profile_bits_per_element,
+        )
+    try:
+        explicit = validate_document(_ExplicitLayers, raw, source=None, error=InvalidSystem)
+    except InferplanError as exc:
+        raise _prefixed(exc, "layers") from None
+    return Layers(tuple(explicit.cycles), tuple(explicit.input_bits), tuple(explicit.param_bits),
+                  tuple(explicit.names or ()))  # fmt: skip
+
+
+def system_from_dict(data: object, *, source: str | None = None, base: Path | None = None) -> System:
+    """Build a :class:`System` from system-file data, naming ``source`` in errors.
+
+    ``base`` is the directory that relative file names (profiles, traces) are resolved against.
+    """
+    doc = validate_document(_SystemFile, data, source=source, error=InvalidSystem)
+    try:
+        layers = _layers(doc, base)
+        if isinstance(doc.channel, list):
+            channel: Channel | tuple[Channel, ...] = tuple(
+                _channel(entry, f"channel[{k}]", base)
+                for k, entry in enumerate(doc.channel)
+            )
+        else:
+            channel = _channel(doc.channel, "channel", base)
+        return System(
+            device=Device(**doc.device.model_dump()),
+            edge=Edge(doc.edge.cpu_hz),
+            layers=layers,
+            channel=channel,
+            downlink_bps=doc.downlink_bps,
+            inferences_per_update=doc.inferences_per_update,
+            energy_weight=doc.energy_weight,
+        )
+    except InferplanError as exc:
+        raise exc.located(source) if source else exc from None
+
+
+def load_system(path: str | Path) -> System:
+    """Read a system file (YAML or JSON).
+
+    Examples
+    --------
+    >>> load_system("examples/system.yaml").n_layers
+    8
+    """
+    path = Path(path)
+    return system_from_dict(read_document(path), source=str(path), base=path.parent)
+
+
+def save_system(system: System, path: str | Path) -> None:
+    """Write ``system`` as a system file with explicit layers (JSON or YAML by suffix)."""
+    write_document(system.to_dict(), path)

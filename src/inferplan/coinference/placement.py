@@ -1,0 +1,380 @@
+"""Model placement: ``Z(M)`` for every ``M``, ``M*`` three ways, baselines, the MLP closed form.
+
+``Z(M) = c(M) + E[eta_S(gamma_S)]`` for the splitting rule ``S`` used with ``M`` layers placed.
+
+* ``optimal``: backward induction for every ``M`` (``(N+1)(N+2)/2`` stage expectations).
+* ``1sla``: the 1-sla thresholds do not depend on ``M``, so ``Z`` for every ``M`` costs O(N).
+* ``hybrid``: exact ``M*`` of the optimal rule by branch and bound (see :func:`plan_placement`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.stopping import (
+    StoppingSolution,
+    one_step_etc_all,
+    optimal_thresholds,
+    optimality_probability,
+    solve_stopping,
+    threshold_at,
+)
+from inferplan.coinference.system import System
+from inferplan.errors import InvalidArgument
+
+__all__ = [
+    "METHODS",
+    "Baselines",
+    "MlpPlacement",
+    "PlacementPlan",
+    "compare_baselines",
+    "expected_costs",
+    "fixed_split_costs",
+    "mlp_placement",
+    "optimality_probabilities",
+    "plan_placement",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+METHODS = ("optimal", "1sla", "hybrid")
+
+
+def expected_costs(system: System, rule: str = "optimal") -> FloatArray:
+    """``Z(0..N)`` under the optimal rule (O(N^2)) or the 1-sla rule (O(N)).
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system
+    >>> s = default_system()
+    >>> bool(np.all(expected_costs(s) <= expected_costs(s, "1sla") + 1e-15))
+    True
+    """
+    if rule == "optimal":
+        etc = np.array([optimal_thresholds(system, m)[1][0] for m in range(system.n_layers + 1)])
+    elif rule == "1sla":
+        etc = one_step_etc_all(system)
+    else:
+        raise InvalidArgument(f"rule must be 'optimal' or '1sla', got {rule!r}")
+    return np.asarray(system.placement_costs + etc, dtype=np.float64)
+
+
+def optimality_probabilities(system: System) -> FloatArray:
+    """The exact probability that 1-sla splits where the optimal rule does, for ``M = 0..N``."""
+    return np.array([optimality_probability(system, m) for m in range(system.n_layers + 1)])
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """The chosen placement ``M*``, its splitting rule and the cost curve.
+
+    Attributes
+    ----------
+    method
+        ``"optimal"``, ``"1sla"`` or ``"hybrid"``.
+    placement
+        ``M*``.
+    costs
+        ``Z(0..N)`` under the method's rule; ``nan`` for placements the hybrid proved
+        suboptimal without evaluating them exactly.
+    solution
+        The splitting rule at ``M*`` (optimal for ``optimal``/``hybrid``, 1-sla for ``1sla``).
+    stage_evaluations
+        Stage expectations computed to find ``M*`` (the work measure of the three methods).
+    """
+
+    method: str
+    placement: int
+    costs: tuple[float, ...]
+    solution: StoppingSolution
+    stage_evaluations: int
+
+    @property
+    def expected_cost(self) -> float:
+        """``Z(M*)``."""
+        return self.solution.expected_cost
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        """``gamma_hat_1..gamma_hat_{M*}``."""
+        return self.solution.thresholds
+
+    def policy(self) -> SplitPolicy:
+        """The O(1) on-device rule for ``M*``."""
+        return self.solution.policy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``coinfer --json`` object (``null`` for infinite or unevaluated values)."""
+        return {
+            "method": self.method,
+            "placement": self.placement,
+            "expected_cost": self.expected_cost,
+            "costs": [z if math.isfinite(z) else None for z in self.costs],
+            "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
+        }
+
+
+def _argmin(costs: FloatArray) -> int:
+    # The smallest M among the minimisers: fewer layers to download for the same cost.
+    return int(np.nanargmin(costs))
+
+
+def plan_placement(
+    system: System, method: str = "optimal", *, rel_tol: float = 0.0
+) -> PlacementPlan:
+    """Choose the number of layers ``M*`` to place on the device.
+
+    Parameters
+    ----------
+    system
+        The device-edge system.
+    method
+        ``"optimal"``: backward induction for every ``M`` (exact, O(N^2) stage expectations).
+        ``"1sla"``: minimise ``Z`` under the 1-sla rule (O(N); its ``Z`` is an upper bound of
+        the optimal one). ``"hybrid"``: branch and bound that returns the same ``M*`` as
+        ``"optimal"`` (or, with ``rel_tol > 0``, a placement whose cost is within a factor
+        ``1 + rel_tol`` of ``Z(M*)``).
+    rel_tol
+        Only for ``"hybrid"``: allowed relative excess over the optimum (0: exact).
+
+    Notes
+    -----
+    The hybrid rests on two bounds on the optimal ``Z(M) = c(M) + V(M)``, where ``V(M)`` is the
+    optimal expected ETC with ``M`` layers placed:
+
+    * upper: ``Z(M) <= Z_1sla(M)`` for every ``M`` (1-sla is one feasible rule), all in O(N);
+    * lower: ``V(M) >= V(M')`` for ``M <= M'`` (a rule for ``M`` layers is feasible with
+      ``M'``), so ``Z(M) >= c(M) + V(M')`` for the smallest evaluated ``M' >= M``; ``V(N)`` is
+      evaluated first (O(N)), ``V(0)`` is a single expectation and ``V(1)`` is the 1-sla value
+      (1-sla is optimal for ``M = 1``).
+
+    Placements are evaluated exactly in increasing order of ``Z_1sla``; ``M`` is skipped once
+    its lower bound exceeds the best exact cost found. Worst case O(N^2), typically a handful of
+    backward inductions: ``stage_evaluations`` reports the work done.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system
+    >>> s = default_system()
+    >>> plan_placement(s, "hybrid").placement == plan_placement(s).placement
+    True
+    """
+    n_layers = system.n_layers
+    c = system.placement_costs
+    if method == "optimal":
+        costs = expected_costs(system)
+        m_star = _argmin(costs)
+        work = (n_layers + 1) * (n_layers + 2) // 2
+        return PlacementPlan(method, m_star, tuple(costs.tolist()),
+                             solve_stopping(system, m_star), work)  # fmt: skip
+    if method == "1sla":
+        costs = expected_costs(system, "1sla")
+        m_star = _argmin(costs)
+        return PlacementPlan(method, m_star, tuple(costs.tolist()),
+                             solve_stopping(system, m_star, rule="1sla"), 2 * n_layers + 1)  # fmt: skip
+    if method != "hybrid":
+        raise InvalidArgument(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not (math.isfinite(rel_tol) and rel_tol >= 0):
+        raise InvalidArgument(f"rel_tol must be >= 0, got {rel_tol!r}")
+
+    upper = expected_costs(system, "1sla")
+    etc = np.full(n_layers + 1, np.nan)  # exact V(M) where known
+    etc[0] = upper[0] - c[0]
+    etc[min(1, n_layers)] = upper[min(1, n_layers)] - c[min(1, n_layers)]
+    etc[n_layers] = optimal_thresholds(system, n_layers)[1][0]
+    work = 2 * n_layers + 1 + n_layers + 1
+
+    def lower_bound(m: int) -> float:
+        # V is non-increasing in M: the nearest evaluated M' >= M bounds V(M) from below.
+        known = etc[m:]
+        return float(c[m] + known[~np.isnan(known)][0])
+
+    for m in np.argsort(upper, kind="stable"):
+        m = int(m)
+        if not np.isnan(etc[m]):
+            continue
+        exact = c + etc
+        best_m = _argmin(exact)
+        best = exact[best_m]
+        bound = lower_bound(m)
+        if bound * (1.0 + rel_tol) > best or (bound == best and m > best_m):
+            continue
+        etc[m] = optimal_thresholds(system, m)[1][0]
+        work += m + 1
+    costs = c + etc
+    m_star = _argmin(costs)
+    return PlacementPlan(method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work)
+
+
+# ---------------------------------------------------------------------------------- baselines
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Expected cost per inference (``Z``) of the joint plan and of the usual alternatives.
+
+    Attributes
+    ----------
+    joint
+        ``Z(M*)``: optimal placement with optimal splitting.
+    joint_1sla
+        ``Z`` of the 1-sla placement with 1-sla splitting.
+    edge_only
+        ``M = 0``: upload the raw input.
+    device_only
+        ``M = N`` and always run every layer (upload only the output).
+    full_placement
+        ``M = N`` with optimal splitting.
+    fixed_split, fixed_stage
+        Neurosurgeon-style: one split stage chosen offline by plugging the mean SNR into the
+        rate (``R = W log2(1 + E[gamma])``), ``M = stage - 1`` placed, always split there.
+    best_fixed_split, best_fixed_stage
+        The fixed split with the lowest true expected cost (a fixed-split oracle).
+    """
+
+    joint: float
+    joint_placement: int
+    joint_1sla: float
+    edge_only: float
+    device_only: float
+    full_placement: float
+    fixed_split: float
+    fixed_stage: int
+    best_fixed_split: float
+    best_fixed_stage: int
+
+    def savings(self) -> dict[str, float]:
+        """Relative saving of the joint plan against each baseline: ``1 - joint / baseline``."""
+        names = ("joint_1sla", "edge_only", "device_only", "full_placement", "fixed_split",
+                 "best_fixed_split")  # fmt: skip
+        return {name: 1.0 - self.joint / getattr(self, name) for name in names}
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["savings"] = self.savings()
+        return out
+
+
+def fixed_split_costs(system: System) -> tuple[FloatArray, FloatArray]:
+    """Per fixed split stage ``n = 1..N+1`` (``M = n - 1`` placed): the cost the mean-SNR
+    planner believes, ``c(n-1) + eta_n(E[gamma_n])``, and the true ``c(n-1) + E[eta_n]``."""
+    a, b = system.stage_costs
+    mean_snr = np.array([ch.expected_snr() for ch in system.channels])
+    mean_g = np.array([ch.mean_inv_log() for ch in system.channels])
+    believed = system.placement_costs + a + b * math.log(2.0) / np.log1p(mean_snr)
+    true = system.placement_costs + a + b * mean_g
+    return believed, true
+
+
+def compare_baselines(system: System) -> Baselines:
+    """The joint plan against edge-only, device-only, full placement and fixed splits.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system
+    >>> b = compare_baselines(default_system())
+    >>> b.joint <= min(b.edge_only, b.device_only, b.full_placement, b.best_fixed_split)
+    True
+    """
+    costs = expected_costs(system)
+    m_star = _argmin(costs)
+    believed, true = fixed_split_costs(system)
+    fixed = int(np.argmin(believed))
+    best_fixed = int(np.argmin(true))
+    return Baselines(
+        joint=float(costs[m_star]),
+        joint_placement=m_star,
+        joint_1sla=float(np.min(expected_costs(system, "1sla"))),
+        edge_only=float(true[0]),
+        device_only=float(true[-1]),
+        full_placement=float(costs[-1]),
+        fixed_split=float(true[fixed]),
+        fixed_stage=fixed + 1,
+        best_fixed_split=float(true[best_fixed]),
+        best_fixed_stage=best_fixed + 1,
+    )
+
+
+# --------------------------------------------------------------------------- MLP closed form
+
+
+@dataclass(frozen=True)
+class MlpPlacement:
+    """The closed-form 1-sla placement of an equal-width MLP over an i.i.d. channel.
+
+    Attributes
+    ----------
+    delta
+        ``delta(X)``, the constant 1-sla threshold (``inf``: never split early).
+    continue_probability
+        ``q = F(delta)``.
+    drift
+        ``Delta = E[min(b g(gamma), b E[g] + d)] - b E[g] <= 0``: ``ETC(M+1) - ETC(M) = q^M Delta``.
+    download_per_inference
+        ``tau / K``, the placement cost of one layer per inference.
+    placement
+        ``M*``, the smallest ``M`` with ``tau / K + q^M Delta >= 0`` (``N`` if none).
+    expected_cost
+        ``Z(M*) = M* tau / K + E[eta_1] + Delta (1 - q^M*) / (1 - q)``.
+    """
+
+    delta: float
+    continue_probability: float
+    drift: float
+    download_per_inference: float
+    placement: int
+    expected_cost: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["delta"] = self.delta if math.isfinite(self.delta) else None
+        return out
+
+
+def mlp_placement(system: System) -> MlpPlacement:
+    """``M*`` in closed form for equal layers (the paper's equal-width MLP) and i.i.d. SNR.
+
+    Requires equal ``L_i``, equal ``I_i`` (including ``I_{N+1}``), equal ``m_i`` and one channel
+    for every stage; see docs/coinference.md for the derivation.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system, mlp_layers
+    >>> s = default_system(layers=mlp_layers(512, 6))
+    >>> mlp_placement(s).placement == int(np.argmin(expected_costs(s, "1sla")))
+    True
+    """
+    layers = system.layers
+    for name in ("cycles", "input_bits", "param_bits"):
+        if len(set(getattr(layers, name))) != 1:
+            raise InvalidArgument(f"the MLP closed form needs equal layers.{name}")
+    if len({id(ch) for ch in system.channels}) != 1 and len(set(system.channels)) != 1:
+        raise InvalidArgument("the MLP closed form needs one channel for every stage (i.i.d. SNR)")
+    n_layers = system.n_layers
+    a, b_all = system.stage_costs
+    d = float(a[1] - a[0])  # extra cost of running one more layer on the device
+    b = float(b_all[0])
+    channel = system.channels[0]
+    g_mean = channel.mean_inv_log()
+    delta = threshold_at(0.0, b, b * g_mean + d)
+    q = channel.below(delta)
+    h = channel.partial_inv_log(delta)
+    drift = b * h + q * d - (1.0 - q) * b * g_mean
+    step = float(system.placement_costs[1])
+    if step + drift >= 0:
+        m_star = 0
+    elif q == 0.0:
+        m_star = 1
+    elif q == 1.0 or step == 0.0:
+        m_star = n_layers
+    else:
+        m_star = min(n_layers, math.ceil(math.log(step / -drift) / math.log(q)))
+    geometric = m_star if q == 1.0 else (1.0 - q**m_star) / (1.0 - q)
+    cost = m_star * step + a[0] + b * g_mean + drift * geometric
+    return MlpPlacement(delta, q, drift, step, m_star, float(cost))

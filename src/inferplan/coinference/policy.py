@@ -1,0 +1,101 @@
+"""The on-device splitting rule: a vector of SNR thresholds, nothing else.
+
+The device runs it once per stage of every inference. Deciding is one comparison (O(1)), and the
+policy travels as a small JSON object ``{"placement": M, "thresholds": [...]}`` with ``null``
+for an infinite threshold (never split there).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.errors import InvalidArgument
+
+__all__ = ["SplitPolicy"]
+
+
+@dataclass(frozen=True)
+class SplitPolicy:
+    """Split at the first stage ``n <= M`` with ``snr >= thresholds[n-1]``, else at ``M + 1``.
+
+    Examples
+    --------
+    >>> p = SplitPolicy((3.0, math.inf, 0.5))
+    >>> p.upload(1, 2.0), p.upload(2, 100.0), p.upload(3, 0.7), p.upload(4, 0.0)
+    (False, False, True, True)
+    >>> SplitPolicy.from_json(p.to_json()) == p
+    True
+    """
+
+    thresholds: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        values = tuple(math.inf if t is None else float(t) for t in self.thresholds)
+        for n, t in enumerate(values, start=1):
+            if math.isnan(t) or t < 0:
+                raise InvalidArgument(f"threshold of stage {n} must be >= 0 or null, got {t!r}")
+        object.__setattr__(self, "thresholds", values)
+
+    @property
+    def placement(self) -> int:
+        """``M``: layers on the device; stage ``M + 1`` always uploads."""
+        return len(self.thresholds)
+
+    def upload(self, stage: int, snr: float) -> bool:
+        """At 1-based ``stage`` with observed linear ``snr``: upload now (True) or run the layer."""
+        if stage > len(self.thresholds):
+            return True
+        return snr >= self.thresholds[stage - 1]
+
+    def split_points(self, snr: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Vectorised: split stage (1-based) for each row of ``snr`` (shape ``(k, M + 1)``)."""
+        snr = np.asarray(snr, dtype=np.float64)
+        m = len(self.thresholds)
+        if snr.ndim != 2 or snr.shape[1] < m + 1:
+            raise InvalidArgument(f"snr must have shape (k, {m + 1}), got {snr.shape}")
+        stop = np.empty((snr.shape[0], m + 1), dtype=bool)
+        stop[:, :m] = snr[:, :m] >= np.asarray(self.thresholds)
+        stop[:, m] = True
+        return np.argmax(stop, axis=1).astype(np.int64) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placement": self.placement,
+            "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
+        }
+
+    def to_json(self) -> str:
+        """The policy as one line of JSON."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitPolicy:
+        """Inverse of :meth:`to_dict`."""
+        thresholds = data.get("thresholds")
+        if not isinstance(thresholds, Sequence) or isinstance(thresholds, str):
+            raise InvalidArgument("policy needs a 'thresholds' list")
+        policy = cls(tuple(thresholds))
+        if "placement" in data and data["placement"] != policy.placement:
+            raise InvalidArgument(
+                f"policy placement {data['placement']!r} does not match its "
+                f"{policy.placement} thresholds"
+            )
+        return policy
+
+    @classmethod
+    def from_json(cls, text: str) -> SplitPolicy:
+        """Inverse of :meth:`to_json`."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument(f"policy is not valid JSON: {exc.msg}") from None
+        if not isinstance(data, Mapping):
+            raise InvalidArgument("policy JSON must be an object")
+        return cls.from_dict(data)

@@ -1,0 +1,223 @@
+"""Vectorised Monte-Carlo of many inferences over the channel, one seeded generator.
+
+Every rule sees the same SNR draws (common random numbers), so differences between rules are
+not sampling noise of separate runs. An inference is one row of an ``(inferences, N + 1)`` SNR
+matrix; a rule with ``M`` layers placed reads its first ``M + 1`` columns, splits at the first
+``n <= M`` with ``gamma_n >= gamma_hat_n`` (else ``M + 1``) and costs
+``c(M) + a_n + b_n / log2(1 + gamma_n)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from inferplan.coinference.channels import inv_log2
+from inferplan.coinference.placement import fixed_split_costs, plan_placement
+from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.stopping import solve_stopping
+from inferplan.coinference.system import System
+from inferplan.errors import InvalidArgument
+
+__all__ = ["SIM_RULES", "RuleSimulation", "Simulation", "rule_policy", "sample_snr", "simulate"]
+
+FloatArray = npt.NDArray[np.float64]
+
+SIM_RULES = ("optimal", "1sla", "fixed", "best-fixed", "edge-only", "device-only", "full")
+_QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
+# Rows per chunk: bounds memory (N + 1 doubles per row) while keeping numpy calls large.
+_CHUNK = 1 << 16
+
+
+def rule_policy(system: System, rule: str) -> tuple[SplitPolicy, float]:
+    """The on-device policy a simulation rule runs, and its analytic expected cost ``Z``.
+
+    ``optimal``/``1sla``: the placement and rule chosen by that method; ``fixed``: the
+    Neurosurgeon-style split from the mean SNR; ``best-fixed``: the fixed split with the lowest
+    true expected cost; ``edge-only``: ``M = 0``; ``device-only``: ``M = N``, never split early;
+    ``full``: ``M = N`` with optimal splitting.
+    """
+    n_layers = system.n_layers
+    if rule in ("optimal", "1sla"):
+        plan = plan_placement(system, rule)
+        return plan.policy(), plan.expected_cost
+    if rule == "full":
+        solution = solve_stopping(system, n_layers)
+        return solution.policy(), solution.expected_cost
+    believed, true = fixed_split_costs(system)
+    stage = {
+        "fixed": int(np.argmin(believed)) + 1,
+        "best-fixed": int(np.argmin(true)) + 1,
+        "edge-only": 1,
+        "device-only": n_layers + 1,
+    }.get(rule)
+    if stage is None:
+        raise InvalidArgument(f"rule must be one of {', '.join(SIM_RULES)}, got {rule!r}")
+    return SplitPolicy((math.inf,) * (stage - 1)), float(true[stage - 1])
+
+
+@dataclass(frozen=True)
+class RuleSimulation:
+    """Realised costs of one rule.
+
+    Attributes
+    ----------
+    rule, placement
+        The rule and its ``M``.
+    analytic_cost
+        The exact ``Z`` the simulation estimates.
+    mean_cost, std_cost
+        Sample mean and standard deviation of the realised per-inference cost (placement cost
+        ``c(M)`` included).
+    ci_low, ci_high
+        Normal-approximation confidence interval of the mean.
+    quantiles
+        Realised cost at the 1, 5, 25, 50, 75, 95 and 99 % levels.
+    split_counts
+        How many inferences split at stage ``n = 1..N+1``.
+    costs
+        Every realised cost (not part of :meth:`to_dict`).
+    """
+
+    rule: str
+    placement: int
+    analytic_cost: float
+    mean_cost: float
+    std_cost: float
+    ci_low: float
+    ci_high: float
+    quantiles: tuple[float, ...]
+    split_counts: tuple[int, ...]
+    costs: FloatArray = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "placement": self.placement,
+            "analytic_cost": self.analytic_cost,
+            "mean_cost": self.mean_cost,
+            "std_cost": self.std_cost,
+            "ci": [self.ci_low, self.ci_high],
+            "quantiles": {f"{q:g}": v for q, v in zip(_QUANTILES, self.quantiles, strict=True)},
+            "split_counts": list(self.split_counts),
+        }
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """The result of :func:`simulate`: one :class:`RuleSimulation` per rule."""
+
+    inferences: int
+    seed: int | None
+    confidence: float
+    results: tuple[RuleSimulation, ...]
+
+    def __getitem__(self, rule: str) -> RuleSimulation:
+        for result in self.results:
+            if result.rule == rule:
+                return result
+        raise KeyError(rule)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inferences": self.inferences,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "rules": {r.rule: r.to_dict() for r in self.results},
+        }
+
+
+def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> FloatArray:
+    """An ``(inferences, N + 1)`` matrix of independent SNR draws, column ``n - 1`` for stage ``n``."""
+    out = np.empty((inferences, system.n_layers + 1))
+    shared = all(ch is system.channels[0] for ch in system.channels)
+    if shared:
+        out[:] = system.channels[0].sample(rng, out.size).reshape(out.shape)
+    else:
+        for n, channel in enumerate(system.channels):
+            out[:, n] = channel.sample(rng, inferences)
+    return out
+
+
+def simulate(
+    system: System,
+    rules: Iterable[str] | None = None,
+    *,
+    inferences: int = 100_000,
+    seed: int | None = 0,
+    rng: np.random.Generator | None = None,
+    confidence: float = 0.95,
+    policies: Sequence[tuple[str, SplitPolicy, float]] = (),
+) -> Simulation:
+    """Simulate ``inferences`` inferences under each rule with the same SNR draws.
+
+    Parameters
+    ----------
+    system
+        The device-edge system.
+    rules
+        Names from :data:`SIM_RULES` (all of them by default).
+    inferences
+        Number of simulated inferences.
+    seed, rng
+        Randomness: a generator, or a seed for :func:`numpy.random.default_rng`.
+    confidence
+        Level of the confidence interval of each mean.
+    policies
+        Extra ``(name, policy, analytic_cost)`` triples to simulate alongside the rules.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system
+    >>> sim = simulate(default_system(), ["optimal", "edge-only"], inferences=20_000, seed=1)
+    >>> r = sim["optimal"]
+    >>> bool(r.ci_low <= r.analytic_cost <= r.ci_high)
+    True
+    """
+    if isinstance(inferences, bool) or not isinstance(inferences, int) or inferences < 2:
+        raise InvalidArgument(f"inferences must be an integer >= 2, got {inferences!r}")
+    if not 0 < confidence < 1:
+        raise InvalidArgument(f"confidence must be in (0, 1), got {confidence!r}")
+    names = list(SIM_RULES if rules is None else rules)
+    chosen = [(name, *rule_policy(system, name)) for name in dict.fromkeys(names)]
+    chosen += list(policies)
+    generator = rng if rng is not None else np.random.default_rng(seed)
+    a, b = system.stage_costs
+    c = system.placement_costs
+    costs = [np.empty(inferences) for _ in chosen]
+    splits = [np.empty(inferences, dtype=np.int64) for _ in chosen]
+    rows = np.arange(min(_CHUNK, inferences))
+    for start in range(0, inferences, _CHUNK):
+        stop = min(start + _CHUNK, inferences)
+        snr = sample_snr(system, generator, stop - start)
+        for k, (_, policy, _) in enumerate(chosen):
+            n = policy.split_points(snr)
+            observed = snr[rows[: stop - start], n - 1]
+            costs[k][start:stop] = c[policy.placement] + a[n - 1] + b[n - 1] * inv_log2(observed)
+            splits[k][start:stop] = n
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    results = []
+    for k, (name, policy, analytic) in enumerate(chosen):
+        values = costs[k]
+        mean, std = float(values.mean()), float(values.std(ddof=1))
+        half = z * std / math.sqrt(inferences)
+        counts = np.bincount(splits[k], minlength=system.n_layers + 2)[1:]
+        results.append(RuleSimulation(
+            rule=name,
+            placement=policy.placement,
+            analytic_cost=float(analytic),
+            mean_cost=mean,
+            std_cost=std,
+            ci_low=mean - half,
+            ci_high=mean + half,
+            quantiles=tuple(float(v) for v in np.quantile(values, _QUANTILES)),
+            split_counts=tuple(int(v) for v in counts),
+            costs=values,
+        ))  # fmt: skip
+    return Simulation(inferences, seed if rng is None else None, confidence, tuple(results))

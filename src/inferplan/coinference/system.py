@@ -1,0 +1,379 @@
+"""The device-edge system: device, edge server, DNN layers, channel and the cost weights.
+
+A :class:`System` turns into the two arrays every solver works with. For split stage
+``n = 1..N+1`` (the device ran layers ``1..n-1`` and uploads ``I_n``)::
+
+    eta_n(gamma) = a_n + b_n / log2(1 + gamma)
+    a_n = beta_t * (sum_{i<n} L_i / f_l + sum_{i>=n} L_i / f_c) + beta_e * kappa * f_l^2 * sum_{i<n} L_i
+    b_n = (beta_t + beta_e * P) * I_n / W
+
+and the per-inference placement cost of the first ``M`` layers is
+``c(M) = sum_{i<=M} m_i / (R_d K)``. Every default below is our choice (see docs/coinference.md
+for the reasoning), not a value from the co-inference paper, whose parameters we do not have.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.coinference.channels import Channel, Rayleigh, channel_sequence
+from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
+from inferplan.profiles import Profile, load_profile
+
+__all__ = [
+    "DEFAULT_BITS_PER_ELEMENT",
+    "DEFAULT_BITS_PER_PARAM",
+    "DEFAULT_CHANNEL",
+    "DEFAULT_CYCLES_PER_FLOP",
+    "DEFAULT_DEVICE",
+    "DEFAULT_DOWNLINK_BPS",
+    "DEFAULT_EDGE",
+    "DEFAULT_ENERGY_WEIGHT",
+    "DEFAULT_INFERENCES_PER_UPDATE",
+    "DEFAULT_INPUT_BITS_PER_ELEMENT",
+    "Device",
+    "Edge",
+    "Layers",
+    "System",
+    "default_system",
+    "layers_from_profile",
+    "mlp_layers",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _check(value: float, name: str, *, positive: bool = True) -> float:
+    value = float(value)
+    ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
+    if not ok:
+        kind = "positive" if positive else "non-negative"
+        raise InvalidSystem(f"must be a {kind} finite number, got {value!r}", field=name)
+    return value
+
+
+@dataclass(frozen=True)
+class Device:
+    """The wireless device (WD).
+
+    Attributes
+    ----------
+    cpu_hz
+        ``f_l``, CPU frequency (cycles/s).
+    kappa
+        Effective switched capacitance: energy per cycle is ``kappa * f_l^2`` (J).
+    tx_power_w
+        ``P``, uplink transmit power (W).
+    bandwidth_hz
+        ``W``, uplink bandwidth (Hz).
+    """
+
+    cpu_hz: float
+    kappa: float
+    tx_power_w: float
+    bandwidth_hz: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cpu_hz", _check(self.cpu_hz, "device.cpu_hz"))
+        object.__setattr__(self, "kappa", _check(self.kappa, "device.kappa", positive=False))
+        object.__setattr__(
+            self, "tx_power_w", _check(self.tx_power_w, "device.tx_power_w", positive=False)
+        )
+        object.__setattr__(self, "bandwidth_hz", _check(self.bandwidth_hz, "device.bandwidth_hz"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpu_hz": self.cpu_hz, "kappa": self.kappa, "tx_power_w": self.tx_power_w,
+                "bandwidth_hz": self.bandwidth_hz}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Edge:
+    """The edge server: ``f_c``, its CPU frequency (cycles/s)."""
+
+    cpu_hz: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cpu_hz", _check(self.cpu_hz, "edge.cpu_hz"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpu_hz": self.cpu_hz}
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The DNN as ``N`` layers.
+
+    Attributes
+    ----------
+    cycles
+        ``L_1..L_N``: CPU cycles of each layer (the same count on device and edge).
+    input_bits
+        ``I_1..I_{N+1}``: bits of each layer's input; ``I_1`` is the raw input and ``I_{N+1}``
+        the output, which the edge needs (so a device-only run still uploads it).
+    param_bits
+        ``m_1..m_N``: bits of each layer's parameters (downloaded when the layer is placed).
+    names
+        Layer names (``layer1..layerN`` when not given).
+    """
+
+    cycles: tuple[float, ...]
+    input_bits: tuple[float, ...]
+    param_bits: tuple[float, ...]
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.cycles)
+        if n == 0:
+            raise InvalidSystem("must have at least one layer", field="layers.cycles")
+        if len(self.input_bits) != n + 1:
+            raise InvalidSystem(
+                f"must have N + 1 = {n + 1} entries (one more than layers.cycles), "
+                f"got {len(self.input_bits)}",
+                field="layers.input_bits",
+            )
+        if len(self.param_bits) != n:
+            raise InvalidSystem(
+                f"must have N = {n} entries (as many as layers.cycles), got {len(self.param_bits)}",
+                field="layers.param_bits",
+            )
+        names = tuple(self.names) or tuple(f"layer{i + 1}" for i in range(n))
+        if len(names) != n:
+            raise InvalidSystem(f"must name each of the {n} layers", field="layers.names")
+        for key, positive in (("cycles", False), ("input_bits", True), ("param_bits", False)):
+            values = tuple(
+                _check(v, f"layers.{key}[{k}]", positive=positive)
+                for k, v in enumerate(getattr(self, key))
+            )
+            object.__setattr__(self, key, values)
+        object.__setattr__(self, "names", names)
+
+    @property
+    def n_layers(self) -> int:
+        """``N``."""
+        return len(self.cycles)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cycles": list(self.cycles), "input_bits": list(self.input_bits),
+                "param_bits": list(self.param_bits), "names": list(self.names)}  # fmt: skip
+
+
+# Defaults: each is argued for in docs/coinference.md ("Defaults"). None comes from the paper.
+DEFAULT_DEVICE = Device(cpu_hz=1.0e9, kappa=1.0e-28, tx_power_w=0.1, bandwidth_hz=2.0e6)
+DEFAULT_EDGE = Edge(cpu_hz=2.0e10)
+DEFAULT_DOWNLINK_BPS = 5.0e7
+DEFAULT_INFERENCES_PER_UPDATE = 1000
+DEFAULT_ENERGY_WEIGHT = 0.5
+DEFAULT_CHANNEL: Channel = Rayleigh(mean_snr=10.0, min_snr=0.25)
+DEFAULT_CYCLES_PER_FLOP = 0.25
+DEFAULT_BITS_PER_ELEMENT = 32
+DEFAULT_INPUT_BITS_PER_ELEMENT = 8
+DEFAULT_BITS_PER_PARAM = 32
+
+
+def layers_from_profile(
+    profile: Profile | str,
+    *,
+    cycles_per_flop: float = DEFAULT_CYCLES_PER_FLOP,
+    bits_per_element: float = DEFAULT_BITS_PER_ELEMENT,
+    input_bits_per_element: float = DEFAULT_INPUT_BITS_PER_ELEMENT,
+    bits_per_param: float = DEFAULT_BITS_PER_PARAM,
+    profile_bits_per_element: float = 32,
+) -> Layers:
+    """Layers from a :class:`~inferplan.profiles.Profile` (or a built-in name / profile file).
+
+    ``L_i = cycles_per_flop * Q_i``; activations are re-encoded: a profile stores bits computed
+    with ``profile_bits_per_element`` (32 for the built-ins), so element counts are
+    ``D_n / profile_bits_per_element``, then ``I_1`` uses ``input_bits_per_element`` (8-bit
+    camera pixels by default) and ``I_2..I_{N+1}`` use ``bits_per_element`` (FP32 by default).
+    ``m_i = bits_per_param * params_i``.
+
+    Examples
+    --------
+    >>> layers = layers_from_profile("alexnet")
+    >>> layers.n_layers, layers.input_bits[0]
+    (8, 1204224.0)
+    """
+    if isinstance(profile, str):
+        profile = load_profile(profile)
+    for name, value in (("cycles_per_flop", cycles_per_flop), ("bits_per_element", bits_per_element),
+                        ("input_bits_per_element", input_bits_per_element),
+                        ("bits_per_param", bits_per_param),
+                        ("profile_bits_per_element", profile_bits_per_element)):  # fmt: skip
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidArgument(f"must be a positive finite number, got {value!r}", field=name)
+    elements = np.asarray(profile.activation_bits) / profile_bits_per_element
+    bits = elements * bits_per_element
+    bits[0] = elements[0] * input_bits_per_element
+    return Layers(
+        cycles=tuple(cycles_per_flop * q for q in profile.flops),
+        input_bits=tuple(bits.tolist()),
+        param_bits=tuple(float(bits_per_param * p) for p in profile.params),
+        names=profile.blocks,
+    )
+
+
+def mlp_layers(
+    width: int,
+    depth: int,
+    *,
+    cycles_per_mac: float = 2 * DEFAULT_CYCLES_PER_FLOP,
+    bytes_per_value: float = 4,
+    bytes_per_param: float = 4,
+) -> Layers:
+    """The paper's equal-width MLP: ``L_i = alpha X^2``, ``I_i = 8 lambda X``, ``m_i = 8 mu (X+1) X``.
+
+    ``alpha`` is ``cycles_per_mac``, ``lambda`` is ``bytes_per_value`` and ``mu``
+    ``bytes_per_param``; ``X = width`` and ``N = depth``.
+
+    Examples
+    --------
+    >>> mlp_layers(100, 3).param_bits[0]
+    323200.0
+    """
+    if width < 1 or depth < 1:
+        raise InvalidArgument(f"an MLP needs width >= 1 and depth >= 1, got {width}, {depth}")
+    x = float(width)
+    return Layers(
+        cycles=(cycles_per_mac * x * x,) * depth,
+        input_bits=(8 * bytes_per_value * x,) * (depth + 1),
+        param_bits=(8 * bytes_per_param * (x + 1) * x,) * depth,
+        names=tuple(f"fc{k}" for k in range(1, depth + 1)),
+    )
+
+
+@dataclass(frozen=True)
+class System:
+    """A device-edge co-inference system (SI units, SNR linear).
+
+    ``channel`` is one :class:`~inferplan.coinference.channels.Channel` (or frozen
+    ``scipy.stats`` distribution) shared by every split stage, or a sequence of ``N + 1`` of
+    them, one per stage. Construction checks that the expected upload cost is finite and raises
+    :class:`~inferplan.errors.DivergentCost` otherwise. Use :func:`dataclasses.replace` to vary
+    one parameter in a sweep.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import Discrete
+    >>> s = System(DEFAULT_DEVICE, DEFAULT_EDGE, mlp_layers(64, 3), Discrete((1.0, 10.0), (0.5, 0.5)))
+    >>> s.n_layers, len(s.channels)
+    (3, 4)
+    """
+
+    device: Device
+    edge: Edge
+    layers: Layers
+    channel: Channel | Sequence[Channel] | Any = DEFAULT_CHANNEL
+    downlink_bps: float = DEFAULT_DOWNLINK_BPS
+    inferences_per_update: int = DEFAULT_INFERENCES_PER_UPDATE
+    energy_weight: float = DEFAULT_ENERGY_WEIGHT
+    channels: tuple[Channel, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "downlink_bps", _check(self.downlink_bps, "downlink_bps"))
+        k = self.inferences_per_update
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise InvalidSystem(f"must be an integer >= 1, got {k!r}", field="inferences_per_update")
+        object.__setattr__(self, "inferences_per_update", int(k))
+        w = float(self.energy_weight)
+        if not (0.0 <= w <= 1.0):
+            raise InvalidSystem(f"must be in [0, 1], got {w!r}", field="energy_weight")
+        object.__setattr__(self, "energy_weight", w)
+        channels = channel_sequence(self.channel, self.layers.n_layers + 1)
+        per_stage = len({id(ch) for ch in channels}) > 1
+        object.__setattr__(self, "channel", channels if per_stage else channels[0])
+        object.__setattr__(self, "channels", channels)
+        for n, ch in enumerate(channels):
+            try:
+                ch.mean_inv_log()
+            except InferplanError as exc:
+                if per_stage:
+                    exc.field = f"channel[{n}]"
+                    exc.args = (str(exc),)
+                raise
+
+    @property
+    def n_layers(self) -> int:
+        """``N``."""
+        return self.layers.n_layers
+
+    @property
+    def time_weight(self) -> float:
+        """``beta_t = 1 - beta_e``."""
+        return 1.0 - self.energy_weight
+
+    @functools.cached_property
+    def stage_costs(self) -> tuple[FloatArray, FloatArray]:
+        """``(a, b)`` with ``eta_n(gamma) = a[n-1] + b[n-1] / log2(1 + gamma)``, ``n = 1..N+1``."""
+        cycles = np.asarray(self.layers.cycles)
+        local = np.concatenate(([0.0], np.cumsum(cycles)))  # sum_{i<n} L_i, n = 1..N+1
+        remote = local[-1] - local
+        f_l, f_c = self.device.cpu_hz, self.edge.cpu_hz
+        bt, be = self.time_weight, self.energy_weight
+        a = bt * (local / f_l + remote / f_c) + be * self.device.kappa * f_l**2 * local
+        b = (bt + be * self.device.tx_power_w) * np.asarray(self.layers.input_bits)
+        b = b / self.device.bandwidth_hz
+        a.flags.writeable = False
+        b.flags.writeable = False
+        return a, b
+
+    @functools.cached_property
+    def placement_costs(self) -> FloatArray:
+        """``c(M) = sum_{i<=M} m_i / (R_d K)`` for ``M = 0..N``."""
+        download = np.asarray(self.layers.param_bits) / self.downlink_bps
+        out = np.concatenate(([0.0], np.cumsum(download))) / self.inferences_per_update
+        out.flags.writeable = False
+        return out
+
+    def eta(self, stage: int, snr: FloatArray | float) -> FloatArray | float:
+        """``eta_n(gamma)``, the energy-time cost of splitting at ``stage`` under SNR ``snr``."""
+        if not 1 <= stage <= self.n_layers + 1:
+            raise InvalidArgument(f"stage must be in 1..{self.n_layers + 1}, got {stage}")
+        a, b = self.stage_costs
+        return a[stage - 1] + b[stage - 1] * math.log(2.0) / np.log1p(snr)  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The system in the system-file format (explicit layers)."""
+        channels = self.channels
+        shared = all(ch is channels[0] for ch in channels)
+        return {
+            "device": self.device.to_dict(),
+            "edge": self.edge.to_dict(),
+            "downlink_bps": self.downlink_bps,
+            "inferences_per_update": self.inferences_per_update,
+            "energy_weight": self.energy_weight,
+            "channel": channels[0].to_dict() if shared else [ch.to_dict() for ch in channels],
+            "layers": self.layers.to_dict(),
+        }
+
+
+def default_system(profile: Profile | str = "alexnet", **overrides: Any) -> System:
+    """The documented default system around a profile; keyword arguments replace fields.
+
+    Examples
+    --------
+    >>> default_system().n_layers
+    8
+    >>> default_system("vgg16", energy_weight=0.2).energy_weight
+    0.2
+    """
+    fields: dict[str, Any] = {
+        "device": DEFAULT_DEVICE,
+        "edge": DEFAULT_EDGE,
+        "layers": layers_from_profile(profile),
+        "channel": DEFAULT_CHANNEL,
+        "downlink_bps": DEFAULT_DOWNLINK_BPS,
+        "inferences_per_update": DEFAULT_INFERENCES_PER_UPDATE,
+        "energy_weight": DEFAULT_ENERGY_WEIGHT,
+    }
+    unknown = set(overrides) - set(fields)
+    if unknown:
+        raise InvalidArgument(f"unknown system field(s): {', '.join(sorted(unknown))}")
+    fields.update(overrides)
+    return System(**fields)
