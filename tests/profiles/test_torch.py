@@ -55,8 +55,18 @@ def test_default_blocks_are_top_level_children_with_zero_work_merged():
     got = profile_module(_meta(ref.ResNet50), [(1, 3, 224, 224)]).profile
     assert got.blocks == ("conv1..maxpool", "layer1", "layer2", "layer3",
                           "layer4+avgpool", "fc")  # fmt: skip
-    assert got.activation_bits == tuple(32.0 * n for n in (
-        3 * 224 * 224, 64 * 56 * 56, 256 * 56 * 56, 512 * 28 * 28, 1024 * 14 * 14, 2048, 1000))
+    assert got.activation_bits == tuple(
+        32.0 * n
+        for n in (
+            3 * 224 * 224,
+            64 * 56 * 56,
+            256 * 56 * 56,
+            512 * 28 * 28,
+            1024 * 14 * 14,
+            2048,
+            1000,
+        )
+    )
 
 
 def test_cuts_inside_a_residual_block_carry_both_branches():
@@ -72,7 +82,8 @@ def test_unet_skips_cross_every_cut_between_encoder_and_decoder():
     e1, e2, d2, out = 8 * 16 * 16, 16 * 8 * 8, 8 * 16 * 16, 4 * 16 * 16
     assert got.profile.blocks == ("enc1", "enc2", "dec2", "dec1")
     assert got.profile.activation_bits == tuple(
-        32.0 * n for n in (3 * 16 * 16, e1, e1 + e2, e1 + d2, out))
+        32.0 * n for n in (3 * 16 * 16, e1, e1 + e2, e1 + d2, out)
+    )
     names = [sorted(t.name for t in c.tensors) for c in got.cuts]
     assert names[2] == ["enc1", "enc2_1"]
 
@@ -101,8 +112,12 @@ def test_int_inputs_and_transformer_style_blocks():
                 x = layer(x)
             return self.head(x)
 
-    got = profile_module(_meta(Tiny), [(2, 5)], input_dtypes=["int64"],
-                         blocks=parse_block_spec("embed+layers.0,layers.1,head")).profile
+    got = profile_module(
+        _meta(Tiny),
+        [(2, 5)],
+        input_dtypes=["int64"],
+        blocks=parse_block_spec("embed+layers.0,layers.1,head"),
+    ).profile
     assert got.activation_bits[0] == 2 * 5 * 64
     assert got.flops == (2 * 10 * 16 * 16, 2 * 10 * 16 * 16, 2 * 10 * 16 * 100)
     assert got.params == (1600 + 272, 272, 0)
@@ -112,14 +127,17 @@ def test_errors_are_one_line_invalid_profile(tmp_path, monkeypatch):
     net = torch.nn.Sequential(torch.nn.Linear(8, 4))
     cases = [
         (lambda: profile_module(net, [(1, 7)]), "does not run on input shape 1x7"),
-        (lambda: profile_module(net, [(1, 8)], blocks=(("nope",),)),
-         "no operation belongs to module(s) 'nope'"),
+        (
+            lambda: profile_module(net, [(1, 8)], blocks=(("nope",),)),
+            "no operation belongs to module(s) 'nope'",
+        ),
         (lambda: profile_module(net, [(1, 8)], dtype="float3"), "unknown dtype 'float3'"),
         (lambda: load_module_factory("no_such_module_xyz:make"), "cannot import"),
         (lambda: load_module_factory("nocolon"), "expected module.path:factory"),
     ]
     (tmp_path / "models.py").write_text(
-        "import torch\ndef make():\n    return torch.nn.Linear(2, 2)\ndef bad():\n    return 3\n")
+        "import torch\ndef make():\n    return torch.nn.Linear(2, 2)\ndef bad():\n    return 3\n"
+    )
     monkeypatch.chdir(tmp_path)
     cases += [
         (lambda: load_module_factory("models:missing"), "has no attribute 'missing'"),

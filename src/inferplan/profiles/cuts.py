@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from inferplan.errors import InvalidProfile
@@ -157,9 +158,7 @@ def parse_block_spec(text: str | None) -> BlockSpec:
         if int(depth) < 1:
             raise InvalidProfile(f"depth must be at least 1, got {depth}", field="blocks")
         return int(depth)
-    groups = tuple(
-        tuple(name.strip() for name in group.split("+")) for group in value.split(",")
-    )
+    groups = tuple(tuple(name.strip() for name in group.split("+")) for group in value.split(","))
     if any(not name for group in groups for name in group):
         raise InvalidProfile(f"empty module name in {text!r}", field="blocks")
     return groups
@@ -278,17 +277,13 @@ def build_profile(
     if len(kept) < 2:
         raise InvalidProfile("the model does no counted work (no FLOPs in any block)")
 
-    names, q, p = [], [], []
-    for a, b in zip(kept, kept[1:], strict=False):
-        names.append(_label(order[a:b]))
-        q.append(math.fsum(flops[a + 1 : b + 1]))
-        p.append(sum(params[a + 1 : b + 1]))
+    spans = list(pairwise(kept))
     profile = Profile(
         name=name,
-        flops=tuple(q),
+        flops=tuple(math.fsum(flops[a + 1 : b + 1]) for a, b in spans),
         activation_bits=tuple(float(cuts[k].bits or 0.0) for k in kept),
-        blocks=tuple(names),
-        params=tuple(p),
+        blocks=tuple(_label(order[a:b]) for a, b in spans),
+        params=tuple(sum(params[a + 1 : b + 1]) for a, b in spans),
     )
     marked = tuple(
         Cut(c.index, c.after, c.tensors, c.bits, c.valid, c.index in kept, c.reason) for c in cuts
@@ -302,7 +297,7 @@ def _keep(cuts: Sequence[Cut], flops: Sequence[float]) -> list[int]:
     m = len(cuts) - 1
     kept: list[int] = []
     run = [valid[0]]
-    for prev, k in zip(valid, valid[1:], strict=False):
+    for prev, k in pairwise(valid):
         if math.fsum(flops[prev + 1 : k + 1]) > 0:
             kept.append(_choose(run, cuts, m))
             run = []

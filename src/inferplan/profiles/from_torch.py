@@ -135,7 +135,7 @@ def profile_module(
     results: dict[str, Any] = {}
     counter = FlopCounterMode(display=False)
 
-    class _Recorder(Interpreter):  # type: ignore[misc]
+    class _Recorder(Interpreter):
         def run_node(self, node: Any) -> Any:
             before = counter.get_total_flops()
             out = super().run_node(node)
@@ -143,7 +143,7 @@ def profile_module(
             results[node.name] = out
             return out
 
-    class _Runner(torch.nn.Module):  # type: ignore[misc]
+    class _Runner(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.graph_module = graph_module
