@@ -1,23 +1,42 @@
 """Capacity cost functions: what it costs to add an amount of compute or bandwidth.
 
 A cost function maps an added capacity ``x >= 0`` (FLOP/s or bit/s) to a price. It must be
-non-decreasing with ``f(0) = 0``. The solvers use three things from it: the vectorised cost, the
-capacity actually bought for a requested amount (whole modules, for instance), and whether it is
-linear (which unlocks the linear-time PSG scan).
+non-decreasing with ``f(0) = 0``. The solvers use from it: the vectorised cost, the capacity
+actually bought for a requested amount (whole modules, for instance), its piecewise-linear form
+when it has one (which unlocks the fast PSG scans) and the most that can be added.
+
+Four kinds ship: :class:`LinearCost` (``price * x``), :class:`ModuleCost` (``price`` per started
+module of ``size``), :class:`TieredCost` (piecewise-linear with a marginal price per tier) and
+:class:`FunctionCost` (any non-decreasing Python callable, API only). Each may carry a cap on
+what can be added; beyond it the cost is ``inf``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CapacityCost", "LinearCost", "cost_from_dict"]
+__all__ = [
+    "CapacityCost",
+    "FunctionCost",
+    "LinearCost",
+    "ModuleCost",
+    "Segments",
+    "TieredCost",
+    "cost_from_dict",
+    "segments",
+]
 
 FloatArray = npt.NDArray[np.float64]
+
+# A request within this relative distance above a whole number of modules counts as that
+# number: ``3 * 0.1 / 0.1`` is ``3.0000000000000004`` in floating point and must not buy four.
+MODULE_RTOL = 1e-12
 
 
 @runtime_checkable
@@ -43,6 +62,35 @@ class CapacityCost(Protocol):
 
 
 @dataclass(frozen=True)
+class Segments:
+    """A continuous piecewise-linear cost: on ``[starts[k], starts[k+1]]`` (the last segment up
+    to ``cap``) it is ``values[k] + slopes[k] * (x - starts[k])``."""
+
+    starts: tuple[float, ...]
+    slopes: tuple[float, ...]
+    values: tuple[float, ...]
+    cap: float
+
+
+def segments(cost: CapacityCost) -> Segments | None:
+    """The piecewise-linear form of ``cost`` if it has one (linear and tiered costs)."""
+    if cost.linear_price is not None:
+        return Segments((0.0,), (cost.linear_price,), (0.0,), cost.max_amount)
+    if isinstance(cost, TieredCost):
+        k = len(cost.prices)
+        return Segments(
+            tuple(cost._knots[:k]), cost.prices, tuple(cost._values[:k]), cost.max_amount
+        )
+    return None
+
+
+def _capped(amount: FloatArray, cost: FloatArray, cap: float) -> FloatArray:
+    if math.isfinite(cap):
+        return np.where(amount > cap, np.inf, cost)
+    return cost
+
+
+@dataclass(frozen=True)
 class LinearCost:
     """``price`` per unit of added capacity, optionally capped at ``max_amount``.
 
@@ -62,10 +110,7 @@ class LinearCost:
 
     def __call__(self, amount: FloatArray) -> FloatArray:
         amount = np.asarray(amount, dtype=np.float64)
-        cost = self.price * amount
-        if math.isfinite(self.max_amount):
-            cost = np.where(amount > self.max_amount, np.inf, cost)
-        return cost
+        return _capped(amount, self.price * amount, self.max_amount)
 
     def purchase(self, amount: float) -> float:
         return amount
@@ -77,33 +122,243 @@ class LinearCost:
         return out
 
 
+@dataclass(frozen=True)
+class ModuleCost:
+    """Capacity sold in whole modules: ``price`` for every started ``size`` of added capacity.
+
+    ``max_amount`` caps the capacity that can be added, counted in whole modules bought
+    (at most ``floor(max_amount / size)`` modules).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cost = ModuleCost(size=10.0, price=3.0)
+    >>> cost(np.array([0.0, 0.5, 10.0, 10.5])), cost.purchase(10.5)
+    (array([0., 3., 3., 6.]), 20.0)
+    """
+
+    size: float
+    price: float
+    max_amount: float = math.inf
+
+    @property
+    def linear_price(self) -> None:
+        return None
+
+    @property
+    def max_modules(self) -> float:
+        """The most modules that can be bought (``inf`` when unbounded)."""
+        if math.isinf(self.max_amount):
+            return math.inf
+        return float(math.floor(self.max_amount / self.size * (1 + MODULE_RTOL)))
+
+    def modules(self, amount: FloatArray) -> FloatArray:
+        """Whole modules needed to add at least each ``amount``."""
+        amount = np.asarray(amount, dtype=np.float64)
+        return np.ceil(np.maximum(amount, 0.0) / self.size * (1 - MODULE_RTOL))
+
+    def __call__(self, amount: FloatArray) -> FloatArray:
+        count = self.modules(amount)
+        return np.where(count > self.max_modules, np.inf, self.price * count)
+
+    def purchase(self, amount: float) -> float:
+        return float(self.modules(np.array([amount]))[0]) * self.size
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "modules", "size": self.size, "price": self.price}
+        if math.isfinite(self.max_amount):
+            out["max"] = self.max_amount
+        return out
+
+
+@dataclass(frozen=True)
+class TieredCost:
+    """Piecewise-linear cost: marginal price ``prices[k]`` per unit for the added capacity
+    between ``upto[k-1]`` and ``upto[k]`` (``upto[-1]`` is 0).
+
+    With as many ``upto`` as ``prices`` nothing can be added beyond the last ``upto``; with one
+    ``upto`` fewer the last price applies without bound. ``max_amount`` caps it further.
+    Convex (and so on the fast PSG path) when the prices do not decrease.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cost = TieredCost(upto=(10.0,), prices=(1.0, 3.0))
+    >>> cost(np.array([5.0, 10.0, 12.0]))
+    array([ 5., 10., 16.])
+    """
+
+    upto: tuple[float, ...]
+    prices: tuple[float, ...]
+    max_amount: float = math.inf
+    _knots: FloatArray = field(init=False, repr=False, compare=False)
+    _values: FloatArray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        upto = tuple(float(x) for x in self.upto)
+        prices = tuple(float(p) for p in self.prices)
+        if len(prices) not in (len(upto), len(upto) + 1) or not prices:
+            raise ValueError(
+                f"'price' must have as many entries as 'upto' or one more, got {len(prices)} "
+                f"prices for {len(upto)} 'upto' values"
+            )
+        if any(b <= a for a, b in zip((0.0, *upto[:-1]), upto, strict=True)):
+            raise ValueError(f"'upto' must be positive and strictly increasing, got {list(upto)}")
+        if any(not (math.isfinite(p) and p >= 0) for p in prices):
+            raise ValueError(f"'price' entries must be non-negative finite numbers, got {prices}")
+        cap = min(self.max_amount, upto[-1]) if len(prices) == len(upto) else self.max_amount
+        knots = np.array((0.0, *upto))
+        widths = np.diff(knots)
+        values = np.concatenate(([0.0], np.cumsum(widths * np.array(prices[: len(upto)]))))
+        object.__setattr__(self, "upto", upto)
+        object.__setattr__(self, "prices", prices)
+        object.__setattr__(self, "max_amount", float(cap))
+        object.__setattr__(self, "_knots", knots)
+        object.__setattr__(self, "_values", values)
+
+    @property
+    def linear_price(self) -> float | None:
+        return self.prices[0] if len(set(self.prices)) == 1 else None
+
+    @property
+    def convex(self) -> bool:
+        """Whether the marginal prices never decrease."""
+        return all(b >= a for a, b in zip(self.prices[:-1], self.prices[1:], strict=True))
+
+    def __call__(self, amount: FloatArray) -> FloatArray:
+        amount = np.asarray(amount, dtype=np.float64)
+        inside = np.interp(amount, self._knots, self._values)
+        beyond = self._values[-1] + self.prices[-1] * (amount - self._knots[-1])
+        cost = np.where(amount > self._knots[-1], beyond, inside)
+        return _capped(amount, cost, self.max_amount)
+
+    def purchase(self, amount: float) -> float:
+        return amount
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "tiers", "upto": list(self.upto), "price": list(self.prices)}
+        if math.isfinite(self.max_amount) and (
+            len(self.prices) > len(self.upto) or self.max_amount < self.upto[-1]
+        ):
+            out["max"] = self.max_amount
+        return out
+
+
+@dataclass(frozen=True)
+class FunctionCost:
+    """Any non-decreasing Python callable with ``fn(0) = 0`` (API only: it has no file form).
+
+    ``fn`` receives an array of amounts and returns their costs; a scalar function is
+    vectorised with :func:`numpy.vectorize`. PSG prices it on its general ``O(N^2)`` path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cost = FunctionCost(lambda x: np.sqrt(x), name="sqrt")
+    >>> cost(np.array([0.0, 4.0]))
+    array([0., 2.])
+    """
+
+    fn: Callable[[Any], Any]
+    max_amount: float = math.inf
+    name: str = "function"
+
+    def __post_init__(self) -> None:
+        zero = self(np.zeros(1))[0]
+        if zero != 0.0:
+            raise ValueError(f"cost function {self.name!r} must be zero at zero, got {zero!r}")
+
+    @property
+    def linear_price(self) -> None:
+        return None
+
+    def __call__(self, amount: FloatArray) -> FloatArray:
+        amount = np.asarray(amount, dtype=np.float64)
+        try:
+            cost = np.asarray(self.fn(amount), dtype=np.float64)
+            if cost.shape != amount.shape:
+                raise ValueError
+        except (TypeError, ValueError):
+            cost = np.asarray(np.vectorize(self.fn, otypes=[np.float64])(amount))
+        return _capped(amount, cost, self.max_amount)
+
+    def purchase(self, amount: float) -> float:
+        return amount
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "function", "name": self.name}
+        if math.isfinite(self.max_amount):
+            out["max"] = self.max_amount
+        return out
+
+
+_FIELDS = {
+    "linear": {"kind", "price", "max"},
+    "modules": {"kind", "size", "price", "max"},
+    "tiers": {"kind", "upto", "price", "max"},
+}
+
+
 def cost_from_dict(data: dict[str, Any]) -> CapacityCost:
-    """Build a cost function from its network-file form, e.g. ``{"kind": "linear", "price": 2}``.
+    """Build a cost function from its network-file form.
+
+    ``{"kind": "linear", "price": p}``, ``{"kind": "modules", "size": s, "price": p}`` or
+    ``{"kind": "tiers", "upto": [x1, ...], "price": [p1, ...]}``, each with an optional
+    ``"max"`` (the most capacity that can be added).
 
     Raises
     ------
     ValueError
-        With a message naming the problem; the file loader adds the file and field.
+        With a message naming the field and the problem; the file loader adds the file and
+        the element.
+
+    Examples
+    --------
+    >>> cost_from_dict({"kind": "modules", "size": 10e9, "price": 3.0})
+    ModuleCost(size=10000000000.0, price=3.0, max_amount=inf)
     """
     kind = data.get("kind")
+    if kind not in _FIELDS:
+        raise ValueError(f"'kind': unknown cost kind {kind!r} (known: {', '.join(_FIELDS)})")
+    unknown = set(data) - _FIELDS[kind]
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)} for a {kind} cost")
+    cap = _number(data, "max", minimum=0.0, default=math.inf)
     if kind == "linear":
-        unknown = set(data) - {"kind", "price", "max"}
-        if unknown:
-            raise ValueError(f"unknown field(s) {sorted(unknown)} for a linear cost")
-        price = _number(data, "price", minimum=0.0)
-        cap = _number(data, "max", minimum=0.0, default=math.inf)
-        return LinearCost(price, cap)
-    raise ValueError(f"unknown cost kind {kind!r} (known: linear)")
+        return LinearCost(_number(data, "price", minimum=0.0), cap)
+    if kind == "modules":
+        size = _number(data, "size", minimum=0.0)
+        if size <= 0:
+            raise ValueError(f"'size' must be a positive number, got {data['size']!r}")
+        return ModuleCost(size, _number(data, "price", minimum=0.0), cap)
+    upto = _numbers(data, "upto", allow_empty=True)
+    prices = _numbers(data, "price", allow_empty=False)
+    return TieredCost(tuple(upto), tuple(prices), cap)
 
 
-def _number(data: dict[str, Any], key: str, *, minimum: float, default: float | None = None) -> float:
+def _check(key: str, value: Any, *, minimum: float, finite: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValueError(f"{key!r} must be a number, got {value!r}")
+    if value < minimum or (finite and math.isinf(value)):
+        raise ValueError(f"{key!r} must be a finite number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _number(
+    data: dict[str, Any], key: str, *, minimum: float, default: float | None = None
+) -> float:
     if key not in data:
         if default is None:
             raise ValueError(f"missing field {key!r}")
         return default
-    value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ValueError(f"{key!r} must be a number, got {value!r}")
-    if value < minimum or (value == math.inf and default != math.inf):
-        raise ValueError(f"{key!r} must be a finite number >= {minimum:g}, got {value!r}")
-    return float(value)
+    return _check(key, data[key], minimum=minimum, finite=default != math.inf)
+
+
+def _numbers(data: dict[str, Any], key: str, *, allow_empty: bool) -> Sequence[float]:
+    if key not in data:
+        raise ValueError(f"missing field {key!r}")
+    values = data[key]
+    if not isinstance(values, list) or (not values and not allow_empty):
+        raise ValueError(f"{key!r} must be a {'' if allow_empty else 'non-empty '}list of "
+                         f"numbers, got {values!r}")  # fmt: skip
+    return [_check(f"{key}[{k}]", v, minimum=0.0, finite=True) for k, v in enumerate(values)]

@@ -6,13 +6,16 @@ equals) when the relevant part of the network is acyclic.
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.costs import CapacityCost
+from inferplan.codesign.costs import CapacityCost, Segments, segments
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
@@ -53,15 +56,80 @@ class CodesignInstance:
     def n_blocks(self) -> int:
         return self.profile.n_blocks
 
+    @cached_property
+    def node_linear(self) -> tuple[FloatArray, FloatArray]:
+        """Unit price (``nan`` where the cost is not linear) and cap of each node's cost."""
+        return _linear_arrays(self.node_costs)
+
+    @cached_property
+    def link_linear(self) -> tuple[FloatArray, FloatArray]:
+        """Unit price (``nan`` where the cost is not linear) and cap of each link's cost."""
+        return _linear_arrays(self.link_costs)
+
+    @cached_property
+    def node_segments(self) -> tuple[Segments | None, ...]:
+        """The piecewise-linear form of each node's cost (``None`` where it has none)."""
+        return tuple(segments(c) for c in self.node_costs)
+
+    @cached_property
+    def generations(self) -> tuple[IntArray, ...]:
+        """Nodes grouped by topological generation (acyclic instances only).
+
+        Generation ``g`` holds the nodes whose longest chain of in-links from a node without
+        in-links has ``g`` links; no link joins two nodes of one generation, so a solver may
+        relax a whole generation at once.
+        """
+        level = np.zeros(len(self.node_ids), dtype=np.int64)
+        for v in range(len(self.node_ids)):
+            ins = self.in_links[v]
+            if ins.size:
+                level[v] = level[self.link_src[ins]].max() + 1
+        order = np.argsort(level, kind="stable")
+        bounds = np.flatnonzero(np.diff(level[order])) + 1
+        return tuple(np.split(order, bounds))
+
     def link_index(self, u: int, v: int) -> int:
         """Index of the link ``u -> v`` (node indices)."""
         outs = self.out_links[u]
         return int(outs[np.flatnonzero(self.link_dst[outs] == v)[0]])
 
 
+def _linear_arrays(costs: tuple[CapacityCost, ...]) -> tuple[FloatArray, FloatArray]:
+    prices = [c.linear_price for c in costs]
+    return (
+        np.array([math.nan if p is None else p for p in prices], dtype=np.float64),
+        np.array([c.max_amount for c in costs], dtype=np.float64),
+    )
+
+
 def _find_cycle(graph: nx.DiGraph) -> list[str]:
     cycle = nx.find_cycle(graph)
     return [str(u) for u, _ in cycle] + [str(cycle[0][0])]
+
+
+def _topological_order(n: int, src: IntArray, dst: IntArray) -> list[int] | None:
+    """Kahn's algorithm taking the lowest index first (file order among equals); ``None`` if
+    the graph has a cycle."""
+    indegree = np.bincount(dst, minlength=n).tolist()
+    outs = _group(src, n)
+    ready = [v for v in range(n) if indegree[v] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        v = heapq.heappop(ready)
+        order.append(v)
+        for z in dst[outs[v]].tolist():
+            indegree[z] -= 1
+            if indegree[z] == 0:
+                heapq.heappush(ready, z)
+    return order if len(order) == n else None
+
+
+def _group(keys: IntArray, n: int) -> tuple[IntArray, ...]:
+    """Indices of ``keys`` equal to ``0..n-1``, each in increasing order."""
+    order = np.argsort(keys, kind="stable")
+    bounds = np.searchsorted(keys[order], np.arange(n + 1))
+    return tuple(order[bounds[k] : bounds[k + 1]] for k in range(n))
 
 
 def compile_instance(
@@ -75,27 +143,27 @@ def compile_instance(
         If ``require_acyclic`` and a cycle lies on the way from source to target.
     """
     keep = network.on_path_nodes()
-    sub = network.graph.subgraph(keep)
-    acyclic = nx.is_directed_acyclic_graph(sub)
-    if not acyclic and require_acyclic:
-        cycle = " -> ".join(repr(v) for v in _find_cycle(sub))
+    position = {v: k for k, v in enumerate(keep)}
+    kept_links = [e for e in network.links if e.source in position and e.target in position]
+    src = np.array([position[e.source] for e in kept_links], dtype=np.int64)
+    dst = np.array([position[e.target] for e in kept_links], dtype=np.int64)
+    topo = _topological_order(len(keep), src, dst)
+    acyclic = topo is not None
+    if topo is None and require_acyclic:
+        cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(keep)))
         raise NetworkHasCycle(
             f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
             "exact only on acyclic networks (use --method milp for cyclic ones)",
             field="links",
         )
-    if acyclic:
-        position = {v: k for k, v in enumerate(keep)}
-        order = list(nx.lexicographical_topological_sort(sub, key=lambda v: position[v]))
-    else:
-        order = list(keep)
+    order = [keep[k] for k in topo] if topo is not None else list(keep)
     index = {v: k for k, v in enumerate(order)}
-    links = tuple(e for e in network.links if e.source in index and e.target in index)
+    links = tuple(kept_links)
     link_src = np.array([index[e.source] for e in links], dtype=np.int64)
     link_dst = np.array([index[e.target] for e in links], dtype=np.int64)
     nodes = [network.node_by_id[v] for v in order]
-    in_links = tuple(np.flatnonzero(link_dst == k) for k in range(len(order)))
-    out_links = tuple(np.flatnonzero(link_src == k) for k in range(len(order)))
+    in_links = _group(link_dst, len(order))
+    out_links = _group(link_src, len(order))
     return CodesignInstance(
         network=network,
         profile=profile,

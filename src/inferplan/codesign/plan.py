@@ -161,18 +161,19 @@ def build_plan(
 ) -> Plan:
     """Round the requested increments to what the cost functions sell, price them, and check
     the resulting interval: one place that turns any solver's choice into a :class:`Plan`."""
-    bought_nodes = np.array(
-        [c.purchase(float(x)) if x > 0 else 0.0 for c, x in zip(inst.node_costs, node_added,
-                                                                 strict=True)]
-    )  # fmt: skip
-    bought_links = np.array(
-        [c.purchase(float(y)) if y > 0 else 0.0 for c, y in zip(inst.link_costs, link_added,
-                                                                 strict=True)]
-    )  # fmt: skip
+    bought_nodes, bought_links = np.zeros(len(node_added)), np.zeros(len(link_added))
+    for v in np.flatnonzero(node_added > 0):
+        bought_nodes[v] = inst.node_costs[v].purchase(float(node_added[v]))
+    for e in np.flatnonzero(link_added > 0):
+        bought_links[e] = inst.link_costs[e].purchase(float(link_added[e]))
+    # Only what was bought is priced (every cost is zero at zero): on large networks calling
+    # each element's cost function would outweigh the solve.
     cost = math.fsum(
-        [float(c(np.array([x]))[0]) for c, x in zip(inst.node_costs, bought_nodes, strict=True)]
-        + [float(c(np.array([y]))[0]) for c, y in zip(inst.link_costs, bought_links, strict=True)]
-    )
+        [float(inst.node_costs[v](np.array([bought_nodes[v]]))[0])
+         for v in np.flatnonzero(bought_nodes)]
+        + [float(inst.link_costs[e](np.array([bought_links[e]]))[0])
+           for e in np.flatnonzero(bought_links)]
+    )  # fmt: skip
     compute, transfer = stage_delays(
         inst, path, partition, inst.capacity + bought_nodes, inst.bandwidth + bought_links
     )
@@ -184,10 +185,11 @@ def build_plan(
         target_interval=target_interval,
         path=tuple(inst.node_ids[v] for v in path),
         partition=tuple(int(b) for b in partition),
-        node_upgrades={inst.node_ids[v]: float(x) for v, x in enumerate(bought_nodes) if x > 0},
+        node_upgrades={
+            inst.node_ids[v]: float(bought_nodes[v]) for v in np.flatnonzero(bought_nodes)
+        },
         link_upgrades=tuple(
-            LinkUpgrade(inst.links[e].source, inst.links[e].target, float(y))
-            for e, y in enumerate(bought_links)
-            if y > 0
+            LinkUpgrade(inst.links[e].source, inst.links[e].target, float(bought_links[e]))
+            for e in np.flatnonzero(bought_links)
         ),
     )

@@ -1,9 +1,12 @@
 """T*: the throughput-optimal deployment under the existing capacities.
 
 The PSG state graph with bottleneck (min-max) relaxation of the stage delay
-``max((S_j - S_i) / C_v, D_j / B_(v,z))``. Among several optimal deployments the first one met
-when reading the labels back from the target is returned: at each node the fewest blocks
-received (so later nodes do more of the work), and among links the earliest in file order.
+``max((S_j - S_i) / C_v, D_j / B_(v,z))``, one topological generation at a time. Among several
+optimal deployments the first one met when reading the labels back from the target is
+returned: at each node the fewest blocks received (so later nodes do more of the work), and
+among links the earliest in file order. The labels are exact (every label is one of the
+candidate delays, compared, never recomputed), so the rule does not depend on which of the two
+compute steps below ran.
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Deployment, stage_delays
-from inferplan.codesign.psg import backtrack
+from inferplan.codesign.psg import (
+    DENSE_WIDTH,
+    backtrack,
+    range_min,
+    relax_generations,
+    sparse_table,
+)
 
 __all__ = ["throughput_optimal"]
 
@@ -21,11 +30,38 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def _compute_delays(S: FloatArray, capacity: float) -> FloatArray:
-    """``(S_j - S_i) / capacity`` for ``i <= j``; ``inf`` below the diagonal."""
-    delay = (S[None, :] - S[:, None]) / capacity
-    delay[np.tril_indices(S.size, -1)] = np.inf
-    return delay
+def _bottleneck_dense(S: FloatArray, C: FloatArray, label: FloatArray) -> FloatArray:
+    """``min_{i<=j} max(label[r, i], (S_j - S_i) / C[r])`` comparing all pairs, ``O(N^2)``."""
+    delay = (S[None, None, :] - S[None, :, None]) / C[:, None, None]
+    delay[:, np.tri(S.size, k=-1, dtype=bool)] = np.inf
+    return np.asarray(np.min(np.maximum(label[:, :, None], delay), axis=1))
+
+
+def _bottleneck_search(S: FloatArray, C: FloatArray, label: FloatArray) -> FloatArray:
+    """The same minimum by bisection, ``O(N log N)`` per row.
+
+    With ``R(i) = min(label[i..j])`` (non-decreasing in ``i``) and the compute delay
+    ``g(i) = (S_j - S_i) / C`` (non-increasing), ``min_i max(label_i, g(i)) = min_i max(R(i),
+    g(i))``, reached where the two cross: at the first ``i`` with ``R(i) >= g(i)`` (value
+    ``R(i)``) or just before it (value ``g(i - 1)``).
+    """
+    rows, width = label.shape
+    table = sparse_table(label)
+    j = np.broadcast_to(np.arange(width), (rows, width))
+    lo, hi = np.zeros((rows, width), dtype=np.int64), j + 1  # the crossing lies in [lo, hi]
+    row = np.arange(rows)[:, None]
+
+    def crossed(i: IntArray) -> npt.NDArray[np.bool_]:
+        return range_min(table, i, j) >= (S[j] - S[np.minimum(i, j)]) / C[row]
+
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        up = crossed(mid)
+        hi = np.where(up & (lo < hi), mid, hi)
+        lo = np.where(~up & (lo < hi), mid + 1, lo)
+    at = np.where(lo <= j, range_min(table, np.minimum(lo, j), j), np.inf)
+    before = np.where(lo > 0, (S[j] - S[np.maximum(lo - 1, 0)]) / C[row], np.inf)
+    return np.minimum(at, before)
 
 
 def throughput_optimal(
@@ -34,21 +70,29 @@ def throughput_optimal(
     bandwidth: FloatArray | None = None,
 ) -> Deployment:
     """The deployment of least output interval ``T*`` under ``capacity`` and ``bandwidth``
-    (the instance's own when not given)."""
+    (the instance's own when not given).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance, throughput_optimal
+    >>> best = throughput_optimal(compile_instance(inferplan.tiered(seed=2), inferplan.vgg16()))
+    >>> best.path[0], best.partition[-1]
+    ('s', 16)
+    """
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
     S, D = inst.prefix_flops, inst.activation_bits
-    V, width = len(inst.node_ids), inst.n_blocks + 1
-    label = np.full((V, width), np.inf)
-    stage_min = np.full((V, width), np.inf)
-    label[inst.source, 0] = 0.0
-    for v in range(V):
-        stage_min[v] = np.min(np.maximum(label[v][:, None], _compute_delays(S, C[v])), axis=0)
-        outs = inst.out_links[v]
-        if outs.size:
-            targets = inst.link_dst[outs]
-            candidate = np.maximum(stage_min[v][None, :], D[None, :] / B[outs, None])
-            label[targets] = np.minimum(label[targets], candidate)
+    step = _bottleneck_dense if S.size <= DENSE_WIDTH else _bottleneck_search
+    start = np.full((len(inst.node_ids), S.size), np.inf)
+    start[inst.source, 0] = 0.0
+    label, stage_min = relax_generations(
+        inst,
+        start,
+        lambda nodes, labels: step(S, C[nodes], labels),
+        lambda links: D[None, :] / B[links, None],
+        np.maximum,
+    )
 
     def choose(v: int, j: int) -> int:
         return int(np.argmin(np.maximum(label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
