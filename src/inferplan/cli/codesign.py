@@ -52,11 +52,18 @@ def provision_command(
     ] = None,
     method: Annotated[MethodName, typer.Option("--method", help="Solver.")] = MethodName.psg,
     as_json: JsonOpt = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
+    ] = None,
 ) -> None:
     """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=rate, method=method.value)
+    if plot is not None:
+        from inferplan.plots import plot_plan  # matplotlib only when asked for
+
+        plot_plan(net, plan, plot)
     if as_json:
         print_json(plan.to_dict())
         return

@@ -1,0 +1,125 @@
+"""``inferplan sweep`` and ``inferplan reproduce``: studies on the sweep engine."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.render import console, print_json
+from inferplan.experiments.codesign import reproduce_codesign
+from inferplan.experiments.engine import run_sweep
+from inferplan.experiments.progress import progress_bar
+from inferplan.experiments.spec import load_spec
+from inferplan.experiments.store import write_csv, write_parquet
+
+OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (resumed if it exists).")]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", help="Local worker processes (default: one per core)."),
+]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="Dask scheduler address (tcp://host:8786), or 'local' for a local Dask cluster.",
+    ),
+]
+WorkersOpt = Annotated[
+    int | None, typer.Option("--workers", help="Workers of a --cluster local (default 2).")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+T = TypeVar("T")
+
+
+def _interruptible(out: Path, run: Callable[[], T]) -> T:
+    try:
+        return run()
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: finished points are stored in {out}; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        raise typer.Exit(130) from None
+
+
+@app.command("sweep")
+@friendly_errors
+def sweep_command(
+    spec: Annotated[Path, typer.Argument(help="Sweep spec file (YAML or JSON).")],
+    out: OutOpt,
+    jobs: JobsOpt = None,
+    cluster: ClusterOpt = None,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a study over a grid or random sample of parameters; rerun to resume."""
+    sweep = load_spec(spec)
+    with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
+        outcome = _interruptible(
+            out,
+            lambda: run_sweep(
+                sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress
+            ),
+        )
+    write_csv(outcome.rows, out / "results.csv")
+    parquet = write_parquet(outcome.rows, out / "results.parquet")
+    if as_json:
+        print_json({**outcome.to_dict(), "out": str(out)})
+        return
+    console.print(
+        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
+        f"{outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
+        + (" and results.parquet" if parquet else "")
+    )
+
+
+reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
+
+
+@reproduce_app.command("codesign")
+@friendly_errors
+def reproduce_codesign_command(
+    out: OutOpt,
+    seed: Annotated[int, typer.Option("--seed", help="Sweep seed.", min=0)] = 0,
+    topologies: Annotated[
+        int, typer.Option("--topologies", help="Random tiered networks.", min=1)
+    ] = 50,
+    jobs: JobsOpt = None,
+    cluster: ClusterOpt = None,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """The co-design paper's Section IV: PSG, PFP and PWF on tiered networks."""
+    with progress_bar("co-design study", enabled=not (quiet or as_json)) as progress:
+        result = _interruptible(
+            out,
+            lambda: reproduce_codesign(
+                out,
+                seed=seed,
+                topologies=topologies,
+                jobs=jobs,
+                cluster=cluster,
+                workers=workers,
+                progress=progress,
+            ),
+        )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    outcome = result.outcome
+    console.print(
+        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
+        f"{outcome.seconds:.1f} s; wrote {', '.join(f.name for f in result.files)} to {out}"
+    )

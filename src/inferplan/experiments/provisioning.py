@@ -1,0 +1,184 @@
+"""The provisioning study: every co-design method on one network, DNN and target per point.
+
+Parameters of a point (validated by :class:`ProvisioningParams`):
+
+``network``
+    ``"tiered"`` (default): a network of the co-design paper's study, drawn from the point's
+    seed; or the path of a network file.
+``topology``
+    Replicate index (default 0). It only matters through the seed: with the default
+    ``seed_from = ["network", "topology"]`` every DNN, target and method of one topology runs on
+    the same random network.
+``dnn``
+    A built-in profile name (``vgg16``, ``resnet50``, ...) or a profile file.
+``alpha`` | ``interval`` | ``throughput``
+    The target: ``beta = alpha * T*`` (relative to the network's throughput-optimal interval),
+    an interval in seconds, or inferences per second. Exactly one.
+``sample``
+    The index of the point in a random sample (set by the engine; only tells points apart).
+
+Options (shared by all points): ``methods``, names from
+:data:`inferplan.codesign.METHODS` plus ``pwf-keep`` (PWF with ``tie_break="keep"``; ``pwf`` is
+``tie_break="solver"``). Default ``[psg, pfp, pwf]``.
+
+One row per method: ``method, cost, ratio, runtime_s, interval, target_interval, t_star,
+feasible, path, partition``. ``ratio`` is the cost over PSG's cost on the same instance (when
+``psg`` is among the methods); ``runtime_s`` is the wall time of that one solver call, the
+instance being compiled and ``T*`` found once per point beforehand.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from inferplan.codesign import METHODS, CodesignInstance, Plan, compile_instance, solve_pwf
+from inferplan.codesign.throughput import throughput_optimal
+from inferplan.network import load_network, tiered
+from inferplan.profiles import load_profile
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "ProvisioningOptions",
+    "ProvisioningParams",
+    "check_values",
+    "method_names",
+    "provisioning_point",
+]
+
+DEFAULT_METHODS = ("psg", "pfp", "pwf")
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _solvers() -> dict[str, Callable[[CodesignInstance, float], Plan]]:
+    solvers = {name: method.solve for name, method in METHODS.items()}
+    solvers["pwf"] = partial(solve_pwf, tie_break="solver")
+    solvers["pwf-keep"] = partial(solve_pwf, tie_break="keep")
+    return solvers
+
+
+def method_names() -> list[str]:
+    """The method names the study knows."""
+    return list(_solvers())
+
+
+class ProvisioningParams(BaseModel):
+    """The parameters of one point."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: str = "tiered"
+    topology: Annotated[int, Field(ge=0)] = 0
+    dnn: str
+    alpha: Positive | None = None
+    interval: Positive | None = None
+    throughput: Positive | None = None
+    sample: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ProvisioningParams:
+        given = [n for n in ("alpha", "interval", "throughput") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of alpha, interval or throughput"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
+
+
+class ProvisioningOptions(BaseModel):
+    """Options shared by every point."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    methods: list[str] = Field(default_factory=lambda: list(DEFAULT_METHODS), min_length=1)
+
+    @field_validator("methods")
+    @classmethod
+    def _known(cls, methods: list[str]) -> list[str]:
+        known = method_names()
+        for name in methods:
+            if name not in known:
+                raise ValueError(f"unknown method {name!r} (known: {', '.join(known)})")
+        if len(set(methods)) != len(methods):
+            raise ValueError("methods must not repeat")
+        return methods
+
+
+def check_values(name: str, value: Any) -> None:
+    """Check a ``network`` or ``dnn`` value can be loaded, before a sweep starts.
+
+    Raises
+    ------
+    InferplanError
+        The loader's error, e.g. an unknown profile name or a missing file.
+    """
+    if name == "dnn":
+        load_profile(str(value))
+    elif name == "network" and value != "tiered":
+        load_network(Path(str(value)))
+
+
+@lru_cache(maxsize=32)
+def _instance(network: str, seed: int, dnn: str, acyclic: bool) -> tuple[CodesignInstance, float]:
+    # Consecutive points of a grid usually share the network and DNN: compile and find T* once.
+    net = tiered(seed=seed) if network == "tiered" else load_network(Path(network))
+    inst = compile_instance(net, load_profile(dnn), require_acyclic=acyclic)
+    return inst, throughput_optimal(inst).interval
+
+
+def _ratio(cost: float, optimum: float) -> float:
+    if optimum > 0:
+        return cost / optimum
+    return 1.0 if cost == 0 else math.inf
+
+
+def provisioning_point(
+    params: Mapping[str, Any], seed: int, options: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Run every method of ``options`` on the instance of ``params`` (the study's point function).
+
+    Examples
+    --------
+    >>> rows = provisioning_point({"topology": 1, "dnn": "vgg16", "alpha": 0.5}, 42, {})
+    >>> [r["method"] for r in rows], rows[0]["ratio"]
+    (['psg', 'pfp', 'pwf'], 1.0)
+    """
+    p = ProvisioningParams.model_validate(params)
+    methods = ProvisioningOptions.model_validate(options).methods
+    acyclic = any(METHODS[m].acyclic_only for m in methods if m in METHODS)
+    inst, t_star = _instance(p.network, seed, p.dnn, acyclic)
+    if p.alpha is not None:
+        beta = p.alpha * t_star
+    else:
+        beta = p.interval if p.interval is not None else 1.0 / (p.throughput or math.nan)
+    solvers = _solvers()
+    plans: dict[str, tuple[Plan, float]] = {}
+    for name in methods:
+        start = time.perf_counter()
+        plan = solvers[name](inst, beta)
+        plans[name] = (plan, time.perf_counter() - start)
+    optimum = plans["psg"][0].cost if "psg" in plans else None
+    rows = []
+    for name, (plan, seconds) in plans.items():
+        rows.append(
+            {
+                "method": name,
+                "cost": plan.cost,
+                "ratio": _ratio(plan.cost, optimum) if optimum is not None else None,
+                "runtime_s": seconds,
+                "interval": plan.interval,
+                "target_interval": beta,
+                "t_star": t_star,
+                "feasible": plan.feasible,
+                "path": ">".join(plan.path),
+                "partition": ",".join(str(b) for b in plan.partition),
+            }
+        )
+    return rows

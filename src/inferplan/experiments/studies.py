@@ -1,0 +1,73 @@
+"""The studies a sweep spec can name, and how to add one.
+
+A :class:`Study` ties a point function (by import path, so workers can import it) to pydantic
+models of its point parameters and of its options. ``inferplan sweep`` validates every point
+and the options against them before running anything. A spec may also name any point function
+directly (``study: package.module:function``); its parameters are then taken as they are.
+
+To add a study (e.g. the co-inference one), write its point function and models in its own
+module and add a :class:`Study` to :data:`STUDIES` with :func:`register_study`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from inferplan.experiments import provisioning
+
+__all__ = ["STUDIES", "Study", "register_study"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named kind of sweep.
+
+    Attributes
+    ----------
+    name
+        What a spec's ``study`` field says.
+    function
+        ``"package.module:function"``, called as ``function(params, seed, options)``.
+    parameters, options
+        pydantic models of one point's parameters and of the shared options.
+    seed_from
+        Default parameters a point's seed depends on (``None``: all of them).
+    check_value
+        Called as ``check_value(name, value)`` once per distinct parameter value, to fail
+        early (e.g. an unknown profile); raises an :class:`~inferplan.errors.InferplanError`.
+    summary
+        One line for help texts.
+    """
+
+    name: str
+    function: str
+    parameters: type[BaseModel]
+    options: type[BaseModel]
+    seed_from: tuple[str, ...] | None = None
+    check_value: Callable[[str, Any], None] | None = None
+    summary: str = ""
+
+
+STUDIES: dict[str, Study] = {}
+
+
+def register_study(study: Study) -> None:
+    """Make ``study`` available to sweep specs under ``study.name``."""
+    STUDIES[study.name] = study
+
+
+register_study(
+    Study(
+        name="provisioning",
+        function="inferplan.experiments.provisioning:provisioning_point",
+        parameters=provisioning.ProvisioningParams,
+        options=provisioning.ProvisioningOptions,
+        seed_from=("network", "topology"),
+        check_value=provisioning.check_values,
+        summary="co-design methods (PSG, PFP, PWF, ...) over networks, DNNs and targets",
+    )
+)

@@ -1,0 +1,11 @@
+"""Figures: the studies' plots and pictures of plans (the ``plots`` extra: matplotlib).
+
+matplotlib is imported only when a figure is drawn, so the core install does not need it.
+Figures are built as :class:`matplotlib.figure.Figure` objects and saved directly, without
+pyplot: no window, no global state, the same file on any machine (Agg for raster output).
+"""
+
+from inferplan.plots.codesign import ratio_boxplots
+from inferplan.plots.plan import plot_plan
+
+__all__ = ["plot_plan", "ratio_boxplots"]

@@ -1,0 +1,168 @@
+"""A picture of a provisioning plan: the network, the chosen path, the blocks each node runs
+and the capacity bought."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import networkx as nx
+
+from inferplan.cli.render import si
+from inferplan.codesign.plan import Plan
+from inferplan.network.network import Network
+from inferplan.plots._mpl import styled_figure
+
+__all__ = ["layered_positions", "plot_plan"]
+
+_PATH, _IDLE, _BOUGHT = "#1f77b4", "#b0b0b0", "#c0392b"
+
+
+def layered_positions(network: Network) -> dict[str, tuple[float, float]]:
+    """Node positions: columns by depth (longest path from a node without predecessors), rows
+    in file order. A node other than the source without predecessors sits one column before
+    its first successor, so dead-end branches line up with their tier.
+
+    A network with a cycle falls back to a seeded spring layout.
+    """
+    graph = network.graph
+    if not nx.is_directed_acyclic_graph(graph):
+        layout = nx.spring_layout(graph, seed=0)
+        return {v: (float(x), float(y)) for v, (x, y) in layout.items()}
+    order = list(nx.topological_sort(graph))
+    depth: dict[str, int] = {}
+    for v in order:
+        depth[v] = max((depth[u] + 1 for u in graph.predecessors(v)), default=0)
+    for v in reversed(order):
+        if v != network.source and graph.in_degree(v) == 0 and graph.out_degree(v) > 0:
+            depth[v] = max(0, min(depth[w] for w in graph.successors(v)) - 1)
+    file_order = {node.id: k for k, node in enumerate(network.nodes)}
+    columns: dict[int, list[str]] = {}
+    for v in sorted(depth, key=file_order.__getitem__):
+        columns.setdefault(depth[v], []).append(v)
+    pos = {}
+    for column, members in columns.items():
+        for row, v in enumerate(members):
+            pos[v] = (float(column), (len(members) - 1) / 2 - row)
+    return pos
+
+
+def plot_plan(
+    network: Network,
+    plan: Plan,
+    paths: str | Path | Sequence[str | Path],
+    *,
+    title: str | None = None,
+) -> None:
+    """Draw ``plan`` on ``network`` and save it to ``paths`` (format by suffix).
+
+    The path is drawn thick and blue, with the blocks each of its nodes runs above the node;
+    compute and bandwidth bought are written in red next to the node or link.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, inferplan
+    >>> net = inferplan.tiered(seed=1)
+    >>> plan = inferplan.provision(net, inferplan.vgg16(), throughput=30.0)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "plan.png"
+    >>> plot_plan(net, plan, out)
+    >>> out.read_bytes()[:4] == b"\\x89PNG"
+    True
+    """
+    targets = [paths] if isinstance(paths, str | Path) else list(paths)
+    pos = layered_positions(network)
+    on_path = set(zip(plan.path[:-1], plan.path[1:], strict=True))
+    bought_links = {(u.source, u.target): u.amount for u in plan.link_upgrades}
+    blocks: dict[str, str] = {}
+    previous = 0
+    for node_id, done in zip(plan.path, plan.partition, strict=True):
+        blocks[node_id] = f"blocks {previous + 1}–{done}" if done > previous else "forwards"
+        previous = done
+    columns = 1 + max(x for x, _ in pos.values())
+    rows = 1 + max(y for _, y in pos.values()) - min(y for _, y in pos.values())
+    size = (max(4.0, 1.5 * columns + 1), max(2.5, 1.1 * rows + 1.2))
+    with styled_figure(targets, figsize=size, layout="constrained") as fig:
+        ax = fig.subplots()
+        for link in network.links:
+            chosen = (link.source, link.target) in on_path
+            ax.annotate(
+                "",
+                xy=pos[link.target],
+                xytext=pos[link.source],
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": _PATH if chosen else _IDLE,
+                    "lw": 2.2 if chosen else 0.8,
+                    "shrinkA": 11,
+                    "shrinkB": 11,
+                    "mutation_scale": 10,
+                },
+                zorder=1,
+            )
+            amount = bought_links.get((link.source, link.target))
+            if amount:
+                (x0, y0), (x1, y1) = pos[link.source], pos[link.target]
+                ax.text(
+                    (x0 + x1) / 2,
+                    (y0 + y1) / 2,
+                    f"+{si(amount, 'bit/s')}",
+                    color=_BOUGHT,
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    zorder=3,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
+                )
+        for node in network.nodes:
+            x, y = pos[node.id]
+            chosen = node.id in blocks
+            ax.scatter(
+                [x],
+                [y],
+                s=420,
+                color=_PATH if chosen else "white",
+                zorder=2,
+                edgecolors=_PATH if chosen else _IDLE,
+                linewidths=1.2,
+            )
+            ax.text(
+                x,
+                y,
+                node.id,
+                ha="center",
+                va="center",
+                zorder=4,
+                fontsize=7,
+                color="white" if chosen else "0.3",
+                fontweight="bold",
+            )
+            if chosen:
+                ax.text(
+                    x,
+                    y + 0.24,
+                    blocks[node.id],
+                    ha="center",
+                    va="bottom",
+                    fontsize=6.5,
+                    color=_PATH,
+                )
+            amount = plan.node_upgrades.get(node.id)
+            if amount:
+                ax.text(
+                    x,
+                    y - 0.24,
+                    f"+{si(amount, 'FLOP/s')}",
+                    ha="center",
+                    va="top",
+                    fontsize=6.5,
+                    color=_BOUGHT,
+                )
+        ax.set_xlim(-0.5, columns - 0.5)
+        ys = [y for _, y in pos.values()]
+        ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+        ax.set_axis_off()
+        ax.set_title(
+            title
+            or f"{plan.method.upper()}: cost {plan.cost:.4g}, interval {si(plan.interval, 's')} "
+            f"(target {si(plan.target_interval, 's')})"
+        )
