@@ -3,19 +3,63 @@
 from __future__ import annotations
 
 import itertools
+import math
 
+import numpy as np
 from hypothesis import strategies as st
 
 from inferplan import Link, Network, Node, Profile
+from inferplan.codesign.costs import CapacityCost, FunctionCost, LinearCost, ModuleCost, TieredCost
 
 capacities = st.floats(min_value=1.0, max_value=100.0, allow_nan=False)
 prices = st.one_of(st.just(0.0), st.floats(min_value=0.01, max_value=10.0, allow_nan=False))
 
 
+COST_KINDS = ("linear", "capped", "modules", "tiers", "function")
+caps = st.floats(min_value=1.0, max_value=300.0, allow_nan=False)
+# Shapes for FunctionCost: non-decreasing and zero at zero, neither linear nor convex.
+_SHAPES = {
+    "sqrt": lambda p: lambda x: p * np.sqrt(x),
+    "square": lambda p: lambda x: p * np.square(x) / 10.0,
+    "step": lambda p: lambda x: p * (np.asarray(x) > 0) + p * (np.asarray(x) > 20.0),
+}
+
+
 @st.composite
-def small_dags(draw: st.DrawFn, max_nodes: int = 6) -> Network:
+def capacity_costs(draw: st.DrawFn, kind: str) -> CapacityCost:
+    """A capacity cost of ``kind`` (one of :data:`COST_KINDS`) with random parameters."""
+    price = draw(prices)
+    if kind == "linear":
+        return LinearCost(price)
+    if kind == "capped":
+        return LinearCost(price, draw(caps))
+    if kind == "modules":
+        size = draw(st.floats(min_value=0.5, max_value=60.0))
+        cap = draw(st.one_of(st.just(math.inf), caps))
+        return ModuleCost(size, price, cap)
+    if kind == "tiers":
+        widths = draw(st.lists(st.floats(min_value=0.5, max_value=80.0), min_size=1, max_size=3))
+        upto = tuple(itertools.accumulate(widths))
+        bounded = draw(st.booleans())
+        tier_prices = draw(st.lists(prices, min_size=len(upto) + (0 if bounded else 1),
+                                    max_size=len(upto) + (0 if bounded else 1)))  # fmt: skip
+        return TieredCost(upto, tuple(tier_prices))
+    shape = draw(st.sampled_from(sorted(_SHAPES)))
+    return FunctionCost(_SHAPES[shape](price), name=shape)
+
+
+def _element_cost(draw: st.DrawFn, kinds: tuple[str, ...] | None) -> CapacityCost | None:
+    return draw(capacity_costs(draw(st.sampled_from(kinds)))) if kinds else None
+
+
+@st.composite
+def small_dags(
+    draw: st.DrawFn, max_nodes: int = 6, cost_kinds: tuple[str, ...] | None = None
+) -> Network:
     """Small random DAGs with a source-target path, including nodes that reach no target,
-    nodes the source cannot reach, possibly a direct source-target link, and zero prices."""
+    nodes the source cannot reach, possibly a direct source-target link, and zero prices.
+
+    With ``cost_kinds`` each node and link gets a cost function of one of those kinds."""
     n = draw(st.integers(min_value=2, max_value=max_nodes))
     ids = [f"n{k}" for k in range(n)]
     target = draw(st.integers(min_value=1, max_value=n - 1))
@@ -24,9 +68,40 @@ def small_dags(draw: st.DrawFn, max_nodes: int = 6) -> Network:
     chain = sorted(draw(st.sets(st.integers(1, target - 1), max_size=3))) if target > 1 else []
     hops = [0, *chain, target]
     pairs |= {(ids[a], ids[b]) for a, b in itertools.pairwise(hops)}
-    nodes = tuple(Node(v, draw(capacities), draw(prices)) for v in ids)
-    links = tuple(Link(u, v, draw(capacities), draw(prices)) for u, v in sorted(pairs))
-    return Network(nodes=nodes, links=links, source=ids[0], target=ids[target])
+    return _network(draw, ids, pairs, ids[0], ids[target], cost_kinds)
+
+
+def _network(
+    draw: st.DrawFn,
+    ids: list[str],
+    pairs: set[tuple[str, str]],
+    source: str,
+    target: str,
+    cost_kinds: tuple[str, ...] | None,
+) -> Network:
+    nodes = tuple(
+        Node(v, draw(capacities), draw(prices), _element_cost(draw, cost_kinds)) for v in ids
+    )
+    links = tuple(
+        Link(u, v, draw(capacities), draw(prices), _element_cost(draw, cost_kinds))
+        for u, v in sorted(pairs)
+    )
+    return Network(nodes=nodes, links=links, source=source, target=target)
+
+
+@st.composite
+def small_networks(
+    draw: st.DrawFn, max_nodes: int = 5, cost_kinds: tuple[str, ...] | None = None
+) -> Network:
+    """Small random directed networks that may have cycles (links both ways, longer loops)
+    on the way from source to target; a source-target path always exists."""
+    n = draw(st.integers(min_value=2, max_value=max_nodes))
+    ids = [f"n{k}" for k in range(n)]
+    pairs = {(ids[u], ids[v]) for u in range(n) for v in range(n) if u != v and draw(st.booleans())}
+    order = draw(st.permutations(range(1, n)))
+    hops = [0, *order[: draw(st.integers(min_value=1, max_value=n - 1))]]
+    pairs |= {(ids[a], ids[b]) for a, b in itertools.pairwise(hops)}
+    return _network(draw, ids, pairs, ids[0], ids[hops[-1]], cost_kinds)
 
 
 @st.composite

@@ -1,8 +1,16 @@
 """Co-design of DNN deployment and infrastructure capacity on a network (seed paper A)."""
 
-from inferplan.codesign.costs import CapacityCost, LinearCost, cost_from_dict
+from inferplan.codesign.costs import (
+    CapacityCost,
+    FunctionCost,
+    LinearCost,
+    ModuleCost,
+    TieredCost,
+    cost_from_dict,
+)
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.milp import solve_milp
 from inferplan.codesign.plan import Deployment, LinkUpgrade, Plan
 from inferplan.codesign.provision import METHODS, provision, target_interval, throughput
 from inferplan.codesign.psg import reference_psg, solve_psg
@@ -13,13 +21,17 @@ __all__ = [
     "CapacityCost",
     "CodesignInstance",
     "Deployment",
+    "FunctionCost",
     "LinearCost",
     "LinkUpgrade",
+    "ModuleCost",
     "Plan",
+    "TieredCost",
     "compile_instance",
     "cost_from_dict",
     "provision",
     "reference_psg",
+    "solve_milp",
     "solve_pfp",
     "solve_psg",
     "solve_pwf",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from inferplan.codesign.heuristics import TieBreak, solve_pfp, solve_pwf
 from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.milp import solve_milp
 from inferplan.codesign.plan import Deployment, Plan
 from inferplan.codesign.psg import reference_psg, solve_psg
 from inferplan.codesign.throughput import throughput_optimal
@@ -32,6 +33,9 @@ METHODS: dict[str, Method] = {
     "pfp": Method(solve_pfp, summary="baseline: provisioning under frozen partitioning"),
     "pwf": Method(solve_pwf, summary="baseline: provisioning with water-filling"),
     "psg-reference": Method(reference_psg, summary="the paper's Algorithm 1, scalar loops"),
+    "milp": Method(
+        solve_milp, acyclic_only=False, summary="exact MILP (HiGHS) on any network, cycles too"
+    ),
 }
 
 
@@ -66,7 +70,9 @@ def provision(
         The target output interval ``beta`` in seconds, or the throughput ``1 / beta`` in
         inferences per second (give exactly one).
     method
-        ``"psg"`` (exact on acyclic networks), ``"pfp"`` or ``"pwf"`` (the paper's baselines).
+        ``"psg"`` (exact on acyclic networks), ``"milp"`` (exact on any network, cycles
+        included; linear, module and convex tiered costs), ``"pfp"`` or ``"pwf"`` (the paper's
+        baselines), ``"psg-reference"`` (the paper's Algorithm 1 as written).
     tie_break
         PWF only: ``"solver"`` or ``"keep"`` (see :func:`inferplan.codesign.solve_pwf`).
 

@@ -43,6 +43,7 @@ from inferplan.errors import Infeasible
 
 __all__ = [
     "backtrack",
+    "plan_from_path",
     "range_min",
     "reference_psg",
     "relax_generations",
@@ -254,9 +255,11 @@ def backtrack(
     return path[::-1], partition[::-1]
 
 
-def _plan_from_path(
+def plan_from_path(
     inst: CodesignInstance, method: str, beta: float, path: list[int], partition: list[int]
 ) -> Plan:
+    """The plan that runs ``partition`` along ``path`` (node indices), buying the least
+    increments that bring every stage down to ``beta``."""
     rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
     node_added = np.zeros(len(inst.node_ids))
     node_added[path] = rho
@@ -303,7 +306,7 @@ def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
         lambda links, j: _link_costs(inst, links, beta)[:, j],
         lambda v, j: _best_choice(inst, v, dist[v], j, beta),
     )
-    return _plan_from_path(inst, "psg", beta, path, partition)
+    return plan_from_path(inst, "psg", beta, path, partition)
 
 
 def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
@@ -346,4 +349,4 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
         path.append(prev[0])
         partition.append(state[1])
         state = prev
-    return _plan_from_path(inst, "psg-reference", beta, path[::-1], partition[::-1])
+    return plan_from_path(inst, "psg-reference", beta, path[::-1], partition[::-1])
