@@ -1,0 +1,118 @@
+"""``inferplan coinfer`` and ``coinfer-simulate``: the device-edge co-inference planner."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.render import console, print_json, si, table
+from inferplan.coinference import SIM_RULES, load_system, plan_placement, simulate
+
+SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+
+class Method(str, Enum):
+    optimal = "optimal"
+    one_step = "1sla"
+    hybrid = "hybrid"
+
+
+class Rule(str, Enum):
+    optimal = "optimal"
+    one_step = "1sla"
+    fixed = "fixed"
+    best_fixed = "best-fixed"
+    edge_only = "edge-only"
+    device_only = "device-only"
+    full = "full"
+
+
+def _snr(value: float) -> str:
+    if not math.isfinite(value):
+        return "never"
+    db = 10 * math.log10(value) if value > 0 else -math.inf
+    return f"{value:.4g} ({db:.1f} dB)"
+
+
+@app.command("coinfer")
+@friendly_errors
+def coinfer_command(
+    system: SystemArg,
+    method: Annotated[
+        Method, typer.Option("--method", help="Placement method: optimal, 1sla or hybrid.")
+    ] = Method.optimal,
+    policy_out: Annotated[
+        Path | None, typer.Option("--policy-out", help="Write the on-device policy (JSON).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Layers to place on the device, split thresholds and the cost of every placement."""
+    sys_ = load_system(system)
+    plan = plan_placement(sys_, method.value)
+    if policy_out is not None:
+        policy_out.write_text(plan.policy().to_json() + "\n", encoding="utf-8")
+    if as_json:
+        print_json(plan.to_dict())
+        return
+    console.print(
+        f"[bold]{plan.method}[/]: place [bold]{plan.placement}[/] of {sys_.n_layers} layers, "
+        f"expected cost [bold]{plan.expected_cost:.6g}[/] per inference "
+        f"({plan.stage_evaluations} stage expectations)"
+    )
+    c = sys_.placement_costs
+    rows = []
+    for m, z in enumerate(plan.costs):
+        mark = "*" if m == plan.placement else ""
+        etc = z - c[m] if math.isfinite(z) else math.nan
+        rows.append([f"{m}{mark}", f"{c[m]:.6g}", "-" if math.isnan(etc) else f"{etc:.6g}",
+                     "pruned" if math.isnan(z) else f"{z:.6g}"])  # fmt: skip
+    console.print(table("cost per inference by placement M", ["M", "c(M)", "E[ETC]", "Z(M)"], rows))
+    names = sys_.layers.names
+    split = plan.solution.split_probabilities
+    rows = []
+    for n, p in enumerate(split, start=1):
+        where = "edge-only" if n == 1 else f"after {names[n - 2]}"
+        threshold = "forced" if n > plan.placement else _snr(plan.thresholds[n - 1])
+        rows.append([str(n), where, si(sys_.layers.input_bits[n - 1], "bit"), threshold, f"{p:.4f}"])
+    console.print(table(f"split stages (rule: {plan.solution.rule})",
+                        ["stage", "split", "upload", "upload if SNR >=", "P(split)"], rows))  # fmt: skip
+
+
+@app.command("coinfer-simulate")
+@friendly_errors
+def coinfer_simulate_command(
+    system: SystemArg,
+    rule: Annotated[
+        list[Rule] | None,
+        typer.Option("--rule", help=f"Rule to simulate (repeatable; all by default): "
+                                    f"{', '.join(SIM_RULES)}."),  # fmt: skip
+    ] = None,
+    inferences: Annotated[int, typer.Option("--inferences", help="Inferences to simulate.")] = 100_000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Monte-Carlo of many inferences: realised cost and split stages of each rule."""
+    sys_ = load_system(system)
+    rules = [r.value for r in rule] if rule else None
+    result = simulate(sys_, rules, inferences=inferences, seed=seed)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    console.print(f"{result.inferences} inferences, seed {result.seed}, same SNR draws for every rule")
+    rows = []
+    for r in result.results:
+        share = [count / result.inferences for count in r.split_counts]
+        top = max(range(len(share)), key=share.__getitem__)
+        rows.append([r.rule, str(r.placement), f"{r.analytic_cost:.6g}", f"{r.mean_cost:.6g}",
+                     f"±{(r.ci_high - r.ci_low) / 2:.3g}", f"{r.quantiles[5]:.6g}",
+                     f"{top + 1} ({share[top]:.0%})"])  # fmt: skip
+    console.print(table(f"realised cost per inference ({result.confidence:.0%} CI)",
+                        ["rule", "M", "expected", "mean", "CI", "p95", "top split"],
+                        rows))  # fmt: skip
