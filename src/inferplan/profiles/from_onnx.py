@@ -1,0 +1,341 @@
+"""Profile an ONNX model (optional extra ``onnx``; torch is not needed).
+
+ONNX shape inference gives every tensor's shape; a FLOP formula per operator type gives the work.
+Two counts are kept for each operator: *matrix* FLOPs (Conv, ConvTranspose, Gemm, MatMul and the
+two products of Attention; 2 per multiply-accumulate, the convention of the built-in profiles and
+of PyTorch's ``FlopCounterMode``) and *other* FLOPs (pooling, normalisation, elementwise,
+softmax, reductions; estimates per element). ``flops="matrix"`` (the default) profiles the first,
+``flops="all"`` their sum. Operators without a formula are named in the result's warnings, never
+silently counted as zero.
+
+Blocks follow the module scopes that exporters write into node names (``/layer1/layer1.0/Add``
+is inside ``layer1`` and ``layer1.0``, as PyTorch's exporter names them): top-level scopes by
+default, a depth, or groups of scope names. A graph without scoped names has one candidate block
+per node. See :mod:`inferplan.profiles.cuts` for how blocks become valid cuts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import onnx
+from onnx import shape_inference
+
+from inferplan.errors import InvalidProfile
+from inferplan.profiles.cuts import (
+    BlockSpec,
+    GraphProfile,
+    Operation,
+    TensorInfo,
+    build_profile,
+    check_block_names,
+    owner_of,
+)
+
+__all__ = ["profile_onnx"]
+
+Shape = tuple[int, ...]
+Shapes = list[Shape | None]
+Formula = Callable[[Any, Shapes, Shapes], tuple[float, float]]
+
+
+def _numel(shape: Shape | None) -> float:
+    if shape is None:
+        raise _Unsized
+    return float(math.prod(shape))
+
+
+class _Unsized(Exception):
+    """A shape the formula needs is unknown."""
+
+
+def _attr(node: Any, name: str, default: Any) -> Any:
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return onnx.helper.get_attribute_value(attribute)
+    return default
+
+
+def _conv(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    weight = ins[1]
+    return 2 * _numel(outs[0]) * _numel(weight[1:] if weight else None), 0.0
+
+
+def _conv_transpose(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    weight = ins[1]
+    return 2 * _numel(ins[0]) * _numel(weight[1:] if weight else None), 0.0
+
+
+def _gemm(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    a = ins[0]
+    if a is None:
+        raise _Unsized
+    inner = a[0] if _attr(node, "transA", 0) else a[1]
+    return 2 * _numel(outs[0]) * inner, 0.0
+
+
+def _matmul(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    a = ins[0]
+    if not a:
+        raise _Unsized
+    return 2 * _numel(outs[0]) * a[-1], 0.0
+
+
+def _attention(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    q, k, out = ins[0], ins[1], outs[0]
+    if q is None or k is None or out is None:
+        raise _Unsized
+    if len(q) == 4:  # (batch, heads, queries, head size)
+        scores = q[0] * q[1] * q[2] * k[2]
+        return 2.0 * scores * (q[3] + out[3]), 3.0 * scores
+    heads = _attr(node, "q_num_heads", 1)
+    scores = q[0] * q[1] * k[1]
+    return 2.0 * scores * (q[2] + out[2]), 3.0 * scores * heads
+
+
+def _per_output(cost: float) -> Formula:
+    return lambda node, ins, outs: (0.0, cost * _numel(outs[0]))
+
+
+def _per_input(cost: float) -> Formula:
+    return lambda node, ins, outs: (0.0, cost * _numel(ins[0]))
+
+
+def _pool(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    return 0.0, _numel(outs[0]) * math.prod(_attr(node, "kernel_shape", [1]))
+
+
+def _free(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    return 0.0, 0.0
+
+
+ELEMENTWISE = """Abs Acos Acosh Add And Asin Asinh Atan Atanh BitShift Ceil Celu Clip Cos Cosh
+Div Elu Equal Erf Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish IsInf IsNaN LeakyRelu
+Less LessOrEqual Log Max Mean Min Mish Mod Mul Neg Not Or Pow PRelu Reciprocal Relu Round Selu
+Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Tan Tanh ThresholdedRelu Where Xor"""
+REDUCTIONS = """ArgMax ArgMin CumSum ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax
+ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare TopK"""
+DATA_MOVEMENT = """Cast CastLike Compress Concat Constant ConstantOfShape DepthToSpace Dropout
+Expand EyeLike Flatten Gather GatherElements GatherND Identity NonZero OneHot Pad Range Reshape
+ScatterElements ScatterND Shape Size Slice SpaceToDepth Split Squeeze Tile Transpose Trilu
+Unsqueeze"""
+
+FORMULAS: dict[str, Formula] = {
+    "Conv": _conv,
+    "ConvTranspose": _conv_transpose,
+    "Gemm": _gemm,
+    "MatMul": _matmul,
+    "Attention": _attention,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "LpPool": _pool,
+    "GlobalAveragePool": _per_input(1),
+    "GlobalMaxPool": _per_input(1),
+    "GlobalLpPool": _per_input(2),
+    "BatchNormalization": _per_output(2),
+    "LayerNormalization": _per_output(5),
+    "InstanceNormalization": _per_output(5),
+    "GroupNormalization": _per_output(5),
+    "RMSNormalization": _per_output(4),
+    "LpNormalization": _per_output(3),
+    "Softmax": _per_output(3),
+    "LogSoftmax": _per_output(3),
+    "Resize": _per_output(1),
+    **dict.fromkeys(ELEMENTWISE.split(), _per_output(1)),
+    **dict.fromkeys(REDUCTIONS.split(), _per_input(1)),
+    **dict.fromkeys(DATA_MOVEMENT.split(), _free),
+}
+"""``op_type -> (node, input shapes, output shapes) -> (matrix FLOPs, other FLOPs)``."""
+
+
+def _shape(value_type: Any) -> Shape | None:
+    tensor = value_type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tensor.shape.dim]
+    return tuple(dims) if all(d > 0 for d in dims) or not dims else None
+
+
+def _element_bits(elem_type: int) -> int | None:
+    try:
+        return int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize * 8)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _scopes(name: str) -> list[str]:
+    """Qualified module names enclosing a node named ``/layer1/layer1.0/conv1/Conv``."""
+    path: list[str] = []
+    for part in [p for p in name.split("/") if p][:-1]:
+        if path and not part.startswith(path[-1] + "."):
+            part = f"{path[-1]}.{part}"
+        path.append(part)
+    return path
+
+
+def _load(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+    if isinstance(model, onnx.ModelProto):
+        return model, None
+    source = str(model)
+    if not Path(source).is_file():
+        raise InvalidProfile("file not found", source=source)
+    try:
+        return onnx.load(source, load_external_data=False), source
+    except Exception as exc:  # protobuf raises several unrelated types
+        raise InvalidProfile(f"not a readable ONNX model ({type(exc).__name__})",
+                             source=source) from None  # fmt: skip
+
+
+def _without_weight_data(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose large initializers keep their shape but drop their values.
+
+    Shape inference serialises the whole model; weights are useless to it (small constants such
+    as the target shape of a ``Reshape`` are kept, since inference may read them).
+    """
+    light = onnx.ModelProto()
+    graph = proto.graph
+    light.CopyFrom(onnx.ModelProto(ir_version=proto.ir_version, opset_import=proto.opset_import,
+                                   functions=proto.functions))  # fmt: skip
+    light.graph.CopyFrom(onnx.GraphProto(
+        name=graph.name, node=graph.node, input=graph.input, output=graph.output,
+        value_info=graph.value_info, sparse_initializer=graph.sparse_initializer,
+    ))  # fmt: skip
+    for tensor in graph.initializer:
+        if math.prod(tensor.dims) <= _SMALL:
+            light.graph.initializer.append(tensor)
+        else:
+            light.graph.initializer.append(
+                onnx.TensorProto(name=tensor.name, dims=tensor.dims, data_type=tensor.data_type)
+            )
+    return light
+
+
+_SMALL = 4096
+
+
+def profile_onnx(
+    model: str | Path | onnx.ModelProto,
+    *,
+    input_shapes: Sequence[Shape] = (),
+    blocks: BlockSpec = None,
+    flops: Literal["matrix", "all"] = "matrix",
+    name: str | None = None,
+) -> GraphProfile:
+    """Profile an ONNX model (a path or a loaded ``ModelProto``); weights are never read.
+
+    Parameters
+    ----------
+    model
+        The ``.onnx`` file or model.
+    input_shapes
+        Concrete shapes for the graph inputs, in order; needed where the file leaves a dimension
+        symbolic (a dynamic batch size, say).
+    blocks
+        ``None`` for top-level scopes, a depth, or groups of scope names.
+    flops
+        ``"matrix"`` (convolutions and matrix products) or ``"all"`` (every formula).
+    name
+        The profile's name (the graph's, or the file's stem, by default).
+    """
+    proto, source = _load(model)
+    proto = _without_weight_data(proto)
+    try:
+        return _profile(proto, source, input_shapes, blocks, flops, name)
+    except InvalidProfile as exc:
+        raise (exc.located(source) if source else exc) from None
+
+
+def _profile(
+    proto: onnx.ModelProto,
+    source: str | None,
+    input_shapes: Sequence[Shape],
+    blocks: BlockSpec,
+    flops: str,
+    name: str | None,
+) -> GraphProfile:
+    if flops not in ("matrix", "all"):
+        raise InvalidProfile(f"must be 'matrix' or 'all', got {flops!r}", field="flops")
+    graph = proto.graph
+    weights = {t.name: t for t in graph.initializer}
+    inputs = [v for v in graph.input if v.name not in weights]
+    if input_shapes and len(input_shapes) != len(inputs):
+        raise InvalidProfile(f"the model has {len(inputs)} input(s), got {len(input_shapes)} "
+                             "shapes", field="input-shape")  # fmt: skip
+    for value, given in zip(inputs, input_shapes, strict=False):
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) != len(given):
+            raise InvalidProfile(f"input {value.name!r} has {len(dims)} dimensions, got shape "
+                                 f"{'x'.join(map(str, given))}", field="input-shape")  # fmt: skip
+        for dim, size in zip(dims, given, strict=True):
+            dim.Clear()
+            dim.dim_value = size
+    for value in inputs:
+        if _shape(value.type) is None:
+            raise InvalidProfile(f"input {value.name!r} has a symbolic or unknown dimension; "
+                                 "give its shape (--input-shape)", field="input-shape")  # fmt: skip
+    try:
+        inferred = shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception as exc:  # onnx raises its own and protobuf errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidProfile(f"ONNX shape inference failed: {first}") from None
+    graph = inferred.graph
+
+    values: dict[str, TensorInfo] = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        shape = _shape(value.type)
+        per = _element_bits(value.type.tensor_type.elem_type)
+        bits = None if shape is None or per is None else float(math.prod(shape) * per)
+        dtype = onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type).lower()
+        values[value.name] = TensorInfo(value.name, shape, dtype, bits)
+    for t in graph.initializer:
+        values[t.name] = TensorInfo(t.name, tuple(t.dims), "weight", None, constant=True)
+
+    scoped = any("/" in node.name for node in graph.node)
+    ops: list[Operation] = []
+    missing: dict[str, int] = {}
+    unsized: list[str] = []
+    counted: set[str] = set()
+    scopes: set[str] = set()
+    for k, node in enumerate(graph.node):
+        label = node.name or f"{node.op_type}_{k}"
+        path = _scopes(node.name) if scoped else [label]
+        scopes.update(path)
+        for v in [*node.input, *node.output]:
+            values.setdefault(v, TensorInfo(v, None, "unknown", None))
+        ins = [values[v].shape if v else None for v in node.input]
+        outs = [values[v].shape for v in node.output]
+        formula = FORMULAS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        work = 0.0
+        if formula is None:
+            key = (
+                node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            )
+            missing[key] = missing.get(key, 0) + 1
+        else:
+            try:
+                matrix, other = formula(node, ins, outs)
+                work = matrix + (other if flops == "all" else 0.0)
+            except _Unsized:
+                unsized.append(label)
+        params = 0
+        for v in node.input:
+            if v in weights and v not in counted:
+                counted.add(v)
+                params += math.prod(weights[v].dims)
+        ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
+                             tuple(node.output), work, params))  # fmt: skip
+    check_block_names(blocks, scopes)
+
+    warnings = []
+    if missing:
+        listed = ", ".join(f"{op} ({n} node{'s' if n > 1 else ''})" for op, n in missing.items())
+        warnings.append(f"no FLOP formula for {listed}: their work is not counted")
+    if unsized:
+        more = f" and {len(unsized) - 3} more" if len(unsized) > 3 else ""
+        warnings.append(f"unknown shapes, work not counted: {', '.join(unsized[:3])}{more}")
+    label = name or (Path(source).stem if source else graph.name or "onnx-model")
+    return build_profile(label, ops, values, [v.name for v in inputs],
+                         [v.name for v in graph.output], warnings)  # fmt: skip
