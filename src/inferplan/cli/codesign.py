@@ -37,6 +37,7 @@ class MethodName(StrEnum):
     psg = "psg"
     pfp = "pfp"
     pwf = "pwf"
+    milp = "milp"
 
 
 @app.command("provision")

@@ -1,0 +1,84 @@
+"""``inferplan frontier``: least co-design cost against target throughput."""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from inferplan.cli.codesign import JsonOpt, NetworkArg, ProfileArg
+from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.render import console, print_json, table
+from inferplan.codesign import compile_instance
+from inferplan.codesign.frontier import cost_frontier, plot_frontier
+from inferplan.errors import InvalidArgument
+from inferplan.network import load_network
+from inferplan.profiles import load_profile
+
+
+class ExactMethod(StrEnum):
+    psg = "psg"
+    milp = "milp"
+
+
+@app.command("frontier")
+@friendly_errors
+def frontier_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    low: Annotated[
+        float | None,
+        typer.Option("--from", help="Lowest target throughput (inferences/s); default 1/T*."),
+    ] = None,
+    high: Annotated[
+        float | None,
+        typer.Option("--to", help="Highest target throughput (inferences/s); default 4/T*."),
+    ] = None,
+    points: Annotated[int, typer.Option("--points", help="Rates in the sweep.")] = 101,
+    method: Annotated[
+        ExactMethod, typer.Option("--method", help="Exact solver (milp for cyclic networks).")
+    ] = ExactMethod.psg,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw the frontier to this image file.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Least cost as a function of the target throughput, with where the deployment changes."""
+    net, prof = load_network(network), load_profile(profile)
+    inst = compile_instance(net, prof, require_acyclic=method is ExactMethod.psg)
+    front = cost_frontier(inst, low=low, high=high, points=points, method=method.value)
+    if plot is not None:
+        try:
+            figure = plot_frontier(front, title=f"{prof.name} on {network.name}")
+        except ImportError:
+            raise InvalidArgument(
+                "drawing needs matplotlib: pip install 'inferplan[plots]'", field="--plot"
+            ) from None
+        figure.savefig(plot, dpi=120)
+    if as_json:
+        print_json(front.to_dict())
+        return
+    first, last = front.points[0], front.points[-1]
+    console.print(
+        f"[bold]{front.method}[/]: {len(front.points)} exact solves from "
+        f"{first.throughput:.4g} to {last.throughput:.4g} inferences/s, cost "
+        f"{first.cost:.6g} to {last.cost:.6g}"
+    )
+    bounds = [first, *(c.high for c in front.changes)]
+    ends = [*(c.low for c in front.changes), last]
+    rows = [
+        [
+            f"{a.throughput:.6g} .. {b.throughput:.6g}",
+            f"{a.cost:.6g} .. {b.cost:.6g}" if math.isfinite(b.cost) else "infeasible",
+            " > ".join(a.path) or "-",
+            ",".join(str(k) for k in a.partition) or "-",
+        ]
+        for a, b in zip(bounds, ends, strict=True)
+    ]
+    console.print(table("optimal deployment by target throughput",
+                        ["inferences/s", "cost", "path", "partition"], rows))  # fmt: skip
+    if plot is not None:
+        console.print(f"plot written to {plot}")
