@@ -66,14 +66,18 @@ def threshold_rule_cost(system: System, thresholds: tuple[float, ...]) -> float:
     return policy_cost(system, m, stop)
 
 
-def agreement_probability(system: System, first: tuple[float, ...], second: tuple[float, ...]) -> float:
+def agreement_probability(
+    system: System, first: tuple[float, ...], second: tuple[float, ...]
+) -> float:
     """P(two threshold rules split at the same stage), summed over every joint SNR outcome."""
     m = len(first)
     total = 0.0
     for outcome in itertools.product(*(_levels(system, n) for n in range(1, m + 1))):
         prob = math.prod(p for _, p in outcome)
 
-        def split(thresholds: tuple[float, ...], outcome: tuple[tuple[float, float], ...] = outcome) -> int:
+        def split(
+            thresholds: tuple[float, ...], outcome: tuple[tuple[float, float], ...] = outcome
+        ) -> int:
             return next((n for n, (s, _) in enumerate(outcome, 1) if s >= thresholds[n - 1]), m + 1)
 
         total += prob * (split(first) == split(second))

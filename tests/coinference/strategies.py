@@ -22,7 +22,10 @@ def discrete_channels(draw: st.DrawFn, max_levels: int = 3) -> Discrete:
 
 @st.composite
 def systems(
-    draw: st.DrawFn, min_layers: int = 1, max_layers: int = 3, max_levels: int = 3,
+    draw: st.DrawFn,
+    min_layers: int = 1,
+    max_layers: int = 3,
+    max_levels: int = 3,
     per_stage: bool | None = None,
 ) -> System:
     """Random systems whose costs make every split stage plausible."""

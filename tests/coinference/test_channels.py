@@ -119,8 +119,13 @@ def test_divergent_expected_cost_is_detected(channel, why):
 
 @pytest.mark.parametrize(
     "channel",
-    [Rayleigh(10.0, min_snr=1e-3), Nakagami(1.0, 10.0, min_snr=0.1), Nakagami(1.2, 10.0),
-     ScipyChannel(stats.gamma(2.0)), ScipyChannel(stats.uniform(0.5, 3.0))],  # fmt: skip
+    [
+        Rayleigh(10.0, min_snr=1e-3),
+        Nakagami(1.0, 10.0, min_snr=0.1),
+        Nakagami(1.2, 10.0),
+        ScipyChannel(stats.gamma(2.0)),
+        ScipyChannel(stats.uniform(0.5, 3.0)),
+    ],
 )
 def test_finite_channels_are_not_flagged(channel):
     assert math.isfinite(channel.mean_inv_log())

@@ -32,8 +32,10 @@ from .strategies import systems
 @settings(max_examples=40)
 @given(systems(max_layers=3, max_levels=2))
 def test_optimal_placement_minimises_brute_force_costs(system):
-    brute = [oracles.placement_cost(system, m) + oracles.brute_force_min_etc(system, m)
-             for m in range(system.n_layers + 1)]  # fmt: skip
+    brute = [
+        oracles.placement_cost(system, m) + oracles.brute_force_min_etc(system, m)
+        for m in range(system.n_layers + 1)
+    ]
     plan = plan_placement(system)
     assert list(plan.costs) == pytest.approx(brute, rel=1e-12)
     assert plan.expected_cost == pytest.approx(min(brute), rel=1e-12)
@@ -83,8 +85,14 @@ def test_infinite_threshold_is_null_in_json():
 
 def test_baselines_are_never_better_than_the_joint_plan():
     b = compare_baselines(default_system("alexnet"))
-    for name in ("edge_only", "device_only", "full_placement", "fixed_split",
-                 "best_fixed_split", "joint_1sla"):  # fmt: skip
+    for name in (
+        "edge_only",
+        "device_only",
+        "full_placement",
+        "fixed_split",
+        "best_fixed_split",
+        "joint_1sla",
+    ):
         assert getattr(b, name) >= b.joint
         assert b.savings()[name] >= 0
     assert b.best_fixed_split <= b.fixed_split
@@ -102,8 +110,11 @@ _CHANNELS = [
     LogNormal(5.0, 8.0),
     Nakagami(2.0, 3.0),
 ]
-_GRID = list(itertools.product([16, 128, 1024, 4096], [2, 7], [1, 30, 3000], [0.0, 0.5, 1.0],
-                               range(len(_CHANNELS))))  # fmt: skip
+_GRID = list(
+    itertools.product(
+        [16, 128, 1024, 4096], [2, 7], [1, 30, 3000], [0.0, 0.5, 1.0], range(len(_CHANNELS))
+    )
+)
 
 
 @pytest.mark.parametrize(("width", "depth", "k", "beta_e", "channel"), _GRID)
@@ -125,5 +136,5 @@ def test_mlp_closed_form_matches_enumeration(width, depth, k, beta_e, channel):
 
 
 def test_mlp_closed_form_rejects_unequal_layers():
-    with pytest.raises(InvalidArgument, match="equal layers.cycles"):
+    with pytest.raises(InvalidArgument, match=r"equal layers\.cycles"):
         mlp_placement(default_system("alexnet"))

@@ -42,9 +42,13 @@ def test_plan_policy_uses_the_plan_thresholds():
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("[1, 2]", "must be an object"), ("{}", "needs a 'thresholds' list"), ("{", "not valid JSON"),
-     ('{"placement": 3, "thresholds": [1]}', "does not match"),
-     ('{"thresholds": [-1]}', "threshold of stage 1 must be >= 0")],  # fmt: skip
+    [
+        ("[1, 2]", "must be an object"),
+        ("{}", "needs a 'thresholds' list"),
+        ("{", "not valid JSON"),
+        ('{"placement": 3, "thresholds": [1]}', "does not match"),
+        ('{"thresholds": [-1]}', "threshold of stage 1 must be >= 0"),
+    ],
 )
 def test_bad_policy_json(text, message):
     with pytest.raises(InvalidArgument, match=message):

@@ -55,8 +55,10 @@ def test_realised_costs_are_those_of_the_formula():
     sim = simulate(system, ["edge-only", "device-only"], inferences=1000, seed=1)
     edge = {round(oracles.eta(system, 1, s), 12) for s in (0.5, 2.0, 10.0)}
     assert {round(v, 12) for v in sim["edge-only"].costs} <= edge
-    device = {round(oracles.placement_cost(system, 8) + oracles.eta(system, 9, s), 12)
-              for s in (0.5, 2.0, 10.0)}  # fmt: skip
+    device = {
+        round(oracles.placement_cost(system, 8) + oracles.eta(system, 9, s), 12)
+        for s in (0.5, 2.0, 10.0)
+    }
     assert {round(v, 12) for v in sim["device-only"].costs} <= device
 
 
@@ -73,15 +75,23 @@ def test_seeded_runs_repeat_and_differ_across_seeds():
 def test_extra_policies_and_common_random_numbers():
     system = default_system("alexnet")
     solution = solve_stopping(system, 0)
-    sim = simulate(system, ["edge-only"], inferences=3000, seed=5,
-                   policies=[("mine", SplitPolicy(()), solution.expected_cost)])  # fmt: skip
+    sim = simulate(
+        system,
+        ["edge-only"],
+        inferences=3000,
+        seed=5,
+        policies=[("mine", SplitPolicy(()), solution.expected_cost)],
+    )
     assert np.array_equal(sim["edge-only"].costs, sim["mine"].costs)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"rules": ["psychic"]}, "rule must be one of"), ({"inferences": 1}, "inferences must be"),
-     ({"confidence": 1.5}, "confidence must be in")],  # fmt: skip
+    [
+        ({"rules": ["psychic"]}, "rule must be one of"),
+        ({"inferences": 1}, "inferences must be"),
+        ({"confidence": 1.5}, "confidence must be in"),
+    ],
 )
 def test_bad_arguments(kwargs, message):
     with pytest.raises(InvalidArgument, match=message):

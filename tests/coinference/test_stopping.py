@@ -126,9 +126,7 @@ def test_forced_split_without_placement():
 
 
 def test_split_probabilities_are_those_of_the_thresholds():
-    system = default_system(
-        "alexnet", channel=Discrete((0.5, 2.0, 10.0), (0.2, 0.5, 0.3))
-    )
+    system = default_system("alexnet", channel=Discrete((0.5, 2.0, 10.0), (0.2, 0.5, 0.3)))
     values, split = evaluate_thresholds(system, (2.0, math.inf, 0.5))
     assert split.tolist() == pytest.approx([0.8, 0.0, 0.2, 0.0])
     assert values.shape == (4,)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,14 +17,13 @@ SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
-
-class Method(str, Enum):
+class Method(StrEnum):
     optimal = "optimal"
     one_step = "1sla"
     hybrid = "hybrid"
 
 
-class Rule(str, Enum):
+class Rule(StrEnum):
     optimal = "optimal"
     one_step = "1sla"
     fixed = "fixed"
@@ -71,8 +70,14 @@ def coinfer_command(
     for m, z in enumerate(plan.costs):
         mark = "*" if m == plan.placement else ""
         etc = z - c[m] if math.isfinite(z) else math.nan
-        rows.append([f"{m}{mark}", f"{c[m]:.6g}", "-" if math.isnan(etc) else f"{etc:.6g}",
-                     "pruned" if math.isnan(z) else f"{z:.6g}"])  # fmt: skip
+        rows.append(
+            [
+                f"{m}{mark}",
+                f"{c[m]:.6g}",
+                "-" if math.isnan(etc) else f"{etc:.6g}",
+                "pruned" if math.isnan(z) else f"{z:.6g}",
+            ]
+        )
     console.print(table("cost per inference by placement M", ["M", "c(M)", "E[ETC]", "Z(M)"], rows))
     names = sys_.layers.names
     split = plan.solution.split_probabilities
@@ -80,9 +85,16 @@ def coinfer_command(
     for n, p in enumerate(split, start=1):
         where = "edge-only" if n == 1 else f"after {names[n - 2]}"
         threshold = "forced" if n > plan.placement else _snr(plan.thresholds[n - 1])
-        rows.append([str(n), where, si(sys_.layers.input_bits[n - 1], "bit"), threshold, f"{p:.4f}"])
-    console.print(table(f"split stages (rule: {plan.solution.rule})",
-                        ["stage", "split", "upload", "upload if SNR >=", "P(split)"], rows))  # fmt: skip
+        rows.append(
+            [str(n), where, si(sys_.layers.input_bits[n - 1], "bit"), threshold, f"{p:.4f}"]
+        )
+    console.print(
+        table(
+            f"split stages (rule: {plan.solution.rule})",
+            ["stage", "split", "upload", "upload if SNR >=", "P(split)"],
+            rows,
+        )
+    )
 
 
 @app.command("coinfer-simulate")
@@ -91,10 +103,13 @@ def coinfer_simulate_command(
     system: SystemArg,
     rule: Annotated[
         list[Rule] | None,
-        typer.Option("--rule", help=f"Rule to simulate (repeatable; all by default): "
-                                    f"{', '.join(SIM_RULES)}."),  # fmt: skip
+        typer.Option(
+            "--rule", help=f"Rule to simulate (repeatable; all by default): {', '.join(SIM_RULES)}."
+        ),
     ] = None,
-    inferences: Annotated[int, typer.Option("--inferences", help="Inferences to simulate.")] = 100_000,
+    inferences: Annotated[
+        int, typer.Option("--inferences", help="Inferences to simulate.")
+    ] = 100_000,
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -105,14 +120,28 @@ def coinfer_simulate_command(
     if as_json:
         print_json(result.to_dict())
         return
-    console.print(f"{result.inferences} inferences, seed {result.seed}, same SNR draws for every rule")
+    console.print(
+        f"{result.inferences} inferences, seed {result.seed}, same SNR draws for every rule"
+    )
     rows = []
     for r in result.results:
         share = [count / result.inferences for count in r.split_counts]
         top = max(range(len(share)), key=share.__getitem__)
-        rows.append([r.rule, str(r.placement), f"{r.analytic_cost:.6g}", f"{r.mean_cost:.6g}",
-                     f"±{(r.ci_high - r.ci_low) / 2:.3g}", f"{r.quantiles[5]:.6g}",
-                     f"{top + 1} ({share[top]:.0%})"])  # fmt: skip
-    console.print(table(f"realised cost per inference ({result.confidence:.0%} CI)",
-                        ["rule", "M", "expected", "mean", "CI", "p95", "top split"],
-                        rows))  # fmt: skip
+        rows.append(
+            [
+                r.rule,
+                str(r.placement),
+                f"{r.analytic_cost:.6g}",
+                f"{r.mean_cost:.6g}",
+                f"±{(r.ci_high - r.ci_low) / 2:.3g}",
+                f"{r.quantiles[5]:.6g}",
+                f"{top + 1} ({share[top]:.0%})",
+            ]
+        )
+    console.print(
+        table(
+            f"realised cost per inference ({result.confidence:.0%} CI)",
+            ["rule", "M", "expected", "mean", "CI", "p95", "top split"],
+            rows,
+        )
+    )

@@ -18,6 +18,7 @@ smooth and the integrand decays at both ends; discrete channels and traces are e
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -57,7 +58,7 @@ _ADVICE = (
 
 def inv_log2(snr: FloatArray | float) -> FloatArray | float:
     """``1 / log2(1 + snr)``: upload seconds per bit per hertz of bandwidth."""
-    return _LN2 / np.log1p(snr)  # type: ignore[no-any-return]
+    return _LN2 / np.log1p(snr)
 
 
 def _positive(value: float, name: str) -> float:
@@ -115,7 +116,7 @@ class Discrete(Channel):
     --------
     >>> ch = Discrete(snr=(0.5, 2.0, 10.0), prob=(0.2, 0.5, 0.3))
     >>> round(ch.below(2.0), 3), round(ch.mean_inv_log(), 4)
-    (0.2, 0.6262)
+    (0.2, 0.7441)
     """
 
     snr: tuple[float, ...]
@@ -285,11 +286,15 @@ def _partial_integral(channel: _Continuous, lo: float) -> float:
     u_lo = -math.inf if lo <= 0 else math.log(lo)
     cuts = [u_lo, *[math.log(q) for q in qs if q > 0 and math.log(q) > u_lo], math.inf]
     total = 0.0
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+    for a, b in itertools.pairwise(cuts):
         value, _ = integrate.quad(
-            functools.partial(_integrand, channel), a, b,
-            epsabs=_EPSABS, epsrel=_EPSREL, limit=_LIMIT,
-        )  # fmt: skip
+            functools.partial(_integrand, channel),
+            a,
+            b,
+            epsabs=_EPSABS,
+            epsrel=_EPSREL,
+            limit=_LIMIT,
+        )
         total += value
     return total
 
@@ -336,7 +341,7 @@ class Rayleigh(_Continuous):
 
     def cdf(self, snr: FloatArray | float) -> FloatArray | float:
         x = np.maximum(np.asarray(snr, dtype=np.float64) - self.support_lo, 0.0)
-        return -np.expm1(-x / self.mean_snr)  # type: ignore[no-any-return]
+        return -np.expm1(-x / self.mean_snr)
 
     def ppf(self, q: FloatArray | float) -> FloatArray | float:
         return self.support_lo - self.mean_snr * np.log1p(-np.asarray(q))  # type: ignore[no-any-return]
@@ -395,7 +400,9 @@ class Nakagami(_Continuous):
 
     def divergence_reason(self) -> str | None:
         if self.min_snr is None and self.m <= 1.0:
-            return f"Nakagami-m with m = {self.m:g} <= 1 has an SNR density that does not vanish at 0"
+            return (
+                f"Nakagami-m with m = {self.m:g} <= 1 has an SNR density that does not vanish at 0"
+            )
         return None
 
     def pdf(self, snr: float) -> float:
@@ -570,7 +577,9 @@ def as_channel(value: Channel | Any) -> Channel:
     )
 
 
-def channel_sequence(value: Channel | Any | Sequence[Channel | Any], stages: int) -> tuple[Channel, ...]:
+def channel_sequence(
+    value: Channel | Any | Sequence[Channel | Any], stages: int
+) -> tuple[Channel, ...]:
     """One channel per split stage ``1..stages``: a single channel is shared by every stage."""
     if isinstance(value, Sequence) and not isinstance(value, str):
         channels = tuple(as_channel(v) for v in value)

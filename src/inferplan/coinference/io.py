@@ -142,8 +142,9 @@ def _read_trace(path: Path, where: str) -> tuple[float, ...]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise InvalidSystem(f"cannot read trace file {str(path)!r} ({exc.strerror})",
-                            field=f"{where}.file") from None  # fmt: skip
+        raise InvalidSystem(
+            f"cannot read trace file {str(path)!r} ({exc.strerror})", field=f"{where}.file"
+        ) from None
     values: list[float] = []
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
@@ -154,8 +155,9 @@ def _read_trace(path: Path, where: str) -> tuple[float, ...]:
             values.append(float(first))
         except ValueError:
             if values or number > 1:
-                raise InvalidSystem(f"line {number}: not a number: {first!r}",
-                                    source=str(path)) from None  # fmt: skip
+                raise InvalidSystem(
+                    f"line {number}: not a number: {first!r}", source=str(path)
+                ) from None
     return tuple(values)
 
 
@@ -164,8 +166,9 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
     model = _CHANNEL_KINDS.get(str(kind))
     if model is None:
         kinds = ", ".join(_CHANNEL_KINDS)
-        raise InvalidSystem(f"unknown channel kind {kind!r} (use one of: {kinds})",
-                            field=f"{where}.kind")  # fmt: skip
+        raise InvalidSystem(
+            f"unknown channel kind {kind!r} (use one of: {kinds})", field=f"{where}.kind"
+        )
     try:
         doc = validate_document(model, data, source=None, error=InvalidSystem)
         if isinstance(doc, _DiscreteEntry):
@@ -215,11 +218,17 @@ def _layers(doc: _SystemFile, base: Path | None) -> Layers:
         explicit = validate_document(_ExplicitLayers, raw, source=None, error=InvalidSystem)
     except InferplanError as exc:
         raise _prefixed(exc, "layers") from None
-    return Layers(tuple(explicit.cycles), tuple(explicit.input_bits), tuple(explicit.param_bits),
-                  tuple(explicit.names or ()))  # fmt: skip
+    return Layers(
+        tuple(explicit.cycles),
+        tuple(explicit.input_bits),
+        tuple(explicit.param_bits),
+        tuple(explicit.names or ()),
+    )
 
 
-def system_from_dict(data: object, *, source: str | None = None, base: Path | None = None) -> System:
+def system_from_dict(
+    data: object, *, source: str | None = None, base: Path | None = None
+) -> System:
     """Build a :class:`System` from system-file data, naming ``source`` in errors.
 
     ``base`` is the directory that relative file names (profiles, traces) are resolved against.
@@ -229,8 +238,7 @@ def system_from_dict(data: object, *, source: str | None = None, base: Path | No
         layers = _layers(doc, base)
         if isinstance(doc.channel, list):
             channel: Channel | tuple[Channel, ...] = tuple(
-                _channel(entry, f"channel[{k}]", base)
-                for k, entry in enumerate(doc.channel)
+                _channel(entry, f"channel[{k}]", base) for k, entry in enumerate(doc.channel)
             )
         else:
             channel = _channel(doc.channel, "channel", base)
@@ -252,8 +260,12 @@ def load_system(path: str | Path) -> System:
 
     Examples
     --------
-    >>> load_system("examples/system.yaml").n_layers
-    8
+    >>> import pathlib, tempfile
+    >>> from inferplan.coinference import default_system
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "system.yaml"
+    >>> save_system(default_system("alexnet"), path)
+    >>> load_system(path) == default_system("alexnet")
+    True
     """
     path = Path(path)
     return system_from_dict(read_document(path), source=str(path), base=path.parent)

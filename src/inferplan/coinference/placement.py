@@ -97,8 +97,8 @@ class PlacementPlan:
 
     @property
     def expected_cost(self) -> float:
-        """``Z(M*)``."""
-        return self.solution.expected_cost
+        """``Z(M*)``, exactly the entry of :attr:`costs` that was minimised."""
+        return self.costs[self.placement]
 
     @property
     def thresholds(self) -> tuple[float, ...]:
@@ -171,13 +171,19 @@ def plan_placement(
         costs = expected_costs(system)
         m_star = _argmin(costs)
         work = (n_layers + 1) * (n_layers + 2) // 2
-        return PlacementPlan(method, m_star, tuple(costs.tolist()),
-                             solve_stopping(system, m_star), work)  # fmt: skip
+        return PlacementPlan(
+            method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
+        )
     if method == "1sla":
         costs = expected_costs(system, "1sla")
         m_star = _argmin(costs)
-        return PlacementPlan(method, m_star, tuple(costs.tolist()),
-                             solve_stopping(system, m_star, rule="1sla"), 2 * n_layers + 1)  # fmt: skip
+        return PlacementPlan(
+            method,
+            m_star,
+            tuple(costs.tolist()),
+            solve_stopping(system, m_star, rule="1sla"),
+            2 * n_layers + 1,
+        )
     if method != "hybrid":
         raise InvalidArgument(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if not (math.isfinite(rel_tol) and rel_tol >= 0):
@@ -209,7 +215,9 @@ def plan_placement(
         work += m + 1
     costs = c + etc
     m_star = _argmin(costs)
-    return PlacementPlan(method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work)
+    return PlacementPlan(
+        method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
+    )
 
 
 # ---------------------------------------------------------------------------------- baselines
@@ -251,8 +259,14 @@ class Baselines:
 
     def savings(self) -> dict[str, float]:
         """Relative saving of the joint plan against each baseline: ``1 - joint / baseline``."""
-        names = ("joint_1sla", "edge_only", "device_only", "full_placement", "fixed_split",
-                 "best_fixed_split")  # fmt: skip
+        names = (
+            "joint_1sla",
+            "edge_only",
+            "device_only",
+            "full_placement",
+            "fixed_split",
+            "best_fixed_split",
+        )
         return {name: 1.0 - self.joint / getattr(self, name) for name in names}
 
     def to_dict(self) -> dict[str, Any]:

@@ -63,7 +63,8 @@ class SplitPolicy:
         stop = np.empty((snr.shape[0], m + 1), dtype=bool)
         stop[:, :m] = snr[:, :m] >= np.asarray(self.thresholds)
         stop[:, m] = True
-        return np.argmax(stop, axis=1).astype(np.int64) + 1
+        split: npt.NDArray[np.int64] = np.argmax(stop, axis=1).astype(np.int64) + 1
+        return split
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -134,7 +134,7 @@ class Simulation:
 
 
 def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> FloatArray:
-    """An ``(inferences, N + 1)`` matrix of independent SNR draws, column ``n - 1`` for stage ``n``."""
+    """``(inferences, N + 1)`` independent SNR draws; column ``n - 1`` is stage ``n``."""
     out = np.empty((inferences, system.n_layers + 1))
     shared = all(ch is system.channels[0] for ch in system.channels)
     if shared:
@@ -208,16 +208,18 @@ def simulate(
         mean, std = float(values.mean()), float(values.std(ddof=1))
         half = z * std / math.sqrt(inferences)
         counts = np.bincount(splits[k], minlength=system.n_layers + 2)[1:]
-        results.append(RuleSimulation(
-            rule=name,
-            placement=policy.placement,
-            analytic_cost=float(analytic),
-            mean_cost=mean,
-            std_cost=std,
-            ci_low=mean - half,
-            ci_high=mean + half,
-            quantiles=tuple(float(v) for v in np.quantile(values, _QUANTILES)),
-            split_counts=tuple(int(v) for v in counts),
-            costs=values,
-        ))  # fmt: skip
+        results.append(
+            RuleSimulation(
+                rule=name,
+                placement=policy.placement,
+                analytic_cost=float(analytic),
+                mean_cost=mean,
+                std_cost=std,
+                ci_low=mean - half,
+                ci_high=mean + half,
+                quantiles=tuple(float(v) for v in np.quantile(values, _QUANTILES)),
+                split_counts=tuple(int(v) for v in counts),
+                costs=values,
+            )
+        )
     return Simulation(inferences, seed if rng is None else None, confidence, tuple(results))

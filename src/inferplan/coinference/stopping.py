@@ -150,7 +150,8 @@ def one_step_etc_all(system: System) -> FloatArray:
         stopped[n] = stopped[n - 1] + reach[n - 1] * stop_value
         reach[n] = reach[n - 1] * below
     forced = np.array([_forced(system, n) for n in range(1, n_layers + 2)])
-    return stopped + reach * forced
+    etc: FloatArray = stopped + reach * forced
+    return etc
 
 
 def optimality_probability(system: System, placement: int) -> float:

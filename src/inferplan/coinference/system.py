@@ -4,7 +4,8 @@ A :class:`System` turns into the two arrays every solver works with. For split s
 ``n = 1..N+1`` (the device ran layers ``1..n-1`` and uploads ``I_n``)::
 
     eta_n(gamma) = a_n + b_n / log2(1 + gamma)
-    a_n = beta_t * (sum_{i<n} L_i / f_l + sum_{i>=n} L_i / f_c) + beta_e * kappa * f_l^2 * sum_{i<n} L_i
+    a_n = beta_t * (sum_{i<n} L_i / f_l + sum_{i>=n} L_i / f_c)
+        + beta_e * kappa * f_l^2 * sum_{i<n} L_i
     b_n = (beta_t + beta_e * P) * I_n / W
 
 and the per-inference placement cost of the first ``M`` layers is
@@ -89,8 +90,12 @@ class Device:
         object.__setattr__(self, "bandwidth_hz", _check(self.bandwidth_hz, "device.bandwidth_hz"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cpu_hz": self.cpu_hz, "kappa": self.kappa, "tx_power_w": self.tx_power_w,
-                "bandwidth_hz": self.bandwidth_hz}  # fmt: skip
+        return {
+            "cpu_hz": self.cpu_hz,
+            "kappa": self.kappa,
+            "tx_power_w": self.tx_power_w,
+            "bandwidth_hz": self.bandwidth_hz,
+        }
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,12 @@ class Layers:
         return len(self.cycles)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cycles": list(self.cycles), "input_bits": list(self.input_bits),
-                "param_bits": list(self.param_bits), "names": list(self.names)}  # fmt: skip
+        return {
+            "cycles": list(self.cycles),
+            "input_bits": list(self.input_bits),
+            "param_bits": list(self.param_bits),
+            "names": list(self.names),
+        }
 
 
 # Defaults: each is argued for in docs/coinference.md ("Defaults"). None comes from the paper.
@@ -202,10 +211,13 @@ def layers_from_profile(
     """
     if isinstance(profile, str):
         profile = load_profile(profile)
-    for name, value in (("cycles_per_flop", cycles_per_flop), ("bits_per_element", bits_per_element),
-                        ("input_bits_per_element", input_bits_per_element),
-                        ("bits_per_param", bits_per_param),
-                        ("profile_bits_per_element", profile_bits_per_element)):  # fmt: skip
+    for name, value in (
+        ("cycles_per_flop", cycles_per_flop),
+        ("bits_per_element", bits_per_element),
+        ("input_bits_per_element", input_bits_per_element),
+        ("bits_per_param", bits_per_param),
+        ("profile_bits_per_element", profile_bits_per_element),
+    ):
         if not (math.isfinite(value) and value > 0):
             raise InvalidArgument(f"must be a positive finite number, got {value!r}", field=name)
     elements = np.asarray(profile.activation_bits) / profile_bits_per_element
@@ -227,9 +239,9 @@ def mlp_layers(
     bytes_per_value: float = 4,
     bytes_per_param: float = 4,
 ) -> Layers:
-    """The paper's equal-width MLP: ``L_i = alpha X^2``, ``I_i = 8 lambda X``, ``m_i = 8 mu (X+1) X``.
+    """The paper's equal-width MLP: ``L_i = a X^2``, ``I_i = 8 lambda X``, ``m_i = 8 mu (X+1) X``.
 
-    ``alpha`` is ``cycles_per_mac``, ``lambda`` is ``bytes_per_value`` and ``mu``
+    ``a`` (the paper's alpha) is ``cycles_per_mac``, ``lambda`` is ``bytes_per_value`` and ``mu``
     ``bytes_per_param``; ``X = width`` and ``N = depth``.
 
     Examples
@@ -261,7 +273,8 @@ class System:
     Examples
     --------
     >>> from inferplan.coinference import Discrete
-    >>> s = System(DEFAULT_DEVICE, DEFAULT_EDGE, mlp_layers(64, 3), Discrete((1.0, 10.0), (0.5, 0.5)))
+    >>> channel = Discrete((1.0, 10.0), (0.5, 0.5))
+    >>> s = System(DEFAULT_DEVICE, DEFAULT_EDGE, mlp_layers(64, 3), channel)
     >>> s.n_layers, len(s.channels)
     (3, 4)
     """
@@ -279,7 +292,9 @@ class System:
         object.__setattr__(self, "downlink_bps", _check(self.downlink_bps, "downlink_bps"))
         k = self.inferences_per_update
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise InvalidSystem(f"must be an integer >= 1, got {k!r}", field="inferences_per_update")
+            raise InvalidSystem(
+                f"must be an integer >= 1, got {k!r}", field="inferences_per_update"
+            )
         object.__setattr__(self, "inferences_per_update", int(k))
         w = float(self.energy_weight)
         if not (0.0 <= w <= 1.0):

@@ -1,0 +1,79 @@
+"""The co-inference commands: the JSON contracts, readable output and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.cli.main import _register, app
+from inferplan.coinference import SplitPolicy, load_system, plan_placement, simulate
+
+_register()
+runner = CliRunner()
+EXAMPLE = Path(__file__).parents[2] / "examples" / "system.yaml"
+
+
+def _json(args: list[str]) -> dict:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("method", ["optimal", "1sla", "hybrid"])
+def test_coinfer_json_contract(method):
+    out = _json(["coinfer", str(EXAMPLE), "--method", method, "--json"])
+    assert set(out) == {"method", "placement", "expected_cost", "costs", "thresholds"}
+    assert out == json.loads(json.dumps(plan_placement(load_system(EXAMPLE), method).to_dict()))
+    assert len(out["costs"]) == 9 and len(out["thresholds"]) == out["placement"]
+    assert out["expected_cost"] == out["costs"][out["placement"]]
+
+
+def test_coinfer_table_and_policy_file(tmp_path):
+    policy = tmp_path / "policy.json"
+    result = runner.invoke(app, ["coinfer", str(EXAMPLE), "--policy-out", str(policy)])
+    assert result.exit_code == 0
+    assert "place 5 of 8 layers" in result.stdout and "after conv5+pool" in result.stdout
+    assert SplitPolicy.from_json(policy.read_text()).placement == 5
+
+
+def test_coinfer_simulate_json():
+    out = _json(
+        [
+            "coinfer-simulate",
+            str(EXAMPLE),
+            "--rule",
+            "optimal",
+            "--rule",
+            "edge-only",
+            "--inferences",
+            "3000",
+            "--seed",
+            "9",
+            "--json",
+        ]
+    )
+    assert out["inferences"] == 3000 and out["seed"] == 9
+    assert list(out["rules"]) == ["optimal", "edge-only"]
+    api = simulate(load_system(EXAMPLE), ["optimal", "edge-only"], inferences=3000, seed=9)
+    assert out == json.loads(json.dumps(api.to_dict()))
+
+
+def test_coinfer_simulate_table():
+    result = runner.invoke(app, ["coinfer-simulate", str(EXAMPLE), "--inferences", "2000"])
+    assert result.exit_code == 0
+    for rule in ("optimal", "1sla", "fixed", "best-fixed", "edge-only", "device-only", "full"):
+        assert rule in result.stdout
+
+
+def test_errors_are_one_line_with_exit_code_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(EXAMPLE.read_text().replace("mean_snr: 10.0, min_snr: 0.25", "mean_snr: 10.0"))
+    result = runner.invoke(app, ["coinfer", str(bad)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {bad}: channel: E[1/log2(1+SNR)] is infinite")
+    assert result.stderr.count("\n") == 1
+    missing = runner.invoke(app, ["coinfer-simulate", str(tmp_path / "none.yaml")])
+    assert missing.exit_code == 2 and "file not found" in missing.stderr
