@@ -8,6 +8,8 @@ them back into point order, so results do not depend on the executor.
 from __future__ import annotations
 
 import importlib
+import socket
+import warnings
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
 
@@ -31,7 +33,11 @@ def run_local(
 
     # Unordered so that each point is stored as soon as it finishes.
     parallel = Parallel(n_jobs=-1 if jobs is None else jobs, return_as="generator_unordered")
-    yield from parallel(delayed(function)(task) for task in tasks)
+    with warnings.catch_warnings():
+        # Points in flight when a run is interrupted are cancelled on purpose: they are simply
+        # run again on resume.
+        warnings.filterwarnings("ignore", message=".*still being processed by the workers")
+        yield from parallel(delayed(function)(task) for task in tasks)
 
 
 def run_dask(
@@ -60,6 +66,8 @@ def run_dask(
             dashboard_address=None,
         )
         address = cluster.scheduler_address
+    else:
+        _check_reachable(address)
     try:
         client = distributed.Client(address, timeout="10s")
     except OSError as exc:
@@ -77,3 +85,18 @@ def run_dask(
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _check_reachable(address: str) -> None:
+    # A refused connection fails at once here, where Dask would retry until its timeout.
+    scheme, _, rest = address.rpartition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme not in ("", "tcp", "tls") or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise InvalidArgument(
+            f"cannot reach a Dask scheduler at {address!r} ({exc.strerror or exc})",
+            field="--cluster",
+        ) from None

@@ -38,6 +38,7 @@ def progress_bar(
     Drawn on stderr (stdout stays for results); points resumed from disk count as done but
     not in the rate, so the time left reflects this run's pace.
     """
+    console = console or Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -47,8 +48,11 @@ def progress_bar(
         TimeElapsedColumn(),
         TextColumn("left"),
         TimeRemainingColumn(),
-        console=console or Console(stderr=True),
-        disable=not enabled,
+        console=console,
+        # The caller prints a summary line at the end; the bar itself leaves nothing behind,
+        # and is not drawn at all into logs and pipes.
+        transient=True,
+        disable=not (enabled and console.is_terminal),
     )
     task_id = None
 
