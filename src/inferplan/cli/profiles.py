@@ -1,7 +1,9 @@
-"""``inferplan profile``: show a DNN profile or write it as a profile file."""
+"""``inferplan profile``: profile a built-in, a profile file, an ONNX file or a PyTorch module."""
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -9,28 +11,105 @@ import typer
 
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json, si, table
-from inferplan.profiles import load_profile, save_profile
+from inferplan.errors import InvalidArgument, InvalidProfile
+from inferplan.profiles import Profile, load_profile, save_profile
+from inferplan.profiles.cuts import GraphProfile, parse_block_spec, parse_shape
+
+
+class FlopCount(StrEnum):
+    matrix = "matrix"
+    all = "all"
+
+
+def _trace(
+    model: str, shapes: list[str], blocks: str | None, dtype: str, flops: FlopCount
+) -> GraphProfile | None:
+    """Trace ``model`` if it is an ONNX file or a ``module:factory``; ``None`` otherwise."""
+    parsed = [parse_shape(s) for s in shapes]
+    spec = parse_block_spec(blocks)
+    if model.lower().endswith(".onnx"):
+        try:
+            from inferplan.profiles.from_onnx import profile_onnx
+        except ImportError:
+            raise InvalidProfile("ONNX models need onnx (pip install 'inferplan[onnx]')") from None
+        return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
+                            flops=flops.value)  # fmt: skip
+    if ":" in model and not Path(model).exists():
+        try:
+            from inferplan.profiles.from_torch import profile_torch
+        except ImportError:
+            raise InvalidProfile("PyTorch models need torch (pip install 'inferplan[torch]')"
+                                 ) from None  # fmt: skip
+        if flops is not FlopCount.matrix:
+            raise InvalidArgument("PyTorch models count matrix FLOPs only", field="--flops")
+        return profile_torch(model, [s for s, _ in parsed], blocks=spec, dtype=dtype,
+                             input_dtypes=[d for _, d in parsed])  # fmt: skip
+    return None
 
 
 @app.command("profile")
 @friendly_errors
 def profile_command(
-    model: Annotated[str, typer.Argument(help="A built-in name (vgg16, resnet50, alexnet, "
-                                              "mlp-WxD) or a profile file.")],  # fmt: skip
-    as_json: Annotated[bool, typer.Option("--json", help="Print the profile file format.")] = False,
+    model: Annotated[str, typer.Argument(help=(
+        "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
+        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory)."))],
+    input_shape: Annotated[list[str] | None, typer.Option(
+        "--input-shape", help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for "
+                              "several inputs.")] = None,
+    blocks: Annotated[str | None, typer.Option(
+        "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
+                         "Default: top-level modules.")] = None,
+    dtype: Annotated[str, typer.Option(
+        "--dtype", help="PyTorch: floating-point dtype of weights and activations.")] = "float32",
+    flops: Annotated[FlopCount, typer.Option(
+        "--flops", help="ONNX: count matrix products only, or all formulas.")] = FlopCount.matrix,
+    cuts: Annotated[bool, typer.Option(
+        "--cuts", help="Show every candidate cut and the tensors crossing it.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the profile file format "
+                                          "(with --cuts: the whole cut report).")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
-) -> None:
-    """Print a DNN profile: FLOPs and activation size per block."""
-    profile = load_profile(model)
+) -> None:  # fmt: skip
+    """Profile a DNN: FLOPs, activation size and parameters per block."""
+    traced = _trace(model, input_shape or [], blocks, dtype, flops)
+    if traced is None:
+        given = [name for name, used in (("--input-shape", input_shape), ("--blocks", blocks),
+                 ("--cuts", cuts), ("--dtype", dtype != "float32"),
+                 ("--flops", flops is not FlopCount.matrix)) if used]  # fmt: skip
+        if given:
+            raise InvalidArgument(f"{', '.join(given)} apply to ONNX and PyTorch models only")
+        profile = load_profile(model)
+    else:
+        profile = traced.profile
+        for warning in traced.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     if output is not None:
         save_profile(profile, output)
     if as_json:
-        print_json(profile.to_dict())
+        print_json(traced.to_dict() if cuts and traced else profile.to_dict())
         return
+    console.print(_blocks_table(profile))
+    if traced is not None and cuts:
+        console.print(_cuts_table(traced))
+
+
+def _blocks_table(profile: Profile) -> object:
     rows = [["input", "", si(profile.activation_bits[0], "bit"), ""]]
     for k, name in enumerate(profile.blocks):
         rows.append([f"{k + 1}. {name}", si(profile.flops[k], "FLOP"),
                      si(profile.activation_bits[k + 1], "bit"), si(profile.params[k])])  # fmt: skip
-    console.print(table(f"{profile.name}: {profile.n_blocks} blocks, "
-                        f"{si(profile.total_flops, 'FLOP')} per inference",
-                        ["block", "FLOPs", "activation after", "params"], rows))  # fmt: skip
+    return table(f"{profile.name}: {profile.n_blocks} blocks, "
+                 f"{si(profile.total_flops, 'FLOP')} per inference",
+                 ["block", "FLOPs", "activation after", "params"], rows)  # fmt: skip
+
+
+def _cuts_table(traced: GraphProfile) -> object:
+    rows = []
+    for cut in traced.cuts:
+        tensors = ", ".join(
+            f"{t.name} {'x'.join(map(str, t.shape)) if t.shape is not None else t.dtype}"
+            for t in cut.tensors
+        )
+        state = "kept" if cut.kept else ("valid" if cut.valid else f"invalid: {cut.reason}")
+        rows.append([f"{cut.index}. after {cut.after}",
+                     "?" if cut.bits is None else si(cut.bits, "bit"), state, tensors])  # fmt: skip
+    return table("candidate cuts", ["cut", "crossing", "offered", "tensors"], rows)

@@ -1,0 +1,144 @@
+"""``inferplan profile``: built-ins, ONNX files and PyTorch factories feed the planners."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from inferplan.cli.main import _register, app
+from inferplan.profiles import vgg16
+
+_register()
+runner = CliRunner()
+ROOT = Path(__file__).parents[2]
+
+MODELS = """
+import torch
+from torch import nn
+
+
+class Merge(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 8, 1)
+
+    def forward(self, p, q):
+        return self.conv(torch.cat([p, q], dim=1))
+
+
+class Skip(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 3, padding=1)
+        self.merge = Merge()
+        self.head = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        y = self.a(x)
+        return self.head(torch.flatten(self.merge(self.b(y), y), 1))
+
+
+def broken():
+    raise ValueError("no weights here")
+"""
+
+
+def _run(args):
+    return runner.invoke(app, args)
+
+
+def test_builtin_json_is_the_profile_file_format():
+    result = _run(["profile", "vgg16", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == vgg16().to_dict()
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "mymodels.py").write_text(MODELS)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_torch_factory_profile_feeds_provision_and_coinfer(models):
+    out = models / "skip.json"
+    result = _run(["profile", "mymodels:Skip", "--input-shape", "1,3,8,8", "-o", str(out),
+                   "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    profile = json.loads(result.stdout)
+    assert json.loads(out.read_text()) == profile
+    assert profile["blocks"] == ["a", "b", "merge", "head"]
+    # After b, the skip from a crosses too: 2 tensors of 8x8x8 float32.
+    assert profile["activation_bits"] == [32.0 * n for n in (3 * 64, 8 * 64, 2 * 8 * 64, 8 * 64,
+                                                             10)]  # fmt: skip
+    plan = _run(["provision", str(ROOT / "examples" / "network.json"), str(out),
+                 "--throughput", "10", "--json"])  # fmt: skip
+    assert plan.exit_code == 0, plan.stderr
+    system = models / "system.yaml"
+    text = (ROOT / "examples" / "system.yaml").read_text().replace("profile: alexnet",
+                                                                   f"profile: {out}")  # fmt: skip
+    system.write_text(text)
+    coinfer = _run(["coinfer", str(system), "--json"])
+    assert coinfer.exit_code == 0, coinfer.stderr
+
+
+def test_cut_report(models):
+    result = _run(["profile", "mymodels:Skip", "--input-shape", "1x3x8x8", "--blocks",
+                   "depth=1", "--cuts", "--json"])  # fmt: skip
+    report = json.loads(result.stdout)
+    assert [sorted(t["name"] for t in c["tensors"]) for c in report["cuts"]] == [
+        ["x"],
+        ["a"],
+        ["a", "b"],
+        ["flatten"],
+        ["head"],
+    ]
+    table = _run(["profile", "mymodels:Skip", "--input-shape", "1,3,8,8", "--cuts"])
+    assert "candidate cuts" in table.stdout and "kept" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["mymodels:Skip"], "give the shape of each input"),
+        (["mymodels:Skip", "--input-shape", "1,3,a"], "input shape must be positive integers"),
+        (["mymodels:Skip", "--input-shape", "1,4,8,8"], "does not run on input shape 1x4x8x8"),
+        (
+            ["mymodels:Skip", "--input-shape", "1,3,8,8", "--blocks", "a,zz"],
+            "no operation belongs to module(s) 'zz'",
+        ),
+        (["mymodels:nothing", "--input-shape", "1,3,8,8"], "has no attribute 'nothing'"),
+        (["mymodels:broken", "--input-shape", "1"], "ValueError: no weights here"),
+        (["missing_module_q:make", "--input-shape", "1"], "cannot import 'missing_module_q'"),
+        (["vgg16", "--blocks", "depth=2"], "--blocks apply to ONNX and PyTorch models only"),
+        (["nope.onnx"], "nope.onnx: file not found"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(models, args, message):
+    result = _run(["profile", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_onnx_file_with_warning(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    nodes = [helper.make_node("MatMul", ["x", "x"], ["h"], name="mm"),
+             helper.make_node("Det", ["h"], ["y"], name="det")]  # fmt: skip
+    path = tmp_path / "det.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y])), path)
+    result = _run(["profile", str(path), "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["flops"] == [54.0]
+    assert result.stderr == "warning: no FLOP formula for Det (1 node): their work is not counted\n"
+    full = _run(["profile", str(path), "--flops", "all", "--json"])
+    assert json.loads(full.stdout)["flops"] == [54.0]
