@@ -122,12 +122,16 @@ def test_layered_dag_with_many_blocks_matches_reference(seed):
 def test_tiered_and_capped_costs_with_many_blocks_match_reference():
     base = inferplan.layered_dag(10, 20, seed=4)
     rng = np.random.default_rng(4)
+
+    def cost(k, price):  # odd nodes: three tiers, not always convex; even: a capped price
+        if k % 2:
+            return TieredCost((5e9, 2e10), (price * rng.uniform(0.5, 2), price, 3 * price))
+        return LinearCost(price, 4e10)
+
     nodes = tuple(
-        inferplan.Node(n.id, n.capacity, n.price,
-                       TieredCost((5e9, 2e10), (n.price * rng.uniform(0.5, 2), n.price, 3 * n.price))
-                       if k % 2 else LinearCost(n.price, 4e10))
+        inferplan.Node(n.id, n.capacity, n.price, cost(k, n.price))
         for k, n in enumerate(base.nodes)
-    )  # fmt: skip
+    )
     network = inferplan.Network(nodes, base.links, base.source, base.target)
     inst = compile_instance(network, _deep_profile(55, 4))
     beta = 0.5 * throughput_optimal(inst).interval

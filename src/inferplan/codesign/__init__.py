@@ -8,6 +8,7 @@ from inferplan.codesign.costs import (
     TieredCost,
     cost_from_dict,
 )
+from inferplan.codesign.frontier import Frontier, cost_frontier
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.milp import solve_milp
@@ -21,6 +22,7 @@ __all__ = [
     "CapacityCost",
     "CodesignInstance",
     "Deployment",
+    "Frontier",
     "FunctionCost",
     "LinearCost",
     "LinkUpgrade",
@@ -29,6 +31,7 @@ __all__ = [
     "TieredCost",
     "compile_instance",
     "cost_from_dict",
+    "cost_frontier",
     "provision",
     "reference_psg",
     "solve_milp",
