@@ -20,6 +20,7 @@ from inferplan.coinference.policy import SplitPolicy
 from inferplan.coinference.stopping import (
     StoppingSolution,
     one_step_etc_all,
+    one_step_terms,
     optimal_thresholds,
     optimality_probability,
     solve_stopping,
@@ -145,18 +146,23 @@ def plan_placement(
 
     Notes
     -----
-    The hybrid rests on two bounds on the optimal ``Z(M) = c(M) + V(M)``, where ``V(M)`` is the
-    optimal expected ETC with ``M`` layers placed:
+    The hybrid is a branch and bound on the optimal ``Z(M) = c(M) + V(M)``, where ``V(M)`` is
+    the optimal expected ETC with ``M`` layers placed:
 
-    * upper: ``Z(M) <= Z_1sla(M)`` for every ``M`` (1-sla is one feasible rule), all in O(N);
-    * lower: ``V(M) >= V(M')`` for ``M <= M'`` (a rule for ``M`` layers is feasible with
-      ``M'``), so ``Z(M) >= c(M) + V(M')`` for the smallest evaluated ``M' >= M``; ``V(N)`` is
-      evaluated first (O(N)), ``V(0)`` is a single expectation and ``V(1)`` is the 1-sla value
-      (1-sla is optimal for ``M = 1``).
+    * upper bound: ``Z(M) <= Z_1sla(M)`` (1-sla is one feasible rule), all ``M`` in O(N);
+      exact for ``M <= 1`` (1-sla is optimal there);
+    * lower bound from any evaluated ``M' > M``: the backward induction over stages ``M..1`` is
+      a concave, non-decreasing function of the value it starts from, whose slope (the
+      probability of reaching stage ``M + 1``) is at least the 1-sla one ``P1(reach M+1)``,
+      because every optimal continuation value is at most the 1-sla one. Starting from
+      ``E[eta_{M+1}]`` instead of ``E[V^{(M')}_{M+1}]`` therefore gives
+      ``V(M) >= V(M') + P1(reach M+1) * (E[eta_{M+1}] - E[V^{(M')}_{M+1}])``.
 
-    Placements are evaluated exactly in increasing order of ``Z_1sla``; ``M`` is skipped once
-    its lower bound exceeds the best exact cost found. Worst case O(N^2), typically a handful of
-    backward inductions: ``stage_evaluations`` reports the work done.
+    ``V(N)`` is evaluated first (O(N)); then, best first, the open placement with the lowest
+    bound is evaluated exactly, until every open bound exceeds the best exact cost (times
+    ``1 + rel_tol``). With ``rel_tol = 0`` the result is the same ``M*`` as ``"optimal"``
+    (ties: smallest ``M``); worst case O(N^2) stage expectations (plus O(N^2) arithmetic for
+    the bounds), typically a few backward inductions. ``stage_evaluations`` reports the work.
 
     Examples
     --------
@@ -189,30 +195,43 @@ def plan_placement(
     if not (math.isfinite(rel_tol) and rel_tol >= 0):
         raise InvalidArgument(f"rel_tol must be >= 0, got {rel_tol!r}")
 
-    upper = expected_costs(system, "1sla")
+    sla_etc, reach, forced = one_step_terms(system)
+    upper = c + sla_etc
     etc = np.full(n_layers + 1, np.nan)  # exact V(M) where known
-    etc[0] = upper[0] - c[0]
-    etc[min(1, n_layers)] = upper[min(1, n_layers)] - c[min(1, n_layers)]
-    etc[n_layers] = optimal_thresholds(system, n_layers)[1][0]
-    work = 2 * n_layers + 1 + n_layers + 1
+    etc[: min(1, n_layers) + 1] = sla_etc[: min(1, n_layers) + 1]  # 1-sla is optimal at M <= 1
+    inductions: dict[int, FloatArray] = {}  # M' -> E[V_1..V_{M'+1}] of its backward induction
+    work = 2 * n_layers + 1
+
+    def evaluate(m: int) -> None:
+        nonlocal work
+        values = optimal_thresholds(system, m)[1]
+        inductions[m] = values
+        etc[m] = values[0]
+        work += m + 1
 
     def lower_bound(m: int) -> float:
-        # V is non-increasing in M: the nearest evaluated M' >= M bounds V(M) from below.
-        known = etc[m:]
-        return float(c[m] + known[~np.isnan(known)][0])
+        # Z(M) >= c(M) + V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]), M' > M.
+        best = max(
+            values[0] + reach[m] * (forced[m] - values[m])
+            for mp, values in inductions.items()
+            if mp > m
+        )
+        return float(c[m] + best)
 
-    for m in np.argsort(upper, kind="stable"):
-        m = int(m)
-        if not np.isnan(etc[m]):
-            continue
+    evaluate(n_layers)
+    while True:  # best-first: the open placement with the lowest bound, until none can win
+        open_ = [m for m in range(n_layers + 1) if np.isnan(etc[m])]
+        if not open_:
+            break
+        bounds = {m: lower_bound(m) for m in open_}
+        m = min(open_, key=lambda k: (bounds[k], upper[k], k))
         exact = c + etc
         best_m = _argmin(exact)
-        best = exact[best_m]
-        bound = lower_bound(m)
-        if bound * (1.0 + rel_tol) > best or (bound == best and m > best_m):
-            continue
-        etc[m] = optimal_thresholds(system, m)[1][0]
-        work += m + 1
+        if bounds[m] * (1.0 + rel_tol) > exact[best_m] or (
+            bounds[m] == exact[best_m] and m > best_m
+        ):
+            break
+        evaluate(m)
     costs = c + etc
     m_star = _argmin(costs)
     return PlacementPlan(

@@ -30,6 +30,7 @@ __all__ = [
     "StoppingSolution",
     "evaluate_thresholds",
     "one_step_etc_all",
+    "one_step_terms",
     "one_step_thresholds",
     "optimal_thresholds",
     "optimality_probability",
@@ -135,11 +136,20 @@ def evaluate_thresholds(
     return values, split
 
 
-def one_step_etc_all(system: System) -> FloatArray:
-    """Expected ETC of the 1-sla rule for every placement ``M = 0..N`` in O(N).
+def one_step_terms(system: System) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The 1-sla rule for every placement ``M = 0..N`` in O(N).
 
     ``ETC(M) = sum_{n<=M} P(reach n) E[eta_n; gamma_n >= t_n] + P(reach M+1) E[eta_{M+1}]``,
     with prefix sums over ``n`` because the thresholds ``t_n`` do not depend on ``M``.
+
+    Returns
+    -------
+    etc
+        ``ETC(M)``, the expected ETC of 1-sla with ``M`` layers placed.
+    reach
+        ``P(reach M+1) = prod_{k<=M} P(gamma_k < t_k)`` under 1-sla.
+    forced
+        ``E[eta_{M+1}]``, the expected cost of a forced split at stage ``M + 1``.
     """
     thresholds = one_step_thresholds(system)
     n_layers = system.n_layers
@@ -150,8 +160,12 @@ def one_step_etc_all(system: System) -> FloatArray:
         stopped[n] = stopped[n - 1] + reach[n - 1] * stop_value
         reach[n] = reach[n - 1] * below
     forced = np.array([_forced(system, n) for n in range(1, n_layers + 2)])
-    etc: FloatArray = stopped + reach * forced
-    return etc
+    return stopped + reach * forced, reach, forced
+
+
+def one_step_etc_all(system: System) -> FloatArray:
+    """Expected ETC of the 1-sla rule for every placement ``M = 0..N`` in O(N)."""
+    return one_step_terms(system)[0]
 
 
 def optimality_probability(system: System, placement: int) -> float:
