@@ -78,12 +78,14 @@ def test_grid_axes_forms(tmp_path):
             "grid: give exactly one of alpha, interval or throughput",
         ),
         (
-            "study: provisioning\ngrid:\n  dnn: vgg16\n  topology: {range: [0, 1.5]}\n  alpha: 0.5\n",
+            "study: provisioning\ngrid:\n  dnn: vgg16\n  topology: {range: [0, 1.5]}\n"
+            "  alpha: 0.5\n",
             "grid.topology.range: must be integers with a non-zero step, got [0, 1.5]",
         ),
         (
             "study: provisioning\ngrid:\n  dnn: vgg16\n  alpha: {steps: 3}\n",
-            "grid.alpha: must be a value, a list or one of {range, linspace: ...}, got {'steps': 3}",
+            "grid.alpha: must be a value, a list or one of {range, linspace: ...}, "
+            "got {'steps': 3}",
         ),
         (GOOD + "options: {methods: [psg, magic]}\n", "options.methods: unknown method 'magic'"),
         (
@@ -140,8 +142,8 @@ def test_reproduce_command_writes_every_file(tmp_path):
 
 def test_reproduce_rejects_a_bad_cluster_address(tmp_path):
     pytest.importorskip("distributed")
-    result = runner.invoke(app, ["reproduce", "codesign", "--out", str(tmp_path),
-                                 "--topologies", "1", "--cluster", "tcp://127.0.0.1:9"])  # fmt: skip
+    command = ["reproduce", "codesign", "--out", str(tmp_path), "--topologies", "1"]
+    result = runner.invoke(app, [*command, "--cluster", "tcp://127.0.0.1:9"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --cluster: cannot reach a Dask scheduler at")
 
