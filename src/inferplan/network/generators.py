@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from inferplan.network.network import Link, Network, Node
@@ -74,44 +76,51 @@ def layered_dag(
     """A random layered DAG from ``s`` to ``t`` for scaling studies.
 
     ``n_nodes - 2`` inner nodes are spread over ``layers`` layers (about ``sqrt(n_nodes)`` by
-    default); every inner node gets one link from the previous layer (``s`` for the first) so
-    all are reachable, the last layer links to ``t``, and the remaining links join random
-    nodes of consecutive layers. Capacities and prices follow the tiered study's ranges.
+    default); every inner node gets one link from the previous layer (``s`` for the first) and
+    every node one link into the next layer, so all lie on some ``s``-``t`` path; the remaining
+    links are drawn uniformly, without replacement, from all links between consecutive layers,
+    until ``n_links`` or every such link exists. Capacities and prices
+    follow the tiered study's ranges (compute 6-180 GFLOP/s, bandwidth 30-1000 Mbit/s).
+    Vectorised: 5,000 nodes and 50,000 links take well under a second.
+
+    Examples
+    --------
+    >>> net = layered_dag(50, 300, seed=1)
+    >>> len(net.nodes), len(net.links)
+    (50, 300)
     """
     rng = _rng(seed)
     inner = max(n_nodes - 2, 1)
-    layers = layers or max(1, int(round(inner**0.5)))
-    layers = min(layers, inner)
-    members = np.array_split(np.arange(inner), layers)
-    names = [[f"v{int(k)}" for k in layer] for layer in members]
-    ids = ["s", *[v for layer in names for v in layer], "t"]
+    layers = min(layers or max(1, round(inner**0.5)), inner)
+    # Node 0 is s, 1..inner the inner nodes layer by layer, inner + 1 is t.
+    levels = [np.array([0]), *np.array_split(np.arange(1, inner + 1), layers),
+              np.array([inner + 1])]  # fmt: skip
+    n = inner + 2
+    chosen: list[np.ndarray] = []
+    for prev, layer in itertools.pairwise(levels):
+        chosen.append(prev[rng.integers(prev.size, size=layer.size)] * n + layer)
+        has_out = np.isin(prev, chosen[-1] // n)
+        lonely = prev[~has_out]
+        chosen.append(lonely * n + layer[rng.integers(layer.size, size=lonely.size)])
+    pairs = np.unique(np.concatenate(chosen))
+    # Every link between consecutive layers is equally likely: draw the rest without
+    # replacement from those not yet chosen.
+    possible = np.concatenate([(a[:, None] * n + b[None, :]).ravel()
+                               for a, b in itertools.pairwise(levels)])  # fmt: skip
+    free = np.setdiff1d(possible, pairs, assume_unique=True)
+    extra = rng.choice(free, size=min(max(n_links - pairs.size, 0), free.size), replace=False)
+    pairs = np.sort(np.concatenate((pairs, extra)))
+    ids = ["s", *(f"v{k - 1}" for k in range(1, inner + 1)), "t"]
+    compute = rng.uniform(6, 180, size=n) * GIGA
+    node_price = np.exp(rng.uniform(np.log(0.1), np.log(10), size=n)) / GIGA
+    bandwidth = rng.uniform(30, 1000, size=pairs.size) * MEGA
+    link_price = np.exp(rng.uniform(np.log(0.01), np.log(1), size=pairs.size)) / MEGA
     nodes = tuple(
-        Node(v, rng.uniform(6, 180) * GIGA, _log_uniform(rng, 0.1, 10) / GIGA) for v in ids
+        Node(v, c, p) for v, c, p in zip(ids, compute.tolist(), node_price.tolist(), strict=True)
     )
-    pairs: set[tuple[str, str]] = set()
-    levels = [["s"], *names, ["t"]]
-    has_out: set[str] = set()
-    for prev, layer in zip(levels[:-1], levels[1:], strict=True):
-        for v in layer:
-            u = prev[int(rng.integers(len(prev)))]
-            pairs.add((u, v))
-            has_out.add(u)
-        for u in prev:
-            if u not in has_out:
-                pairs.add((u, layer[int(rng.integers(len(layer)))]))
-    budget = n_links - len(pairs)
-    consecutive = list(zip(levels[:-1], levels[1:], strict=True))
-    sizes = np.array([len(a) * len(b) for a, b in consecutive], dtype=float)
-    attempts = 0
-    while budget > 0 and attempts < 20 * n_links:
-        attempts += 1
-        a, b = consecutive[int(rng.choice(len(consecutive), p=sizes / sizes.sum()))]
-        pair = (a[int(rng.integers(len(a)))], b[int(rng.integers(len(b)))])
-        if pair not in pairs:
-            pairs.add(pair)
-            budget -= 1
     links = tuple(
-        Link(u, v, rng.uniform(30, 1000) * MEGA, _log_uniform(rng, 0.01, 1) / MEGA)
-        for u, v in sorted(pairs)
-    )
+        Link(ids[u], ids[v], b, p)
+        for u, v, b, p in zip((pairs // n).tolist(), (pairs % n).tolist(), bandwidth.tolist(),
+                              link_price.tolist(), strict=True)
+    )  # fmt: skip
     return Network(nodes=nodes, links=links, source="s", target="t")
