@@ -21,6 +21,8 @@ from inferplan.coinference import (
     expected_costs,
     mlp_layers,
     mlp_placement,
+    one_step_terms,
+    optimal_thresholds,
     plan_placement,
 )
 from inferplan.errors import InvalidArgument
@@ -138,3 +140,15 @@ def test_mlp_closed_form_matches_enumeration(width, depth, k, beta_e, channel):
 def test_mlp_closed_form_rejects_unequal_layers():
     with pytest.raises(InvalidArgument, match=r"equal layers\.cycles"):
         mlp_placement(default_system("alexnet"))
+
+
+@given(systems(min_layers=2, max_layers=7, max_levels=3))
+def test_hybrid_lower_bound_holds_for_every_pair(system):
+    # V(M) >= V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]) for M < M'.
+    _, reach, forced = one_step_terms(system)
+    inductions = {m: optimal_thresholds(system, m)[1] for m in range(system.n_layers + 1)}
+    for m in range(system.n_layers):
+        for mp in range(m + 1, system.n_layers + 1):
+            w = inductions[mp]
+            bound = w[0] + reach[m] * (forced[m] - w[m])
+            assert bound <= inductions[m][0] * (1 + 1e-12)
