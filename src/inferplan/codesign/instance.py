@@ -20,10 +20,23 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["CodesignInstance", "compile_instance"]
+__all__ = ["CodesignInstance", "Generation", "compile_instance"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One topological generation: its ``nodes``; their out-links ``links`` sorted by head,
+    with the tail of each in ``tails``; the distinct ``heads`` and where each one's links
+    start in ``links`` (``first``)."""
+
+    nodes: IntArray
+    links: IntArray
+    tails: IntArray
+    heads: IntArray
+    first: IntArray
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +85,27 @@ class CodesignInstance:
         return tuple(segments(c) for c in self.node_costs)
 
     @cached_property
+    def work_between(self) -> FloatArray:
+        """``S_j - S_i``: the FLOPs a node runs if it receives ``i`` and sends ``j`` blocks
+        (``inf`` for ``i > j``, which no transition does)."""
+        S = self.prefix_flops
+        work = S[None, :] - S[:, None]
+        work[np.tri(S.size, k=-1, dtype=bool)] = np.inf
+        return work
+
+    @cached_property
+    def sweep(self) -> tuple[Generation, ...]:
+        """Each generation with its out-links grouped by head, as the relaxation needs them."""
+        out = []
+        for nodes in self.generations:
+            outs = np.concatenate([self.out_links[v] for v in nodes])
+            outs = outs[np.argsort(self.link_dst[outs], kind="stable")]
+            heads = self.link_dst[outs]
+            first = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]]) if outs.size else outs
+            out.append(Generation(nodes, outs, self.link_src[outs], heads[first], first))
+        return tuple(out)
+
+    @cached_property
     def generations(self) -> tuple[IntArray, ...]:
         """Nodes grouped by topological generation (acyclic instances only).
 
@@ -90,8 +124,15 @@ class CodesignInstance:
 
     def link_index(self, u: int, v: int) -> int:
         """Index of the link ``u -> v`` (node indices)."""
-        outs = self.out_links[u]
-        return int(outs[np.flatnonzero(self.link_dst[outs] == v)[0]])
+        return self._link_of[(u, v)]
+
+    @cached_property
+    def _link_of(self) -> dict[tuple[int, int], int]:
+        return {
+            (u, v): e
+            for e, (u, v) in enumerate(zip(self.link_src.tolist(), self.link_dst.tolist(),
+                                           strict=True))
+        }  # fmt: skip
 
 
 def _linear_arrays(costs: tuple[CapacityCost, ...]) -> tuple[FloatArray, FloatArray]:

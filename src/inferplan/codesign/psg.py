@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,7 @@ from inferplan.codesign.plan import Plan, build_plan, stage_increments
 from inferplan.errors import Infeasible
 
 __all__ = [
+    "Relaxation",
     "backtrack",
     "plan_from_path",
     "range_min",
@@ -140,86 +142,117 @@ def _compute_windows(
     return best
 
 
-def _compute_dense(
-    inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float
-) -> FloatArray:
-    """The same minimum for any cost functions: every ``(i, j)`` pair at once, ``O(N^2)``
-    per node. Linear costs of the whole generation are priced in one vectorised step."""
-    S = inst.prefix_flops
-    rho = np.maximum(0.0, (S[None, None, :] - S[None, :, None]) / beta
-                     - inst.capacity[nodes][:, None, None])  # fmt: skip
+# The all-pairs step prices every node at once when the ``(V, N+1, N+1)`` table has at most
+# this many entries (one vectorised call instead of one per generation), per generation above.
+DENSE_TABLE_ENTRIES = 2_000_000
+
+
+def _dense_costs(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
+    """``f_v(max(0, (S_j - S_i) / beta - C_v))`` for each of ``nodes`` and ``(i, j)``
+    (``inf`` for ``i > j``). Linear costs are priced in one vectorised step, others one node
+    at a time."""
+    rho = np.maximum(0.0, inst.work_between / beta - inst.capacity[nodes][:, None, None])
     price, cap = inst.node_linear
-    p, c = price[nodes][:, None, None], cap[nodes][:, None, None]
     linear = ~np.isnan(price[nodes])
-    cost = np.where(rho > c, np.inf, np.where(linear[:, None, None], p, 0.0) * rho)
+    cost = np.where(linear, price[nodes], 0.0)[:, None, None] * rho
+    capped = np.isfinite(cap[nodes])
+    if capped.any():
+        cost[capped] = np.where(rho[capped] > cap[nodes[capped], None, None], np.inf,
+                                cost[capped])  # fmt: skip
     for r in np.flatnonzero(~linear):
         cost[r] = inst.node_costs[int(nodes[r])](rho[r])
-    cost[:, np.tri(S.size, k=-1, dtype=bool)] = np.inf  # i > j: no such transition
-    return np.asarray(np.min(dist[:, :, None] + cost, axis=1))
+    cost[np.isinf(rho)] = np.inf  # i > j (and a zero price times an infinite request)
+    return cost
+
+
+def _take_min(total: FloatArray) -> tuple[FloatArray, IntArray]:
+    """Minimum over axis 1 of ``(rows, i, j)`` and the smallest ``i`` attaining it."""
+    return total.min(axis=1), total.argmin(axis=1)
 
 
 def _compute_step(
-    inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float
-) -> FloatArray:
-    """``A_v`` for every node of ``nodes`` (one generation), rows of ``dist`` alike."""
+    inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float,
+    table: FloatArray | None,
+) -> tuple[FloatArray, IntArray | None]:  # fmt: skip
+    """``A_v`` for every node of ``nodes`` (one generation), rows of ``dist`` alike, and the
+    ``i`` attaining it where the all-pairs step ran (else ``None``). ``table`` holds the
+    all-pairs costs of every node when they were priced up front."""
     if inst.n_blocks + 1 <= DENSE_WIDTH:
-        return _compute_dense(inst, nodes, dist, beta)
+        cost = table[nodes] if table is not None else _dense_costs(inst, nodes, beta)
+        return _take_min(dist[:, :, None] + cost)
     fast = np.array([inst.node_segments[v] is not None for v in nodes])
+    if fast.all():
+        return _compute_windows(inst, nodes, dist, beta), None
     out = np.empty_like(dist)
     if fast.any():
         out[fast] = _compute_windows(inst, nodes[fast], dist[fast], beta)
-    if not fast.all():
-        out[~fast] = _compute_dense(inst, nodes[~fast], dist[~fast], beta)
-    return out
+    slow = ~fast
+    out[slow] = _take_min(dist[slow][:, :, None] + _dense_costs(inst, nodes[slow], beta))[0]
+    return out, None
 
 
-def _link_costs(inst: CodesignInstance, links: IntArray, beta: float) -> FloatArray:
+def _link_costs(inst: CodesignInstance, beta: float) -> FloatArray:
     """``g_e(max(0, D_j / beta - B_e))`` for each link (rows) and each ``j`` (columns)."""
-    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
+    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[:, None])
     price, cap = inst.link_linear
-    p = price[links]
-    linear = ~np.isnan(p)
-    cost = np.where(linear, p, 0.0)[:, None] * sigma
-    capped = np.isfinite(cap[links])
-    if capped.any():
-        cost[capped] = np.where(sigma[capped] > cap[links[capped], None], np.inf, cost[capped])
-    for r in np.flatnonzero(~linear):
-        cost[r] = inst.link_costs[int(links[r])](sigma[r])
+    linear = ~np.isnan(price)
+    cost = np.where(linear, price, 0.0)[:, None] * sigma
+    capped = np.flatnonzero(np.isfinite(cap))
+    if capped.size:
+        cost[capped] = np.where(sigma[capped] > cap[capped, None], np.inf, cost[capped])
+    for e in np.flatnonzero(~linear):
+        cost[e] = inst.link_costs[int(e)](sigma[e])
     return cost
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The labels of a relaxed state graph, ``(V, N + 1)`` unless said otherwise.
+
+    ``label[v, i]``: best label of the state ``(v, i)``; ``stage_min[v, j]``: after ``v``'s
+    compute step, having done ``j`` blocks; ``sent[e, j]`` (``(E, N + 1)``): what link ``e``
+    offers its head with ``j`` blocks done; ``choice[v, j]``: the ``i`` attaining
+    ``stage_min[v, j]``, ``-1`` where the step did not record it.
+    """
+
+    label: FloatArray
+    stage_min: FloatArray
+    sent: FloatArray
+    choice: IntArray
 
 
 def relax_generations(
     inst: CodesignInstance,
     start: FloatArray,
-    stage: Callable[[IntArray, FloatArray], FloatArray],
-    send: Callable[[IntArray], FloatArray],
+    stage: Callable[[IntArray, FloatArray], tuple[FloatArray, IntArray | None]],
+    link_part: FloatArray,
     combine: Callable[[FloatArray, FloatArray], FloatArray],
-) -> tuple[FloatArray, FloatArray]:
+) -> Relaxation:
     """Relax the state graph one topological generation at a time.
 
     ``start`` holds the labels of the states ``(v, i)`` before relaxation (the source's
     alone finite). For each generation, ``stage(nodes, labels)`` gives the labels after each
-    node's compute step, ``send(links)`` the link part for each out-link and block count, and
-    ``combine`` joins the two (``+`` for costs, ``max`` for bottlenecks); each link's result
-    is folded into its head's labels with ``min``. Returns the state labels and the
-    after-compute labels, both ``(V, N + 1)``.
+    node's compute step (and the ``i`` attaining them, or ``None``); ``link_part[e, j]`` is the
+    link part of each transition, joined to the stage label with ``combine`` (``np.add`` for
+    costs, ``np.maximum`` for bottlenecks) and written back, so ``link_part`` becomes
+    :attr:`Relaxation.sent`; each head keeps the minimum over its in-links.
     """
     label = start
     stage_min = np.full_like(start, np.inf)
-    for nodes in inst.generations:
-        stage_min[nodes] = stage(nodes, label[nodes])
-        outs = np.concatenate([inst.out_links[v] for v in nodes])
-        if not outs.size:
+    choice = np.full(start.shape, -1, dtype=np.int64)
+    for gen in inst.sweep:
+        values, chosen = stage(gen.nodes, label[gen.nodes])
+        stage_min[gen.nodes] = values
+        if chosen is not None:
+            choice[gen.nodes] = chosen
+        if not gen.links.size:
             continue
-        heads = inst.link_dst[outs]
-        order = np.argsort(heads, kind="stable")
-        outs, heads = outs[order], heads[order]
-        candidate = combine(stage_min[inst.link_src[outs]], send(outs))
-        first = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]])
-        label[heads[first]] = np.minimum(
-            label[heads[first]], np.minimum.reduceat(candidate, first, axis=0)
+        offered = combine(stage_min[gen.tails], link_part[gen.links])
+        link_part[gen.links] = offered
+        label[gen.heads] = np.minimum(
+            label[gen.heads], np.minimum.reduceat(offered, gen.first, axis=0)
         )
-    return label, stage_min
+    return Relaxation(label, stage_min, link_part, choice)
 
 
 def _best_choice(inst: CodesignInstance, v: int, dist: FloatArray, j: int, beta: float) -> int:
@@ -230,42 +263,47 @@ def _best_choice(inst: CodesignInstance, v: int, dist: FloatArray, j: int, beta:
 
 
 def backtrack(
-    inst: CodesignInstance,
-    stage_min: FloatArray,
-    step_cost: Callable[[IntArray, int], FloatArray],
-    choose: Callable[[int, int], int],
-    combine: Callable[[FloatArray, FloatArray], FloatArray] = np.add,
-) -> tuple[list[int], list[int]]:
-    """Read the path and partition off the relaxed labels, from the terminal back to the source.
+    inst: CodesignInstance, relaxed: Relaxation, choose: Callable[[int, int], int]
+) -> tuple[list[int], list[int], list[int]]:
+    """Read the path, partition and links used off the relaxed labels, from the terminal back
+    to the source.
 
-    ``stage_min[v, j]`` is the label of ``v`` having completed ``j`` blocks; ``step_cost(links,
-    j)`` the link part of sending ``D_j`` over each of ``links``, joined to the label with
-    ``combine`` (``+`` for costs, ``max`` for bottlenecks); ``choose(v, j)`` the block count
-    ``v`` received. Ties go to the earliest link in file order.
+    At each node the recorded choice (or ``choose(v, j)``, the block count ``v`` received)
+    and among its in-links the one offering the best label; ties go to the earliest link in
+    file order.
     """
-    path, partition = [inst.target], [inst.n_blocks]
+    path, partition, links = [inst.target], [inst.n_blocks], []
     v, j = inst.target, inst.n_blocks
     while v != inst.source:
-        i = choose(v, j)
+        i = int(relaxed.choice[v, j])
+        i = i if i >= 0 else choose(v, j)
         ins = inst.in_links[v]
-        e = int(ins[np.argmin(combine(stage_min[inst.link_src[ins], i], step_cost(ins, i)))])
+        e = int(ins[np.argmin(relaxed.sent[ins, i])])
         v, j = int(inst.link_src[e]), i
         path.append(v)
         partition.append(j)
-    return path[::-1], partition[::-1]
+        links.append(e)
+    return path[::-1], partition[::-1], links[::-1]
 
 
 def plan_from_path(
-    inst: CodesignInstance, method: str, beta: float, path: list[int], partition: list[int]
+    inst: CodesignInstance,
+    method: str,
+    beta: float,
+    path: list[int],
+    partition: list[int],
+    links: list[int] | None = None,
 ) -> Plan:
-    """The plan that runs ``partition`` along ``path`` (node indices), buying the least
-    increments that bring every stage down to ``beta``."""
+    """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
+    between them, when known), buying the least increments that bring every stage down to
+    ``beta``."""
     rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
     node_added = np.zeros(len(inst.node_ids))
     node_added[path] = rho
     link_added = np.zeros(len(inst.links))
-    for (u, z), y in zip(itertools.pairwise(path), sigma, strict=True):
-        link_added[inst.link_index(u, z)] = y
+    if links is None:
+        links = [inst.link_index(u, z) for u, z in itertools.pairwise(path)]
+    link_added[links] = sigma
     return build_plan(inst, method, beta, path, partition, node_added, link_added)
 
 
@@ -289,24 +327,25 @@ def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
     >>> plan.feasible and plan.cost > 0
     True
     """
-    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    start = np.full((V, W), np.inf)
     start[inst.source, 0] = 0.0
-    dist, stage_min = relax_generations(
+    table = None
+    if W <= DENSE_WIDTH and V * W * W <= DENSE_TABLE_ENTRIES:
+        table = _dense_costs(inst, np.arange(V), beta)
+    relaxed = relax_generations(
         inst,
         start,
-        lambda nodes, labels: _compute_step(inst, nodes, labels, beta),
-        lambda links: _link_costs(inst, links, beta),
+        lambda nodes, labels: _compute_step(inst, nodes, labels, beta, table),
+        _link_costs(inst, beta),
         np.add,
     )
-    if not math.isfinite(stage_min[inst.target, -1]):
+    if not math.isfinite(relaxed.stage_min[inst.target, -1]):
         raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
-    path, partition = backtrack(
-        inst,
-        stage_min,
-        lambda links, j: _link_costs(inst, links, beta)[:, j],
-        lambda v, j: _best_choice(inst, v, dist[v], j, beta),
+    path, partition, links = backtrack(
+        inst, relaxed, lambda v, j: _best_choice(inst, v, relaxed.label[v], j, beta)
     )
-    return plan_from_path(inst, "psg", beta, path, partition)
+    return plan_from_path(inst, "psg", beta, path, partition, links)
 
 
 def reference_psg(inst: CodesignInstance, beta: float) -> Plan:

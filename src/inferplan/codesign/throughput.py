@@ -30,11 +30,13 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def _bottleneck_dense(S: FloatArray, C: FloatArray, label: FloatArray) -> FloatArray:
-    """``min_{i<=j} max(label[r, i], (S_j - S_i) / C[r])`` comparing all pairs, ``O(N^2)``."""
-    delay = (S[None, None, :] - S[None, :, None]) / C[:, None, None]
-    delay[:, np.tri(S.size, k=-1, dtype=bool)] = np.inf
-    return np.asarray(np.min(np.maximum(label[:, :, None], delay), axis=1))
+def _bottleneck_dense(
+    work: FloatArray, C: FloatArray, label: FloatArray
+) -> tuple[FloatArray, IntArray]:
+    """``min_{i<=j} max(label[r, i], (S_j - S_i) / C[r])`` comparing all pairs, ``O(N^2)``,
+    and the smallest ``i`` attaining it."""
+    total = np.maximum(label[:, :, None], work / C[:, None, None])
+    return total.min(axis=1), total.argmin(axis=1)
 
 
 def _bottleneck_search(S: FloatArray, C: FloatArray, label: FloatArray) -> FloatArray:
@@ -83,27 +85,22 @@ def throughput_optimal(
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
     S, D = inst.prefix_flops, inst.activation_bits
-    step = _bottleneck_dense if S.size <= DENSE_WIDTH else _bottleneck_search
-    start = np.full((len(inst.node_ids), S.size), np.inf)
+    V, W = len(inst.node_ids), S.size
+    start = np.full((V, W), np.inf)
     start[inst.source, 0] = 0.0
-    label, stage_min = relax_generations(
-        inst,
-        start,
-        lambda nodes, labels: step(S, C[nodes], labels),
-        lambda links: D[None, :] / B[links, None],
-        np.maximum,
-    )
+    work = inst.work_between
+
+    def stage(nodes: IntArray, labels: FloatArray) -> tuple[FloatArray, IntArray | None]:
+        if W <= DENSE_WIDTH:
+            return _bottleneck_dense(work, C[nodes], labels)
+        return _bottleneck_search(S, C[nodes], labels), None
+
+    relaxed = relax_generations(inst, start, stage, D[None, :] / B[:, None], np.maximum)
 
     def choose(v: int, j: int) -> int:
-        return int(np.argmin(np.maximum(label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
+        return int(np.argmin(np.maximum(relaxed.label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
 
-    path, partition = backtrack(
-        inst,
-        stage_min,
-        lambda links, j: D[j] / B[links],
-        choose,
-        combine=np.maximum,
-    )
+    path, partition, _ = backtrack(inst, relaxed, choose)
     compute, transfer = stage_delays(inst, path, partition, C, B)
     interval = float(max(compute.max(), transfer.max() if transfer.size else 0.0))
     return Deployment(
