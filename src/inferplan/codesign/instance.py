@@ -90,8 +90,13 @@ class CodesignInstance:
         (``inf`` for ``i > j``, which no transition does)."""
         S = self.prefix_flops
         work = S[None, :] - S[:, None]
-        work[np.tri(S.size, k=-1, dtype=bool)] = np.inf
+        work[self.no_transition] = np.inf
         return work
+
+    @cached_property
+    def no_transition(self) -> npt.NDArray[np.bool_]:
+        """``i > j``: a node cannot send fewer blocks than it received."""
+        return np.tri(self.n_blocks + 1, k=-1, dtype=bool)
 
     @cached_property
     def sweep(self) -> tuple[Generation, ...]:

@@ -151,7 +151,8 @@ def _dense_costs(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatA
     """``f_v(max(0, (S_j - S_i) / beta - C_v))`` for each of ``nodes`` and ``(i, j)``
     (``inf`` for ``i > j``). Linear costs are priced in one vectorised step, others one node
     at a time."""
-    rho = np.maximum(0.0, inst.work_between / beta - inst.capacity[nodes][:, None, None])
+    work = np.where(inst.no_transition, 0.0, inst.work_between)
+    rho = np.maximum(0.0, work / beta - inst.capacity[nodes][:, None, None])
     price, cap = inst.node_linear
     linear = ~np.isnan(price[nodes])
     cost = np.where(linear, price[nodes], 0.0)[:, None, None] * rho
@@ -161,7 +162,7 @@ def _dense_costs(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatA
                                 cost[capped])  # fmt: skip
     for r in np.flatnonzero(~linear):
         cost[r] = inst.node_costs[int(nodes[r])](rho[r])
-    cost[np.isinf(rho)] = np.inf  # i > j (and a zero price times an infinite request)
+    cost[:, inst.no_transition] = np.inf
     return cost
 
 
