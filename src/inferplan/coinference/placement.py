@@ -198,7 +198,7 @@ def plan_placement(
     sla_etc, reach, forced = one_step_terms(system)
     upper = c + sla_etc
     etc = np.full(n_layers + 1, np.nan)  # exact V(M) where known
-    etc[: min(1, n_layers) + 1] = sla_etc[: min(1, n_layers) + 1]  # 1-sla is optimal at M <= 1
+    etc[:2] = sla_etc[:2]  # 1-sla is optimal at M <= 1 (N >= 1 always)
     inductions: dict[int, FloatArray] = {}  # M' -> E[V_1..V_{M'+1}] of its backward induction
     work = 2 * n_layers + 1
 
@@ -219,19 +219,20 @@ def plan_placement(
         return float(c[m] + best)
 
     evaluate(n_layers)
-    while True:  # best-first: the open placement with the lowest bound, until none can win
-        open_ = [m for m in range(n_layers + 1) if np.isnan(etc[m])]
-        if not open_:
-            break
-        bounds = {m: lower_bound(m) for m in open_}
-        m = min(open_, key=lambda k: (bounds[k], upper[k], k))
+    while True:  # best first: evaluate the open placement with the lowest bound that can win
         exact = c + etc
         best_m = _argmin(exact)
-        if bounds[m] * (1.0 + rel_tol) > exact[best_m] or (
-            bounds[m] == exact[best_m] and m > best_m
-        ):
+        bounds = {m: lower_bound(m) for m in range(n_layers + 1) if np.isnan(etc[m])}
+        # A placement can still win if its bound is below the best exact cost (or ties it with
+        # a smaller M, which the tie rule prefers).
+        alive = [
+            m
+            for m, bound in bounds.items()
+            if bound * (1.0 + rel_tol) < exact[best_m] or (bound == exact[best_m] and m < best_m)
+        ]
+        if not alive:
             break
-        evaluate(m)
+        evaluate(min(alive, key=lambda m: (bounds[m], upper[m], m)))
     costs = c + etc
     m_star = _argmin(costs)
     return PlacementPlan(
