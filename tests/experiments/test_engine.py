@@ -186,6 +186,7 @@ def test_bad_jobs_and_function_are_refused(tmp_path):
         run_sweep(bad, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_killed_process_loses_only_points_in_flight(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text(
