@@ -16,14 +16,6 @@ from inferplan.profiles import alexnet, resnet50, vgg16  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.profiles.from_onnx import profile_onnx  # noqa: E402
 
-# The exporter folds batch-norm into the convolutions, so the groups name no bn module.
-RESNET50_BLOCKS = ",".join(
-    ["conv1"]
-    + [f"layer{s}.{k}" for s, n in enumerate((3, 4, 6, 3), start=1) for k in range(n)]
-    + ["avgpool+fc"]
-)
-
-
 @pytest.fixture(scope="module")
 def exported():
     """The reference nets exported once (adaptive pooling exports only at sizes it divides).
@@ -60,13 +52,13 @@ def exported():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "blocks", "builtin"),
-    [("vgg16", ref_blocks, vgg16) for ref_blocks in ["VGG16_BLOCKS"]]
-    + [("resnet50", RESNET50_BLOCKS, resnet50), ("alexnet", "ALEXNET_BLOCKS", alexnet)],
+    [("vgg16", "VGG16_BLOCKS", vgg16), ("resnet50", "RESNET50_BLOCKS", resnet50),
+     ("alexnet", "ALEXNET_BLOCKS", alexnet)],  # fmt: skip
 )
 def test_exported_reference_nets_match_builtin_profiles(exported, model, blocks, builtin):
     from . import reference_models as ref
 
-    spec = getattr(ref, blocks, blocks)
+    spec = getattr(ref, blocks)
     proto, size = exported[model]
     got = profile_onnx(proto, blocks=parse_block_spec(spec))
     want = builtin(image_size=size)

@@ -177,11 +177,17 @@ def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
     return None
 
 
-def check_block_names(spec: BlockSpec, known: set[str]) -> None:
-    """Raise if a module named in ``spec`` owns no operation of the traced graph."""
+def check_block_names(spec: BlockSpec, known: set[str], *, per_group: bool = False) -> None:
+    """Raise if a module named in ``spec`` owns no operation of the traced graph.
+
+    With ``per_group`` only a group none of whose modules owns an operation is an error.
+    """
     if spec is None or isinstance(spec, int):
         return
-    missing = [name for group in spec for name in group if name not in known]
+    if per_group:
+        missing = ["+".join(g) for g in spec if not any(name in known for name in g)]
+    else:
+        missing = [name for group in spec for name in group if name not in known]
     if missing:
         raise InvalidProfile(
             f"no operation belongs to module(s) {', '.join(map(repr, missing))}", field="blocks"
