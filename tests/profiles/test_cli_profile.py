@@ -119,7 +119,9 @@ def test_cut_report(models):
         (["nope.onnx"], "nope.onnx: file not found"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(models, args, message):
+def test_bad_input_is_one_line_exit_2(request, args, message):
+    if ":" in args[0]:
+        request.getfixturevalue("models")
     result = _run(["profile", *args])
     assert result.exit_code == 2
     assert message in result.stderr

@@ -16,6 +16,7 @@ from inferplan.profiles import alexnet, resnet50, vgg16  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.profiles.from_onnx import profile_onnx  # noqa: E402
 
+
 @pytest.fixture(scope="module")
 def exported():
     """The reference nets exported once (adaptive pooling exports only at sizes it divides).
@@ -52,8 +53,11 @@ def exported():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "blocks", "builtin"),
-    [("vgg16", "VGG16_BLOCKS", vgg16), ("resnet50", "RESNET50_BLOCKS", resnet50),
-     ("alexnet", "ALEXNET_BLOCKS", alexnet)],  # fmt: skip
+    [
+        ("vgg16", "VGG16_BLOCKS", vgg16),
+        ("resnet50", "RESNET50_BLOCKS", resnet50),
+        ("alexnet", "ALEXNET_BLOCKS", alexnet),
+    ],
 )
 def test_exported_reference_nets_match_builtin_profiles(exported, model, blocks, builtin):
     from . import reference_models as ref
