@@ -117,6 +117,7 @@ def test_cut_report(models):
         (["missing_module_q:make", "--input-shape", "1"], "cannot import 'missing_module_q'"),
         (["vgg16", "--blocks", "depth=2"], "--blocks apply to ONNX and PyTorch models only"),
         (["nope.onnx"], "nope.onnx: file not found"),
+        (["nope.onnx", "--dtype", "float16"], "--dtype: ONNX models carry their own dtypes"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(request, args, message):

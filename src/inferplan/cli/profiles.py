@@ -28,6 +28,8 @@ def _trace(
     parsed = [parse_shape(s) for s in shapes]
     spec = parse_block_spec(blocks)
     if model.lower().endswith(".onnx"):
+        if dtype != "float32" or any(kind for _, kind in parsed):
+            raise InvalidArgument("ONNX models carry their own dtypes", field="--dtype")
         try:
             from inferplan.profiles.from_onnx import profile_onnx
         except ImportError:
