@@ -60,7 +60,7 @@ def test_throughput_equals_brute_force(network, profile):
 
 
 @given(network=small_dags(), profile=small_profiles(), method=st.sampled_from(["pfp", "pwf"]),
-       tie_break=st.sampled_from(["solver", "keep"]), alpha=alphas)  # fmt: skip
+       tie_break=st.sampled_from(["solver", "keep", "random"]), alpha=alphas)  # fmt: skip
 def test_baselines_are_feasible_and_never_cheaper(network, profile, method, tie_break, alpha):
     beta = alpha * brute_force_interval(network, profile)
     plan = inferplan.provision(network, profile, interval=beta, method=method,

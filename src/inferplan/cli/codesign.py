@@ -40,6 +40,12 @@ class MethodName(StrEnum):
     milp = "milp"
 
 
+class TieBreakName(StrEnum):
+    solver = "solver"
+    keep = "keep"
+    random = "random"
+
+
 @app.command("provision")
 @friendly_errors
 def provision_command(
@@ -56,11 +62,17 @@ def provision_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
+    tie_break: Annotated[
+        TieBreakName,
+        typer.Option("--tie-break", help="PFP/PWF: which of several optimal deployments to use."),
+    ] = TieBreakName.solver,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed for --tie-break random.")] = None,
 ) -> None:
     """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        plan = provision(net, prof, interval=interval, throughput=rate, method=method.value)
+        plan = provision(net, prof, interval=interval, throughput=rate, method=method.value,
+                         tie_break=tie_break.value, seed=seed)  # fmt: skip
     if plot is not None:
         from inferplan.plots import plot_plan  # matplotlib only when asked for
 

@@ -6,37 +6,84 @@ import itertools
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.optima import sample_deployment
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
-    Deployment,
     Plan,
     build_plan,
     stage_delays,
     stage_increments,
 )
 from inferplan.codesign.throughput import throughput_optimal
+from inferplan.errors import InvalidArgument
 
-__all__ = ["TieBreak", "solve_pfp", "solve_pwf"]
+FloatArray = npt.NDArray[np.float64]
 
-TieBreak = Literal["solver", "keep"]
+__all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
 
-
-def _indices(inst: CodesignInstance, deployment: Deployment) -> list[int]:
-    position = {v: k for k, v in enumerate(inst.node_ids)}
-    return [position[v] for v in deployment.path]
+TieBreak = Literal["solver", "keep", "random"]
+TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
 
 
 def _path_links(inst: CodesignInstance, path: list[int]) -> list[int]:
     return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
 
 
-def solve_pfp(inst: CodesignInstance, beta: float) -> Plan:
+def _interval(
+    inst: CodesignInstance, path: list[int], partition: list[int], C: FloatArray, B: FloatArray
+) -> float:
+    compute, transfer = stage_delays(inst, path, partition, C, B)
+    return float(np.concatenate((compute, transfer)).max())
+
+
+def _optimal_deployment(
+    inst: CodesignInstance,
+    C: FloatArray,
+    B: FloatArray,
+    tie_break: TieBreak,
+    rng: np.random.Generator,
+    current: tuple[list[int], list[int]] | None = None,
+) -> tuple[list[int], list[int]]:
+    """A throughput-optimal deployment under ``C``, ``B``, chosen among ties by ``tie_break``."""
+    best = throughput_optimal(inst, C, B)
+    if (
+        tie_break == "keep"
+        and current is not None
+        and _interval(inst, *current, C, B) <= best.interval * (1 + INTERVAL_RTOL)
+    ):
+        return current
+    if tie_break == "random":
+        return sample_deployment(inst, C, B, best.interval, rng)
+    position = {v: k for k, v in enumerate(inst.node_ids)}
+    return [position[v] for v in best.path], list(best.partition)
+
+
+def _check_tie_break(tie_break: str) -> None:
+    if tie_break not in TIE_BREAKS:
+        raise InvalidArgument(
+            f"unknown tie-break {tie_break!r} (known: {', '.join(TIE_BREAKS)})", field="tie_break"
+        )
+
+
+def solve_pfp(
+    inst: CodesignInstance,
+    beta: float,
+    *,
+    tie_break: TieBreak = "solver",
+    seed: int | np.random.Generator | None = None,
+) -> Plan:
     """PFP: freeze a throughput-optimal deployment, then buy the least increments that bring
-    each of its stages down to ``beta``."""
-    deployment = throughput_optimal(inst)
-    path, partition = _indices(inst, deployment), list(deployment.partition)
+    each of its stages down to ``beta``.
+
+    ``tie_break`` picks the deployment among several optimal ones: ``"solver"`` (or ``"keep"``)
+    the one :func:`throughput_optimal` returns, ``"random"`` one drawn uniformly from ``seed``.
+    """
+    _check_tie_break(tie_break)
+    rng = np.random.default_rng(seed)
+    path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
     rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
     node_added = np.zeros(len(inst.node_ids))
     node_added[path] = rho
@@ -50,23 +97,27 @@ def solve_pwf(
     beta: float,
     *,
     tie_break: TieBreak = "solver",
+    seed: int | np.random.Generator | None = None,
     max_rounds: int | None = None,
 ) -> Plan:
     """PWF: water-fill the bottleneck stages of a throughput-optimal deployment, level by level.
 
     Each round lowers every stage slower than the next delay level ``d`` (the largest stage
     delay below the current interval, or ``beta`` if larger) to ``d``, keeps what it bought, and
-    recomputes a throughput-optimal deployment. ``tie_break`` decides what happens when the
-    current deployment is still among the throughput-optimal ones: ``"solver"`` takes the one
-    :func:`throughput_optimal` returns (the paper's "first found"), ``"keep"`` stays put.
+    recomputes a throughput-optimal deployment. ``tie_break`` decides which one when several
+    are optimal: ``"solver"`` takes the one :func:`throughput_optimal` returns (our reading of
+    the paper's "first found"), ``"keep"`` stays on the current deployment while it is still
+    optimal, ``"random"`` draws one uniformly (seeded by ``seed``; see
+    :mod:`inferplan.codesign.optima`).
 
     The interval falls strictly every round; after ``max_rounds`` (default ``2 (|V| + |E|) +
     2``) the next round fills straight to ``beta``, so the loop always ends.
     """
+    _check_tie_break(tie_break)
+    rng = np.random.default_rng(seed)
     C, B = inst.capacity.copy(), inst.bandwidth.copy()
     rounds = max_rounds if max_rounds is not None else 2 * (len(C) + len(B)) + 2
-    deployment = throughput_optimal(inst, C, B)
-    path, partition = _indices(inst, deployment), list(deployment.partition)
+    path, partition = _optimal_deployment(inst, C, B, tie_break, rng)
     for round_number in range(rounds + 1):
         compute, transfer = stage_delays(inst, path, partition, C, B)
         delays = np.concatenate((compute, transfer))
@@ -80,11 +131,5 @@ def solve_pwf(
         rho, sigma = stage_increments(inst, path, partition, level, C, B)
         C[path] += rho
         B[_path_links(inst, path)] += sigma
-        best = throughput_optimal(inst, C, B)
-        if tie_break == "keep":
-            compute, transfer = stage_delays(inst, path, partition, C, B)
-            current = float(np.concatenate((compute, transfer)).max())
-            if current <= best.interval * (1 + INTERVAL_RTOL):
-                continue
-        path, partition = _indices(inst, best), list(best.partition)
+        path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
     return build_plan(inst, "pwf", beta, path, partition, C - inst.capacity, B - inst.bandwidth)

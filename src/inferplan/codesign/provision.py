@@ -59,6 +59,7 @@ def provision(
     throughput: float | None = None,
     method: str = "psg",
     tie_break: TieBreak = "solver",
+    seed: int | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -73,8 +74,10 @@ def provision(
         ``"psg"`` (exact on acyclic networks), ``"milp"`` (exact on any network, cycles
         included; linear, module and convex tiered costs), ``"pfp"`` or ``"pwf"`` (the paper's
         baselines), ``"psg-reference"`` (the paper's Algorithm 1 as written).
-    tie_break
-        PWF only: ``"solver"`` or ``"keep"`` (see :func:`inferplan.codesign.solve_pwf`).
+    tie_break, seed
+        PFP and PWF only: which throughput-optimal deployment to follow when several tie,
+        ``"solver"``, ``"keep"`` or ``"random"`` (drawn from ``seed``); see
+        :func:`inferplan.codesign.solve_pwf`.
 
     Examples
     --------
@@ -94,7 +97,9 @@ def provision(
     chosen = METHODS[method]
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
     if method == "pwf":
-        return solve_pwf(inst, beta, tie_break=tie_break)
+        return solve_pwf(inst, beta, tie_break=tie_break, seed=seed)
+    if method == "pfp":
+        return solve_pfp(inst, beta, tie_break=tie_break, seed=seed)
     return chosen.solve(inst, beta)
 
 

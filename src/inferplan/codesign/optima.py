@@ -1,0 +1,116 @@
+"""All the throughput-optimal deployments at once: counting them and drawing one at random.
+
+Many deployments usually share ``T*`` (they share the bottleneck stage and differ elsewhere),
+and the paper's PWF takes "the first found by the solver". Which one that is depends on
+details of a solver the paper does not give, and it changes PWF's cost a lot. Drawing an
+optimum uniformly at random models "some optimum" without favouring any solver.
+
+A deployment reaches interval ``T`` exactly when each of its transitions does: a state graph
+keeping only transitions with delay ``<= T``, whose source-to-terminal paths are the
+deployments. Counting those paths backwards (in log space, since the count grows
+exponentially with the network) and walking forwards with probabilities proportional to the
+counts draws each deployment with equal probability.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import logsumexp
+
+from inferplan.codesign.instance import CodesignInstance
+
+__all__ = ["count_deployments", "sample_deployment"]
+
+FloatArray = npt.NDArray[np.float64]
+
+# A transition whose delay is within this relative slack of T counts as reaching T.
+SLACK = 1e-9
+
+
+def _log_counts(
+    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, interval: float
+) -> tuple[FloatArray, list[npt.NDArray[np.bool_]]]:
+    """``log`` of the number of ways to finish from each state ``(v, i)`` within ``interval``,
+    and for each node which ``(i, j)`` compute stages fit."""
+    S, D = inst.prefix_flops, inst.activation_bits
+    V, W = len(inst.node_ids), S.size
+    limit = interval * (1 + SLACK)
+    upper = np.triu(np.ones((W, W), dtype=bool))
+    fits = [upper & ((S[None, :] - S[:, None]) <= limit * capacity[v]) for v in range(V)]
+    log_count = np.full((V, W), -np.inf)
+    for v in reversed(range(V)):  # nodes are indexed in topological order
+        if v == inst.target:
+            log_count[v] = np.where(fits[v][:, W - 1], 0.0, -np.inf)
+            continue
+        outs = inst.out_links[v]
+        if outs.size == 0:
+            continue
+        # log of sum over links e=(v,z) of [D_j fits B_e] * count(z, j), for each j
+        sendable = D[None, :] <= limit * bandwidth[outs, None]
+        arriving = np.where(sendable, log_count[inst.link_dst[outs]], -np.inf)
+        after = logsumexp(arriving, axis=0)
+        log_count[v] = logsumexp(np.where(fits[v], after[None, :], -np.inf), axis=1)
+    return log_count, fits
+
+
+def count_deployments(
+    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, interval: float
+) -> float:
+    """How many deployments reach ``interval`` (a float: the count can be astronomically large).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance, throughput_optimal
+    >>> inst = compile_instance(inferplan.tiered(seed=4), inferplan.resnet50())
+    >>> best = throughput_optimal(inst)
+    >>> count_deployments(inst, inst.capacity, inst.bandwidth, best.interval) >= 1
+    True
+    """
+    log_count, _ = _log_counts(inst, capacity, bandwidth, interval)
+    return float(np.exp(log_count[inst.source, 0]))
+
+
+def sample_deployment(
+    inst: CodesignInstance,
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+    interval: float,
+    rng: np.random.Generator,
+) -> tuple[list[int], list[int]]:
+    """A deployment drawn uniformly among those that reach ``interval``: node indices of the
+    path and the partition (blocks completed up to and including each node).
+
+    Raises
+    ------
+    ValueError
+        If no deployment reaches ``interval``.
+    """
+    log_count, fits = _log_counts(inst, capacity, bandwidth, interval)
+    if not np.isfinite(log_count[inst.source, 0]):
+        raise ValueError(f"no deployment reaches an interval of {interval:g} s")
+    D, W = inst.activation_bits, inst.prefix_flops.size
+    limit = interval * (1 + SLACK)
+    path, partition = [inst.source], []
+    v, i = inst.source, 0
+    while True:
+        options: list[tuple[int, int]] = []
+        weights: list[float] = []
+        if v == inst.target and fits[v][i, W - 1]:
+            options.append((-1, W - 1))
+            weights.append(0.0)
+        for e in inst.out_links[v]:
+            z = int(inst.link_dst[e])
+            ok = fits[v][i] & (limit * bandwidth[e] >= D) & np.isfinite(log_count[z])
+            for block in np.flatnonzero(ok).tolist():
+                options.append((z, block))
+                weights.append(float(log_count[z, block]))
+        logw = np.asarray(weights)
+        p = np.exp(logw - logsumexp(logw))
+        z, done = options[int(rng.choice(len(options), p=p / p.sum()))]
+        partition.append(done)
+        if z == -1:
+            return path, partition
+        path.append(z)
+        v, i = z, done
