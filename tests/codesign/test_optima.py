@@ -13,7 +13,7 @@ from scipy import stats
 
 import inferplan
 from inferplan.codesign import compile_instance, throughput_optimal
-from inferplan.codesign.optima import count_deployments, sample_deployment
+from inferplan.codesign.optima import OptimalDeployments
 from tests.oracles import deployments, evaluate
 from tests.strategies import small_dags, small_profiles
 
@@ -32,7 +32,7 @@ def test_count_equals_enumeration(network, profile, slack):
     interval = slack * throughput_optimal(inst).interval
     expected = len(_reaching(network, profile, interval))
     assert expected >= 1
-    counted = count_deployments(inst, inst.capacity, inst.bandwidth, interval)
+    counted = OptimalDeployments(inst, inst.capacity, inst.bandwidth, interval).count
     assert counted == pytest.approx(expected, rel=1e-9)
 
 
@@ -40,9 +40,8 @@ def test_count_equals_enumeration(network, profile, slack):
 def test_samples_reach_the_interval(network, profile, seed):
     inst = compile_instance(network, profile)
     interval = throughput_optimal(inst).interval
-    path, partition = sample_deployment(
-        inst, inst.capacity, inst.bandwidth, interval, np.random.default_rng(seed)
-    )
+    ties = OptimalDeployments(inst, inst.capacity, inst.bandwidth, interval)
+    path, partition = ties.draw(np.random.default_rng(seed))
     names = tuple(inst.node_ids[v] for v in path)
     assert (names, tuple(partition)) in set(_reaching(network, profile, interval))
 
@@ -55,10 +54,11 @@ def test_samples_are_uniform():
     population = _reaching(net, profile, interval)
     assert 10 <= len(population) <= 400
     rng = np.random.default_rng(0)
-    draws = 60 * len(population)
-    seen = collections.Counter()
+    draws = 15 * len(population)  # expected count 15 per deployment: enough for chi-square
+    seen: collections.Counter[tuple] = collections.Counter()
+    ties = OptimalDeployments(inst, inst.capacity, inst.bandwidth, interval)
     for _ in range(draws):
-        path, partition = sample_deployment(inst, inst.capacity, inst.bandwidth, interval, rng)
+        path, partition = ties.draw(rng)
         seen[(tuple(inst.node_ids[v] for v in path), tuple(partition))] += 1
     assert set(seen) <= set(population)
     observed = [seen[d] for d in population]

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.optima import sample_deployment
+from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
     Plan,
@@ -56,7 +56,7 @@ def _optimal_deployment(
     ):
         return current
     if tie_break == "random":
-        return sample_deployment(inst, C, B, best.interval, rng)
+        return OptimalDeployments(inst, C, B, best.interval).draw(rng)
     position = {v: k for k, v in enumerate(inst.node_ids)}
     return [position[v] for v in best.path], list(best.partition)
 

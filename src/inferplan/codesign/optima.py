@@ -14,13 +14,16 @@ counts draws each deployment with equal probability.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import numpy as np
 import numpy.typing as npt
 from scipy.special import logsumexp
 
 from inferplan.codesign.instance import CodesignInstance
 
-__all__ = ["count_deployments", "sample_deployment"]
+__all__ = ["OptimalDeployments"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -54,63 +57,72 @@ def _log_counts(
     return log_count, fits
 
 
-def count_deployments(
-    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, interval: float
-) -> float:
-    """How many deployments reach ``interval`` (a float: the count can be astronomically large).
+@dataclass(frozen=True, eq=False)
+class OptimalDeployments:
+    """The deployments of ``inst`` that reach ``interval`` under ``capacity``/``bandwidth``:
+    their number, and uniform draws among them (the counts are computed once).
 
     Examples
     --------
-    >>> import inferplan
+    >>> import inferplan, numpy as np
     >>> from inferplan.codesign import compile_instance, throughput_optimal
     >>> inst = compile_instance(inferplan.tiered(seed=4), inferplan.resnet50())
-    >>> best = throughput_optimal(inst)
-    >>> count_deployments(inst, inst.capacity, inst.bandwidth, best.interval) >= 1
+    >>> ties = OptimalDeployments(inst, inst.capacity, inst.bandwidth,
+    ...                           throughput_optimal(inst).interval)
+    >>> ties.count >= 1
     True
+    >>> path, partition = ties.draw(np.random.default_rng(0))
+    >>> partition[-1]
+    18
     """
-    log_count, _ = _log_counts(inst, capacity, bandwidth, interval)
-    return float(np.exp(log_count[inst.source, 0]))
 
+    inst: CodesignInstance
+    capacity: FloatArray
+    bandwidth: FloatArray
+    interval: float
 
-def sample_deployment(
-    inst: CodesignInstance,
-    capacity: FloatArray,
-    bandwidth: FloatArray,
-    interval: float,
-    rng: np.random.Generator,
-) -> tuple[list[int], list[int]]:
-    """A deployment drawn uniformly among those that reach ``interval``: node indices of the
-    path and the partition (blocks completed up to and including each node).
+    @cached_property
+    def _tables(self) -> tuple[FloatArray, list[npt.NDArray[np.bool_]]]:
+        return _log_counts(self.inst, self.capacity, self.bandwidth, self.interval)
 
-    Raises
-    ------
-    ValueError
-        If no deployment reaches ``interval``.
-    """
-    log_count, fits = _log_counts(inst, capacity, bandwidth, interval)
-    if not np.isfinite(log_count[inst.source, 0]):
-        raise ValueError(f"no deployment reaches an interval of {interval:g} s")
-    D, W = inst.activation_bits, inst.prefix_flops.size
-    limit = interval * (1 + SLACK)
-    path, partition = [inst.source], []
-    v, i = inst.source, 0
-    while True:
-        options: list[tuple[int, int]] = []
-        weights: list[float] = []
-        if v == inst.target and fits[v][i, W - 1]:
-            options.append((-1, W - 1))
-            weights.append(0.0)
-        for e in inst.out_links[v]:
-            z = int(inst.link_dst[e])
-            ok = fits[v][i] & (limit * bandwidth[e] >= D) & np.isfinite(log_count[z])
-            for block in np.flatnonzero(ok).tolist():
-                options.append((z, block))
-                weights.append(float(log_count[z, block]))
-        logw = np.asarray(weights)
-        p = np.exp(logw - logsumexp(logw))
-        z, done = options[int(rng.choice(len(options), p=p / p.sum()))]
-        partition.append(done)
-        if z == -1:
-            return path, partition
-        path.append(z)
-        v, i = z, done
+    @property
+    def count(self) -> float:
+        """How many deployments reach the interval (a float: it can be astronomically large)."""
+        return float(np.exp(self._tables[0][self.inst.source, 0]))
+
+    def draw(self, rng: np.random.Generator) -> tuple[list[int], list[int]]:
+        """A deployment drawn uniformly: node indices of the path and the partition (blocks
+        completed up to and including each node).
+
+        Raises
+        ------
+        ValueError
+            If no deployment reaches the interval.
+        """
+        inst, (log_count, fits) = self.inst, self._tables
+        if not np.isfinite(log_count[inst.source, 0]):
+            raise ValueError(f"no deployment reaches an interval of {self.interval:g} s")
+        D, W = inst.activation_bits, inst.prefix_flops.size
+        limit = self.interval * (1 + SLACK)
+        path, partition = [inst.source], []
+        v, i = inst.source, 0
+        while True:
+            options: list[tuple[int, int]] = []
+            weights: list[float] = []
+            if v == inst.target and fits[v][i, W - 1]:
+                options.append((-1, W - 1))
+                weights.append(0.0)
+            for e in inst.out_links[v]:
+                z = int(inst.link_dst[e])
+                ok = fits[v][i] & (limit * self.bandwidth[e] >= D) & np.isfinite(log_count[z])
+                for block in np.flatnonzero(ok).tolist():
+                    options.append((z, block))
+                    weights.append(float(log_count[z, block]))
+            logw = np.asarray(weights)
+            p = np.exp(logw - logsumexp(logw))
+            z, done = options[int(rng.choice(len(options), p=p / p.sum()))]
+            partition.append(done)
+            if z == -1:
+                return path, partition
+            path.append(z)
+            v, i = z, done
