@@ -42,6 +42,7 @@ from inferplan.codesign import (
     solve_pwf,
     throughput_optimal,
 )
+from inferplan.codesign.psg import psg_path
 
 ALPHAS = (0.25, 0.4, 0.6, 0.8)
 
@@ -100,6 +101,7 @@ def paper_family(networks: int, heavy_every: int, repeat: int) -> None:
     solvers: dict[str, tuple[Callable[[CodesignInstance, float], Any], int, int]] = {
         # name: (solver, use every k-th instance, repeats)
         "PSG": (solve_psg, 1, repeat),
+        "PSG, path only (no Plan)": (psg_path, 1, repeat),
         "T*": (lambda inst, beta: throughput_optimal(inst), 1, repeat),
         "PFP": (solve_pfp, 1, repeat),
         "PWF": (solve_pwf, 1, max(1, repeat // 4)),
@@ -198,14 +200,21 @@ def scaling(sizes: list[tuple[int, int]], blocks: list[int], fixed: tuple[int, i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small series (about a minute)")
+    parser.add_argument("--part", choices=["a", "bc", "all"], default="all",
+                        help="a: paper family; bc: scaling and speed-up")  # fmt: skip
     args = parser.parse_args()
+    if args.part in ("a", "all"):
+        if args.quick:
+            paper_family(networks=10, heavy_every=8, repeat=20)
+        else:
+            paper_family(networks=50, heavy_every=4, repeat=50)
+    if args.part == "a":
+        return
     if args.quick:
-        paper_family(networks=10, heavy_every=8, repeat=20)
         scaling(sizes=[(100, 1000), (500, 5000), (1000, 10000), (5000, 50000)],
                 blocks=[50, 100, 200], fixed=(1000, 10000),
                 reference_sizes={(100, 1000, 25)}, repeat=2)  # fmt: skip
     else:
-        paper_family(networks=50, heavy_every=4, repeat=50)
         scaling(sizes=[(100, 1000), (300, 3000), (1000, 10000), (2000, 20000), (5000, 50000)],
                 blocks=[25, 50, 100, 200, 500], fixed=(1000, 10000),
                 reference_sizes={(100, 1000, 25), (100, 1000, 50), (300, 3000, 50)},

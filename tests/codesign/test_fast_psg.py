@@ -48,6 +48,9 @@ def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, dense_widt
         return
     plan = _solve(solve_psg, inst, beta, dense_width)
     assert plan.cost == pytest.approx(best, rel=1e-9, abs=1e-9)
+    assert _solve(psg.psg_path, inst, beta, dense_width)[0] == pytest.approx(
+        best, rel=1e-9, abs=1e-9
+    )
     assert reference_psg(inst, beta).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
     # The plan's own deployment, priced by the oracle, costs what the plan says, and the
     # capacity it lists meets the target.

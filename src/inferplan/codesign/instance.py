@@ -7,7 +7,6 @@ equals) when the relevant part of the network is acyclic.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -20,7 +19,7 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["CodesignInstance", "Generation", "compile_instance"]
+__all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -37,6 +36,20 @@ class Generation:
     tails: IntArray
     heads: IntArray
     first: IntArray
+    rows: slice | IntArray  # ``nodes`` as a slice when they are consecutive (cheaper to index)
+    span: slice  # where ``links`` sit in :attr:`CodesignInstance.sweep_links`
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """Costs of a set of elements as arrays: the unit ``price`` of each linear cost (0 for
+    the ``other`` elements, whose cost functions are called), each ``cap`` on what can be
+    added, and the elements whose cap is finite (``capped``)."""
+
+    price: FloatArray
+    cap: FloatArray
+    capped: IntArray
+    other: IntArray
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,14 +83,14 @@ class CodesignInstance:
         return self.profile.n_blocks
 
     @cached_property
-    def node_linear(self) -> tuple[FloatArray, FloatArray]:
-        """Unit price (``nan`` where the cost is not linear) and cap of each node's cost."""
-        return _linear_arrays(self.node_costs)
+    def node_pricing(self) -> Pricing:
+        """The nodes' costs in the arrays the vectorised solvers use."""
+        return _pricing(self.node_costs)
 
     @cached_property
-    def link_linear(self) -> tuple[FloatArray, FloatArray]:
-        """Unit price (``nan`` where the cost is not linear) and cap of each link's cost."""
-        return _linear_arrays(self.link_costs)
+    def link_pricing(self) -> Pricing:
+        """The links' costs in the arrays the vectorised solvers use."""
+        return _pricing(self.link_costs)
 
     @cached_property
     def node_segments(self) -> tuple[Segments | None, ...]:
@@ -99,16 +112,36 @@ class CodesignInstance:
         return np.tri(self.n_blocks + 1, k=-1, dtype=bool)
 
     @cached_property
+    def work_or_zero(self) -> FloatArray:
+        """:attr:`work_between` with 0 for ``i > j``."""
+        return np.where(self.no_transition, 0.0, self.work_between)
+
+    @cached_property
+    def forbidden(self) -> FloatArray:
+        """0 for ``i <= j``, ``inf`` for ``i > j``: added to a cost, it rules out the rest."""
+        return np.where(self.no_transition, np.inf, 0.0)
+
+    @cached_property
     def sweep(self) -> tuple[Generation, ...]:
         """Each generation with its out-links grouped by head, as the relaxation needs them."""
-        out = []
+        out, done = [], 0
         for nodes in self.generations:
             outs = np.concatenate([self.out_links[v] for v in nodes])
             outs = outs[np.argsort(self.link_dst[outs], kind="stable")]
             heads = self.link_dst[outs]
             first = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]]) if outs.size else outs
-            out.append(Generation(nodes, outs, self.link_src[outs], heads[first], first))
+            consecutive = bool(np.all(np.diff(nodes) == 1))
+            rows = slice(int(nodes[0]), int(nodes[-1]) + 1) if consecutive else nodes
+            span = slice(done, done + outs.size)
+            done += outs.size
+            out.append(Generation(nodes, outs, self.link_src[outs], heads[first], first, rows,
+                                  span))  # fmt: skip
         return tuple(out)
+
+    @cached_property
+    def sweep_links(self) -> IntArray:
+        """The links in the order of :attr:`sweep`: by generation of their tail, then head."""
+        return np.concatenate([g.links for g in self.sweep])
 
     @cached_property
     def generations(self) -> tuple[IntArray, ...]:
@@ -140,11 +173,14 @@ class CodesignInstance:
         }  # fmt: skip
 
 
-def _linear_arrays(costs: tuple[CapacityCost, ...]) -> tuple[FloatArray, FloatArray]:
+def _pricing(costs: tuple[CapacityCost, ...]) -> Pricing:
     prices = [c.linear_price for c in costs]
-    return (
-        np.array([math.nan if p is None else p for p in prices], dtype=np.float64),
-        np.array([c.max_amount for c in costs], dtype=np.float64),
+    cap = np.array([c.max_amount for c in costs], dtype=np.float64)
+    return Pricing(
+        price=np.array([0.0 if p is None else p for p in prices], dtype=np.float64),
+        cap=cap,
+        capped=np.flatnonzero(np.isfinite(cap)),
+        other=np.array([k for k, p in enumerate(prices) if p is None], dtype=np.int64),
     )
 
 

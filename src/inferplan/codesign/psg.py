@@ -46,6 +46,7 @@ __all__ = [
     "Relaxation",
     "backtrack",
     "plan_from_path",
+    "psg_path",
     "range_min",
     "reference_psg",
     "relax_generations",
@@ -151,18 +152,14 @@ def _dense_costs(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatA
     """``f_v(max(0, (S_j - S_i) / beta - C_v))`` for each of ``nodes`` and ``(i, j)``
     (``inf`` for ``i > j``). Linear costs are priced in one vectorised step, others one node
     at a time."""
-    work = np.where(inst.no_transition, 0.0, inst.work_between)
-    rho = np.maximum(0.0, work / beta - inst.capacity[nodes][:, None, None])
-    price, cap = inst.node_linear
-    linear = ~np.isnan(price[nodes])
-    cost = np.where(linear, price[nodes], 0.0)[:, None, None] * rho
-    capped = np.isfinite(cap[nodes])
-    if capped.any():
-        cost[capped] = np.where(rho[capped] > cap[nodes[capped], None, None], np.inf,
-                                cost[capped])  # fmt: skip
-    for r in np.flatnonzero(~linear):
-        cost[r] = inst.node_costs[int(nodes[r])](rho[r])
-    cost[:, inst.no_transition] = np.inf
+    rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
+    pricing = inst.node_pricing
+    cost = pricing.price[nodes][:, None, None] * rho
+    if pricing.capped.size or pricing.other.size:
+        cost[rho > pricing.cap[nodes][:, None, None]] = np.inf
+        for r in np.flatnonzero(np.isin(nodes, pricing.other)):
+            cost[r] = inst.node_costs[int(nodes[r])](rho[r])
+    cost += inst.forbidden
     return cost
 
 
@@ -195,13 +192,12 @@ def _compute_step(
 def _link_costs(inst: CodesignInstance, beta: float) -> FloatArray:
     """``g_e(max(0, D_j / beta - B_e))`` for each link (rows) and each ``j`` (columns)."""
     sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[:, None])
-    price, cap = inst.link_linear
-    linear = ~np.isnan(price)
-    cost = np.where(linear, price, 0.0)[:, None] * sigma
-    capped = np.flatnonzero(np.isfinite(cap))
+    pricing = inst.link_pricing
+    cost = pricing.price[:, None] * sigma
+    capped = pricing.capped
     if capped.size:
-        cost[capped] = np.where(sigma[capped] > cap[capped, None], np.inf, cost[capped])
-    for e in np.flatnonzero(~linear):
+        cost[capped] = np.where(sigma[capped] > pricing.cap[capped, None], np.inf, cost[capped])
+    for e in pricing.other:
         cost[e] = inst.link_costs[int(e)](sigma[e])
     return cost
 
@@ -227,7 +223,7 @@ def relax_generations(
     start: FloatArray,
     stage: Callable[[IntArray, FloatArray], tuple[FloatArray, IntArray | None]],
     link_part: FloatArray,
-    combine: Callable[[FloatArray, FloatArray], FloatArray],
+    combine: np.ufunc,
 ) -> Relaxation:
     """Relax the state graph one topological generation at a time.
 
@@ -241,19 +237,20 @@ def relax_generations(
     label = start
     stage_min = np.full_like(start, np.inf)
     choice = np.full(start.shape, -1, dtype=np.int64)
+    sent = link_part[inst.sweep_links]  # each generation's out-links side by side
     for gen in inst.sweep:
-        values, chosen = stage(gen.nodes, label[gen.nodes])
-        stage_min[gen.nodes] = values
+        values, chosen = stage(gen.nodes, label[gen.rows])
+        stage_min[gen.rows] = values
         if chosen is not None:
-            choice[gen.nodes] = chosen
-        if not gen.links.size:
-            continue
-        offered = combine(stage_min[gen.tails], link_part[gen.links])
-        link_part[gen.links] = offered
-        label[gen.heads] = np.minimum(
-            label[gen.heads], np.minimum.reduceat(offered, gen.first, axis=0)
-        )
-    return Relaxation(label, stage_min, link_part, choice)
+            choice[gen.rows] = chosen
+        if gen.first.size:
+            offered = sent[gen.span]
+            combine(stage_min[gen.tails], offered, out=offered)
+            label[gen.heads] = np.minimum(
+                label[gen.heads], np.minimum.reduceat(offered, gen.first, axis=0)
+            )
+    sent[inst.sweep_links] = sent.copy()  # back to link order
+    return Relaxation(label, stage_min, sent, choice)
 
 
 def _best_choice(inst: CodesignInstance, v: int, dist: FloatArray, j: int, beta: float) -> int:
@@ -308,6 +305,40 @@ def plan_from_path(
     return build_plan(inst, method, beta, path, partition, node_added, link_added)
 
 
+def psg_path(
+    inst: CodesignInstance, beta: float
+) -> tuple[float, list[int], list[int], list[int]]:
+    """PSG without building the :class:`Plan`: the optimal cost (before rounding purchases to
+    what the cost functions sell, which they already price), and the path, partition and
+    links (node and link indices). :func:`solve_psg` is this plus the plan.
+
+    Raises
+    ------
+    Infeasible
+        If capacity caps leave no plan that meets ``beta``.
+    """
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    start = np.full((V, W), np.inf)
+    start[inst.source, 0] = 0.0
+    table = None
+    if W <= DENSE_WIDTH and V * W * W <= DENSE_TABLE_ENTRIES:
+        table = _dense_costs(inst, np.arange(V), beta)
+    relaxed = relax_generations(
+        inst,
+        start,
+        lambda nodes, labels: _compute_step(inst, nodes, labels, beta, table),
+        _link_costs(inst, beta),
+        np.add,
+    )
+    cost = float(relaxed.stage_min[inst.target, -1])
+    if not math.isfinite(cost):
+        raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
+    path, partition, links = backtrack(
+        inst, relaxed, lambda v, j: _best_choice(inst, v, relaxed.label[v], j, beta)
+    )
+    return cost, path, partition, links
+
+
 def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
     """The exact minimum-cost plan for output interval ``beta`` on an acyclic instance.
 
@@ -328,24 +359,7 @@ def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
     >>> plan.feasible and plan.cost > 0
     True
     """
-    V, W = len(inst.node_ids), inst.n_blocks + 1
-    start = np.full((V, W), np.inf)
-    start[inst.source, 0] = 0.0
-    table = None
-    if W <= DENSE_WIDTH and V * W * W <= DENSE_TABLE_ENTRIES:
-        table = _dense_costs(inst, np.arange(V), beta)
-    relaxed = relax_generations(
-        inst,
-        start,
-        lambda nodes, labels: _compute_step(inst, nodes, labels, beta, table),
-        _link_costs(inst, beta),
-        np.add,
-    )
-    if not math.isfinite(relaxed.stage_min[inst.target, -1]):
-        raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
-    path, partition, links = backtrack(
-        inst, relaxed, lambda v, j: _best_choice(inst, v, relaxed.label[v], j, beta)
-    )
+    _, path, partition, links = psg_path(inst, beta)
     return plan_from_path(inst, "psg", beta, path, partition, links)
 
 
