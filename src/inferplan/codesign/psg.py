@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import Plan, build_plan, stage_increments
 from inferplan.errors import Infeasible
 
@@ -56,6 +56,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+# A compute step: (generation, labels of its nodes) -> (after-compute labels, argmin or None).
+Stage = Callable[[Generation, FloatArray], tuple[FloatArray, IntArray | None]]
 
 
 # Up to this many block counts (``N + 1``) the compute step compares all ``(i, j)`` pairs at
@@ -168,25 +170,32 @@ def _take_min(total: FloatArray) -> tuple[FloatArray, IntArray]:
     return total.min(axis=1), total.argmin(axis=1)
 
 
-def _compute_step(
-    inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float,
-    table: FloatArray | None,
-) -> tuple[FloatArray, IntArray | None]:  # fmt: skip
-    """``A_v`` for every node of ``nodes`` (one generation), rows of ``dist`` alike, and the
-    ``i`` attaining it where the all-pairs step ran (else ``None``). ``table`` holds the
-    all-pairs costs of every node when they were priced up front."""
-    if inst.n_blocks + 1 <= DENSE_WIDTH:
-        cost = table[nodes] if table is not None else _dense_costs(inst, nodes, beta)
-        return _take_min(dist[:, :, None] + cost)
+def _compute_mixed(
+    inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float
+) -> FloatArray:
+    """``A_v`` for every node of ``nodes`` (one generation) when ``N + 1 > DENSE_WIDTH``: the
+    windowed scan for piecewise-linear costs, all pairs for the others."""
     fast = np.array([inst.node_segments[v] is not None for v in nodes])
     if fast.all():
-        return _compute_windows(inst, nodes, dist, beta), None
+        return _compute_windows(inst, nodes, dist, beta)
     out = np.empty_like(dist)
     if fast.any():
         out[fast] = _compute_windows(inst, nodes[fast], dist[fast], beta)
     slow = ~fast
     out[slow] = _take_min(dist[slow][:, :, None] + _dense_costs(inst, nodes[slow], beta))[0]
-    return out, None
+    return out
+
+
+def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
+    """The compute step of PSG for one generation: ``A_v`` and, on the all-pairs path, the
+    ``i`` attaining it. Small instances price every node's all-pairs costs up front."""
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    if W > DENSE_WIDTH:
+        return lambda gen, dist: (_compute_mixed(inst, gen.nodes, dist, beta), None)
+    if V * W * W <= DENSE_TABLE_ENTRIES:
+        table = _dense_costs(inst, np.arange(V), beta)
+        return lambda gen, dist: _take_min(dist[:, :, None] + table[gen.rows])
+    return lambda gen, dist: _take_min(dist[:, :, None] + _dense_costs(inst, gen.nodes, beta))
 
 
 def _link_costs(inst: CodesignInstance, beta: float) -> FloatArray:
@@ -221,14 +230,14 @@ class Relaxation:
 def relax_generations(
     inst: CodesignInstance,
     start: FloatArray,
-    stage: Callable[[IntArray, FloatArray], tuple[FloatArray, IntArray | None]],
+    stage: Stage,
     link_part: FloatArray,
     combine: np.ufunc,
 ) -> Relaxation:
     """Relax the state graph one topological generation at a time.
 
     ``start`` holds the labels of the states ``(v, i)`` before relaxation (the source's
-    alone finite). For each generation, ``stage(nodes, labels)`` gives the labels after each
+    alone finite). For each generation, ``stage(generation, labels)`` gives the labels after each
     node's compute step (and the ``i`` attaining them, or ``None``); ``link_part[e, j]`` is the
     link part of each transition, joined to the stage label with ``combine`` (``np.add`` for
     costs, ``np.maximum`` for bottlenecks) and written back, so ``link_part`` becomes
@@ -239,7 +248,7 @@ def relax_generations(
     choice = np.full(start.shape, -1, dtype=np.int64)
     sent = link_part[inst.sweep_links]  # each generation's out-links side by side
     for gen in inst.sweep:
-        values, chosen = stage(gen.nodes, label[gen.rows])
+        values, chosen = stage(gen, label[gen.rows])
         stage_min[gen.rows] = values
         if chosen is not None:
             choice[gen.rows] = chosen
@@ -305,9 +314,7 @@ def plan_from_path(
     return build_plan(inst, method, beta, path, partition, node_added, link_added)
 
 
-def psg_path(
-    inst: CodesignInstance, beta: float
-) -> tuple[float, list[int], list[int], list[int]]:
+def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], list[int], list[int]]:
     """PSG without building the :class:`Plan`: the optimal cost (before rounding purchases to
     what the cost functions sell, which they already price), and the path, partition and
     links (node and link indices). :func:`solve_psg` is this plus the plan.
@@ -317,18 +324,10 @@ def psg_path(
     Infeasible
         If capacity caps leave no plan that meets ``beta``.
     """
-    V, W = len(inst.node_ids), inst.n_blocks + 1
-    start = np.full((V, W), np.inf)
+    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
-    table = None
-    if W <= DENSE_WIDTH and V * W * W <= DENSE_TABLE_ENTRIES:
-        table = _dense_costs(inst, np.arange(V), beta)
     relaxed = relax_generations(
-        inst,
-        start,
-        lambda nodes, labels: _compute_step(inst, nodes, labels, beta, table),
-        _link_costs(inst, beta),
-        np.add,
+        inst, start, _compute_stage(inst, beta), _link_costs(inst, beta), np.add
     )
     cost = float(relaxed.stage_min[inst.target, -1])
     if not math.isfinite(cost):

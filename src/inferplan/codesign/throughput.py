@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import Deployment, stage_delays
 from inferplan.codesign.psg import (
     DENSE_WIDTH,
@@ -90,10 +90,10 @@ def throughput_optimal(
     start[inst.source, 0] = 0.0
     work = inst.work_between
 
-    def stage(nodes: IntArray, labels: FloatArray) -> tuple[FloatArray, IntArray | None]:
+    def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray | None]:
         if W <= DENSE_WIDTH:
-            return _bottleneck_dense(work, C[nodes], labels)
-        return _bottleneck_search(S, C[nodes], labels), None
+            return _bottleneck_dense(work, C[gen.rows], labels)
+        return _bottleneck_search(S, C[gen.rows], labels), None
 
     relaxed = relax_generations(inst, start, stage, D[None, :] / B[:, None], np.maximum)
 
