@@ -19,7 +19,6 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import logsumexp
 
 from inferplan.codesign.instance import CodesignInstance
 
@@ -29,6 +28,16 @@ FloatArray = npt.NDArray[np.float64]
 
 # A transition whose delay is within this relative slack of T counts as reaching T.
 SLACK = 1e-9
+
+
+def _logsumexp(values: FloatArray, axis: int) -> FloatArray:
+    """``log(sum(exp(values)))`` along ``axis``, ``-inf`` for empty sums (numpy only: scipy's
+    version costs more than the rest of a small count)."""
+    peak = np.max(values, axis=axis, keepdims=True)
+    safe = np.where(np.isfinite(peak), peak, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(values - safe), axis=axis, keepdims=True)) + safe
+    return np.squeeze(out, axis=axis)
 
 
 def _log_counts(
@@ -52,8 +61,8 @@ def _log_counts(
         # log of sum over links e=(v,z) of [D_j fits B_e] * count(z, j), for each j
         sendable = D[None, :] <= limit * bandwidth[outs, None]
         arriving = np.where(sendable, log_count[inst.link_dst[outs]], -np.inf)
-        after = logsumexp(arriving, axis=0)
-        log_count[v] = logsumexp(np.where(fits[v], after[None, :], -np.inf), axis=1)
+        after = _logsumexp(arriving, axis=0)
+        log_count[v] = _logsumexp(np.where(fits[v], after[None, :], -np.inf), axis=1)
     return log_count, fits
 
 
@@ -119,7 +128,7 @@ class OptimalDeployments:
                     options.append((z, block))
                     weights.append(float(log_count[z, block]))
             logw = np.asarray(weights)
-            p = np.exp(logw - logsumexp(logw))
+            p = np.exp(logw - logw.max())
             z, done = options[int(rng.choice(len(options), p=p / p.sum()))]
             partition.append(done)
             if z == -1:

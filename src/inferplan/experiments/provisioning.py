@@ -19,7 +19,8 @@ Parameters of a point (validated by :class:`ProvisioningParams`):
 
 Options (shared by all points): ``methods``, names from
 :data:`inferplan.codesign.METHODS` plus ``pwf-keep`` (PWF with ``tie_break="keep"``; ``pwf`` is
-``tie_break="solver"``). Default ``[psg, pfp, pwf]``.
+``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-optimal deployment
+drawn uniformly among the tied ones, seeded by the point's seed). Default ``[psg, pfp, pwf]``.
 
 One row per method: ``method, cost, ratio, runtime_s, interval, target_interval, t_star,
 feasible, path, partition``. ``ratio`` is the cost over PSG's cost on the same instance (when
@@ -38,7 +39,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inferplan.codesign import METHODS, CodesignInstance, Plan, compile_instance, solve_pwf
+from inferplan.codesign import (
+    METHODS,
+    CodesignInstance,
+    Plan,
+    compile_instance,
+    solve_pfp,
+    solve_pwf,
+)
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile
@@ -56,10 +64,12 @@ DEFAULT_METHODS = ("psg", "pfp", "pwf")
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-def _solvers() -> dict[str, Callable[[CodesignInstance, float], Plan]]:
+def _solvers(seed: int = 0) -> dict[str, Callable[[CodesignInstance, float], Plan]]:
     solvers = {name: method.solve for name, method in METHODS.items()}
     solvers["pwf"] = partial(solve_pwf, tie_break="solver")
     solvers["pwf-keep"] = partial(solve_pwf, tie_break="keep")
+    solvers["pfp-random"] = partial(solve_pfp, tie_break="random", seed=seed)
+    solvers["pwf-random"] = partial(solve_pwf, tie_break="random", seed=seed)
     return solvers
 
 
@@ -158,7 +168,7 @@ def provisioning_point(
         beta = p.alpha * t_star
     else:
         beta = p.interval if p.interval is not None else 1.0 / (p.throughput or math.nan)
-    solvers = _solvers()
+    solvers = _solvers(seed)
     plans: dict[str, tuple[Plan, float]] = {}
     for name in methods:
         start = time.perf_counter()
