@@ -37,7 +37,8 @@ def _logsumexp(values: FloatArray, axis: int) -> FloatArray:
     safe = np.where(np.isfinite(peak), peak, 0.0)
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(values - safe), axis=axis, keepdims=True)) + safe
-    return np.squeeze(out, axis=axis)
+    result: FloatArray = np.squeeze(out, axis=axis)
+    return result
 
 
 def _log_counts(
