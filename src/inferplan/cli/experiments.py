@@ -12,6 +12,7 @@ import typer
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json
 from inferplan.experiments.codesign import reproduce_codesign
+from inferplan.experiments.coinference import reproduce_coinference
 from inferplan.experiments.engine import run_sweep
 from inferplan.experiments.progress import progress_bar
 from inferplan.experiments.spec import load_spec
@@ -107,6 +108,49 @@ def reproduce_codesign_command(
                 out,
                 seed=seed,
                 topologies=topologies,
+                jobs=jobs,
+                cluster=cluster,
+                workers=workers,
+                progress=progress,
+            ),
+        )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    outcome = result.outcome
+    console.print(
+        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
+        f"{outcome.seconds:.1f} s; wrote {', '.join(f.name for f in result.files)} to {out}"
+    )
+
+
+@reproduce_app.command("coinference")
+@friendly_errors
+def reproduce_coinference_command(
+    out: OutOpt,
+    seed: Annotated[int, typer.Option("--seed", help="Sweep seed (Monte-Carlo check).", min=0)] = 0,
+    simulate: Annotated[
+        int,
+        typer.Option(
+            "--simulate", help="Inferences simulated per point to check the costs (0: none).", min=0
+        ),
+    ] = 20_000,
+    jobs: JobsOpt = None,
+    cluster: ClusterOpt = None,
+    workers: WorkersOpt = None,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """The co-inference study: 1-sla optimality, Z(M) curves, joint placement vs baselines."""
+    with progress_bar("co-inference study", enabled=not (quiet or as_json)) as progress:
+        result = _interruptible(
+            out,
+            lambda: reproduce_coinference(
+                out,
+                seed=seed,
+                simulate=simulate,
                 jobs=jobs,
                 cluster=cluster,
                 workers=workers,

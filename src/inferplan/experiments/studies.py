@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from inferplan.experiments import provisioning
+from inferplan.experiments import coinference, provisioning
 
 __all__ = ["STUDIES", "Study", "register_study"]
 
@@ -69,5 +69,15 @@ register_study(
         seed_from=("network", "topology"),
         check_value=provisioning.check_values,
         summary="co-design methods (PSG, PFP, PWF, ...) over networks, DNNs and targets",
+    )
+)
+register_study(
+    Study(
+        name="coinference",
+        function="inferplan.experiments.coinference:coinference_point",
+        parameters=coinference.CoinferenceParams,
+        options=coinference.CoinferenceOptions,
+        check_value=coinference.check_values,
+        summary="co-inference placement and splitting (Z(M) curves, planners, baselines)",
     )
 )
