@@ -144,6 +144,13 @@ class CodesignInstance:
         return np.concatenate([g.links for g in self.sweep])
 
     @cached_property
+    def sweep_position(self) -> IntArray:
+        """Where each link sits in :attr:`sweep_links`."""
+        position = np.empty(len(self.links), dtype=np.int64)
+        position[self.sweep_links] = np.arange(self.sweep_links.size)
+        return position
+
+    @cached_property
     def generations(self) -> tuple[IntArray, ...]:
         """Nodes grouped by topological generation (acyclic instances only).
 

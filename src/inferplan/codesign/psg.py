@@ -199,15 +199,18 @@ def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
 
 
 def _link_costs(inst: CodesignInstance, beta: float) -> FloatArray:
-    """``g_e(max(0, D_j / beta - B_e))`` for each link (rows) and each ``j`` (columns)."""
-    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[:, None])
+    """``g_e(max(0, D_j / beta - B_e))`` for each link (rows, in the order of
+    :attr:`~CodesignInstance.sweep_links`) and each ``j`` (columns)."""
+    links = inst.sweep_links
+    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
     pricing = inst.link_pricing
-    cost = pricing.price[:, None] * sigma
-    capped = pricing.capped
-    if capped.size:
-        cost[capped] = np.where(sigma[capped] > pricing.cap[capped, None], np.inf, cost[capped])
+    cost = pricing.price[links, None] * sigma
+    if pricing.capped.size:
+        cap = pricing.cap[links, None]
+        cost[np.broadcast_to(sigma > cap, cost.shape)] = np.inf
     for e in pricing.other:
-        cost[e] = inst.link_costs[int(e)](sigma[e])
+        row = inst.sweep_position[e]
+        cost[row] = inst.link_costs[int(e)](sigma[row])
     return cost
 
 
@@ -216,8 +219,9 @@ class Relaxation:
     """The labels of a relaxed state graph, ``(V, N + 1)`` unless said otherwise.
 
     ``label[v, i]``: best label of the state ``(v, i)``; ``stage_min[v, j]``: after ``v``'s
-    compute step, having done ``j`` blocks; ``sent[e, j]`` (``(E, N + 1)``): what link ``e``
-    offers its head with ``j`` blocks done; ``choice[v, j]``: the ``i`` attaining
+    compute step, having done ``j`` blocks; ``sent[k, j]`` (``(E, N + 1)``, links in the
+    order of :attr:`~CodesignInstance.sweep_links`): what that link offers its head with ``j``
+    blocks done; ``choice[v, j]``: the ``i`` attaining
     ``stage_min[v, j]``, ``-1`` where the step did not record it.
     """
 
@@ -237,16 +241,17 @@ def relax_generations(
     """Relax the state graph one topological generation at a time.
 
     ``start`` holds the labels of the states ``(v, i)`` before relaxation (the source's
-    alone finite). For each generation, ``stage(generation, labels)`` gives the labels after each
-    node's compute step (and the ``i`` attaining them, or ``None``); ``link_part[e, j]`` is the
-    link part of each transition, joined to the stage label with ``combine`` (``np.add`` for
-    costs, ``np.maximum`` for bottlenecks) and written back, so ``link_part`` becomes
-    :attr:`Relaxation.sent`; each head keeps the minimum over its in-links.
+    alone finite). For each generation, ``stage(generation, labels)`` gives the labels after
+    each node's compute step (and the ``i`` attaining them, or ``None``). ``link_part[k, j]``
+    is the link part of each transition (links in the order of ``inst.sweep_links``), joined
+    to the stage label with ``combine`` (``np.add`` for costs, ``np.maximum`` for
+    bottlenecks) and written back, so ``link_part`` becomes :attr:`Relaxation.sent`; each
+    head keeps the minimum over its in-links.
     """
     label = start
     stage_min = np.full_like(start, np.inf)
     choice = np.full(start.shape, -1, dtype=np.int64)
-    sent = link_part[inst.sweep_links]  # each generation's out-links side by side
+    sent = link_part
     for gen in inst.sweep:
         values, chosen = stage(gen, label[gen.rows])
         stage_min[gen.rows] = values
@@ -258,7 +263,6 @@ def relax_generations(
             label[gen.heads] = np.minimum(
                 label[gen.heads], np.minimum.reduceat(offered, gen.first, axis=0)
             )
-    sent[inst.sweep_links] = sent.copy()  # back to link order
     return Relaxation(label, stage_min, sent, choice)
 
 
@@ -285,7 +289,7 @@ def backtrack(
         i = int(relaxed.choice[v, j])
         i = i if i >= 0 else choose(v, j)
         ins = inst.in_links[v]
-        e = int(ins[np.argmin(relaxed.sent[ins, i])])
+        e = int(ins[np.argmin(relaxed.sent[inst.sweep_position[ins], i])])
         v, j = int(inst.link_src[e]), i
         path.append(v)
         partition.append(j)

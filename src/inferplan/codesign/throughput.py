@@ -95,7 +95,9 @@ def throughput_optimal(
             return _bottleneck_dense(work, C[gen.rows], labels)
         return _bottleneck_search(S, C[gen.rows], labels), None
 
-    relaxed = relax_generations(inst, start, stage, D[None, :] / B[:, None], np.maximum)
+    relaxed = relax_generations(
+        inst, start, stage, D[None, :] / B[inst.sweep_links, None], np.maximum
+    )
 
     def choose(v: int, j: int) -> int:
         return int(np.argmin(np.maximum(relaxed.label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
