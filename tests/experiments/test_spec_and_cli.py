@@ -53,7 +53,8 @@ def test_grid_axes_forms(tmp_path):
         ("grid: {x: [1]}\n", "study: missing field"),
         (
             "study: nope\ngrid: {x: [1]}\n",
-            "study: unknown study 'nope' (known: provisioning, coinference, or package.module:function)",
+            "study: unknown study 'nope' (known: provisioning, coinference, or "
+            "package.module:function)",
         ),
         ("study: provisioning\n", "grid: give exactly one of grid or sample"),
         (
