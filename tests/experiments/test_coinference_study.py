@@ -234,9 +234,11 @@ def _without_runtime(rows):
 
 def test_the_study_resumes_without_adding_rows(study):
     out, first, _ = study
-    again = reproduce_coinference(out, seed=5, dnns=DNNS, sweeps=SWEEPS, simulate=500, jobs=1)
-    assert (again.outcome.ran, again.outcome.resumed) == (0, first.outcome.points)
-    assert _without_runtime(again.outcome.rows) == _without_runtime(first.outcome.rows)
+    # The engine alone (figures are not redrawn): the same sweep into the same directory.
+    sweep = coinference_sweep(seed=5, dnns=DNNS, sweeps=SWEEPS, simulate=500)
+    again = run_sweep(sweep, out, jobs=1)
+    assert (again.ran, again.resumed) == (0, first.outcome.points)
+    assert again.rows == first.outcome.rows
     stored = sum(
         len(line.splitlines())
         for shard in (out / "shards").glob("*.jsonl")
@@ -293,15 +295,13 @@ def test_reproduce_command_writes_every_file(tmp_path, monkeypatch):
     monkeypatch.setattr(cli_experiments, "reproduce_coinference", small)
     out = tmp_path / "repro"
     result = runner.invoke(app, ["reproduce", "coinference", "--out", str(out), "--jobs", "1",
-                                 "--simulate", "100", "--seed", "3", "--quiet"])  # fmt: skip
+                                 "--simulate", "100", "--seed", "3", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
+    assert '"points": 2, "resumed": 0, "ran": 2' in result.stdout
     names = {"results.csv", "curves.csv", "savings.csv", "sweeps.csv", "report.md",
              "optimality.png", "z_curves.pdf", "sweep_costs.png", "sweep_savings.pdf"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
-    again = runner.invoke(app, ["reproduce", "coinference", "--out", str(out), "--jobs", "1",
-                                "--simulate", "100", "--seed", "3", "--json"])  # fmt: skip
-    assert again.exit_code == 0
-    assert '"ran": 0' in again.stdout and '"resumed": 2' in again.stdout
+    assert "(sweep seed 3)" in (out / "report.md").read_text()
 
 
 def test_reproduce_rejects_a_bad_cluster_address(tmp_path):
