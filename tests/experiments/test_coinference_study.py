@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 import inferplan.cli.experiments as cli_experiments
 from inferplan.cli.main import _register, app
+from inferplan.errors import InvalidArgument
 from inferplan.experiments import load_spec, run_sweep
 from inferplan.experiments.coinference import (
     BASELINES,
@@ -310,3 +311,8 @@ def test_reproduce_rejects_a_bad_cluster_address(tmp_path):
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --cluster: cannot reach a Dask scheduler at")
+
+
+def test_the_reproduction_refuses_a_parameter_it_does_not_sweep():
+    with pytest.raises(InvalidArgument, match="sweeps: cannot sweep downlink_bps"):
+        coinference_sweep(sweeps={"downlink_bps": (1e6,)})

@@ -80,7 +80,7 @@ from inferplan.coinference.system import (
     DEFAULT_ENERGY_WEIGHT,
     DEFAULT_INFERENCES_PER_UPDATE,
 )
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.experiments.engine import Progress, Sweep, SweepOutcome, run_sweep
 from inferplan.experiments.space import make_points
 from inferplan.experiments.store import write_csv, write_parquet
@@ -450,6 +450,15 @@ def _sweep_params(
     dnns: Sequence[str], sweeps: Mapping[str, Sequence[float | int]]
 ) -> list[dict[str, Any]]:
     defaults = _defaults()
+    unknown = sorted(set(sweeps) - set(defaults))
+    if unknown:
+        raise InvalidArgument(
+            f"cannot sweep {', '.join(unknown)} (the reproduction sweeps "
+            f"{', '.join(defaults)}; use a sweep spec for other parameters)",
+            field="sweeps",
+        )
+    for dnn in dnns:
+        _layers(dnn)
     params = []
     for dnn in dnns:
         for name, values in sweeps.items():
