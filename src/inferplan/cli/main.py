@@ -40,8 +40,13 @@ def friendly_errors(command: F) -> F:
 
 def _register() -> None:
     # Each command module adds its commands to ``app`` on import.
-    from inferplan.cli import codesign, coinference, frontier, profiles  # noqa: F401
-    from inferplan.cli import experiments  # noqa: F401
+    from inferplan.cli import (  # noqa: F401
+        codesign,
+        coinference,
+        experiments,
+        frontier,
+        profiles,
+    )
 
 
 def main() -> None:
