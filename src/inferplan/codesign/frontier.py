@@ -133,7 +133,7 @@ def cost_frontier(
     >>> front = cost_frontier(compile_instance(inferplan.tiered(seed=2), inferplan.vgg16()),
     ...                       points=11)
     >>> costs = [p.cost for p in front.points]
-    >>> costs[0] == 0.0 and costs == sorted(costs)
+    >>> costs[0] < 1e-9 and costs == sorted(costs)  # free at the rate the network has
     True
     """
     if method not in ("psg", "milp", "psg-reference"):
