@@ -9,7 +9,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inferplan
@@ -33,6 +33,7 @@ def _solve(solver, inst, beta, dense_width):
 
 
 @pytest.mark.parametrize("kind", COST_KINDS)
+@settings(max_examples=80)  # per kind: 400 in all
 @given(data=st.data(), alpha=alphas, dense_width=dense_or_windows)
 def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, dense_width):
     network = data.draw(small_dags(max_nodes=5, cost_kinds=(kind,)))
