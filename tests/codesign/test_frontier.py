@@ -96,3 +96,17 @@ def test_frontier_command(tmp_path):
     bad = runner.invoke(app, ["frontier", str(net), "vgg16", "--from", "9", "--to", "3"])
     assert bad.exit_code == 2
     assert "need 0 < from < to" in bad.stderr
+
+
+def test_frontier_on_a_cyclic_network_uses_the_milp_between_given_rates():
+    from tests.codesign.test_milp import _ring
+
+    net, vgg = _ring(), inferplan.vgg16()
+    inst = compile_instance(net, vgg, require_acyclic=False)
+    with pytest.raises(InvalidArgument, match="give both ends"):
+        cost_frontier(inst, method="milp")
+    front = cost_frontier(inst, low=2.0, high=12.0, points=4, method="milp")
+    for point in front.points[::2]:
+        assert point.cost == pytest.approx(
+            brute_force_cost(net, vgg, 1.0 / point.throughput), rel=1e-6, abs=1e-9
+        )

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inferplan
-from inferplan.codesign import compile_instance, solve_milp, solve_psg
+from inferplan.codesign import (
+    compile_instance,
+    reference_psg,
+    solve_milp,
+    solve_psg,
+    throughput_optimal,
+)
 from inferplan.codesign.costs import FunctionCost, TieredCost
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
@@ -88,6 +94,10 @@ def test_cyclic_networks_go_to_the_milp():
     net, vgg = _ring(), inferplan.vgg16()
     with pytest.raises(NetworkHasCycle, match="--method milp"):
         inferplan.provision(net, vgg, throughput=10.0)
+    inst = compile_instance(net, vgg, require_acyclic=False)
+    for solver in (solve_psg, reference_psg, lambda i, b: throughput_optimal(i)):
+        with pytest.raises(NetworkHasCycle, match="use the MILP"):
+            solver(inst, 0.1)
     plan = inferplan.provision(net, vgg, throughput=10.0, method="milp")
     assert plan.cost == pytest.approx(brute_force_cost(net, vgg, 0.1), rel=1e-6)
     assert plan.path in {("s", "a", "b", "t"), ("s", "b", "t")}

@@ -142,6 +142,12 @@ def cost_frontier(
         )
     if points < 2:
         raise InvalidArgument(f"must be at least 2, got {points}", field="points")
+    if (low is None or high is None) and not inst.acyclic:
+        raise InvalidArgument(
+            "give both ends of the range on a network with cycles (the default range starts "
+            "at T*, which needs an acyclic network)",
+            field="from",
+        )
     base = 1.0 / throughput_optimal(inst).interval if low is None or high is None else 0.0
     low = base if low is None else low
     high = 4.0 * base if high is None else high

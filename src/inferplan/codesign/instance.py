@@ -82,6 +82,15 @@ class CodesignInstance:
     def n_blocks(self) -> int:
         return self.profile.n_blocks
 
+    def check_acyclic(self, solver: str) -> None:
+        """Raise :class:`NetworkHasCycle` if ``solver`` (which needs a DAG) got a cycle."""
+        if not self.acyclic:
+            raise NetworkHasCycle(
+                f"{solver} needs an acyclic network and a cycle lies on the way from source to "
+                "target (use the MILP)",
+                field="links",
+            )
+
     @cached_property
     def node_pricing(self) -> Pricing:
         """The nodes' costs in the arrays the vectorised solvers use."""

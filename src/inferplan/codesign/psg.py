@@ -327,7 +327,10 @@ def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], lis
     ------
     Infeasible
         If capacity caps leave no plan that meets ``beta``.
+    NetworkHasCycle
+        If the instance was compiled with a cycle on the way (``require_acyclic=False``).
     """
+    inst.check_acyclic("PSG")
     start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
@@ -369,6 +372,7 @@ def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
 def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
     """Algorithm 1 of the co-design paper as written: relax every transition of the state graph
     in topological order, ``O(|V| N + |E| N^2)`` scalar steps. For tests and benchmarks."""
+    inst.check_acyclic("Algorithm 1")
     N, S, D = inst.n_blocks, inst.prefix_flops, inst.activation_bits
     V = len(inst.node_ids)
     dist = [[math.inf] * (N + 1) for _ in range(V)]

@@ -82,6 +82,7 @@ def throughput_optimal(
     >>> best.path[0], best.partition[-1]
     ('s', 16)
     """
+    inst.check_acyclic("T*")
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
     S, D = inst.prefix_flops, inst.activation_bits
