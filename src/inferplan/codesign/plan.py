@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from inferplan.codesign.costs import CapacityCost
 from inferplan.codesign.instance import CodesignInstance
 
 __all__ = ["Deployment", "LinkUpgrade", "Plan", "stage_delays", "stage_increments"]
@@ -150,6 +151,13 @@ def stage_increments(
     return rho, sigma
 
 
+def _price(cost: CapacityCost, amount: float) -> float:
+    price = cost.linear_price
+    if price is not None and amount <= cost.max_amount:
+        return price * amount
+    return float(cost(np.array([amount]))[0])
+
+
 def build_plan(
     inst: CodesignInstance,
     method: str,
@@ -161,23 +169,23 @@ def build_plan(
 ) -> Plan:
     """Round the requested increments to what the cost functions sell, price them, and check
     the resulting interval: one place that turns any solver's choice into a :class:`Plan`."""
-    bought_nodes, bought_links = np.zeros(len(node_added)), np.zeros(len(link_added))
-    for v in np.flatnonzero(node_added > 0):
-        bought_nodes[v] = inst.node_costs[v].purchase(float(node_added[v]))
-    for e in np.flatnonzero(link_added > 0):
-        bought_links[e] = inst.link_costs[e].purchase(float(link_added[e]))
-    # Only what was bought is priced (every cost is zero at zero): on large networks calling
-    # each element's cost function would outweigh the solve.
+    # Only what was requested is bought and priced (every cost is zero at zero): on large
+    # networks calling each element's cost function would outweigh the solve.
+    nodes = np.flatnonzero(node_added > 0).tolist()
+    links = np.flatnonzero(link_added > 0).tolist()
+    node_bought = [inst.node_costs[v].purchase(float(node_added[v])) for v in nodes]
+    link_bought = [inst.link_costs[e].purchase(float(link_added[e])) for e in links]
     cost = math.fsum(
-        [float(inst.node_costs[v](np.array([bought_nodes[v]]))[0])
-         for v in np.flatnonzero(bought_nodes)]
-        + [float(inst.link_costs[e](np.array([bought_links[e]]))[0])
-           for e in np.flatnonzero(bought_links)]
-    )  # fmt: skip
-    compute, transfer = stage_delays(
-        inst, path, partition, inst.capacity + bought_nodes, inst.bandwidth + bought_links
+        [_price(inst.node_costs[v], x) for v, x in zip(nodes, node_bought, strict=True)]
+        + [_price(inst.link_costs[e], y) for e, y in zip(links, link_bought, strict=True)]
     )
+    capacity, bandwidth = inst.capacity.copy(), inst.bandwidth.copy()
+    capacity[nodes] += node_bought
+    bandwidth[links] += link_bought
+    compute, transfer = stage_delays(inst, path, partition, capacity, bandwidth)
     interval = float(max(compute.max(), transfer.max() if transfer.size else 0.0))
+    bought_nodes = dict(zip(nodes, node_bought, strict=True))
+    bought_links = dict(zip(links, link_bought, strict=True))
     return Plan(
         method=method,
         cost=cost,
@@ -185,11 +193,10 @@ def build_plan(
         target_interval=target_interval,
         path=tuple(inst.node_ids[v] for v in path),
         partition=tuple(int(b) for b in partition),
-        node_upgrades={
-            inst.node_ids[v]: float(bought_nodes[v]) for v in np.flatnonzero(bought_nodes)
-        },
+        node_upgrades={inst.node_ids[v]: x for v, x in bought_nodes.items() if x > 0},
         link_upgrades=tuple(
-            LinkUpgrade(inst.links[e].source, inst.links[e].target, float(bought_links[e]))
-            for e in np.flatnonzero(bought_links)
+            LinkUpgrade(inst.links[e].source, inst.links[e].target, y)
+            for e, y in bought_links.items()
+            if y > 0
         ),
     )
