@@ -76,7 +76,12 @@ def plot_plan(
     blocks: dict[str, str] = {}
     previous = 0
     for node_id, done in zip(plan.path, plan.partition, strict=True):
-        blocks[node_id] = f"blocks {previous + 1}–{done}" if done > previous else "forwards"
+        if done == previous:
+            blocks[node_id] = "forwards"
+        elif done == previous + 1:
+            blocks[node_id] = f"block {done}"
+        else:
+            blocks[node_id] = f"blocks {previous + 1}–{done}"
         previous = done
     columns = 1 + max(x for x, _ in pos.values())
     rows = 1 + max(y for _, y in pos.values()) - min(y for _, y in pos.values())
