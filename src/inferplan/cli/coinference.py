@@ -110,7 +110,7 @@ def coinfer_simulate_command(
     inferences: Annotated[
         int, typer.Option("--inferences", help="Inferences to simulate.")
     ] = 100_000,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Monte-Carlo of many inferences: realised cost and split stages of each rule."""

@@ -13,6 +13,15 @@ infinite whenever the SNR density is positive at 0 (plain Rayleigh fading, Nakag
 when that expectation is asked for. Continuous expectations are computed with
 :func:`scipy.integrate.quad` in the log-SNR domain (``gamma = e^u``), where every model here is
 smooth and the integrand decays at both ends; discrete channels and traces are exact sums.
+
+Near 0 the log-domain integrand of a Nakagami law with ``m`` slightly above 1 decays only like
+``e^((m - 1) u)``, far too slowly for an infinite-range quadrature. A law whose density is
+``gamma^a phi(gamma)`` with smooth ``phi`` (see :meth:`_Continuous.power_at_zero`) therefore
+has its piece below a small ``gamma0`` integrated with the algebraic weight ``gamma^(a - 1)``
+handled exactly (QUADPACK's QAWS), which is accurate for every ``a > 0``.
+
+Continuous-law parameters are bounded to what a radio link can show and what the integration can
+represent: linear SNRs in ``[1e-15, 1e15]`` (+-150 dB) and log-normal ``sigma_db <= 50``.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import functools
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,10 +70,32 @@ def inv_log2(snr: FloatArray | float) -> FloatArray | float:
     return _LN2 / np.log1p(snr)
 
 
+# Bounds of continuous-law parameters: +-150 dB covers every radio link with a wide margin, and
+# keeps every SNR the integration meets (e^u) far inside the float range.
+_SNR_MIN = 1e-15
+_SNR_MAX = 1e15
+_DB_MAX = 150.0
+_SIGMA_DB_MAX = 50.0
+# Above this u = ln(gamma) the SNR is not representable: such SNRs carry no probability under the
+# bounds above, and the quadrature may still probe them.
+_U_MAX = math.log(np.finfo(np.float64).max)
+
+
 def _positive(value: float, name: str) -> float:
     value = float(value)
     if not (math.isfinite(value) and value > 0):
         raise InvalidSystem(f"must be a positive finite number, got {value!r}", field=name)
+    return value
+
+
+def _snr_parameter(value: float, name: str) -> float:
+    value = _positive(value, name)
+    if not _SNR_MIN <= value <= _SNR_MAX:
+        raise InvalidSystem(
+            f"must be a linear SNR in [{_SNR_MIN:g}, {_SNR_MAX:g}] (+-150 dB: beyond any radio "
+            f"link, and the expectations would overflow), got {value!r}",
+            field=name,
+        )
     return value
 
 
@@ -243,6 +274,13 @@ class _Continuous(Channel):
         """Why ``E[1/log2(1+gamma)]`` is infinite, or ``None`` if it is finite."""
         return None
 
+    def power_at_zero(self) -> tuple[float, Callable[[float], float]] | None:
+        """``(a, phi)`` with density ``gamma^a phi(gamma)`` near 0, ``a > 0``, ``phi`` smooth.
+
+        ``None`` (the default) when the law has no such form or its support starts above 0.
+        """
+        return None
+
     def below(self, threshold: float) -> float:
         if threshold <= self.support_lo:
             return 0.0
@@ -261,7 +299,18 @@ class _Continuous(Channel):
                     f"expected cost; {_ADVICE}",
                     field="channel",
                 )
-        return _partial_integral(self, max(float(threshold), self.support_lo))
+        value = self._integral_from(max(float(threshold), self.support_lo))
+        if not math.isfinite(value):
+            raise InvalidSystem(
+                f"cannot compute E[1/log2(1+SNR); SNR >= {threshold:g}] for this channel "
+                f"(numerical integration gave {value!r}); {_ADVICE}",
+                field="channel",
+            )
+        return value
+
+    def _integral_from(self, lo: float) -> float:
+        """``E[g(gamma); gamma >= lo]`` for ``lo`` at or above the bottom of the support."""
+        return _partial_integral(self, lo)
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return np.asarray(self.ppf(rng.uniform(size=size)), dtype=np.float64)
@@ -269,10 +318,37 @@ class _Continuous(Channel):
 
 def _integrand(channel: _Continuous, u: float) -> float:
     # E over gamma = e^u: g(gamma) f(gamma) dgamma = g(e^u) f(e^u) e^u du.
+    if u > _U_MAX:
+        return 0.0
     x = math.exp(u)
     if x == 0.0:
         return 0.0
     return _LN2 / math.log1p(x) * channel.pdf(x) * x
+
+
+def _x_over_log1p(x: float) -> float:
+    """``x / ln(1 + x)``, smooth with value 1 at 0."""
+    return 1.0 if x == 0.0 else x / math.log1p(x)
+
+
+def _power_head(a: float, phi: Callable[[float], float], top: float) -> float:
+    """``E[g(gamma); gamma < top]`` for the density ``gamma^a phi(gamma)``.
+
+    ``g(gamma) f(gamma) = gamma^(a - 1) * ln2 * gamma / ln(1 + gamma) * phi(gamma)``: QAWS takes
+    the weight ``gamma^(a - 1)`` exactly (its integral alone is ``top^a / a``), leaving it a
+    smooth factor.
+    """
+    value, _ = integrate.quad(
+        lambda x: _LN2 * _x_over_log1p(x) * phi(x),
+        0.0,
+        top,
+        weight="alg",
+        wvar=(a - 1.0, 0.0),
+        epsabs=_EPSABS,
+        epsrel=_EPSREL,
+        limit=_LIMIT,
+    )
+    return float(value)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -280,12 +356,17 @@ def _partial_integral(channel: _Continuous, lo: float) -> float:
     """``E[g(gamma); gamma >= lo]`` by quad over ``u = ln gamma`` in three pieces.
 
     The break points (the 1e-8 and 1 - 1e-10 quantiles, and the median) put the bulk of the mass
-    in a finite interval where adaptive Gauss-Kronrod is reliable; the two tails go to QAGI.
+    in a finite interval where adaptive Gauss-Kronrod is reliable; the two tails go to QAGI. For
+    a power law at 0 (``lo = 0``) the piece below the 1e-8 quantile is :func:`_power_head`.
     """
     qs = np.asarray(channel.ppf(np.array([1e-8, 0.5, 1 - 1e-10])), dtype=np.float64)
+    total = 0.0
+    power = channel.power_at_zero() if lo <= 0 else None
+    if power is not None and qs[0] > 0:
+        total += _power_head(*power, float(qs[0]))
+        lo = float(qs[0])
     u_lo = -math.inf if lo <= 0 else math.log(lo)
     cuts = [u_lo, *[math.log(q) for q in qs if q > 0 and math.log(q) > u_lo], math.inf]
-    total = 0.0
     for a, b in itertools.pairwise(cuts):
         value, _ = integrate.quad(
             functools.partial(_integrand, channel),
@@ -297,6 +378,24 @@ def _partial_integral(channel: _Continuous, lo: float) -> float:
         )
         total += value
     return total
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _exponential_tail(mean: float, floor: float, lo: float) -> float:
+    """``E[g(gamma); gamma >= lo]`` for ``gamma = floor + Exp(mean)``, ``0 < lo``, ``mean <= lo``.
+
+    With ``gamma = lo + mean * s`` the integrand is ``g(lo + mean s) e^(-s)`` on ``s >= 0``, smooth
+    on the unit scale; the log-SNR domain would squeeze all the mass into ``mean / lo``.
+    """
+    value, _ = integrate.quad(
+        lambda t: _LN2 / math.log1p(lo + mean * t) * math.exp(-t),
+        0.0,
+        math.inf,
+        epsabs=_EPSABS,
+        epsrel=_EPSREL,
+        limit=_LIMIT,
+    )
+    return math.exp(-(lo - floor) / mean) * float(value)
 
 
 @dataclass(frozen=True)
@@ -320,9 +419,9 @@ class Rayleigh(_Continuous):
     kind: str = field(default="rayleigh", init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mean_snr", _positive(self.mean_snr, "mean_snr"))
+        object.__setattr__(self, "mean_snr", _snr_parameter(self.mean_snr, "mean_snr"))
         if self.min_snr is not None:
-            object.__setattr__(self, "min_snr", _positive(self.min_snr, "min_snr"))
+            object.__setattr__(self, "min_snr", _snr_parameter(self.min_snr, "min_snr"))
 
     @property
     def support_lo(self) -> float:
@@ -332,6 +431,11 @@ class Rayleigh(_Continuous):
         if self.min_snr is None:
             return "plain Rayleigh fading has an SNR density positive at 0"
         return None
+
+    def _integral_from(self, lo: float) -> float:
+        if lo > 0.0 and self.mean_snr <= lo:
+            return _exponential_tail(self.mean_snr, self.support_lo, lo)
+        return _partial_integral(self, lo)
 
     def pdf(self, snr: float) -> float:
         lo = self.support_lo
@@ -377,9 +481,9 @@ class Nakagami(_Continuous):
         object.__setattr__(self, "m", _positive(self.m, "m"))
         if self.m < 0.5:
             raise InvalidSystem(f"must be >= 0.5 (Nakagami-m), got {self.m!r}", field="m")
-        object.__setattr__(self, "mean_snr", _positive(self.mean_snr, "mean_snr"))
+        object.__setattr__(self, "mean_snr", _snr_parameter(self.mean_snr, "mean_snr"))
         if self.min_snr is not None:
-            object.__setattr__(self, "min_snr", _positive(self.min_snr, "min_snr"))
+            object.__setattr__(self, "min_snr", _snr_parameter(self.min_snr, "min_snr"))
 
     @functools.cached_property
     def _scale(self) -> float:
@@ -404,6 +508,12 @@ class Nakagami(_Continuous):
                 f"Nakagami-m with m = {self.m:g} <= 1 has an SNR density that does not vanish at 0"
             )
         return None
+
+    def power_at_zero(self) -> tuple[float, Callable[[float], float]] | None:
+        if self.min_snr is not None or self.m <= 1.0:
+            return None
+        scale, log_norm = self._scale, self._log_norm
+        return self.m - 1.0, lambda x: math.exp(-x / scale - log_norm)
 
     def pdf(self, snr: float) -> float:
         if snr < self.support_lo or snr <= 0.0:
@@ -450,10 +560,21 @@ class LogNormal(_Continuous):
     kind: str = field(default="lognormal", init=False)
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.mean_db):
-            raise InvalidSystem(f"must be a finite number, got {self.mean_db!r}", field="mean_db")
+        if not (math.isfinite(self.mean_db) and abs(self.mean_db) <= _DB_MAX):
+            raise InvalidSystem(
+                f"must be in [-{_DB_MAX:g}, {_DB_MAX:g}] dB (beyond any radio link, and the "
+                f"expectations would overflow), got {self.mean_db!r}",
+                field="mean_db",
+            )
         object.__setattr__(self, "mean_db", float(self.mean_db))
-        object.__setattr__(self, "sigma_db", _positive(self.sigma_db, "sigma_db"))
+        sigma_db = _positive(self.sigma_db, "sigma_db")
+        if sigma_db > _SIGMA_DB_MAX:
+            raise InvalidSystem(
+                f"must be at most {_SIGMA_DB_MAX:g} dB (measured shadowing spreads are 4-12 dB; "
+                f"wider laws put SNRs beyond the float range), got {sigma_db!r}",
+                field="sigma_db",
+            )
+        object.__setattr__(self, "sigma_db", sigma_db)
 
     @functools.cached_property
     def _mu_sigma(self) -> tuple[float, float]:

@@ -50,7 +50,9 @@ __all__ = ["load_system", "save_system", "system_from_dict"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a YAML `true` or a quoted "1000" is a mistake, not a number (ints still pass as
+    # floats).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Device(_Strict):
@@ -70,7 +72,7 @@ class _SystemFile(_Strict):
     downlink_bps: float
     inferences_per_update: int
     energy_weight: float
-    channel: dict[str, Any] | list[dict[str, Any]]
+    channel: Any  # checked by _channels, so that a wrong shape gets a message naming it
     layers: dict[str, Any] | None = None
     profile: str | None = None
 
@@ -137,13 +139,13 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
     return exc
 
 
-def _read_trace(path: Path, where: str) -> tuple[float, ...]:
+def _read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InvalidSystem(
-            f"cannot read trace file {str(path)!r} ({exc.strerror})", field=f"{where}.file"
+            f"cannot read trace file {str(path)!r} ({exc.strerror})", field="file"
         ) from None
     values: list[float] = []
     for number, line in enumerate(lines, start=1):
@@ -186,12 +188,25 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(_read_trace(path, where))
+            return Trace(_read_trace(path))
         return Trace(tuple(doc.snr or ()))
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file
             raise
         raise _prefixed(exc, where) from None
+
+
+def _channels(value: Any, base: Path | None) -> Channel | tuple[Channel, ...]:
+    """One channel, or one per split stage, from the ``channel`` field."""
+    like = "a mapping like {kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}"
+    if isinstance(value, list):
+        for k, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise InvalidSystem(f"must be {like}, got {item!r}", field=f"channel[{k}]")
+        return tuple(_channel(item, f"channel[{k}]", base) for k, item in enumerate(value))
+    if not isinstance(value, dict):
+        raise InvalidSystem(f"must be {like} or a list of them, got {value!r}", field="channel")
+    return _channel(value, "channel", base)
 
 
 def _layers(doc: _SystemFile, base: Path | None) -> Layers:
@@ -236,12 +251,7 @@ def system_from_dict(
     doc = validate_document(_SystemFile, data, source=source, error=InvalidSystem)
     try:
         layers = _layers(doc, base)
-        if isinstance(doc.channel, list):
-            channel: Channel | tuple[Channel, ...] = tuple(
-                _channel(entry, f"channel[{k}]", base) for k, entry in enumerate(doc.channel)
-            )
-        else:
-            channel = _channel(doc.channel, "channel", base)
+        channel = _channels(doc.channel, base)
         return System(
             device=Device(**doc.device.model_dump()),
             edge=Edge(doc.edge.cpu_hz),
