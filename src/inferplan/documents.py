@@ -91,6 +91,16 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out
 
 
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "nothing (an empty document or null)"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
 def validate_document(
     model: type[ModelT],
     data: Any,
@@ -109,8 +119,11 @@ def validate_document(
             message = "missing field"
         elif kind == "extra_forbidden":
             message = "unknown field"
+        elif kind in ("model_type", "dict_type"):
+            what = "the top level" if not loc else "it"
+            message = f"{what} must be a mapping of fields, got {_kind_of(first.get('input'))}"
         else:
             message = first["msg"]
-            if "input" in first and kind not in ("model_type", "dict_type"):
+            if "input" in first:
                 message += f", got {first['input']!r}"
         raise error(message, source=source, field=field_path(loc) or None) from None

@@ -204,3 +204,77 @@ def test_off_path_elements_are_ignored(tmp_path):
     code, out, err = _run_provision(_write(tmp_path, data), "--throughput", "30", "--json")
     assert code == 0, err
     assert json.loads(out)["path"] == ["s", "a1", "t"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "expected"),
+    [
+        ("- a\n- b\n", "net.yaml", "the top level must be a mapping of fields, got a list"),
+        ("", "net.yaml",
+         "the top level must be a mapping of fields, got nothing (an empty document or null)"),
+        (json.dumps(_edited(nodes=_nodes((0, "capacity", True)))), "net.json",
+         "nodes[0].capacity: Input should be a valid number, got True"),
+        (json.dumps(_edited(links=_links((0, "price", "1e-7")))), "net.json",
+         "links[0].price: Input should be a valid number, got '1e-7'"),
+    ],
+)  # fmt: skip
+def test_document_shape_and_strict_numbers(tmp_path, text, name, expected):
+    path = _write(tmp_path, text, name=name)
+    code, _, err = _run_provision(path, "--throughput", "30")
+    assert code == 2
+    assert err.strip() == f"error: {path}: {expected}"
+
+
+def test_boolean_in_a_profile_is_not_a_number(tmp_path):
+    prof = _write(tmp_path, {"flops": [True, 1.0], "activation_bits": [1, 2, 3]}, "p.json")
+    code, _, err = _run_provision(_write(tmp_path, GOOD), "--throughput", "30", profile=str(prof))
+    assert code == 2
+    assert err.strip() == f"error: {prof}: flops[0]: Input should be a valid number, got True"
+
+
+def test_overflowing_targets_and_profiles_are_refused(tmp_path):
+    net = _write(tmp_path, GOOD)
+    code, _, err = _run_provision(net, "--interval", "1e-300")
+    assert code == 2
+    assert err.startswith("error: interval: an interval of 1e-300 s needs capacities or costs")
+    huge = _write(tmp_path, {"flops": [1e308, 1e308], "activation_bits": [1, 2, 3]}, "p.json")
+    code, _, err = _run_provision(net, "--throughput", "3", profile=str(huge))
+    assert code == 2
+    assert err.strip() == f"error: {huge}: flops: the total work overflows floating point"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["provision", "{net}", "vgg16", "--throughput", "30", "--plot", "{tmp}/no/p.png"],
+         "error: {tmp}/no/p.png: No such file or directory"),
+        (["provision", "{net}", "vgg16", "--throughput", "30", "--plot", "{tmp}/p.txt"],
+         "error: {tmp}/p.txt: cannot draw a figure as 'txt': use one of"),
+        (["profile", "alexnet", "-o", "{tmp}/no/p.json"],
+         "error: {tmp}/no/p.json: No such file or directory"),
+        (["generate", "tiered", "-o", "{tmp}/no/n.yaml"],
+         "error: {tmp}/no/n.yaml: No such file or directory"),
+    ],
+)  # fmt: skip
+def test_unwritable_outputs_are_one_line_errors(tmp_path, args, expected):
+    net = _write(tmp_path, GOOD)
+    filled = [a.format(net=net, tmp=tmp_path) for a in args]
+    result = runner.invoke(app, filled)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(expected.format(tmp=tmp_path))
+    assert result.stderr.count("\n") == 1
+
+
+def test_negative_seed_is_refused():
+    result = runner.invoke(app, ["generate", "tiered", "--seed", "-3"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--seed'" in result.stderr
+
+
+def test_milp_cost_errors_name_the_network_file(tmp_path):
+    falling = {"kind": "tiers", "upto": [1e9, 1e13], "price": [2e-9, 1e-9]}
+    data = _edited(nodes=_nodes((1, "cost", falling)))
+    code, _, err = _run_provision(_write(tmp_path, data), "--throughput", "30", "--method", "milp")
+    assert code == 2
+    assert err.startswith(f"error: {tmp_path / 'net.json'}: node 'a1'")
+    assert "convex tiered costs" in err

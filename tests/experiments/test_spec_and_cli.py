@@ -100,6 +100,8 @@ def test_grid_axes_forms(tmp_path):
         ),
         ("study: os:nothing\ngrid: {x: [1]}\n", "study: module 'os' has no function 'nothing'"),
         ("study: [unclosed\n", "malformed YAML"),
+        (GOOD + "seed_from: [topolgy]\n", "seed_from[0]: 'topolgy' is not a parameter"),
+        ("- a\n- b\n", "the top level must be a mapping of fields, got a list"),
     ],
 )
 def test_spec_errors_name_the_file_and_the_field(tmp_path, text, message):

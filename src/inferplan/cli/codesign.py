@@ -13,7 +13,7 @@ import typer
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json, si, table
 from inferplan.codesign import provision, throughput
-from inferplan.errors import InvalidNetwork
+from inferplan.errors import InvalidArgument, InvalidNetwork
 from inferplan.network import load_network, save_network, tiered
 from inferplan.profiles import load_profile
 
@@ -26,11 +26,17 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 @contextmanager
 def blame_network_file(path: Path) -> Iterator[None]:
-    """Attribute network errors found while solving (a cycle, say) to the network file."""
+    """Attribute errors about the network found while solving (a cycle, a cost the method
+    cannot take) to the network file."""
     try:
         yield
-    except InvalidNetwork as exc:
-        raise exc.located(str(path)) from None
+    except (InvalidNetwork, InvalidArgument) as exc:
+        about_network = isinstance(exc, InvalidNetwork) or (exc.field or "").startswith(
+            ("node", "link")
+        )
+        if about_network:
+            raise exc.located(str(path)) from None
+        raise
 
 
 class MethodName(StrEnum):
@@ -66,7 +72,9 @@ def provision_command(
         TieBreakName,
         typer.Option("--tie-break", help="PFP/PWF: which of several optimal deployments to use."),
     ] = TieBreakName.solver,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for --tie-break random.")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed for --tie-break random.", min=0)
+    ] = None,
 ) -> None:
     """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
     net, prof = load_network(network), load_profile(profile)
@@ -122,7 +130,7 @@ app.add_typer(generate_app, name="generate")
 @generate_app.command("tiered")
 @friendly_errors
 def generate_tiered(
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.", min=0)] = 0,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Output file.")] = None,
 ) -> None:
     """A network of the co-design paper's study (Section IV draws)."""

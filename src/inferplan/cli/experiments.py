@@ -31,7 +31,8 @@ ClusterOpt = Annotated[
     ),
 ]
 WorkersOpt = Annotated[
-    int | None, typer.Option("--workers", help="Workers of a --cluster local (default 2).")
+    int | None,
+    typer.Option("--workers", help="Workers of a --cluster local (default 2).", min=1),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

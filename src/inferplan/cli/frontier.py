@@ -9,12 +9,11 @@ from typing import Annotated
 
 import typer
 
-from inferplan.cli.codesign import JsonOpt, NetworkArg, ProfileArg
+from inferplan.cli.codesign import JsonOpt, NetworkArg, ProfileArg, blame_network_file
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json, table
 from inferplan.codesign import compile_instance
-from inferplan.codesign.frontier import cost_frontier, plot_frontier
-from inferplan.errors import InvalidArgument
+from inferplan.codesign.frontier import cost_frontier
 from inferplan.network import load_network
 from inferplan.profiles import load_profile
 
@@ -48,16 +47,13 @@ def frontier_command(
 ) -> None:
     """Least cost as a function of the target throughput, with where the deployment changes."""
     net, prof = load_network(network), load_profile(profile)
-    inst = compile_instance(net, prof, require_acyclic=method is ExactMethod.psg)
-    front = cost_frontier(inst, low=low, high=high, points=points, method=method.value)
+    with blame_network_file(network):
+        inst = compile_instance(net, prof, require_acyclic=method is ExactMethod.psg)
+        front = cost_frontier(inst, low=low, high=high, points=points, method=method.value)
     if plot is not None:
-        try:
-            figure = plot_frontier(front, title=f"{prof.name} on {network.name}")
-        except ImportError:
-            raise InvalidArgument(
-                "drawing needs matplotlib: pip install 'inferplan[plots]'", field="--plot"
-            ) from None
-        figure.savefig(plot, dpi=120)
+        from inferplan.plots import plot_frontier  # matplotlib only when asked for
+
+        plot_frontier(front, plot, title=f"{prof.name} on {network.name}")
     if as_json:
         print_json(front.to_dict())
         return

@@ -25,7 +25,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def friendly_errors(command: F) -> F:
-    """Turn an :class:`InferplanError` into one line on stderr and exit code 2."""
+    """Turn an :class:`InferplanError`, or an ``OSError`` such as an unwritable output path,
+    into one line on stderr and exit code 2."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -33,6 +34,10 @@ def friendly_errors(command: F) -> F:
             return command(*args, **kwargs)
         except InferplanError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        except OSError as exc:  # an output path that cannot be written, a full disk, ...
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]

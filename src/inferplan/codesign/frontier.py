@@ -29,7 +29,7 @@ from inferplan.codesign.provision import METHODS
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
 
-__all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier", "plot_frontier"]
+__all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
 
 
 @dataclass(frozen=True)
@@ -175,34 +175,3 @@ def cost_frontier(
         points=tuple(sorted(found.values(), key=lambda p: p.throughput)),
         changes=tuple(changes),
     )
-
-
-def plot_frontier(frontier: Frontier, *, title: str = "") -> Any:
-    """A matplotlib figure of the frontier (needs the ``plots`` extra), changes marked.
-
-    The caller saves it (``fig.savefig("frontier.png")``). The figure renders with the Agg
-    canvas and never touches pyplot, so no display is needed and the caller's backend stays.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    feasible = [p for p in frontier.points if math.isfinite(p.cost)]
-    ax.plot([p.throughput for p in feasible], [p.cost for p in feasible], color="C0",
-            label=f"least cost ({frontier.method})")  # fmt: skip
-    for k, change in enumerate(frontier.changes):
-        ax.axvline(
-            change.high.throughput,
-            color="C3" if change.to_dict()["path_changes"] else "C2",
-            linestyle=":",
-            linewidth=0.8,
-            label=None if k else "deployment changes (red: path, green: partition)",
-        )
-    ax.set_xlabel("target throughput (inferences/s)")
-    ax.set_ylabel("cost of added capacity")
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
-    return fig

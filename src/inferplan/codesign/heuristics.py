@@ -14,6 +14,7 @@ from inferplan.codesign.plan import (
     INTERVAL_RTOL,
     Plan,
     build_plan,
+    check_scale,
     stage_delays,
     stage_increments,
 )
@@ -82,6 +83,7 @@ def solve_pfp(
     the one :func:`throughput_optimal` returns, ``"random"`` one drawn uniformly from ``seed``.
     """
     _check_tie_break(tie_break)
+    check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
     rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
@@ -114,6 +116,7 @@ def solve_pwf(
     2``) the next round fills straight to ``beta``, so the loop always ends.
     """
     _check_tie_break(tie_break)
+    check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     C, B = inst.capacity.copy(), inst.bandwidth.copy()
     rounds = max_rounds if max_rounds is not None else 2 * (len(C) + len(B)) + 2

@@ -36,7 +36,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from inferplan.codesign.costs import CapacityCost, ModuleCost, TieredCost
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.plan import Plan
+from inferplan.codesign.plan import Plan, check_scale
 from inferplan.codesign.psg import plan_from_path
 from inferplan.errors import Infeasible, InvalidArgument
 
@@ -136,6 +136,7 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
     >>> abs(solve_milp(inst, beta).cost - solve_psg(inst, beta).cost) < 1e-6
     True
     """
+    check_scale(inst, beta)
     S, D = inst.prefix_flops, inst.activation_bits
     V, E, W = len(inst.node_ids), len(inst.links), inst.n_blocks + 1
     work_scale = S[-1] / beta  # compute (FLOP/s) that runs the whole model in beta

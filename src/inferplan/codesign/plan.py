@@ -13,8 +13,16 @@ import numpy.typing as npt
 
 from inferplan.codesign.costs import CapacityCost
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.errors import InvalidArgument
 
-__all__ = ["Deployment", "LinkUpgrade", "Plan", "stage_delays", "stage_increments"]
+__all__ = [
+    "Deployment",
+    "LinkUpgrade",
+    "Plan",
+    "check_scale",
+    "stage_delays",
+    "stage_increments",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -109,6 +117,34 @@ class Plan:
                 for u in self.link_upgrades
             ],
         }
+
+
+def check_scale(inst: CodesignInstance, beta: float) -> None:
+    """Refuse a target whose capacities or prices overflow floating point.
+
+    Meeting ``beta`` may need up to ``S_N / beta`` FLOP/s on a node and ``max D / beta`` bit/s
+    on a link, priced at up to the largest unit price. Beyond ``1.8e308`` the solvers could
+    only answer ``inf``, which would read as "infeasible"; almost always the units are off.
+
+    Raises
+    ------
+    InvalidArgument
+        If any of those magnitudes is not a finite float.
+    """
+    compute = float(inst.prefix_flops[-1]) / beta
+    bandwidth = float(inst.activation_bits.max()) / beta
+    with np.errstate(over="ignore"):
+        priciest = max(
+            float(np.max(inst.node_pricing.price, initial=0.0)) * compute,
+            float(np.max(inst.link_pricing.price, initial=0.0)) * bandwidth,
+        )
+    if not all(math.isfinite(x) for x in (compute, bandwidth, priciest)):
+        raise InvalidArgument(
+            f"an interval of {beta:g} s needs capacities or costs beyond floating point "
+            f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s): check the units of the "
+            "target, the profile and the network",
+            field="interval",
+        )
 
 
 def _path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Plan, build_plan, stage_increments
+from inferplan.codesign.plan import Plan, build_plan, check_scale, stage_increments
 from inferplan.errors import Infeasible
 
 __all__ = [
@@ -331,6 +331,7 @@ def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], lis
         If the instance was compiled with a cycle on the way (``require_acyclic=False``).
     """
     inst.check_acyclic("PSG")
+    check_scale(inst, beta)
     start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
@@ -373,6 +374,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
     """Algorithm 1 of the co-design paper as written: relax every transition of the state graph
     in topological order, ``O(|V| N + |E| N^2)`` scalar steps. For tests and benchmarks."""
     inst.check_acyclic("Algorithm 1")
+    check_scale(inst, beta)
     N, S, D = inst.n_blocks, inst.prefix_flops, inst.activation_bits
     V = len(inst.node_ids)
     dist = [[math.inf] * (N + 1) for _ in range(V)]

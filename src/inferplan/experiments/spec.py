@@ -221,8 +221,10 @@ def _sweep(spec: SweepSpec) -> Sweep:
         if seed_from is None and study.seed_from is not None:
             seed_from = list(study.seed_from)
     names = {k for p in params for k in p}
+    if study is not None:
+        names |= set(study.parameters.model_fields)
     for k, name in enumerate(seed_from or []):
-        if name not in names and study is None:
+        if name not in names:
             raise InvalidFile(f"{name!r} is not a parameter of this sweep", field=f"seed_from[{k}]")
     points = make_points(params, sweep_seed=spec.seed, seed_from=seed_from)
     return Sweep(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -15,12 +15,16 @@ from inferplan.network.network import Link, Network, Node
 __all__ = ["load_network", "network_from_dict", "save_network"]
 
 
+# Strict: a boolean or a quoted number in a file is a mistake, not 1.0 (ints are fine).
+Number = Annotated[float, Field(strict=True)]
+
+
 class _NodeEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    capacity: float
-    price: float | None = None
+    capacity: Number
+    price: Number | None = None
     cost: dict[str, Any] | None = None
 
 
@@ -29,8 +33,8 @@ class _LinkEntry(BaseModel):
 
     source: str
     target: str
-    capacity: float
-    price: float | None = None
+    capacity: Number
+    price: Number | None = None
     cost: dict[str, Any] | None = None
 
 

@@ -6,6 +6,7 @@ pyplot: no window, no global state, the same file on any machine (Agg for raster
 """
 
 from inferplan.plots.codesign import ratio_boxplots
+from inferplan.plots.frontier import plot_frontier
 from inferplan.plots.plan import plot_plan
 
-__all__ = ["plot_plan", "ratio_boxplots"]
+__all__ = ["plot_frontier", "plot_plan", "ratio_boxplots"]

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from inferplan.errors import InferplanError
+from inferplan.errors import InferplanError, InvalidArgument
 
 __all__ = ["STYLE", "styled_figure"]
 
@@ -35,7 +35,7 @@ def styled_figure(paths: Sequence[str | Path], **kwargs: Any) -> Iterator[Any]:
     Raises
     ------
     InferplanError
-        If matplotlib is not installed.
+        If matplotlib is not installed, or a path's suffix names no image format.
     """
     try:
         import matplotlib
@@ -45,6 +45,15 @@ def styled_figure(paths: Sequence[str | Path], **kwargs: Any) -> Iterator[Any]:
     # rcParams are read when artists are created, so the whole drawing happens in the context.
     with matplotlib.rc_context(STYLE):  # type: ignore[arg-type]
         figure = Figure(**kwargs)
+        known = figure.canvas.get_supported_filetypes()
+        for path in paths:
+            suffix = Path(path).suffix.lower().lstrip(".")
+            if suffix not in known:
+                raise InvalidArgument(
+                    f"cannot draw a figure as {suffix or 'a file without suffix'!r}: use one of "
+                    + ", ".join(sorted(known)),
+                    source=str(path),
+                )
         yield figure
         for path in paths:
             figure.savefig(str(path), bbox_inches="tight")

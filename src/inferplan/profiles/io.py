@@ -14,7 +14,8 @@ from inferplan.profiles.zoo import builtin_profile
 
 __all__ = ["load_profile", "profile_from_dict", "save_profile"]
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+# Strict: a boolean or a quoted number in a file is a mistake, not 1.0 (ints are fine).
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 
 
 class _ProfileFile(BaseModel):
@@ -24,7 +25,7 @@ class _ProfileFile(BaseModel):
     flops: list[Positive]
     activation_bits: list[Positive]
     blocks: list[str] | None = None
-    params: list[Annotated[int, Field(ge=0)]] | None = None
+    params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
 
 
 def profile_from_dict(data: object, *, source: str | None = None) -> Profile:

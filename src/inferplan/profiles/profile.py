@@ -61,6 +61,8 @@ class Profile:
                     raise InvalidProfile(
                         f"must be a positive finite number, got {value!r}", field=f"{name}[{k}]"
                     )
+        if not math.isfinite(sum(flops)):
+            raise InvalidProfile("the total work overflows floating point", field="flops")
         blocks = tuple(self.blocks) or tuple(f"block{k + 1}" for k in range(len(flops)))
         if len(blocks) != len(flops):
             raise InvalidProfile(
