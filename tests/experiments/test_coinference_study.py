@@ -220,7 +220,7 @@ def test_report_states_the_numbers_and_the_papers_findings(study):
     assert "as high as 0.9 in the AlexNet" in report and "Corollary 4.1" in report
     for c in _read(out / "curves.csv"):
         assert f"{float(c['p_1sla_optimal']):.3f}" in report
-    pooled = [s for s in result.savings if s["parameter"] == "all"]
+    pooled = [s for s in result.summary if s["parameter"] == "all"]
     for s in pooled:
         assert f"{100 * s['median_saving']:.1f} %" in report
     assert "0 of 8 MLP" not in report and "at 4 of 4 MLP points" in report

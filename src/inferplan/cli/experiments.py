@@ -13,7 +13,7 @@ from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json
 from inferplan.experiments.codesign import reproduce_codesign
 from inferplan.experiments.coinference import reproduce_coinference
-from inferplan.experiments.engine import run_sweep
+from inferplan.experiments.engine import Reproduction, run_sweep
 from inferplan.experiments.progress import progress_bar
 from inferplan.experiments.spec import load_spec
 from inferplan.experiments.store import write_csv, write_parquet
@@ -87,6 +87,20 @@ reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_he
 app.add_typer(reproduce_app, name="reproduce")
 
 
+def _print_reproduction(result: Reproduction, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    outcome = result.outcome
+    console.print(
+        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
+        f"{outcome.seconds:.1f} s; wrote {', '.join(f.name for f in result.files)} to "
+        f"{result.out}"
+    )
+
+
 @reproduce_app.command("codesign")
 @friendly_errors
 def reproduce_codesign_command(
@@ -115,16 +129,7 @@ def reproduce_codesign_command(
                 progress=progress,
             ),
         )
-    if as_json:
-        print_json(result.to_dict())
-        return
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    outcome = result.outcome
-    console.print(
-        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
-        f"{outcome.seconds:.1f} s; wrote {', '.join(f.name for f in result.files)} to {out}"
-    )
+    _print_reproduction(result, as_json)
 
 
 @reproduce_app.command("coinference")
@@ -158,13 +163,4 @@ def reproduce_coinference_command(
                 progress=progress,
             ),
         )
-    if as_json:
-        print_json(result.to_dict())
-        return
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    outcome = result.outcome
-    console.print(
-        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
-        f"{outcome.seconds:.1f} s; wrote {', '.join(f.name for f in result.files)} to {out}"
-    )
+    _print_reproduction(result, as_json)

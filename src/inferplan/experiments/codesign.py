@@ -15,11 +15,10 @@ import importlib.util
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferplan.experiments.engine import Progress, Sweep, SweepOutcome, run_sweep
+from inferplan.experiments.engine import Progress, Reproduction, Sweep, SweepOutcome, run_sweep
 from inferplan.experiments.space import grid_points, make_points
 from inferplan.experiments.store import write_csv, write_parquet
 
@@ -30,7 +29,6 @@ __all__ = [
     "OPTIMAL_RTOL",
     "PAPER",
     "SUMMARY_COLUMNS",
-    "Reproduction",
     "codesign_report",
     "codesign_sweep",
     "reproduce_codesign",
@@ -408,26 +406,6 @@ def _checks_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         f"- Heuristic ratios below 1 (would contradict PSG's optimality): {below}.",
         f"- Plans missing their target interval: {infeasible}.",
     ]
-
-
-@dataclass(frozen=True)
-class Reproduction:
-    """What :func:`reproduce_codesign` wrote and computed."""
-
-    out: Path
-    outcome: SweepOutcome
-    summary: tuple[dict[str, Any], ...]
-    files: tuple[Path, ...]
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "out": str(self.out),
-            "sweep": self.outcome.to_dict(),
-            "summary": list(self.summary),
-            "files": [str(f) for f in self.files],
-            "notes": list(self.notes),
-        }
 
 
 def reproduce_codesign(

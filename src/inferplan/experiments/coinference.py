@@ -48,7 +48,7 @@ import math
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -81,7 +81,7 @@ from inferplan.coinference.system import (
     DEFAULT_INFERENCES_PER_UPDATE,
 )
 from inferplan.errors import InferplanError, InvalidArgument
-from inferplan.experiments.engine import Progress, Sweep, SweepOutcome, run_sweep
+from inferplan.experiments.engine import Progress, Reproduction, Sweep, SweepOutcome, run_sweep
 from inferplan.experiments.space import make_points
 from inferplan.experiments.store import write_csv, write_parquet
 from inferplan.profiles import load_profile
@@ -97,7 +97,6 @@ __all__ = [
     "SWEEP_COLUMNS",
     "CoinferenceOptions",
     "CoinferenceParams",
-    "CoinferenceReproduction",
     "build_system",
     "check_values",
     "coinference_point",
@@ -1070,26 +1069,6 @@ def coinference_report(
 # ------------------------------------------------------------------------------------- driver
 
 
-@dataclass(frozen=True)
-class CoinferenceReproduction:
-    """What :func:`reproduce_coinference` wrote and computed."""
-
-    out: Path
-    outcome: SweepOutcome
-    savings: tuple[dict[str, Any], ...]
-    files: tuple[Path, ...]
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "out": str(self.out),
-            "sweep": self.outcome.to_dict(),
-            "savings": list(self.savings),
-            "files": [str(f) for f in self.files],
-            "notes": list(self.notes),
-        }
-
-
 def reproduce_coinference(
     out: str | Path,
     *,
@@ -1101,7 +1080,7 @@ def reproduce_coinference(
     cluster: str | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
-) -> CoinferenceReproduction:
+) -> Reproduction:
     """Run (or resume) the study into ``out`` and write ``results.csv`` (and ``.parquet``),
     ``curves.csv``, ``savings.csv``, ``sweeps.csv``, the figures ``optimality``,
     ``z_curves``, ``sweep_costs`` and ``sweep_savings`` (PNG and PDF) and ``report.md``.
@@ -1151,4 +1130,4 @@ def reproduce_coinference(
     report = coinference_report(rows, seed=seed, outcome=outcome, executor=executor)
     (out / "report.md").write_text(report, encoding="utf-8")
     files.append(out / "report.md")
-    return CoinferenceReproduction(out, outcome, tuple(savings), tuple(files), tuple(notes))
+    return Reproduction(out, outcome, tuple(savings), tuple(files), tuple(notes))

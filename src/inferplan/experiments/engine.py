@@ -24,6 +24,7 @@ from inferplan.experiments.store import PointRecord, ResultStore
 __all__ = [
     "PointFunction",
     "Progress",
+    "Reproduction",
     "Sweep",
     "SweepOutcome",
     "Task",
@@ -130,6 +131,27 @@ class SweepOutcome:
             "ran": self.ran,
             "seconds": self.seconds,
             "rows": len(self.rows),
+        }
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """What a paper reproduction wrote and computed: the sweep's outcome, its summary rows,
+    the files written to ``out`` and notes for the user."""
+
+    out: Path
+    outcome: SweepOutcome
+    summary: tuple[dict[str, Any], ...]
+    files: tuple[Path, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "sweep": self.outcome.to_dict(),
+            "summary": list(self.summary),
+            "files": [str(f) for f in self.files],
+            "notes": list(self.notes),
         }
 
 
