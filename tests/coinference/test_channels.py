@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from inferplan.coinference import (
     ScipyChannel,
     Trace,
     default_system,
+    plan_placement,
 )
 from inferplan.errors import DivergentCost, InvalidSystem
 
@@ -149,6 +151,113 @@ def test_per_stage_divergence_names_the_stage():
     ],
 )
 def test_bad_channels(make, message):
+    with pytest.raises(InvalidSystem) as info:
+        make()
+    assert message in str(info.value)
+
+
+def _nakagami_reference(m: float, mean: float, t: float) -> float:
+    """``E[g; gamma >= t]`` for Nakagami-m at 30 digits with mpmath, independently of the code.
+
+    Below ``x0`` the variable ``v = x^(m-1) / (m-1)`` (``dv = x^(m-2) dx``) absorbs the
+    ``x^(m-2)`` peak at 0, leaving a smooth integrand on a finite interval.
+    """
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    m_, s = mpmath.mpf(m), mpmath.mpf(mean) / m
+    a, c, ln2 = m_ - 1, 1 / (mpmath.gamma(m_) * s**m_), mpmath.log(2)
+
+    def direct(x):
+        return ln2 / mpmath.log1p(x) * x ** (m_ - 1) * mpmath.exp(-x / s) * c
+
+    if t > 0:
+        return float(mpmath.quad(direct, [t, s, 10 * s, mpmath.inf]))
+    x0 = s / 100
+
+    def head(v):
+        x = (a * v) ** (1 / a)
+        return (ln2 * x / mpmath.log1p(x) if x else ln2) * mpmath.exp(-x / s) * c
+
+    return float(
+        mpmath.quad(head, [0, x0**a / a]) + mpmath.quad(direct, [x0, s, 10 * s, mpmath.inf])
+    )
+
+
+@pytest.mark.parametrize("m", [1.001, 1.01, 1.05, 2.0])
+@pytest.mark.parametrize(("mean", "t"), [(10.0, 0.0), (0.05, 0.0), (10.0, 1e-6)])
+def test_nakagami_with_m_just_above_one_is_finite_and_accurate(m, mean, t):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no IntegrationWarning, no RuntimeWarning
+        value = Nakagami(m, mean).partial_inv_log(t)
+    assert value == pytest.approx(_nakagami_reference(m, mean, t), rel=1e-8)
+
+
+def test_nakagami_near_one_matches_the_reviewers_quadrature():
+    assert Nakagami(1.01, 10.0).mean_inv_log() == pytest.approx(7.24, rel=1e-3)
+    assert Nakagami(1.001, 10.0).mean_inv_log() == pytest.approx(69.6, rel=1e-3)
+    plan = plan_placement(default_system(channel=Nakagami(1.01, 10.0)), "optimal")
+    assert all(math.isfinite(z) for z in plan.costs)
+
+
+@pytest.mark.parametrize("ratio", [1e-10, 1e-12, 1e-14])
+def test_rayleigh_concentrated_at_its_floor(ratio):
+    # gamma = 0.1 + Exp(0.1 * ratio): g(gamma) is g(0.1) to a relative 1e-9 for these ratios.
+    ch = Rayleigh(0.1 * ratio, min_snr=0.1)
+    assert ch.mean_inv_log() == pytest.approx(math.log(2) / math.log1p(0.1), rel=1e-9)
+    t = 0.1 + 0.1 * ratio  # t - 0.1 is exact; the float t is what is asked for
+    assert ch.partial_inv_log(t) == pytest.approx(
+        math.exp(-(t - 0.1) / ch.mean_snr) * math.log(2) / math.log1p(0.1), rel=1e-9
+    )
+
+
+def test_extreme_allowed_parameters_do_not_overflow():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wide = LogNormal(150.0, 50.0).partial_inv_log(1.0)
+        strong = Rayleigh(1e15, min_snr=1e-15).mean_inv_log()
+    # 10 log10(gamma) = 150 + 50 z, integrated over z on a grid of hand-picked pieces.
+    k = math.log(10) / 10
+
+    def over_z(z):
+        return math.log(2) / math.log1p(math.exp(k * (150 + 50 * z))) * stats.norm.pdf(z)
+
+    z1 = -3.0  # gamma = 1
+    ref = sum(
+        integrate.quad(over_z, a, b, epsabs=0, epsrel=1e-12)[0]
+        for a, b in [(z1, -2.0), (-2.0, 0.0), (0.0, 4.0), (4.0, 40.0)]
+    )
+    assert wide == pytest.approx(ref, rel=1e-8)
+    ref = integrate.quad(
+        lambda s: math.log(2) / math.log1p(1e-15 + 1e15 * s) * math.exp(-s),
+        0,
+        np.inf,
+        points=None,
+        epsabs=0,
+        epsrel=1e-12,
+        limit=500,
+    )[0]
+    assert strong == pytest.approx(ref, rel=1e-6)
+
+
+def test_an_integral_that_cannot_be_computed_raises():
+    # A power law at 0 that ScipyChannel cannot see: the log-domain quadrature fails.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(InvalidSystem, match=r"^channel: cannot compute E\[1/log2\(1\+SNR\)"):
+            ScipyChannel(stats.gamma(1.05, scale=10.0)).mean_inv_log()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: LogNormal(10.0, 200.0), "sigma_db: must be at most 50 dB"),
+        (lambda: LogNormal(400.0, 5.0), "mean_db: must be in [-150, 150] dB"),
+        (lambda: Rayleigh(1e300, min_snr=0.1), "mean_snr: must be a linear SNR in [1e-15, 1e+15]"),
+        (lambda: Rayleigh(10.0, min_snr=1e-20), "min_snr: must be a linear SNR in"),
+        (lambda: Nakagami(2.0, 1e16), "mean_snr: must be a linear SNR in"),
+    ],
+)
+def test_out_of_range_parameters(make, message):
     with pytest.raises(InvalidSystem) as info:
         make()
     assert message in str(info.value)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import warnings
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,44 @@ def test_errors_are_one_line_with_exit_code_2(tmp_path):
     assert result.stderr.count("\n") == 1
     missing = runner.invoke(app, ["coinfer-simulate", str(tmp_path / "none.yaml")])
     assert missing.exit_code == 2 and "file not found" in missing.stderr
+
+
+def test_nakagami_with_m_just_above_one_plans_finitely(tmp_path):
+    sys_file = tmp_path / "sys.yaml"
+    sys_file.write_text(
+        EXAMPLE.read_text().replace(
+            "{kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}",
+            "{kind: nakagami, m: 1.01, mean_snr: 10}",
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _json(["coinfer", str(sys_file), "--method", "optimal", "--json"])
+    assert all(isinstance(z, float) and math.isfinite(z) for z in out["costs"])
+    assert out["expected_cost"] == min(out["costs"])
+
+
+@pytest.mark.parametrize(
+    ("channel", "message"),
+    [
+        ("{kind: lognormal, mean_db: 10, sigma_db: 200}", "channel.sigma_db: must be at most"),
+        ("{kind: rayleigh, mean_snr: 1e300, min_snr: 0.1}", "channel.mean_snr: must be a linear"),
+        ("rayleigh", "channel: must be a mapping like {kind: rayleigh"),
+    ],
+)
+def test_bad_channel_is_one_line_with_exit_code_2(tmp_path, channel, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        EXAMPLE.read_text().replace("{kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}", channel)
+    )
+    result = runner.invoke(app, ["coinfer", str(bad), "--json"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {bad}: {message}")
+    assert result.stderr.count("\n") == 1
+
+
+def test_negative_seed_is_a_usage_error():
+    result = runner.invoke(app, ["coinfer-simulate", str(EXAMPLE), "--seed", "-1"])
+    assert result.exit_code == 2
+    assert "--seed" in result.stderr and "Traceback" not in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -154,6 +154,57 @@ def test_eight_bit_input_and_32_bit_activations():
         ),
         ("layers.cycles", [2e7, -4e7], "layers.cycles[1]: must be a non-negative finite number"),
         ("layers.extra", 1, "layers.extra: unknown field"),
+        # Strict numbers: YAML booleans and quoted numbers are mistakes.
+        (
+            "inferences_per_update",
+            True,
+            "inferences_per_update: Input should be a valid integer, got True",
+        ),
+        (
+            "inferences_per_update",
+            "1000",
+            "inferences_per_update: Input should be a valid integer, got '1000'",
+        ),
+        ("downlink_bps", "5e7", "downlink_bps: Input should be a valid number, got '5e7'"),
+        ("device.cpu_hz", False, "device.cpu_hz: Input should be a valid number, got False"),
+        ("energy_weight", True, "energy_weight: Input should be a valid number, got True"),
+        (
+            "channel.prob",
+            [0.2, True, 0.3],
+            "channel.prob[1]: Input should be a valid number, got True",
+        ),
+        (
+            "layers.cycles",
+            [2e7, "4e7"],
+            "layers.cycles[1]: Input should be a valid number, got '4e7'",
+        ),
+        (
+            "channel",
+            "rayleigh",
+            "channel: must be a mapping like {kind: rayleigh, mean_snr: 10.0, min_snr: 0.25} or "
+            "a list of them, got 'rayleigh'",
+        ),
+        (
+            "channel",
+            [{"kind": "rayleigh", "mean_snr": 1.0, "min_snr": 0.1}, "rayleigh", None],
+            "channel[1]: must be a mapping like {kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}, "
+            "got 'rayleigh'",
+        ),
+        (
+            "channel",
+            {"kind": "nakagami", "m": 2, "mean_snr": True},
+            "channel.mean_snr: Input should be a valid number, got True",
+        ),
+        (
+            "channel",
+            {"kind": "lognormal", "mean_db": 10, "sigma_db": 200},
+            "channel.sigma_db: must be at most 50 dB",
+        ),
+        (
+            "channel",
+            {"kind": "rayleigh", "mean_snr": 1e300, "min_snr": 0.1},
+            "channel.mean_snr: must be a linear SNR in [1e-15, 1e+15]",
+        ),
     ],
 )
 def test_bad_system_files(tmp_path, path, value, message):
@@ -187,8 +238,22 @@ def test_bad_trace_file(tmp_path):
     with pytest.raises(InvalidSystem, match=r"snr.csv: line 3: not a number: 'oops'"):
         load_system(file)
     missing = _write(tmp_path, _with("channel", {"kind": "trace", "file": "nope.csv"}))
-    with pytest.raises(InvalidSystem, match=r"channel.file: cannot read trace file"):
+    with pytest.raises(InvalidSystem) as info:
         load_system(missing)
+    assert str(info.value).startswith(f"{missing}: channel.file: cannot read trace file")
+    listed = _write(tmp_path, _with("channel", [{"kind": "trace", "file": "nope.csv"}] * 3))
+    with pytest.raises(InvalidSystem) as info:
+        load_system(listed)
+    assert str(info.value).startswith(f"{listed}: channel[0].file: cannot read trace file")
+
+
+def test_ints_are_accepted_where_floats_are_expected(tmp_path):
+    data = _with("device.cpu_hz", 1_000_000_000)
+    data["energy_weight"] = 1
+    data["channel"] = {"kind": "nakagami", "m": 2, "mean_snr": 10}
+    system = load_system(_write(tmp_path, data))
+    assert system.device.cpu_hz == 1e9 and system.energy_weight == 1.0
+    assert system.channels[0] == Nakagami(2.0, 10.0)
 
 
 def test_layers_and_profile_together(tmp_path):
