@@ -11,7 +11,6 @@ topology share one network, and any instance can be rebuilt alone from its row::
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -19,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from inferplan.experiments.engine import Progress, Reproduction, Sweep, SweepOutcome, run_sweep
+from inferplan.experiments.outputs import (
+    can_draw,
+    describe_executor,
+    write_parquet_if_possible,
+)
 from inferplan.experiments.space import grid_points, make_points
-from inferplan.experiments.store import write_csv, write_parquet
+from inferplan.experiments.store import write_csv
 
 __all__ = [
     "CODESIGN_ALPHAS",
@@ -432,30 +436,21 @@ def reproduce_codesign(
     files = [out / "results.csv", out / "summary.csv"]
     write_csv(rows, files[0])
     write_csv(summary, files[1], columns=SUMMARY_COLUMNS)
-    notes = []
-    if write_parquet(rows, out / "results.parquet"):
-        files.append(out / "results.parquet")
-    else:
-        notes.append("results.parquet not written: pyarrow is not installed")
-    if importlib.util.find_spec("matplotlib") is None:
-        notes.append(
-            "figures not drawn: matplotlib is not installed (pip install 'inferplan[plots]')"
-        )
-    else:
+    notes: list[str] = []
+    write_parquet_if_possible(rows, out, files, notes)
+    if can_draw(notes):
         from inferplan.plots.codesign import ratio_boxplots
 
         figures = [out / "figure.png", out / "figure.pdf"]
         ratio_boxplots(rows, figures, dnns=CODESIGN_DNNS, alphas=CODESIGN_ALPHAS)
         files += figures
-    executor = (
-        f"Dask cluster {cluster}"
-        if cluster
-        else "in process"
-        if jobs == 1
-        else f"joblib, {jobs or 'all'} processes"
-    )
     report = codesign_report(
-        summary, rows, seed=seed, topologies=topologies, outcome=outcome, executor=executor
+        summary,
+        rows,
+        seed=seed,
+        topologies=topologies,
+        outcome=outcome,
+        executor=describe_executor(jobs, cluster),
     )
     (out / "report.md").write_text(report, encoding="utf-8")
     files.append(out / "report.md")

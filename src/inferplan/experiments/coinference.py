@@ -42,7 +42,6 @@ system over ``K``, the mean SNR, the uplink bandwidth and ``beta_e``
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
 import statistics
@@ -82,8 +81,13 @@ from inferplan.coinference.system import (
 )
 from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.experiments.engine import Progress, Reproduction, Sweep, SweepOutcome, run_sweep
+from inferplan.experiments.outputs import (
+    can_draw,
+    describe_executor,
+    write_parquet_if_possible,
+)
 from inferplan.experiments.space import make_points
-from inferplan.experiments.store import write_csv, write_parquet
+from inferplan.experiments.store import write_csv
 from inferplan.profiles import load_profile
 
 __all__ = [
@@ -1098,16 +1102,9 @@ def reproduce_coinference(
     write_csv(curves, files[1], columns=CURVE_COLUMNS)
     write_csv(savings, files[2], columns=SAVINGS_COLUMNS)
     write_csv(sweep_rows, files[3], columns=SWEEP_COLUMNS)
-    notes = []
-    if write_parquet(rows, out / "results.parquet"):
-        files.append(out / "results.parquet")
-    else:
-        notes.append("results.parquet not written: pyarrow is not installed")
-    if importlib.util.find_spec("matplotlib") is None:
-        notes.append(
-            "figures not drawn: matplotlib is not installed (pip install 'inferplan[plots]')"
-        )
-    else:
+    notes: list[str] = []
+    write_parquet_if_possible(rows, out, files, notes)
+    if can_draw(notes):
         from inferplan.plots import coinference as plots
 
         names = {d: dnn_name(d) for d in _dnns(rows)}
@@ -1120,14 +1117,9 @@ def reproduce_coinference(
             paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
             draw(data, paths, names=names)
             files += paths
-    executor = (
-        f"Dask cluster {cluster}"
-        if cluster
-        else "in process"
-        if jobs == 1
-        else f"joblib, {jobs or 'all'} processes"
+    report = coinference_report(
+        rows, seed=seed, outcome=outcome, executor=describe_executor(jobs, cluster)
     )
-    report = coinference_report(rows, seed=seed, outcome=outcome, executor=executor)
     (out / "report.md").write_text(report, encoding="utf-8")
     files.append(out / "report.md")
     return Reproduction(out, outcome, tuple(savings), tuple(files), tuple(notes))
