@@ -6,20 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import inferplan
-from inferplan.cli.main import _register, app
+from tests.cli import app, runner
+from tests.cli import invoke_json as _json
 
-_register()
-runner = CliRunner()
 EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
 
-
-def _json(args: list[str]) -> dict:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("method", ["psg", "pfp", "pwf"])

@@ -10,12 +10,11 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import inferplan
-from inferplan.cli.main import _register, app
 from inferplan.codesign import compile_instance, cost_frontier, throughput_optimal
 from inferplan.errors import InvalidArgument
+from tests.cli import app, runner
 from tests.oracles import brute_force_cost
 from tests.strategies import small_dags, small_profiles
 
@@ -82,11 +81,9 @@ def test_frontier_rejects_bad_ranges():
 
 def test_frontier_command(tmp_path):
     pytest.importorskip("matplotlib")
-    _register()
     net = tmp_path / "net.json"
     inferplan.save_network(inferplan.tiered(seed=2), net)
     picture = tmp_path / "front.png"
-    runner = CliRunner()
     result = runner.invoke(app, ["frontier", str(net), "vgg16", "--points", "5", "--json",
                                  "--plot", str(picture)])  # fmt: skip
     assert result.exit_code == 0, result.output

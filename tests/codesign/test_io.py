@@ -6,12 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from inferplan.cli.main import _register, app
-
-_register()
-runner = CliRunner()
+from tests.cli import app, runner
 
 GOOD = {
     "source": "s",

@@ -8,20 +8,13 @@ import warnings
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from inferplan.cli.main import _register, app
 from inferplan.coinference import SplitPolicy, load_system, plan_placement, simulate
+from tests.cli import app, runner
+from tests.cli import invoke_json as _json
 
-_register()
-runner = CliRunner()
 EXAMPLE = Path(__file__).parents[2] / "examples" / "system.yaml"
 
-
-def _json(args: list[str]) -> dict:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("method", ["optimal", "1sla", "hybrid"])

@@ -12,10 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 import inferplan.cli.experiments as cli_experiments
-from inferplan.cli.main import _register, app
 from inferplan.errors import InvalidArgument
 from inferplan.experiments import load_spec, run_sweep
 from inferplan.experiments.coinference import (
@@ -28,10 +26,9 @@ from inferplan.experiments.coinference import (
     coinference_sweep,
     reproduce_coinference,
 )
+from tests.cli import app, runner
 
 ROOT = Path(__file__).parents[2]
-runner = CliRunner()
-_register()
 
 DNNS = ("alexnet", "mlp-256x4")
 SWEEPS = {"inferences_per_update": (100, 10_000), "bandwidth_hz": (5e5,)}

@@ -6,16 +6,13 @@ import csv
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import inferplan
-from inferplan.cli.main import _register, app
 from inferplan.errors import InferplanError
 from inferplan.experiments import load_spec
+from tests.cli import app, runner
 
 ROOT = Path(__file__).parents[2]
-runner = CliRunner()
-_register()
 
 
 def _spec(tmp_path: Path, text: str) -> Path:

@@ -6,13 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from inferplan.cli.main import _register, app
 from inferplan.profiles import vgg16
+from tests.cli import app, runner
 
-_register()
-runner = CliRunner()
 ROOT = Path(__file__).parents[2]
 
 MODELS = """
