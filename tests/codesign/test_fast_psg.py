@@ -1,5 +1,6 @@
-"""The generation-wise PSG and T* against Algorithm 1 and the brute force, for every cost kind,
-on both compute steps (all pairs at once, and the windowed scan used for large N)."""
+"""The fast PSG and T* against Algorithm 1 and the brute force, for every cost kind, on each of
+their compute steps: the compiled kernels (numba), and the vectorised relaxation's all-pairs
+step and windowed scan (used for large N)."""
 
 from __future__ import annotations
 
@@ -13,29 +14,44 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inferplan
-from inferplan.codesign import compile_instance, psg, reference_psg, solve_psg, throughput_optimal
+from inferplan.codesign import (
+    compile_instance,
+    compiled,
+    psg,
+    reference_psg,
+    solve_psg,
+    throughput_optimal,
+)
 from inferplan.codesign.costs import LinearCost, TieredCost
-from inferplan.errors import Infeasible
+from inferplan.errors import Infeasible, InvalidArgument
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
 from tests.strategies import COST_KINDS, small_dags, small_profiles
 
 # The package re-exports the function ``throughput``, which hides the module of that name.
 throughput = importlib.import_module("inferplan.codesign.throughput")
 alphas = st.floats(min_value=0.05, max_value=1.5)
-dense_or_windows = st.sampled_from([psg.DENSE_WIDTH, 0])
+STEPS = ("compiled", "numpy-dense", "numpy-windows")
+steps = st.sampled_from(STEPS)
 
 
-def _solve(solver, inst, beta, dense_width):
-    """``solver`` with the all-pairs step up to ``dense_width`` block counts (0: windows)."""
+def _solve(solver, inst, beta, step):
+    """``solver`` by the compiled kernels, or by numpy with the all-pairs step (``dense``) or
+    the windowed scan (``windows``) at every size."""
+    if step == "compiled":
+        engine, dense_width = "compiled", psg.DENSE_WIDTH
+    else:
+        engine, dense_width = "numpy", (psg.DENSE_WIDTH if step == "numpy-dense" else 0)
     with mock.patch.object(psg, "DENSE_WIDTH", dense_width), \
             mock.patch.object(throughput, "DENSE_WIDTH", dense_width):  # fmt: skip
-        return solver(inst, beta) if beta is not None else solver(inst)
+        if beta is None:
+            return solver(inst, engine=engine)
+        return solver(inst, beta, engine=engine)
 
 
 @pytest.mark.parametrize("kind", COST_KINDS)
 @settings(max_examples=80)  # per kind: 400 in all
-@given(data=st.data(), alpha=alphas, dense_width=dense_or_windows)
-def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, dense_width):
+@given(data=st.data(), alpha=alphas, step=steps)
+def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, step):
     network = data.draw(small_dags(max_nodes=5, cost_kinds=(kind,)))
     profile = data.draw(small_profiles(max_blocks=4))
     beta = alpha * brute_force_interval(network, profile)
@@ -43,15 +59,13 @@ def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, dense_widt
     inst = compile_instance(network, profile)
     if math.isinf(best):
         with pytest.raises(Infeasible):
-            _solve(solve_psg, inst, beta, dense_width)
+            _solve(solve_psg, inst, beta, step)
         with pytest.raises(Infeasible):
             reference_psg(inst, beta)
         return
-    plan = _solve(solve_psg, inst, beta, dense_width)
+    plan = _solve(solve_psg, inst, beta, step)
     assert plan.cost == pytest.approx(best, rel=1e-9, abs=1e-9)
-    assert _solve(psg.psg_path, inst, beta, dense_width)[0] == pytest.approx(
-        best, rel=1e-9, abs=1e-9
-    )
+    assert _solve(psg.psg_path, inst, beta, step)[0] == pytest.approx(best, rel=1e-9, abs=1e-9)
     assert reference_psg(inst, beta).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
     # The plan's own deployment, priced by the oracle, costs what the plan says, and the
     # capacity it lists meets the target.
@@ -60,8 +74,8 @@ def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, dense_widt
     assert plan.feasible
 
 
-@given(data=st.data(), dense_width=dense_or_windows)
-def test_mixed_cost_kinds(data, dense_width):
+@given(data=st.data(), step=steps)
+def test_mixed_cost_kinds(data, step):
     network = data.draw(small_dags(max_nodes=5, cost_kinds=COST_KINDS))
     profile = data.draw(small_profiles(max_blocks=4))
     beta = data.draw(alphas) * brute_force_interval(network, profile)
@@ -69,20 +83,19 @@ def test_mixed_cost_kinds(data, dense_width):
     inst = compile_instance(network, profile)
     if math.isinf(best):
         with pytest.raises(Infeasible):
-            _solve(solve_psg, inst, beta, dense_width)
+            _solve(solve_psg, inst, beta, step)
     else:
-        assert _solve(solve_psg, inst, beta, dense_width).cost == pytest.approx(
-            best, rel=1e-9, abs=1e-9
-        )
+        assert _solve(solve_psg, inst, beta, step).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
 
 
 @given(network=small_dags(), profile=small_profiles(max_blocks=6))
-def test_bisection_t_star_matches_the_all_pairs_step_exactly(network, profile):
+def test_every_t_star_step_returns_the_same_deployment(network, profile):
     inst = compile_instance(network, profile)
-    dense = _solve(throughput_optimal, inst, None, psg.DENSE_WIDTH)
-    search = _solve(throughput_optimal, inst, None, 0)
-    assert search == dense  # same interval bit for bit, same tie-break
-    assert search.interval == pytest.approx(brute_force_interval(network, profile), rel=1e-12)
+    dense = _solve(throughput_optimal, inst, None, "numpy-dense")
+    search = _solve(throughput_optimal, inst, None, "numpy-windows")
+    kernel = _solve(throughput_optimal, inst, None, "compiled")
+    assert search == dense == kernel  # same interval bit for bit, same tie-break
+    assert kernel.interval == pytest.approx(brute_force_interval(network, profile), rel=1e-12)
 
 
 @given(
@@ -114,16 +127,23 @@ def _deep_profile(n_blocks: int, seed: int) -> inferplan.Profile:
     )
 
 
+ENGINES = ("compiled", "numpy")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", range(3))
-def test_layered_dag_with_many_blocks_matches_reference(seed):
-    """N = 60 > DENSE_WIDTH: the windowed scan and the bisection T* run unpatched."""
+def test_layered_dag_with_many_blocks_matches_reference(seed, engine):
+    """N = 60 > DENSE_WIDTH: the kernels, or numpy's windowed scan and bisection T*."""
     network = inferplan.layered_dag(12, 26, seed=seed)
     inst = compile_instance(network, _deep_profile(60, seed))
-    beta = 0.3 * throughput_optimal(inst).interval
-    assert solve_psg(inst, beta).cost == pytest.approx(reference_psg(inst, beta).cost, rel=1e-9)
+    beta = 0.3 * throughput_optimal(inst, engine=engine).interval
+    assert solve_psg(inst, beta, engine=engine).cost == pytest.approx(
+        reference_psg(inst, beta).cost, rel=1e-9
+    )
 
 
-def test_tiered_and_capped_costs_with_many_blocks_match_reference():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tiered_and_capped_costs_with_many_blocks_match_reference(engine):
     base = inferplan.layered_dag(10, 20, seed=4)
     rng = np.random.default_rng(4)
 
@@ -139,4 +159,65 @@ def test_tiered_and_capped_costs_with_many_blocks_match_reference():
     network = inferplan.Network(nodes, base.links, base.source, base.target)
     inst = compile_instance(network, _deep_profile(55, 4))
     beta = 0.5 * throughput_optimal(inst).interval
-    assert solve_psg(inst, beta).cost == pytest.approx(reference_psg(inst, beta).cost, rel=1e-9)
+    assert solve_psg(inst, beta, engine=engine).cost == pytest.approx(
+        reference_psg(inst, beta).cost, rel=1e-9
+    )
+
+
+@pytest.mark.parametrize("kind", COST_KINDS)
+@settings(max_examples=40)
+@given(data=st.data(), alpha=alphas)
+def test_kernel_windows_with_many_blocks_equal_reference(kind, data, alpha):
+    """Up to 14 blocks on few nodes: the kernel's windows hold many ``i`` at once, and several
+    pieces of a tiered cost are in play for one ``j``."""
+    network = data.draw(small_dags(max_nodes=4, cost_kinds=(kind,)))
+    profile = data.draw(small_profiles(max_blocks=14))
+    inst = compile_instance(network, profile)
+    beta = alpha * throughput_optimal(inst, engine="numpy").interval
+    try:
+        expected = reference_psg(inst, beta).cost
+    except Infeasible:
+        with pytest.raises(Infeasible):
+            solve_psg(inst, beta, engine="compiled")
+        return
+    plan = solve_psg(inst, beta, engine="compiled")
+    assert plan.cost == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    assert plan.feasible
+    assert evaluate(network, profile, plan.path, plan.partition, beta).cost == pytest.approx(
+        plan.cost, rel=1e-9, abs=1e-9
+    )
+
+
+@settings(max_examples=30)
+@given(data=st.data(), alpha=alphas)
+def test_costs_without_tables_room_fall_back_to_numpy(data, alpha):
+    """Past ``TABLE_ENTRIES`` the kernel is skipped for module and callable costs: the answer
+    is the same."""
+    network = data.draw(small_dags(max_nodes=5, cost_kinds=("modules", "function")))
+    profile = data.draw(small_profiles(max_blocks=5))
+    inst = compile_instance(network, profile)
+    beta = alpha * throughput_optimal(inst).interval
+    assert compiled.fits(inst)
+    with mock.patch.object(compiled, "TABLE_ENTRIES", 0):
+        assert not compiled.fits(inst)
+        try:
+            fallback = solve_psg(inst, beta, engine="compiled").cost
+        except Infeasible:
+            fallback = math.inf
+    try:
+        kernel = solve_psg(inst, beta, engine="compiled").cost
+    except Infeasible:
+        kernel = math.inf
+    assert kernel == pytest.approx(fallback, rel=1e-9, abs=1e-9)
+
+
+def test_engine_errors_name_the_field():
+    inst = compile_instance(inferplan.tiered(seed=0), inferplan.vgg16())
+    with pytest.raises(InvalidArgument, match="unknown engine 'gpu'") as error:
+        solve_psg(inst, 1.0, engine="gpu")
+    assert error.value.field == "engine"
+    with mock.patch.object(compiled, "available", lambda: False):
+        with pytest.raises(InvalidArgument, match=r"pip install 'inferplan\[fast\]'"):
+            throughput_optimal(inst, engine="compiled")
+        # auto quietly uses numpy, with the same answer
+        assert throughput_optimal(inst, engine="auto") == throughput_optimal(inst)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Literal
 
 import numpy as np
@@ -13,8 +12,11 @@ from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
     Plan,
+    added,
     build_plan,
     check_scale,
+    path_links,
+    plan_from_path,
     stage_delays,
     stage_increments,
 )
@@ -27,10 +29,6 @@ __all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
 
 TieBreak = Literal["solver", "keep", "random"]
 TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
-
-
-def _path_links(inst: CodesignInstance, path: list[int]) -> list[int]:
-    return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
 
 
 def _interval(
@@ -86,12 +84,7 @@ def solve_pfp(
     check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
-    rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
-    node_added = np.zeros(len(inst.node_ids))
-    node_added[path] = rho
-    link_added = np.zeros(len(inst.links))
-    link_added[_path_links(inst, path)] = sigma
-    return build_plan(inst, "pfp", beta, path, partition, node_added, link_added)
+    return plan_from_path(inst, "pfp", beta, path, partition)
 
 
 def solve_pwf(
@@ -133,6 +126,8 @@ def solve_pwf(
             level = beta
         rho, sigma = stage_increments(inst, path, partition, level, C, B)
         C[path] += rho
-        B[_path_links(inst, path)] += sigma
+        B[path_links(inst, path)] += sigma
         path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
-    return build_plan(inst, "pwf", beta, path, partition, C - inst.capacity, B - inst.bandwidth)
+    return build_plan(
+        inst, "pwf", beta, path, partition, added(C - inst.capacity), added(B - inst.bandwidth)
+    )

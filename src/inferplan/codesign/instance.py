@@ -92,6 +92,19 @@ class CodesignInstance:
             )
 
     @cached_property
+    def scalars(self) -> tuple[list[float], list[float], list[float], list[float]]:
+        """``prefix_flops``, ``activation_bits``, ``capacity`` and ``bandwidth`` as lists of
+        Python floats, for the scalar code that handles one path."""
+        return (self.prefix_flops.tolist(), self.activation_bits.tolist(),
+                self.capacity.tolist(), self.bandwidth.tolist())  # fmt: skip
+
+    @cached_property
+    def highest_prices(self) -> tuple[float, float]:
+        """The highest unit price of the nodes' and of the links' linear costs (0 if none)."""
+        return (float(np.max(self.node_pricing.price, initial=0.0)),
+                float(np.max(self.link_pricing.price, initial=0.0)))  # fmt: skip
+
+    @cached_property
     def node_pricing(self) -> Pricing:
         """The nodes' costs in the arrays the vectorised solvers use."""
         return _pricing(self.node_costs)

@@ -36,8 +36,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from inferplan.codesign.costs import CapacityCost, ModuleCost, TieredCost
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.plan import Plan, check_scale
-from inferplan.codesign.psg import plan_from_path
+from inferplan.codesign.plan import Plan, check_scale, plan_from_path
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = ["solve_milp"]

@@ -19,7 +19,12 @@ __all__ = [
     "Deployment",
     "LinkUpgrade",
     "Plan",
+    "added",
+    "build_plan",
     "check_scale",
+    "deployment_interval",
+    "path_links",
+    "plan_from_path",
     "stage_delays",
     "stage_increments",
 ]
@@ -131,13 +136,11 @@ def check_scale(inst: CodesignInstance, beta: float) -> None:
     InvalidArgument
         If any of those magnitudes is not a finite float.
     """
-    compute = float(inst.prefix_flops[-1]) / beta
-    bandwidth = float(inst.activation_bits.max()) / beta
-    with np.errstate(over="ignore"):
-        priciest = max(
-            float(np.max(inst.node_pricing.price, initial=0.0)) * compute,
-            float(np.max(inst.link_pricing.price, initial=0.0)) * bandwidth,
-        )
+    S, D, _, _ = inst.scalars
+    compute = S[-1] / beta
+    bandwidth = max(D) / beta
+    node_price, link_price = inst.highest_prices
+    priciest = max(node_price * compute, link_price * bandwidth)
     if not all(math.isfinite(x) for x in (compute, bandwidth, priciest)):
         raise InvalidArgument(
             f"an interval of {beta:g} s needs capacities or costs beyond floating point "
@@ -147,7 +150,8 @@ def check_scale(inst: CodesignInstance, beta: float) -> None:
         )
 
 
-def _path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
+def path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
+    """The links joining consecutive nodes of ``path`` (indices)."""
     return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
 
 
@@ -163,9 +167,21 @@ def stage_delays(
     b = np.asarray(partition)
     work = S[b] - S[np.concatenate(([0], b[:-1]))]
     compute = work / capacity[list(path)]
-    links = _path_links(inst, path)
+    links = path_links(inst, path)
     transfer = D[b[:-1]] / bandwidth[links] if links else np.zeros(0)
     return compute, transfer
+
+
+def deployment_interval(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+) -> float:
+    """The output interval of ``partition`` along ``path``: its slowest stage (seconds)."""
+    compute, transfer = stage_delays(inst, path, partition, capacity, bandwidth)
+    return float(max(compute.max(), transfer.max() if transfer.size else 0.0))
 
 
 def stage_increments(
@@ -182,7 +198,7 @@ def stage_increments(
     b = np.asarray(partition)
     work = S[b] - S[np.concatenate(([0], b[:-1]))]
     rho = np.maximum(0.0, work / interval - capacity[list(path)])
-    links = _path_links(inst, path)
+    links = path_links(inst, path)
     sigma = np.maximum(0.0, D[b[:-1]] / interval - bandwidth[links]) if links else np.zeros(0)
     return rho, sigma
 
@@ -194,45 +210,82 @@ def _price(cost: CapacityCost, amount: float) -> float:
     return float(cost(np.array([amount]))[0])
 
 
+def added(amounts: FloatArray) -> dict[int, float]:
+    """The non-zero entries of an array of capacity added per node or link, by index."""
+    return {int(k): float(amounts[k]) for k in np.flatnonzero(amounts > 0)}
+
+
 def build_plan(
     inst: CodesignInstance,
     method: str,
     target_interval: float,
     path: Sequence[int],
     partition: Sequence[int],
-    node_added: FloatArray,
-    link_added: FloatArray,
+    node_added: Mapping[int, float],
+    link_added: Mapping[int, float],
+    links: Sequence[int] | None = None,
 ) -> Plan:
-    """Round the requested increments to what the cost functions sell, price them, and check
-    the resulting interval: one place that turns any solver's choice into a :class:`Plan`."""
-    # Only what was requested is bought and priced (every cost is zero at zero): on large
-    # networks calling each element's cost function would outweigh the solve.
-    nodes = np.flatnonzero(node_added > 0).tolist()
-    links = np.flatnonzero(link_added > 0).tolist()
-    node_bought = [inst.node_costs[v].purchase(float(node_added[v])) for v in nodes]
-    link_bought = [inst.link_costs[e].purchase(float(link_added[e])) for e in links]
-    cost = math.fsum(
-        [_price(inst.node_costs[v], x) for v, x in zip(nodes, node_bought, strict=True)]
-        + [_price(inst.link_costs[e], y) for e, y in zip(links, link_bought, strict=True)]
-    )
-    capacity, bandwidth = inst.capacity.copy(), inst.bandwidth.copy()
-    capacity[nodes] += node_bought
-    bandwidth[links] += link_bought
-    compute, transfer = stage_delays(inst, path, partition, capacity, bandwidth)
-    interval = float(max(compute.max(), transfer.max() if transfer.size else 0.0))
-    bought_nodes = dict(zip(nodes, node_bought, strict=True))
-    bought_links = dict(zip(links, link_bought, strict=True))
+    """Round the requested increments (capacity per node and per link index; any node or
+    link, not only the path's) to what the cost functions sell, price them, and check the
+    resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
+    place that turns any solver's choice into a :class:`Plan`.
+
+    Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
+    outweigh the solve.
+    """
+    S, D, C, B = inst.scalars
+    node_bought: dict[int, float] = {}
+    link_bought: dict[int, float] = {}
+    prices: list[float] = []
+    for bought, wanted, costs in (
+        (node_bought, node_added, inst.node_costs),
+        (link_bought, link_added, inst.link_costs),
+    ):
+        for k in sorted(wanted):
+            if wanted[k] > 0:  # every cost is zero at zero: nothing to buy or price
+                amount = costs[k].purchase(float(wanted[k]))
+                bought[k] = amount
+                prices.append(_price(costs[k], amount))
+    links = path_links(inst, path) if links is None else links
+    interval, done = 0.0, 0
+    for v, b in zip(path, partition, strict=True):
+        interval = max(interval, (S[b] - S[done]) / (C[v] + node_bought.get(v, 0.0)))
+        done = b
+    for e, b in zip(links, partition, strict=False):
+        interval = max(interval, D[b] / (B[e] + link_bought.get(e, 0.0)))
     return Plan(
         method=method,
-        cost=cost,
+        cost=math.fsum(prices),
         interval=interval,
         target_interval=target_interval,
         path=tuple(inst.node_ids[v] for v in path),
         partition=tuple(int(b) for b in partition),
-        node_upgrades={inst.node_ids[v]: x for v, x in bought_nodes.items() if x > 0},
+        node_upgrades={inst.node_ids[v]: x for v, x in node_bought.items() if x > 0},
         link_upgrades=tuple(
             LinkUpgrade(inst.links[e].source, inst.links[e].target, y)
-            for e, y in bought_links.items()
+            for e, y in link_bought.items()
             if y > 0
         ),
     )
+
+
+def plan_from_path(
+    inst: CodesignInstance,
+    method: str,
+    beta: float,
+    path: Sequence[int],
+    partition: Sequence[int],
+    links: Sequence[int] | None = None,
+) -> Plan:
+    """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
+    between them, when known), buying the least increments that bring every stage down to
+    ``beta``: ``rho`` and ``sigma`` of the paper, as :func:`stage_increments` computes them."""
+    S, D, C, B = inst.scalars
+    links = path_links(inst, path) if links is None else links
+    node_added: dict[int, float] = {}
+    done = 0
+    for v, b in zip(path, partition, strict=True):
+        node_added[v] = max(0.0, (S[b] - S[done]) / beta - C[v])
+        done = b
+    link_added = {e: max(0.0, D[b] / beta - B[e]) for e, b in zip(links, partition, strict=False)}
+    return build_plan(inst, method, beta, path, partition, node_added, link_added, links)

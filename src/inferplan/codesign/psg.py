@@ -30,7 +30,6 @@ every network we measured (see ``benchmarks/``). A sequential monotone deque wou
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,14 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from inferplan.codesign import compiled
+from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Plan, build_plan, check_scale, stage_increments
+from inferplan.codesign.plan import Plan, check_scale, plan_from_path
 from inferplan.errors import Infeasible
 
 __all__ = [
     "Relaxation",
     "backtrack",
-    "plan_from_path",
     "psg_path",
     "range_min",
     "reference_psg",
@@ -297,31 +297,19 @@ def backtrack(
     return path[::-1], partition[::-1], links[::-1]
 
 
-def plan_from_path(
-    inst: CodesignInstance,
-    method: str,
-    beta: float,
-    path: list[int],
-    partition: list[int],
-    links: list[int] | None = None,
-) -> Plan:
-    """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
-    between them, when known), buying the least increments that bring every stage down to
-    ``beta``."""
-    rho, sigma = stage_increments(inst, path, partition, beta, inst.capacity, inst.bandwidth)
-    node_added = np.zeros(len(inst.node_ids))
-    node_added[path] = rho
-    link_added = np.zeros(len(inst.links))
-    if links is None:
-        links = [inst.link_index(u, z) for u, z in itertools.pairwise(path)]
-    link_added[links] = sigma
-    return build_plan(inst, method, beta, path, partition, node_added, link_added)
-
-
-def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], list[int], list[int]]:
+def psg_path(
+    inst: CodesignInstance, beta: float, *, engine: Engine = "auto"
+) -> tuple[float, list[int], list[int], list[int]]:
     """PSG without building the :class:`Plan`: the optimal cost (before rounding purchases to
     what the cost functions sell, which they already price), and the path, partition and
     links (node and link indices). :func:`solve_psg` is this plus the plan.
+
+    ``engine``: ``"compiled"`` runs the linear-time kernels of
+    :mod:`~inferplan.codesign.compiled` (numba), ``"numpy"`` the vectorised relaxation below,
+    ``"auto"`` the kernels when numba is installed. Both are exact; the kernels are faster at
+    every size we measured (see ``docs/codesign-scale.md``). Nodes whose costs have no
+    piecewise-linear form are priced into tables for the kernels; past
+    :data:`~inferplan.codesign.compiled.TABLE_ENTRIES` entries the vectorised relaxation runs.
 
     Raises
     ------
@@ -332,6 +320,23 @@ def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], lis
     """
     inst.check_acyclic("PSG")
     check_scale(inst, beta)
+    if compiled_engine(engine) and compiled.fits(inst):
+        cost, path, partition, links = compiled.psg_kernel(inst, beta)
+    else:
+        cost, path, partition, links = _vectorised_psg(inst, beta)
+    if not math.isfinite(cost):
+        raise _infeasible(beta)
+    return cost, path, partition, links
+
+
+def _infeasible(beta: float) -> Infeasible:
+    return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
+
+
+def _vectorised_psg(
+    inst: CodesignInstance, beta: float
+) -> tuple[float, list[int], list[int], list[int]]:
+    """:func:`psg_path` by the vectorised relaxation (``inf`` and no path when infeasible)."""
     start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
@@ -339,18 +344,19 @@ def psg_path(inst: CodesignInstance, beta: float) -> tuple[float, list[int], lis
     )
     cost = float(relaxed.stage_min[inst.target, -1])
     if not math.isfinite(cost):
-        raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
+        return cost, [], [], []
     path, partition, links = backtrack(
         inst, relaxed, lambda v, j: _best_choice(inst, v, relaxed.label[v], j, beta)
     )
     return cost, path, partition, links
 
 
-def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
+def solve_psg(inst: CodesignInstance, beta: float, *, engine: Engine = "auto") -> Plan:
     """The exact minimum-cost plan for output interval ``beta`` on an acyclic instance.
 
-    Relaxes the state graph one topological generation at a time; see the module docstring
-    for the cost of each step.
+    Relaxes the state graph node by node in compiled loops (``engine="compiled"``, or
+    ``"auto"`` with numba installed) or one topological generation at a time in numpy
+    (``"numpy"``); see :func:`psg_path` and the module docstrings for the cost of each step.
 
     Raises
     ------
@@ -366,7 +372,7 @@ def solve_psg(inst: CodesignInstance, beta: float) -> Plan:
     >>> plan.feasible and plan.cost > 0
     True
     """
-    _, path, partition, links = psg_path(inst, beta)
+    _, path, partition, links = psg_path(inst, beta, engine=engine)
     return plan_from_path(inst, "psg", beta, path, partition, links)
 
 
@@ -404,7 +410,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
                         dist[z][j] = dist[v][i] + w
                         parent[(z, j)] = (v, i)
     if math.isinf(terminal):
-        raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
+        raise _infeasible(beta)
     path, partition = [inst.target], [N]
     state = terminal_parent
     while state[0] != inst.source:

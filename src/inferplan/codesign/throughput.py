@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from inferplan.codesign import compiled
+from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Deployment, stage_delays
+from inferplan.codesign.plan import Deployment, deployment_interval
 from inferplan.codesign.psg import (
     DENSE_WIDTH,
     backtrack,
@@ -70,9 +72,15 @@ def throughput_optimal(
     inst: CodesignInstance,
     capacity: FloatArray | None = None,
     bandwidth: FloatArray | None = None,
+    *,
+    engine: Engine = "auto",
 ) -> Deployment:
     """The deployment of least output interval ``T*`` under ``capacity`` and ``bandwidth``
     (the instance's own when not given).
+
+    ``engine`` as for :func:`~inferplan.codesign.psg.psg_path`: the compiled kernel
+    (``O(N)`` per node and per link) or the vectorised relaxation below. Both compare the
+    same candidate delays, so they return the same deployment.
 
     Examples
     --------
@@ -85,6 +93,21 @@ def throughput_optimal(
     inst.check_acyclic("T*")
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
+    if compiled_engine(engine):
+        _, path, partition = compiled.throughput_kernel(inst, C, B)
+    else:
+        path, partition = _vectorised(inst, C, B)
+    return Deployment(
+        path=tuple(inst.node_ids[v] for v in path),
+        partition=tuple(partition),
+        interval=deployment_interval(inst, path, partition, C, B),
+    )
+
+
+def _vectorised(
+    inst: CodesignInstance, C: FloatArray, B: FloatArray
+) -> tuple[list[int], list[int]]:
+    """The path and partition of :func:`throughput_optimal` by the vectorised relaxation."""
     S, D = inst.prefix_flops, inst.activation_bits
     V, W = len(inst.node_ids), S.size
     start = np.full((V, W), np.inf)
@@ -104,10 +127,4 @@ def throughput_optimal(
         return int(np.argmin(np.maximum(relaxed.label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
 
     path, partition, _ = backtrack(inst, relaxed, choose)
-    compute, transfer = stage_delays(inst, path, partition, C, B)
-    interval = float(max(compute.max(), transfer.max() if transfer.size else 0.0))
-    return Deployment(
-        path=tuple(inst.node_ids[v] for v in path),
-        partition=tuple(partition),
-        interval=interval,
-    )
+    return path, partition

@@ -1,0 +1,261 @@
+"""PSG and T* as compiled loops (numba, the optional ``fast`` extra): linear time per node.
+
+The vectorised solvers (:mod:`~inferplan.codesign.psg`, :mod:`~inferplan.codesign.throughput`)
+spend their time on numpy's fixed cost per call on small networks and on ``log N`` sparse
+tables on large ones. These kernels walk the nodes in topological order once, as plain loops
+compiled by numba, and relax every state exactly once:
+
+- **PSG compute step, piecewise-linear costs** (linear, tiered, capped). For a node with
+  capacity ``C`` and send count ``j``, the requested compute ``x(i, j) = (S_j - S_i)/beta - C``
+  falls as ``i`` grows, so the ``i`` whose ``x`` lies in one linear piece of the cost form a
+  window, and every window end only moves right as ``j`` grows. Each window keeps a monotone
+  deque of ``label[i] - slope * S_i / beta``; its front is the window's best ``i``, which is
+  then priced as written (``label[i] + value + slope * (x - start)``). ``O(K N)`` per node for
+  ``K`` pieces: ``O(N)`` for linear costs.
+- **PSG compute step, other costs** (modules, callables): all ``(i, j)`` pairs against a table
+  of costs priced beforehand by numpy, ``O(N^2)`` per node.
+- **T* compute step** ``min_{i<=j} max(label[i], (S_j - S_i)/C)``: an ``i`` is never better
+  than a later ``i'`` with ``label[i'] <= label[i]`` (its delay is no smaller either), so a
+  stack of increasing labels suffices; along it the labels rise and the delays fall, and the
+  crossing, where the minimum lies, only moves up as ``j`` grows. ``O(N)`` per node, and
+  every value is one of the candidate delays, compared and never recomputed: the labels equal
+  the vectorised solver's bit for bit.
+- **Link step**: ``O(N)`` per link, as in the vectorised solvers.
+
+In all ``O((|V| + |E|) N)`` for piecewise-linear costs. The path is read back with the same
+rules as the vectorised solvers (at each node the fewest blocks received among the best, and
+the earliest link in file order), by re-scanning only the ``O(N)`` states of the path's nodes.
+
+The kernels compile on first use and are cached on disk by numba (``cache=True``), so a
+process pays the compile once per installation and afterwards about half a second to import
+numba. :func:`available` says whether numba is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import weakref
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.codesign.instance import CodesignInstance
+from inferplan.errors import InvalidArgument
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "KernelArrays",
+    "available",
+    "compiled_engine",
+    "kernel_arrays",
+    "psg_kernel",
+    "throughput_kernel",
+]
+
+Engine = Literal["auto", "compiled", "numpy"]
+ENGINES: tuple[Engine, ...] = get_args(Engine)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# Nodes whose cost has no piecewise-linear form are priced into ``(W, W)`` tables before the
+# kernel runs; beyond this many table entries in all, the vectorised solver (which prices one
+# generation at a time) is used instead.
+TABLE_ENTRIES = 4_000_000
+
+
+@cache
+def available() -> bool:
+    """Whether numba is installed (``pip install 'inferplan[fast]'``)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def compiled_engine(engine: Engine) -> bool:
+    """Whether ``engine`` asks for the compiled kernels: ``"compiled"`` always (an error
+    without numba), ``"numpy"`` never, ``"auto"`` when numba is installed.
+
+    Raises
+    ------
+    InvalidArgument
+        For an unknown engine, or ``"compiled"`` without numba.
+    """
+    if engine not in ENGINES:
+        raise InvalidArgument(
+            f"unknown engine {engine!r} (known: {', '.join(ENGINES)})", field="engine"
+        )
+    if engine == "numpy":
+        return False
+    if engine == "compiled" and not available():
+        raise InvalidArgument(
+            "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
+        )
+    return available()
+
+
+@dataclass(frozen=True)
+class KernelArrays:
+    """An instance's network and costs in the flat arrays the kernels take.
+
+    Nodes' piecewise-linear costs: node ``v`` has pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` with
+    ``seg_start``, ``seg_slope``, ``seg_value`` (see :class:`~inferplan.codesign.costs.Segments`)
+    and the cap ``node_cap[v]``; ``node_table[v]`` is ``-1`` for them and otherwise the row of
+    the node in the cost tables. Links: ``link_price`` and ``link_cap`` for linear costs,
+    ``link_table[e]`` likewise. ``out_ptr``/``out_links`` and ``in_ptr``/``in_links`` list
+    each node's links in file order. ``psg_args`` and ``throughput_args`` are the arguments of
+    the kernels that do not change from one solve to the next.
+    """
+
+    seg_ptr: IntArray
+    seg_start: FloatArray
+    seg_slope: FloatArray
+    seg_value: FloatArray
+    node_cap: FloatArray
+    node_table: IntArray
+    link_price: FloatArray
+    link_cap: FloatArray
+    link_table: IntArray
+    out_ptr: IntArray
+    out_links: IntArray
+    in_ptr: IntArray
+    in_links: IntArray
+    table_nodes: IntArray
+    table_links: IntArray
+    no_node_tables: FloatArray
+    no_link_tables: FloatArray
+    psg_args: tuple[Any, ...]
+    throughput_args: tuple[Any, ...]
+
+
+_ARRAYS: weakref.WeakKeyDictionary[CodesignInstance, KernelArrays] = weakref.WeakKeyDictionary()
+
+
+def _csr(groups: tuple[IntArray, ...]) -> tuple[IntArray, IntArray]:
+    ptr = np.zeros(len(groups) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([g.size for g in groups])
+    flat = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, dtype=np.int64)
+    return ptr, flat
+
+
+def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
+    """The kernels' arrays for ``inst`` (built once per instance)."""
+    if inst in _ARRAYS:
+        return _ARRAYS[inst]
+    starts: list[float] = []
+    slopes: list[float] = []
+    values: list[float] = []
+    seg_ptr = [0]
+    node_cap: list[float] = []
+    node_table: list[int] = []
+    table_nodes: list[int] = []
+    for v, pieces in enumerate(inst.node_segments):
+        if pieces is None:
+            node_table.append(len(table_nodes))
+            table_nodes.append(v)
+            node_cap.append(math.inf)
+        else:
+            node_table.append(-1)
+            starts += pieces.starts
+            slopes += pieces.slopes
+            values += pieces.values
+            node_cap.append(pieces.cap)
+        seg_ptr.append(len(starts))
+    pricing = inst.link_pricing
+    link_table = np.full(len(inst.links), -1, dtype=np.int64)
+    link_table[pricing.other] = np.arange(pricing.other.size)
+    out_ptr, out_links = _csr(inst.out_links)
+    in_ptr, in_links = _csr(inst.in_links)
+    node_columns = (
+        np.array(seg_ptr, dtype=np.int64),
+        np.array(starts, dtype=np.float64),
+        np.array(slopes, dtype=np.float64),
+        np.array(values, dtype=np.float64),
+        np.array(node_cap, dtype=np.float64),
+        np.array(node_table, dtype=np.int64),
+    )
+    W = inst.n_blocks + 1
+    network = (inst.prefix_flops, inst.activation_bits, inst.source, inst.target)
+    adjacency = (out_ptr, out_links, in_ptr, in_links)
+    arrays = KernelArrays(
+        *node_columns,
+        link_price=pricing.price,
+        link_cap=pricing.cap,
+        link_table=link_table,
+        out_ptr=out_ptr,
+        out_links=out_links,
+        in_ptr=in_ptr,
+        in_links=in_links,
+        table_nodes=np.array(table_nodes, dtype=np.int64),
+        table_links=pricing.other,
+        no_node_tables=np.zeros((0, W, W)),
+        no_link_tables=np.zeros((0, W)),
+        psg_args=(
+            *network,
+            inst.capacity,
+            inst.bandwidth,
+            inst.link_src,
+            inst.link_dst,
+            *node_columns,
+            pricing.price,
+            pricing.cap,
+            link_table,
+            *adjacency,
+        ),
+        throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency),
+    )
+    _ARRAYS[inst] = arrays
+    return arrays
+
+
+def fits(inst: CodesignInstance) -> bool:
+    """Whether the PSG kernel takes ``inst``: its cost tables stay within
+    :data:`TABLE_ENTRIES`."""
+    width = inst.n_blocks + 1
+    return kernel_arrays(inst).table_nodes.size * width * width <= TABLE_ENTRIES
+
+
+def psg_kernel(
+    inst: CodesignInstance, beta: float
+) -> tuple[float, list[int], list[int], list[int]]:
+    """PSG on ``inst`` by the compiled kernel: the optimal cost (``inf`` when caps leave no
+    plan) and the path, partition and links (node and link indices)."""
+    from inferplan.codesign import kernels
+
+    arrays = kernel_arrays(inst)
+    node_tables, link_tables = arrays.no_node_tables, arrays.no_link_tables
+    if arrays.table_nodes.size:
+        rho = np.maximum(
+            0.0, inst.work_or_zero / beta - inst.capacity[arrays.table_nodes][:, None, None]
+        )
+        node_tables = np.stack([inst.node_costs[v](rho[r])
+                                for r, v in enumerate(arrays.table_nodes.tolist())])  # fmt: skip
+        node_tables += inst.forbidden
+    if arrays.table_links.size:
+        sigma = np.maximum(
+            0.0, inst.activation_bits / beta - inst.bandwidth[arrays.table_links][:, None]
+        )
+        link_tables = np.stack([inst.link_costs[e](sigma[r])
+                                for r, e in enumerate(arrays.table_links.tolist())])  # fmt: skip
+    cost, path, partition, links = kernels.psg(
+        float(beta), node_tables, link_tables, *arrays.psg_args
+    )
+    return float(cost), path.tolist(), partition.tolist(), links.tolist()
+
+
+def throughput_kernel(
+    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray
+) -> tuple[float, list[int], list[int]]:
+    """T* on ``inst`` under ``capacity`` and ``bandwidth`` by the compiled kernel: the least
+    interval and the path and partition (node indices)."""
+    from inferplan.codesign import kernels
+
+    interval, path, partition = kernels.throughput(
+        np.ascontiguousarray(capacity, dtype=np.float64),
+        np.ascontiguousarray(bandwidth, dtype=np.float64),
+        *kernel_arrays(inst).throughput_args,
+    )
+    return float(interval), path.tolist(), partition.tolist()
