@@ -15,7 +15,16 @@ from typing import TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["link_cost", "piece_cost", "psg", "throughput"]
+__all__ = [
+    "free_window",
+    "link_cost",
+    "link_step",
+    "piece_cost",
+    "piece_window",
+    "psg",
+    "table_step",
+    "throughput",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -64,6 +73,72 @@ def link_cost(sigma: float, e: int, price: FloatArray, cap: FloatArray, table_ro
 
 
 @jit
+def table_step(row: FloatArray, table: FloatArray, reached: int, out: FloatArray) -> None:
+    """``out[j] = min_i row[i] + table[i, j]``, all pairs."""
+    for j in range(reached, row.size):
+        best = np.inf
+        for i in range(reached, j + 1):
+            best = min(best, row[i] + table[i, j])
+        out[j] = best
+
+
+@jit
+def free_window(S: FloatArray, row: FloatArray, beta: float, C: float, out: FloatArray,
+                queue: IntArray, keys: FloatArray) -> None:  # fmt: skip
+    """``out[j] = min row[i]`` over the ``i <= j`` that need no added compute,
+    ``x(i, j) = (S_j - S_i) / beta - C <= 0``: a window ``[f, j]`` sliding right."""
+    f, h, t = 0, 0, 0
+    for j in range(row.size):
+        if row[j] < np.inf:
+            while t > h and keys[t - 1] > row[j]:
+                t -= 1
+            queue[t], keys[t] = j, row[j]
+            t += 1
+        while f < j and (S[j] - S[f]) / beta - C > 0.0:
+            f += 1
+        while t > h and queue[h] < f:
+            h += 1
+        out[j] = keys[h] if t > h else np.inf
+
+
+@jit
+def piece_window(S: FloatArray, row: FloatArray, beta: float, C: float, start: float,
+                 slope: float, value: float, end: float, out: FloatArray, queue: IntArray,
+                 keys: FloatArray) -> None:  # fmt: skip
+    """Lower ``out[j]`` to the best ``row[i] + value + slope * (x(i, j) - start)`` over the
+    ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]``: a window ``[lo, up-1]``
+    sliding right, ranked by ``row[i] - slope * S_i / beta``; the best is priced as written."""
+    lo, up, h, t = 0, 0, 0, 0
+    for j in range(row.size):
+        while up < j and (S[j] - S[up]) / beta - C > start:
+            if row[up] < np.inf:
+                key = row[up] - slope * S[up] / beta
+                while t > h and keys[t - 1] > key:
+                    t -= 1
+                queue[t], keys[t] = up, key
+                t += 1
+            up += 1
+        while end < np.inf and lo < up and (S[j] - S[lo]) / beta - C > end:
+            lo += 1
+        while t > h and queue[h] < lo:
+            h += 1
+        if t > h:
+            i = queue[h]
+            x = (S[j] - S[i]) / beta - C
+            out[j] = min(out[j], row[i] + (value + slope * (x - start)))
+
+
+@jit
+def link_step(wanted: FloatArray, have: float, price: float, cap: float, offered: FloatArray,
+              reached: int, into: FloatArray) -> None:  # fmt: skip
+    """Lower ``into[j]`` (the head's labels) to ``offered[j]`` (the tail's after its compute
+    step) plus a linear link cost of the bandwidth ``max(0, wanted[j] - have)``."""
+    for j in range(reached, offered.size):
+        sigma = max(0.0, wanted[j] - have)
+        into[j] = min(into[j], offered[j] + (np.inf if sigma > cap else price * sigma))
+
+
+@jit
 def psg(
     beta: float, node_tables: FloatArray, link_tables: FloatArray,
     S: FloatArray, D: FloatArray, source: int, target: int,
@@ -79,101 +154,33 @@ def psg(
     stage = np.full((V, W), np.inf)
     label[source, 0] = 0.0
     wanted = D / beta  # bit/s each activation needs, as numpy computes it
-    K = 1
+    queue = np.empty(W, dtype=np.int64)  # a monotone deque: indices i and their keys
+    keys = np.empty(W)
     for v in range(V):
-        K = max(K, seg_ptr[v + 1] - seg_ptr[v])
-    # Piece k holds threshold[k] < x <= threshold[k + 1] (threshold 0 is 0, the last the cap).
-    # With first[m] the first i whose x(i, j) is at most threshold[m], window m = k + 1 holds
-    # piece k's i in [first[m], first[m - 1] - 1], and window 0 the free i in [first[0], j].
-    queue = np.empty((K + 1, W), dtype=np.int64)
-    head = np.empty(K + 1, dtype=np.int64)
-    tail = np.empty(K + 1, dtype=np.int64)
-    first = np.empty(K + 2, dtype=np.int64)
-    threshold = np.empty(K + 2)
-    key = np.empty((K + 1, W))
-    for v in range(V):
-        row = label[v]
+        row, out = label[v], stage[v]
         reached = 0
         while reached < W and row[reached] == np.inf:
             reached += 1
         if reached == W:
             continue
-        C = capacity[v]
         if node_table[v] >= 0:
-            table = node_tables[node_table[v]]
-            for j in range(reached, W):
-                best = np.inf
-                for i in range(reached, j + 1):
-                    c = row[i] + table[i, j]
-                    if c < best:
-                        best = c
-                stage[v, j] = best
+            table_step(row, node_tables[node_table[v]], reached, out)
         else:
-            lo, hi = seg_ptr[v], seg_ptr[v + 1]
-            pieces = hi - lo
-            threshold[0] = 0.0
-            for k in range(1, pieces):
-                threshold[k] = seg_start[lo + k]
-            threshold[pieces] = node_cap[v]
-            for m in range(pieces + 1):
-                head[m], tail[m], first[m] = 0, 0, 0
-            for i in range(W):
-                key[0, i] = row[i]
-                for k in range(pieces):
-                    key[k + 1, i] = row[i] - seg_slope[lo + k] * S[i] / beta
-            for j in range(W):
-                # Move each window end to the first i whose x(i, j) is at most its threshold;
-                # the i it passes now ask for more than threshold m and join piece m (window
-                # m + 1), or nothing past the cap.
-                for m in range(pieces + 1):
-                    f = first[m]
-                    while f < j and (S[j] - S[f]) / beta - C > threshold[m]:
-                        f += 1
-                    if m < pieces:
-                        w = m + 1
-                        q = queue[w]
-                        for i in range(first[m], f):
-                            if row[i] < np.inf:
-                                while tail[w] > head[w] and key[w, q[tail[w] - 1]] > key[w, i]:
-                                    tail[w] -= 1
-                                q[tail[w]] = i
-                                tail[w] += 1
-                    first[m] = f
-                if row[j] < np.inf:  # j joins the free window
-                    q = queue[0]
-                    while tail[0] > head[0] and row[q[tail[0] - 1]] > row[j]:
-                        tail[0] -= 1
-                    q[tail[0]] = j
-                    tail[0] += 1
-                best = np.inf
-                for m in range(pieces + 1):
-                    # drop the i that left window m: below its lower end first[m]
-                    q = queue[m]
-                    while tail[m] > head[m] and q[head[m]] < first[m]:
-                        head[m] += 1
-                    if tail[m] == head[m]:
-                        continue
-                    i = q[head[m]]
-                    if m == 0:
-                        c = row[i]
-                    else:
-                        k = lo + m - 1
-                        x = (S[j] - S[i]) / beta - C
-                        c = row[i] + (seg_value[k] + seg_slope[k] * (x - seg_start[k]))
-                    if c < best:
-                        best = c
-                stage[v, j] = best
+            free_window(S, row, beta, capacity[v], out, queue, keys)
+            for k in range(seg_ptr[v], seg_ptr[v + 1]):
+                end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
+                piece_window(S, row, beta, capacity[v], seg_start[k], seg_slope[k],
+                             seg_value[k], end, out, queue, keys)  # fmt: skip
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
-            z = link_dst[e]
-            for j in range(reached, W):
-                a = stage[v, j]
-                if a == np.inf:
-                    continue
-                sigma = max(0.0, wanted[j] - bandwidth[e])
-                c = a + link_cost(sigma, e, link_price, link_cap, link_table, link_tables, j)
-                if c < label[z, j]:
-                    label[z, j] = c
+            if link_table[e] >= 0:
+                into = label[link_dst[e]]
+                table = link_tables[link_table[e]]
+                for j in range(reached, W):
+                    into[j] = min(into[j], out[j] + table[j])
+            else:
+                link_step(wanted, bandwidth[e], link_price[e], link_cap[e], out, reached,
+                          label[link_dst[e]])  # fmt: skip
     cost = stage[target, W - 1]
     path = np.empty(V, dtype=np.int64)
     partition = np.empty(V, dtype=np.int64)

@@ -176,12 +176,22 @@ def deployment_interval(
     inst: CodesignInstance,
     path: Sequence[int],
     partition: Sequence[int],
-    capacity: FloatArray,
-    bandwidth: FloatArray,
+    capacity: FloatArray | None = None,
+    bandwidth: FloatArray | None = None,
 ) -> float:
-    """The output interval of ``partition`` along ``path``: its slowest stage (seconds)."""
-    compute, transfer = stage_delays(inst, path, partition, capacity, bandwidth)
-    return float(max(compute.max(), transfer.max() if transfer.size else 0.0))
+    """The output interval of ``partition`` along ``path``, its slowest stage (seconds), under
+    ``capacity`` and ``bandwidth`` (the instance's own when not given): the maximum of
+    :func:`stage_delays`, in plain Python for the path's few stages."""
+    S, D, own_capacity, own_bandwidth = inst.scalars
+    C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
+    B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
+    interval, done = 0.0, 0
+    for v, b in zip(path, partition, strict=True):
+        interval = max(interval, float((S[b] - S[done]) / C[v]))
+        done = b
+    for e, b in zip(path_links(inst, path), partition, strict=False):
+        interval = max(interval, float(D[b] / B[e]))
+    return interval
 
 
 def stage_increments(

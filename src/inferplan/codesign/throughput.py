@@ -94,14 +94,13 @@ def throughput_optimal(
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
     if compiled_engine(engine):
-        _, path, partition = compiled.throughput_kernel(inst, C, B)
+        # the kernel's label at the target is the path's slowest stage, bit for bit
+        interval, path, partition = compiled.throughput_kernel(inst, C, B)
     else:
         path, partition = _vectorised(inst, C, B)
-    return Deployment(
-        path=tuple(inst.node_ids[v] for v in path),
-        partition=tuple(partition),
-        interval=deployment_interval(inst, path, partition, C, B),
-    )
+        interval = deployment_interval(inst, path, partition, capacity, bandwidth)
+    names = inst.node_ids
+    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval)
 
 
 def _vectorised(
