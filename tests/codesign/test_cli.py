@@ -14,7 +14,6 @@ from tests.cli import invoke_json as _json
 EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
 
 
-
 @pytest.mark.parametrize("method", ["psg", "pfp", "pwf"])
 def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,

@@ -16,7 +16,6 @@ from tests.cli import invoke_json as _json
 EXAMPLE = Path(__file__).parents[2] / "examples" / "system.yaml"
 
 
-
 @pytest.mark.parametrize("method", ["optimal", "1sla", "hybrid"])
 def test_coinfer_json_contract(method):
     out = _json(["coinfer", str(EXAMPLE), "--method", method, "--json"])
