@@ -4,17 +4,22 @@ Prints three tables:
 
 (a) per-solve time on the paper's instance family (tiered networks x VGG-16 / ResNet-50 x
     alpha in {0.25, 0.4, 0.6, 0.8}) for PSG, PFP, PWF, T*, the MILP and the reference
-    Algorithm 1. Each instance is compiled once (``compile_instance``); the time is one call of
-    the solver on the compiled instance, Plan included, averaged over repeats; the table shows
-    the median and 90th percentile over instances.
-(b) scaling of PSG and T* on random layered DAGs (``layered_dag``) up to 5,000 nodes /
-    50,000 links and N up to 500 blocks (linear costs): time per solve (best of a few) and
-    peak memory of the solve (tracemalloc, numpy buffers included), with the growth exponents
-    fitted on log-log scales in |E| (N = 200) and in N (1,000 nodes / 10,000 links).
-(c) speed-up of PSG over the reference Algorithm 1. The reference runs where it finishes in
-    reasonable time; beyond that its time is extrapolated from its measured time per
-    transition (it relaxes exactly ``sum_v |out(v)| (N + 1 - i)`` transitions over the
+    Algorithm 1; PSG and T* on both engines (``compiled``: the numba kernels, ``numpy``: the
+    vectorised relaxation). Each instance is compiled once (``compile_instance``); the time is
+    one call of the solver on the compiled instance, Plan included unless said otherwise,
+    averaged over repeats; the table shows the median and 90th percentile over instances.
+(b) scaling of PSG and T* on both engines on random layered DAGs (``layered_dag``) up to
+    5,000 nodes / 50,000 links and N up to 500 blocks (linear costs): time per solve (best of
+    a few) and peak memory of the solve (tracemalloc, numpy buffers included), with the
+    growth exponents fitted on log-log scales in |E| (N = 200) and in N (1,000 nodes / 10,000
+    links).
+(c) speed-up of PSG (each engine) over the reference Algorithm 1. The reference runs where it
+    finishes in reasonable time; beyond that its time is extrapolated from its measured time
+    per transition (it relaxes exactly ``sum_v |out(v)| (N + 1 - i)`` transitions over the
     reachable states, counted here), and marked "est.".
+
+The compiled engine needs numba (``pip install 'inferplan[fast]'``); without it only the numpy
+rows are measured. Kernels compile (or load from numba's cache) before any timing.
 
 The machine is shared: timings are noisy, and ``--quick`` runs smaller series.
 """
@@ -27,6 +32,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,9 +48,11 @@ from inferplan.codesign import (
     solve_pwf,
     throughput_optimal,
 )
+from inferplan.codesign.compiled import available
 from inferplan.codesign.psg import psg_path
 
 ALPHAS = (0.25, 0.4, 0.6, 0.8)
+ENGINES = ("compiled", "numpy") if available() else ("numpy",)
 
 
 def per_call(fn: Callable[[], Any], repeat: int) -> float:
@@ -98,11 +106,18 @@ def paper_family(networks: int, heavy_every: int, repeat: int) -> None:
             inst = compile_instance(net, profile)
             base = throughput_optimal(inst).interval
             cases.extend((inst, alpha * base) for alpha in ALPHAS)
-    solvers: dict[str, tuple[Callable[[CodesignInstance, float], Any], int, int]] = {
-        # name: (solver, use every k-th instance, repeats)
-        "PSG": (solve_psg, 1, repeat),
-        "PSG, path only (no Plan)": (psg_path, 1, repeat),
-        "T*": (lambda inst, beta: throughput_optimal(inst), 1, repeat),
+    solvers: dict[str, tuple[Callable[[CodesignInstance, float], Any], int, int]] = {}
+    for engine in ENGINES:  # name: (solver, use every k-th instance, repeats)
+        solvers |= {
+            f"PSG ({engine})": (partial(solve_psg, engine=engine), 1, repeat),
+            f"PSG ({engine}), path only (no Plan)": (partial(psg_path, engine=engine), 1, repeat),
+            f"T* ({engine})": (
+                lambda inst, beta, e=engine: throughput_optimal(inst, engine=e),
+                1,
+                repeat,
+            ),
+        }
+    solvers |= {
         "PFP": (solve_pfp, 1, repeat),
         "PWF": (solve_pwf, 1, max(1, repeat // 4)),
         "MILP": (solve_milp, heavy_every, 1),
@@ -161,10 +176,16 @@ def scaling(sizes: list[tuple[int, int]], blocks: list[int], fixed: tuple[int, i
         built = time.perf_counter() - start
         inst = compile_instance(net, _profile(n))
         beta = 0.5 * throughput_optimal(inst).interval
-        psg_s = best_of(lambda i=inst, b=beta: solve_psg(i, b), repeat)
-        tstar_s = best_of(lambda i=inst: throughput_optimal(i), repeat)
-        psg_mb = peak_bytes(lambda i=inst, b=beta: solve_psg(i, b)) / 2**20
-        tstar_mb = peak_bytes(lambda i=inst: throughput_optimal(i)) / 2**20
+        measured: dict[str, float] = {}
+        row = [f"{v:,}", f"{e:,}", str(n), f"{built:.2f}"]
+        for engine in ENGINES:
+            psg = partial(solve_psg, inst, beta, engine=engine)
+            tstar = partial(throughput_optimal, inst, engine=engine)
+            psg(), tstar()  # compile or load the kernels
+            measured[f"psg {engine}"] = best_of(psg, repeat)
+            measured[f"tstar {engine}"] = best_of(tstar, repeat)
+            row += [ms(measured[f"psg {engine}"]), f"{peak_bytes(psg) / 2**20:.0f}"]
+            row += [ms(measured[f"tstar {engine}"]), f"{peak_bytes(tstar) / 2**20:.0f}"]
         count = transitions(inst)
         if (v, e, n) in reference_sizes:
             start = time.perf_counter()
@@ -173,17 +194,20 @@ def scaling(sizes: list[tuple[int, int]], blocks: list[int], fixed: tuple[int, i
             rate = ref_s / count
         else:
             ref_s, ref_note = (rate * count if rate else float("nan")), " est."
-        results[(v, e, n)] = {"psg": psg_s, "tstar": tstar_s, "ref": ref_s}
-        rows.append([f"{v:,}", f"{e:,}", str(n), f"{built:.2f}", ms(psg_s), f"{psg_mb:.0f}",
-                     ms(tstar_s), f"{tstar_mb:.0f}", f"{count:.3g}",
-                     f"{ref_s:.3g}{ref_note}", f"{ref_s / psg_s:,.0f}x{ref_note}"])  # fmt: skip
+        results[(v, e, n)] = measured
+        row += [f"{count:.3g}", f"{ref_s:.3g}{ref_note}"]
+        row += [f"{ref_s / measured[f'psg {engine}']:,.0f}x{ref_note}" for engine in ENGINES]
+        rows.append(row)
+    header = ["nodes", "links", "N", "build s"]
+    for engine in ENGINES:
+        header += [f"PSG {engine} ms", "MB", f"T* {engine} ms", "MB"]
+    header += ["transitions", "reference s"] + [f"speed-up {engine}" for engine in ENGINES]
     table(
         "(b)+(c) layered DAGs, linear costs: PSG and T* per solve (best of "
-        f"{repeat}), peak memory of the solve, reference Algorithm 1 and the speed-up",
-        ["nodes", "links", "N", "build s", "PSG ms", "PSG MB", "T* ms", "T* MB",
-         "transitions", "reference s", "speed-up"],
+        f"{repeat}), peak memory of the solve, reference Algorithm 1 and PSG's speed-up",
+        header,
         rows,
-    )  # fmt: skip
+    )
     fits = []
     for label, series in (
         ("|E| (N = 200)", [(e, results[(v, e, 200)]) for v, e in sizes]),
@@ -193,8 +217,12 @@ def scaling(sizes: list[tuple[int, int]], blocks: list[int], fixed: tuple[int, i
         x = np.log([s for s, _ in series])
         fits.append([label]
                     + [f"{np.polyfit(x, np.log([r[k] for _, r in series]), 1)[0]:.2f}"
-                       for k in ("psg", "tstar")])  # fmt: skip
-    table("fitted growth exponents (time ~ size^k)", ["in", "PSG k", "T* k"], fits)
+                       for k in series[0][1]])  # fmt: skip
+    table(
+        "fitted growth exponents (time ~ size^k)",
+        ["in", *(f"{k.replace('tstar', 'T*').replace('psg', 'PSG')} k" for k in measured)],
+        fits,
+    )
 
 
 def main() -> None:
