@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import subprocess
+import sys
 from unittest import mock
 
 import numpy as np
@@ -221,3 +223,12 @@ def test_engine_errors_name_the_field():
             throughput_optimal(inst, engine="compiled")
         # auto quietly uses numpy, with the same answer
         assert throughput_optimal(inst, engine="auto") == throughput_optimal(inst)
+
+
+def test_importing_inferplan_leaves_numba_unloaded():
+    """numba costs about half a second to import: only a compiled solve loads it."""
+    code = (
+        "import sys, inferplan, inferplan.codesign, inferplan.cli.main\n"
+        "assert 'numba' not in sys.modules, 'numba imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

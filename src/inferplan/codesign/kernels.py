@@ -1,9 +1,9 @@
 """The compiled loops behind :mod:`inferplan.codesign.compiled` (see its docstring).
 
 Imported only when the compiled engine runs: numba compiles each function on its first call
-and caches the machine code on disk. Without numba (``jit`` is then the identity) they run as
-plain Python, far too slowly for use but with the same results, which keeps them readable and
-testable on their own.
+and caches the machine code on disk. Without numba (``jit`` is then the identity) the module
+still imports and the functions run as plain Python, far too slowly for use; the engine choice
+(:func:`~inferplan.codesign.compiled.compiled_engine`) never sends a solve here then.
 """
 
 from __future__ import annotations
