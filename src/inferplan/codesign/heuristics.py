@@ -15,6 +15,7 @@ from inferplan.codesign.plan import (
     added,
     build_plan,
     check_scale,
+    deployment_interval,
     path_links,
     plan_from_path,
     stage_delays,
@@ -31,13 +32,6 @@ TieBreak = Literal["solver", "keep", "random"]
 TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
 
 
-def _interval(
-    inst: CodesignInstance, path: list[int], partition: list[int], C: FloatArray, B: FloatArray
-) -> float:
-    compute, transfer = stage_delays(inst, path, partition, C, B)
-    return float(np.concatenate((compute, transfer)).max())
-
-
 def _optimal_deployment(
     inst: CodesignInstance,
     C: FloatArray,
@@ -51,7 +45,7 @@ def _optimal_deployment(
     if (
         tie_break == "keep"
         and current is not None
-        and _interval(inst, *current, C, B) <= best.interval * (1 + INTERVAL_RTOL)
+        and deployment_interval(inst, *current, C, B) <= best.interval * (1 + INTERVAL_RTOL)
     ):
         return current
     if tie_break == "random":

@@ -178,19 +178,27 @@ def deployment_interval(
     partition: Sequence[int],
     capacity: FloatArray | None = None,
     bandwidth: FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    added_capacity: Mapping[int, float] | None = None,
+    added_bandwidth: Mapping[int, float] | None = None,
 ) -> float:
-    """The output interval of ``partition`` along ``path``, its slowest stage (seconds), under
-    ``capacity`` and ``bandwidth`` (the instance's own when not given): the maximum of
-    :func:`stage_delays`, in plain Python for the path's few stages."""
+    """The output interval of ``partition`` along ``path`` (``links`` its links, when known),
+    its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
+    not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
+    the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
     S, D, own_capacity, own_bandwidth = inst.scalars
     C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
     B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
+    more_C = added_capacity or {}
+    more_B = added_bandwidth or {}
     interval, done = 0.0, 0
     for v, b in zip(path, partition, strict=True):
-        interval = max(interval, float((S[b] - S[done]) / C[v]))
+        interval = max(interval, float((S[b] - S[done]) / (C[v] + more_C.get(v, 0.0))))
         done = b
-    for e, b in zip(path_links(inst, path), partition, strict=False):
-        interval = max(interval, float(D[b] / B[e]))
+    links = path_links(inst, path) if links is None else links
+    for e, b in zip(links, partition, strict=False):
+        interval = max(interval, float(D[b] / (B[e] + more_B.get(e, 0.0))))
     return interval
 
 
@@ -243,7 +251,6 @@ def build_plan(
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
     """
-    S, D, C, B = inst.scalars
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
     prices: list[float] = []
@@ -256,13 +263,9 @@ def build_plan(
                 amount = costs[k].purchase(float(wanted[k]))
                 bought[k] = amount
                 prices.append(_price(costs[k], amount))
-    links = path_links(inst, path) if links is None else links
-    interval, done = 0.0, 0
-    for v, b in zip(path, partition, strict=True):
-        interval = max(interval, (S[b] - S[done]) / (C[v] + node_bought.get(v, 0.0)))
-        done = b
-    for e, b in zip(links, partition, strict=False):
-        interval = max(interval, D[b] / (B[e] + link_bought.get(e, 0.0)))
+    interval = deployment_interval(
+        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
+    )
     return Plan(
         method=method,
         cost=math.fsum(prices),

@@ -8,7 +8,10 @@ transition ``((v, i), (z, j))`` runs blocks ``i+1..j`` on ``v`` and sends ``D_j`
 
 On an acyclic network the cheapest state path from ``(s, 0)`` to the terminal is the optimum.
 
-:func:`solve_psg` relaxes the states one topological generation at a time (no link joins two
+:func:`solve_psg` runs on one of two engines (``engine=``). The compiled engine
+(:mod:`~inferplan.codesign.compiled`, numba) walks the nodes in order with monotone-deque
+windows, ``O((|V| + |E|) N)`` for piecewise-linear costs. The numpy engine, in this module,
+relaxes the states one topological generation at a time (no link joins two
 nodes of a generation, so all their states are final together), splitting each transition into
 its compute part ``A_v[j] = min_{i<=j} dist(v, i) + f_v(rho)`` (once per node, every node of
 the generation in one vectorised step) and its link part (once per link and ``j``, all the
@@ -21,9 +24,8 @@ generation's out-links at once, folded into their heads with a segmented minimum
 - any other cost (modules, callables), and every cost when ``N`` is small: all ``(i, j)``
   pairs compared at once, ``O(N^2)`` per node.
 
-In all, ``O(|V| N log N + |E| N)`` for linear costs; the ``|E| N`` link part dominates on
-every network we measured (see ``benchmarks/``). A sequential monotone deque would drop the
-``log N`` but loops in Python; the sparse table runs as a handful of numpy calls per generation.
+In all, ``O(|V| N log N + |E| N)`` for linear costs on the numpy engine; the deque that drops
+the ``log N`` needs sequential loops, which is what the compiled engine is for.
 :func:`reference_psg` is the paper's Algorithm 1 written as plainly as the maths,
 ``O(|V| N + |E| N^2)`` scalar steps, for tests and benchmarks.
 """
