@@ -43,7 +43,8 @@ def capacity_costs(draw: st.DrawFn, kind: str) -> CapacityCost:
         bounded = draw(st.booleans())
         tier_prices = draw(st.lists(prices, min_size=len(upto) + (0 if bounded else 1),
                                     max_size=len(upto) + (0 if bounded else 1)))  # fmt: skip
-        return TieredCost(upto, tuple(tier_prices))
+        cap = draw(st.one_of(st.just(math.inf), caps))  # may cut tiers short
+        return TieredCost(upto, tuple(tier_prices), cap)
     shape = draw(st.sampled_from(sorted(_SHAPES)))
     return FunctionCost(_SHAPES[shape](price), name=shape)
 

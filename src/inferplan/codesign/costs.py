@@ -64,7 +64,8 @@ class CapacityCost(Protocol):
 @dataclass(frozen=True)
 class Segments:
     """A continuous piecewise-linear cost: on ``[starts[k], starts[k+1]]`` (the last segment up
-    to ``cap``) it is ``values[k] + slopes[k] * (x - starts[k])``."""
+    to ``cap``) it is ``values[k] + slopes[k] * (x - starts[k])``. Every start lies below the
+    cap, except the first (0) when nothing can be added."""
 
     starts: tuple[float, ...]
     slopes: tuple[float, ...]
@@ -77,9 +78,10 @@ def segments(cost: CapacityCost) -> Segments | None:
     if cost.linear_price is not None:
         return Segments((0.0,), (cost.linear_price,), (0.0,), cost.max_amount)
     if isinstance(cost, TieredCost):
-        k = len(cost.prices)
+        # tiers that start at or beyond the cap sell nothing: the last one kept ends at the cap
+        k = max(1, int(np.searchsorted(cost._knots[: len(cost.prices)], cost.max_amount)))
         return Segments(
-            tuple(cost._knots[:k]), cost.prices, tuple(cost._values[:k]), cost.max_amount
+            tuple(cost._knots[:k]), cost.prices[:k], tuple(cost._values[:k]), cost.max_amount
         )
     return None
 
