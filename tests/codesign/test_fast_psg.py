@@ -232,3 +232,73 @@ def test_importing_inferplan_leaves_numba_unloaded():
         "assert 'numba' not in sys.modules, 'numba imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# Regressions found by an adversarial search (each once failed on one engine).
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_tier_cap_below_a_later_tier_start_is_respected(engine):
+    capped = TieredCost(upto=(10.0,), prices=(1.0, 2.0), max_amount=0.5)  # at most 0.5 added
+    net = inferplan.Network(
+        nodes=(inferplan.Node("s", 1.0, 10.0), inferplan.Node("v", 1.0, 0.0, capped),
+               inferplan.Node("t", 1.0, 5.0)),
+        links=(inferplan.Link("s", "v", 100.0), inferplan.Link("v", "t", 100.0)),
+        source="s", target="t",
+    )  # fmt: skip
+    inst = compile_instance(net, inferplan.Profile("p", (1.0,) * 4, (1.0,) * 5))
+    plan = solve_psg(inst, 1.0, engine=engine)
+    assert plan.cost == pytest.approx(reference_psg(inst, 1.0).cost, rel=1e-12)
+    assert plan.node_upgrades.get("v", 0.0) <= 0.5
+    alone = inferplan.Network(
+        nodes=(inferplan.Node("s", 1.0, 0.0, capped), inferplan.Node("t", 1.0, 0.0, capped)),
+        links=(inferplan.Link("s", "t", 100.0),), source="s", target="t",
+    )  # fmt: skip
+    inst = compile_instance(alone, inferplan.Profile("p", (3.0,), (1.0, 1.0)))
+    with pytest.raises(Infeasible):
+        solve_psg(inst, 1.0, engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_near_ties_survive_when_the_compute_dwarfs_the_costs(engine):
+    """S / beta about 2**40 against costs of order 1: candidates are compared by the work
+    between them, not by S_i / beta."""
+    big = 2.0**40
+    net = inferplan.Network(
+        nodes=(inferplan.Node("s", big + 0.5, 1 - 1e-5), inferplan.Node("v", 1.5, 1.0),
+               inferplan.Node("t", 0.5, 1.99999)),
+        links=(inferplan.Link("s", "v", 1e6, 0.0), inferplan.Link("v", "t", 1e6, 0.0)),
+        source="s", target="t",
+    )  # fmt: skip
+    inst = compile_instance(net, inferplan.Profile("p", (big, 1.0, 1.0, 1.0, 1.0), (1.0,) * 6))
+    assert solve_psg(inst, 1.0, engine=engine).cost == pytest.approx(1.999985, rel=1e-12)
+    assert reference_psg(inst, 1.0).cost == pytest.approx(1.999985, rel=1e-12)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_request_exactly_on_the_cap_is_allowed(step):
+    """N + 1 = 49 blocks: the numpy engine's windows; the cap equals one request exactly."""
+    n, beta, capacity = 48, 1 / 3, 0.3
+    S = np.concatenate(([0.0], np.cumsum((0.1,) * n)))
+    cap = float(S[31] / beta - capacity)
+    net = inferplan.Network(
+        nodes=(inferplan.Node("s", capacity, 0.0, LinearCost(1.0, cap)),
+               inferplan.Node("t", 1.0, 10.0)),
+        links=(inferplan.Link("s", "t", 100.0, 0.0),), source="s", target="t",
+    )  # fmt: skip
+    inst = compile_instance(net, inferplan.Profile("p", (0.1,) * n, (1.0,) * (n + 1)))
+    assert _solve(solve_psg, inst, beta, step).cost == pytest.approx(
+        reference_psg(inst, beta).cost, rel=1e-12
+    )
+
+
+def test_t_star_when_every_delay_overflows_is_the_same_on_both_engines():
+    net = inferplan.Network(
+        (inferplan.Node("s", 1e-300), inferplan.Node("t", 1e-300)),
+        (inferplan.Link("s", "t", 1e-300),), "s", "t",
+    )  # fmt: skip
+    inst = compile_instance(net, inferplan.Profile("p", (1e10, 1e10), (1e10,) * 3))
+    with np.errstate(over="ignore"):
+        numpy_answer = throughput_optimal(inst, engine="numpy")
+    assert throughput_optimal(inst, engine="compiled") == numpy_answer
+    assert numpy_answer.partition == (0, 2) and math.isinf(numpy_answer.interval)

@@ -103,19 +103,23 @@ def free_window(S: FloatArray, row: FloatArray, beta: float, C: float, out: Floa
 
 @jit
 def piece_window(S: FloatArray, row: FloatArray, beta: float, C: float, start: float,
-                 slope: float, value: float, end: float, out: FloatArray, queue: IntArray,
-                 keys: FloatArray) -> None:  # fmt: skip
+                 slope: float, value: float, end: float, out: FloatArray,
+                 queue: IntArray) -> None:  # fmt: skip
     """Lower ``out[j]`` to the best ``row[i] + value + slope * (x(i, j) - start)`` over the
     ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]``: a window ``[lo, up-1]``
-    sliding right, ranked by ``row[i] - slope * S_i / beta``; the best is priced as written."""
+    sliding right. Within the piece ``i`` beats an earlier ``b`` at every ``j`` when
+    ``row[b] + slope * (S_i - S_b) / beta > row[i]``, compared so (the work between them, not
+    ``S_i / beta``, which may dwarf the costs); the best is priced as written."""
     lo, up, h, t = 0, 0, 0, 0
     for j in range(row.size):
         while up < j and (S[j] - S[up]) / beta - C > start:
             if row[up] < np.inf:
-                key = row[up] - slope * S[up] / beta
-                while t > h and keys[t - 1] > key:
+                while t > h:
+                    b = queue[t - 1]
+                    if row[b] + slope * (S[up] - S[b]) / beta <= row[up]:
+                        break
                     t -= 1
-                queue[t], keys[t] = up, key
+                queue[t] = up
                 t += 1
             up += 1
         while end < np.inf and lo < up and (S[j] - S[lo]) / beta - C > end:
@@ -170,7 +174,7 @@ def psg(
             for k in range(seg_ptr[v], seg_ptr[v + 1]):
                 end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
                 piece_window(S, row, beta, capacity[v], seg_start[k], seg_slope[k],
-                             seg_value[k], end, out, queue, keys)  # fmt: skip
+                             seg_value[k], end, out, queue)  # fmt: skip
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
             if link_table[e] >= 0:
@@ -203,7 +207,7 @@ def psg(
             else:
                 c = row[i] + piece_cost(x, seg_ptr[v], seg_ptr[v + 1], seg_start, seg_slope,
                                          seg_value, node_cap[v])  # fmt: skip
-            if c < best:
+            if c < best or chosen < 0:
                 best, chosen = c, i
         j = chosen
         best, link = np.inf, -1
@@ -212,7 +216,7 @@ def psg(
             sigma = max(0.0, wanted[j] - bandwidth[e])
             c = stage[link_src[e], j] + link_cost(sigma, e, link_price, link_cap, link_table,
                                                    link_tables, j)  # fmt: skip
-            if c < best:
+            if c < best or link < 0:
                 best, link = c, e
         v = link_src[link]
         n += 1
@@ -268,14 +272,14 @@ def throughput(
         best, chosen = np.inf, -1
         for i in range(j + 1):
             d = max(label[v, i], (S[j] - S[i]) / C)
-            if d < best:
+            if d < best or chosen < 0:  # the first i when every delay overflows
                 best, chosen = d, i
         j = chosen
         best, link = np.inf, -1
         for t in range(in_ptr[v], in_ptr[v + 1]):
             e = in_links[t]
             d = max(stage[link_src[e], j], D[j] / bandwidth[e])
-            if d < best:
+            if d < best or link < 0:
                 best, link = d, e
         v = link_src[link]
         n += 1

@@ -96,6 +96,39 @@ def range_min(table: FloatArray, lo: IntArray, hi: IntArray) -> FloatArray:
     return out
 
 
+def _first_within(
+    S: FloatArray,
+    beta: float,
+    C: FloatArray,
+    bound: float | FloatArray,
+    guess: IntArray,
+    *,
+    strict: bool = False,
+) -> IntArray:
+    """For each row and ``j``: the first ``i`` whose request ``x(i, j) = (S_j - S_i)/beta - C``
+    is at most ``bound`` (below it when ``strict``), moved from ``guess`` a step at a time.
+
+    ``searchsorted`` on a rearranged bound may land a rounding step off; a request exactly on a
+    cap or a tier boundary must fall where the costs, which compute ``x`` as written, put it.
+    ``x`` falls as ``i`` grows and ``x(j, j) = -C < 0 <= bound``, so the answer is at most
+    ``j`` and the steps never reverse.
+    """
+    W = S.size
+    j = np.arange(W)
+
+    def within(i: IntArray) -> npt.NDArray[np.bool_]:
+        x = (S[j] - S[np.clip(i, 0, W - 1)]) / beta - C
+        return x < bound if strict else x <= bound
+
+    first = guess
+    while True:
+        left = (first > 0) & within(first - 1)
+        right = ~within(first)
+        if not (left.any() or right.any()):
+            return first
+        first = first - left + right
+
+
 def _compute_windows(
     inst: CodesignInstance, nodes: IntArray, dist: FloatArray, beta: float
 ) -> FloatArray:
@@ -114,6 +147,7 @@ def _compute_windows(
     pieces = [inst.node_segments[v] for v in nodes]
     edge = S[None, :] - C * beta  # S_i >= edge  <=>  rho = 0
     free_from = np.searchsorted(S, edge.ravel(), side="left").reshape(edge.shape)
+    free_from = _first_within(S, beta, C, 0.0, free_from)
     best = range_min(sparse_table(dist), free_from, np.broadcast_to(j, edge.shape))
     for k in range(max(len(p.starts) for p in pieces if p is not None)):
         start = np.array([p.starts[k] if k < len(p.starts) else np.inf for p in pieces])
@@ -125,16 +159,19 @@ def _compute_windows(
         value = np.array([p.values[k] if k < len(p.starts) else 0.0 for p in pieces])[:, None]
         # Piece k holds the i with start <= rho <= end, i.e. S_j - (C + end) beta <= S_i
         # <= S_j - (C + start) beta.
+        # Both ends are searched on S, then settled on the request as the costs compute it.
         lo = (
-            np.searchsorted(S, (edge - end * beta).ravel(), side="left").reshape(edge.shape)
+            _first_within(S, beta, C, end, np.searchsorted(
+                S, (edge - end * beta).ravel(), side="left").reshape(edge.shape))
             if np.isfinite(end).any()
             else np.zeros(edge.shape, dtype=np.int64)
-        )
-        if k == 0:  # start = 0: the free window's left end, one further where S_i = edge
-            hi = free_from - 1 + (S[np.minimum(free_from, S.size - 1)] == edge)
+        )  # fmt: skip
+        if k == 0:  # start = 0: the free window's left end
+            hi = _first_within(S, beta, C, 0.0, free_from, strict=True) - 1
         else:
             hi = np.searchsorted(S, (edge - start[:, None] * beta).ravel(), side="right")
-            hi = hi.reshape(edge.shape) - 1
+            hi = _first_within(S, beta, C, start[:, None], hi.reshape(edge.shape), strict=True)
+            hi -= 1
         shifted = dist - slope * S[None, :] / beta
         if lo.any():
             paid = range_min(sparse_table(shifted), lo, hi)
