@@ -99,30 +99,20 @@ def compiled_engine(engine: Engine) -> bool:
 
 @dataclass(frozen=True)
 class KernelArrays:
-    """An instance's network and costs in the flat arrays the kernels take.
+    """An instance's network and costs in the flat arrays the kernels take, built once.
 
-    Nodes' piecewise-linear costs: node ``v`` has pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` with
-    ``seg_start``, ``seg_slope``, ``seg_value`` (see :class:`~inferplan.codesign.costs.Segments`)
-    and the cap ``node_cap[v]``; ``node_table[v]`` is ``-1`` for them and otherwise the row of
-    the node in the cost tables. Links: ``link_price`` and ``link_cap`` for linear costs,
-    ``link_table[e]`` likewise. ``out_ptr``/``out_links`` and ``in_ptr``/``in_links`` list
-    each node's links in file order. ``psg_args`` and ``throughput_args`` are the arguments of
-    the kernels that do not change from one solve to the next.
+    ``psg_args`` and ``throughput_args`` are the arguments of :func:`kernels.psg
+    <inferplan.codesign.kernels.psg>` and :func:`kernels.throughput
+    <inferplan.codesign.kernels.throughput>` that do not change from one solve to the next, in
+    their order: the prefix FLOPs and activations, source and target, capacities and links;
+    each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
+    value; see :class:`~inferplan.codesign.costs.Segments`) and its cap, or its row in the cost
+    tables (``node_table[v] >= 0``); the links' linear prices and caps, or their rows in the
+    link tables; and each node's out- and in-links in file order (``ptr``/``links`` pairs).
+    ``table_nodes`` and ``table_links`` are the nodes and links priced into tables per solve;
+    ``no_node_tables`` and ``no_link_tables`` the empty tables passed when there are none.
     """
 
-    seg_ptr: IntArray
-    seg_start: FloatArray
-    seg_slope: FloatArray
-    seg_value: FloatArray
-    node_cap: FloatArray
-    node_table: IntArray
-    link_price: FloatArray
-    link_cap: FloatArray
-    link_table: IntArray
-    out_ptr: IntArray
-    out_links: IntArray
-    in_ptr: IntArray
-    in_links: IntArray
     table_nodes: IntArray
     table_links: IntArray
     no_node_tables: FloatArray
@@ -181,14 +171,6 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     network = (inst.prefix_flops, inst.activation_bits, inst.source, inst.target)
     adjacency = (out_ptr, out_links, in_ptr, in_links)
     arrays = KernelArrays(
-        *node_columns,
-        link_price=pricing.price,
-        link_cap=pricing.cap,
-        link_table=link_table,
-        out_ptr=out_ptr,
-        out_links=out_links,
-        in_ptr=in_ptr,
-        in_links=in_links,
         table_nodes=np.array(table_nodes, dtype=np.int64),
         table_links=pricing.other,
         no_node_tables=np.zeros((0, W, W)),

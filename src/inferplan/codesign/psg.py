@@ -345,8 +345,9 @@ def psg_path(
 
     ``engine``: ``"compiled"`` runs the linear-time kernels of
     :mod:`~inferplan.codesign.compiled` (numba), ``"numpy"`` the vectorised relaxation below,
-    ``"auto"`` the kernels when numba is installed. Both are exact; the kernels are faster at
-    every size we measured (see ``docs/codesign-scale.md``). Nodes whose costs have no
+    ``"auto"`` the kernels when numba is installed. Both are exact (up to the rounding bound of
+    the numpy windows, see ``docs/codesign-scale.md``); the kernels are faster at every size
+    we measured. Nodes whose costs have no
     piecewise-linear form are priced into tables for the kernels; past
     :data:`~inferplan.codesign.compiled.TABLE_ENTRIES` entries the vectorised relaxation runs.
 

@@ -1,12 +1,14 @@
 """T*: the throughput-optimal deployment under the existing capacities.
 
 The PSG state graph with bottleneck (min-max) relaxation of the stage delay
-``max((S_j - S_i) / C_v, D_j / B_(v,z))``, one topological generation at a time. Among several
+``max((S_j - S_i) / C_v, D_j / B_(v,z))``: by the compiled kernel
+(:mod:`~inferplan.codesign.compiled`, ``O(N)`` per node) or, in this module, one topological
+generation at a time with numpy. Among several
 optimal deployments the first one met when reading the labels back from the target is
 returned: at each node the fewest blocks received (so later nodes do more of the work), and
 among links the earliest in file order. The labels are exact (every label is one of the
-candidate delays, compared, never recomputed), so the rule does not depend on which of the two
-compute steps below ran.
+candidate delays, compared, never recomputed), so the rule does not depend on the engine or on
+which of the two numpy compute steps below ran.
 """
 
 from __future__ import annotations
