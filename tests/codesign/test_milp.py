@@ -16,8 +16,8 @@ from inferplan.codesign import (
     solve_psg,
     throughput_optimal,
 )
-from inferplan.codesign.costs import FunctionCost, TieredCost
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
+from inferplan.network.costs import FunctionCost, TieredCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
 from tests.strategies import small_dags, small_networks, small_profiles
 

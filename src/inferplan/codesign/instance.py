@@ -14,8 +14,8 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.costs import CapacityCost, Segments, segments
 from inferplan.errors import NetworkHasCycle
+from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
 

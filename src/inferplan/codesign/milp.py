@@ -34,10 +34,10 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from inferplan.codesign.costs import CapacityCost, ModuleCost, TieredCost
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Plan, check_scale, infeasible, plan_from_path
 from inferplan.errors import InvalidArgument
+from inferplan.network.costs import CapacityCost, ModuleCost, TieredCost
 
 __all__ = ["solve_milp"]
 
