@@ -47,8 +47,6 @@ from inferplan.experiments.coinference.driver import (
 )
 from inferplan.experiments.coinference.point import (
     BASELINES,
-    PLACEMENT_METHODS,
-    STRATEGIES,
     CoinferenceOptions,
     CoinferenceParams,
     build_system,
@@ -75,9 +73,7 @@ __all__ = [
     "COINFERENCE_DNNS",
     "COINFERENCE_SWEEPS",
     "CURVE_COLUMNS",
-    "PLACEMENT_METHODS",
     "SAVINGS_COLUMNS",
-    "STRATEGIES",
     "SWEEP_COLUMNS",
     "CoinferenceOptions",
     "CoinferenceParams",

@@ -16,6 +16,7 @@ from inferplan.coinference import (
     DEFAULT_CHANNEL,
     DEFAULT_DEVICE,
     DEFAULT_EDGE,
+    STRATEGIES,
     Channel,
     Layers,
     LogNormal,
@@ -29,6 +30,7 @@ from inferplan.coinference import (
     mlp_placement,
     optimality_probabilities,
     plan_placement,
+    planner_names,
     simulate,
 )
 from inferplan.coinference.system import (
@@ -41,8 +43,6 @@ from inferplan.profiles import load_profile
 
 __all__ = [
     "BASELINES",
-    "PLACEMENT_METHODS",
-    "STRATEGIES",
     "CoinferenceOptions",
     "CoinferenceParams",
     "build_system",
@@ -50,27 +50,9 @@ __all__ = [
     "coinference_point",
 ]
 
-PLACEMENT_METHODS = ("optimal", "1sla", "hybrid")
-#: Baselines the joint plan (optimal placement + optimal splitting) is compared with.
-BASELINES = (
-    "1sla",
-    "edge-only",
-    "device-only",
-    "full-placement",
-    "fixed-split",
-    "best-fixed-split",
-)
-STRATEGIES = ("optimal", "1sla", "hybrid", *BASELINES[1:])
-#: Which simulator rule realises each strategy (hybrid has the optimal plan: not simulated twice).
-_SIM_RULE = {
-    "optimal": "optimal",
-    "1sla": "1sla",
-    "edge-only": "edge-only",
-    "device-only": "device-only",
-    "full-placement": "full",
-    "fixed-split": "fixed",
-    "best-fixed-split": "best-fixed",
-}
+#: Baselines the joint plan (optimal placement + optimal splitting) is compared with: every
+#: strategy that does not reach the joint optimum.
+BASELINES = tuple(name for name, s in STRATEGIES.items() if not s.exact)
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -115,7 +97,7 @@ class CoinferenceOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    methods: list[str] = Field(default_factory=lambda: list(PLACEMENT_METHODS), min_length=1)
+    methods: list[str] = Field(default_factory=lambda: list(planner_names()), min_length=1)
     simulate: Annotated[int, Field(ge=0)] = 0
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.999
 
@@ -123,8 +105,8 @@ class CoinferenceOptions(BaseModel):
     @classmethod
     def _known(cls, methods: list[str]) -> list[str]:
         for name in methods:
-            if name not in PLACEMENT_METHODS:
-                raise ValueError(f"unknown method {name!r} (known: {', '.join(PLACEMENT_METHODS)})")
+            if name not in planner_names():
+                raise ValueError(f"unknown method {name!r} (known: {', '.join(planner_names())})")
         if len(set(methods)) != len(methods):
             raise ValueError("methods must not repeat")
         return methods
@@ -252,11 +234,10 @@ def coinference_point(
         for m in range(system.n_layers + 1)
     ]
     base = compare_baselines(system)
-    n_last = system.n_layers
     strategies: dict[str, dict[str, Any]] = {}
     for method in opts.methods:
         start = time.perf_counter()
-        plan = plan_placement(system, method)
+        plan = plan_placement(system, method=method)
         seconds = time.perf_counter() - start
         strategies[method] = {
             "cost": plan.expected_cost,
@@ -264,32 +245,26 @@ def coinference_point(
             "runtime_s": seconds,
             "stage_evaluations": plan.stage_evaluations,
         }
-    fixed = {
-        "edge-only": (base.edge_only, 0, 1),
-        "device-only": (base.device_only, n_last, n_last + 1),
-        "full-placement": (base.full_placement, n_last, None),
-        "fixed-split": (base.fixed_split, base.fixed_stage - 1, base.fixed_stage),
-        "best-fixed-split": (
-            base.best_fixed_split,
-            base.best_fixed_stage - 1,
-            base.best_fixed_stage,
-        ),
-    }
-    for name, (cost, placement, stage) in fixed.items():
-        strategies[name] = {"cost": cost, "placement": placement, "split_stage": stage}
+    for name, strategy in STRATEGIES.items():
+        if not strategy.planner:
+            d = strategy.decide(system)
+            strategies[name] = {
+                "cost": d.expected_cost,
+                "placement": d.placement,
+                "split_stage": d.split_stage,
+            }
     if "1sla" in strategies and _equal_layers(system):
         strategies["1sla"]["closed_form_placement"] = mlp_placement(system).placement
     if opts.simulate:
-        rules = {name: _SIM_RULE[name] for name in strategies if name in _SIM_RULE}
         sim = simulate(
             system,
-            list(rules.values()),
+            list(strategies),
             inferences=opts.simulate,
             seed=seed,
             confidence=opts.confidence,
         )
-        for name, rule in rules.items():
-            result = sim[rule]
+        for name in strategies:
+            result = sim[name]
             strategies[name].update(
                 sim_mean=result.mean_cost, sim_ci_low=result.ci_low, sim_ci_high=result.ci_high
             )

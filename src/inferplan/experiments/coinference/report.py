@@ -14,6 +14,8 @@ from inferplan.coinference import (
     DEFAULT_DEVICE,
     DEFAULT_EDGE,
     Rayleigh,
+    planner_names,
+    strategy_label,
 )
 from inferplan.coinference.system import (
     DEFAULT_DOWNLINK_BPS,
@@ -22,12 +24,10 @@ from inferplan.coinference.system import (
 )
 from inferplan.experiments.coinference.point import (
     BASELINES,
-    PLACEMENT_METHODS,
     mlp_shape,
 )
 from inferplan.experiments.coinference.summary import (
     PARAM_NAMES,
-    STRATEGY_NAMES,
     curve_summary,
     default_values,
     dnn_name,
@@ -163,7 +163,7 @@ def _savings_section(savings: Sequence[Mapping[str, Any]], dnns: Sequence[str]) 
     for s in savings:
         if s["parameter"] == "all":
             lines.append(
-                f"| {dnn_name(s['dnn'])} | {STRATEGY_NAMES[s['baseline']]} | "
+                f"| {dnn_name(s['dnn'])} | {strategy_label(s['baseline'])} | "
                 f"{_pct(s['median_saving'])} | {_pct(s['max_saving'])} | "
                 f"{_pct(s['min_saving'])} | {s['frac_better']:.0%} of {s['points']} |"
             )
@@ -433,7 +433,7 @@ def _runtime_lines(rows: Sequence[Mapping[str, Any]], dnns: Sequence[str]) -> li
         "| --- | --- | --- | --- |",
     ]
     for dnn in dnns:
-        for method in PLACEMENT_METHODS:
+        for method in planner_names():
             mine = [r for r in _strategy_rows(rows, method) if r["profile"] == dnn]
             if mine:
                 lines.append(

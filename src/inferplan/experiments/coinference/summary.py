@@ -11,6 +11,7 @@ from typing import Any
 from inferplan.coinference import (
     DEFAULT_CHANNEL,
     DEFAULT_DEVICE,
+    STRATEGIES,
     Rayleigh,
 )
 from inferplan.coinference.system import (
@@ -20,7 +21,6 @@ from inferplan.coinference.system import (
 from inferplan.errors import InvalidArgument
 from inferplan.experiments.coinference.point import (
     BASELINES,
-    STRATEGIES,
     CoinferenceOptions,
     mlp_shape,
     profile_layers,
@@ -70,16 +70,13 @@ PARAM_NAMES = {
     "energy_weight": "energy weight beta_e",
 }
 _DNN_NAMES = {"alexnet": "AlexNet", "vgg16": "VGG-16", "resnet50": "ResNet-50"}
-STRATEGY_NAMES = {
-    "optimal": "joint (optimal placement + splitting)",
-    "1sla": "1-sla placement + splitting",
-    "hybrid": "hybrid placement",
-    "edge-only": "edge-only",
-    "device-only": "device-only",
-    "full-placement": "full placement (M = N), optimal splitting",
-    "fixed-split": "fixed split from the mean SNR",
-    "best-fixed-split": "best fixed split",
-}
+
+
+def cost_column(strategy: str) -> str:
+    """The column of ``sweeps.csv`` that holds a strategy's cost (``cost_edge_only``)."""
+    return f"cost_{STRATEGIES[strategy].key}"
+
+
 CURVE_COLUMNS = ("dnn", "M", "placement_cost", "z_optimal", "z_1sla", "p_1sla_optimal")
 SAVINGS_COLUMNS = (
     "dnn",
@@ -97,7 +94,7 @@ SWEEP_COLUMNS = (
     "value",
     "placement_optimal",
     "placement_1sla",
-    *(f"cost_{s.replace('-', '_')}" for s in STRATEGIES if s != "hybrid"),
+    *(cost_column(name) for name, s in STRATEGIES.items() if s.same_as is None),
 )
 #: A saving counts as "better" above this (relative costs are sums in other orders).
 SAVING_TOL = 1e-9
@@ -249,10 +246,8 @@ def sweep_summary(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "placement_optimal": s["optimal"]["placement"] if "optimal" in s else None,
                     "placement_1sla": s["1sla"]["placement"] if "1sla" in s else None,
                 }
-                for name in STRATEGIES:
-                    if name != "hybrid":
-                        row[f"cost_{name.replace('-', '_')}"] = (
-                            s[name]["cost"] if name in s else None
-                        )
+                for name, strategy in STRATEGIES.items():
+                    if strategy.same_as is None:
+                        row[cost_column(name)] = s[name]["cost"] if name in s else None
                 out.append(row)
     return out
