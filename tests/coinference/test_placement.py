@@ -60,7 +60,7 @@ def test_hybrid_is_exact_or_within_its_tolerance(system, rel_tol):
 
 @given(systems(max_layers=6, max_levels=3))
 def test_one_step_costs_bound_the_optimal_ones(system):
-    z_opt, z_sla = expected_costs(system), expected_costs(system, "1sla")
+    z_opt, z_sla = expected_costs(system), expected_costs(system, rule="1sla")
     assert np.all(z_opt <= z_sla * (1 + 1e-12))
     assert z_sla[0] == pytest.approx(z_opt[0]) and z_sla[1] == pytest.approx(z_opt[1])
     plan = plan_placement(system, method="1sla")
@@ -132,7 +132,7 @@ def test_mlp_closed_form_matches_enumeration(width, depth, k, beta_e, channel):
         energy_weight=beta_e,
     )
     closed = mlp_placement(system)
-    costs = expected_costs(system, "1sla")
+    costs = expected_costs(system, rule="1sla")
     assert costs[closed.placement] == pytest.approx(costs.min(), rel=1e-12)
     assert closed.placement == int(np.argmin(costs)) or math.isclose(
         costs[closed.placement], costs.min(), rel_tol=1e-12

@@ -264,7 +264,7 @@ def compile_instance(
         cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(keep)))
         raise NetworkHasCycle(
             f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
-            "exact only on acyclic networks (use --method milp for cyclic ones)",
+            "exact only on acyclic networks (method 'milp' solves cyclic ones)",
             field="links",
         )
     order = [keep[k] for k in topo] if topo is not None else list(keep)

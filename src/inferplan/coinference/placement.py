@@ -48,14 +48,14 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def expected_costs(system: System, rule: str = "optimal") -> FloatArray:
+def expected_costs(system: System, *, rule: str = "optimal") -> FloatArray:
     """``Z(0..N)`` under the optimal rule (O(N^2)) or the 1-sla rule (O(N)).
 
     Examples
     --------
     >>> from inferplan.coinference import default_system
     >>> s = default_system()
-    >>> bool(np.all(expected_costs(s) <= expected_costs(s, "1sla") + 1e-15))
+    >>> bool(np.all(expected_costs(s) <= expected_costs(s, rule="1sla") + 1e-15))
     True
     """
     if rule == "optimal":
@@ -141,7 +141,7 @@ def optimal_placement(system: System) -> PlacementPlan:
 def one_step_placement(system: System) -> PlacementPlan:
     """``M*`` minimising ``Z`` under the 1-sla rule (O(N); its ``Z`` is an upper bound of the
     optimal one); the splitting rule at ``M*`` is 1-sla."""
-    costs = expected_costs(system, "1sla")
+    costs = expected_costs(system, rule="1sla")
     m_star = _argmin(costs)
     return PlacementPlan(
         "1sla",
@@ -317,7 +317,7 @@ def compare_baselines(system: System) -> Baselines:
     return Baselines(
         joint=float(costs[m_star]),
         joint_placement=m_star,
-        joint_1sla=float(np.min(expected_costs(system, "1sla"))),
+        joint_1sla=float(np.min(expected_costs(system, rule="1sla"))),
         edge_only=float(true[0]),
         device_only=float(true[-1]),
         full_placement=float(costs[-1]),
@@ -374,7 +374,7 @@ def mlp_placement(system: System) -> MlpPlacement:
     --------
     >>> from inferplan.coinference import default_system, mlp_layers
     >>> s = default_system(layers=mlp_layers(512, 6))
-    >>> mlp_placement(s).placement == int(np.argmin(expected_costs(s, "1sla")))
+    >>> mlp_placement(s).placement == int(np.argmin(expected_costs(s, rule="1sla")))
     True
     """
     layers = system.layers

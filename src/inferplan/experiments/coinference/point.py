@@ -220,7 +220,7 @@ def coinference_point(
     opts = CoinferenceOptions.model_validate(options)
     system = build_system(params)
     z_opt = expected_costs(system)
-    z_sla = expected_costs(system, "1sla")
+    z_sla = expected_costs(system, rule="1sla")
     same = optimality_probabilities(system)
     rows: list[dict[str, Any]] = [
         {
