@@ -39,6 +39,7 @@ from inferplan.coinference.system import (
     DEFAULT_INFERENCES_PER_UPDATE,
 )
 from inferplan.errors import InferplanError
+from inferplan.experiments.space import distinct_known
 from inferplan.profiles import load_profile
 
 __all__ = [
@@ -104,12 +105,7 @@ class CoinferenceOptions(BaseModel):
     @field_validator("methods")
     @classmethod
     def _known(cls, methods: list[str]) -> list[str]:
-        for name in methods:
-            if name not in planner_names():
-                raise ValueError(f"unknown method {name!r} (known: {', '.join(planner_names())})")
-        if len(set(methods)) != len(methods):
-            raise ValueError("methods must not repeat")
-        return methods
+        return distinct_known(methods, planner_names(), "method")
 
     @field_validator("simulate")
     @classmethod
