@@ -48,6 +48,7 @@ def _register() -> None:
     from inferplan.cli import (  # noqa: F401
         codesign,
         coinference,
+        edge,
         experiments,
         frontier,
         profiles,
