@@ -52,6 +52,7 @@ def _register() -> None:
         experiments,
         frontier,
         profiles,
+        run,
     )
 
 

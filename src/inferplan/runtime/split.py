@@ -119,7 +119,8 @@ class TracedModel:
             return tuple(self._outputs)
         return tuple(sorted((t.name for t in tensors), key=self._order.__getitem__))
 
-    def _specs(self, cut: int) -> tuple[TensorSpec, ...]:
+    def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
+        """The tensors crossing profile cut ``cut``, in the order stages pass them."""
         info = {t.name: t for t in self.traced.cuts[self._kept[cut]].tensors}
         specs = []
         for name in self.crossing_names(cut):
@@ -143,7 +144,7 @@ class TracedModel:
             )
         if any(b <= a for a, b in pairwise(cuts)):
             raise InvalidArgument(f"cuts must increase, got {list(cuts)}", field="cuts")
-        crossing = {c: self._specs(c) for c in range(n + 1)}
+        crossing = {c: self.crossing(c) for c in range(n + 1)}
         stages = tuple(self._stage(a, b) for a, b in pairwise(cuts))
         return SplitModel(self.profile, cuts, stages, crossing)
 
