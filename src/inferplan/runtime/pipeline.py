@@ -294,9 +294,12 @@ class _Role:
 
     @property
     def label(self) -> str:
-        first, last = self.blocks
-        held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
-        return f"stage {self.rank} (node {self.node!r}, {held})"
+        return _stage_label(self.rank, self.node, *self.blocks)
+
+
+def _stage_label(rank: int, node: str, first: int, last: int) -> str:
+    held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
+    return f"stage {rank} (node {node!r}, {held})"
 
 
 @dataclass(frozen=True)
@@ -774,19 +777,27 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir
         time.sleep(0.05)
 
 
-def _failure(procs: Sequence[subprocess.Popen[bytes]], failed: list[int], run_dir: Path,
-             resolved: Resolved) -> str:  # fmt: skip
-    """One line naming the failed stage and its cause (the first that reported one)."""
-    time.sleep(0.2)  # let a stage that failed first finish writing its report
-    for k in sorted(failed, key=lambda k: (not (run_dir / f"error-{k}.txt").exists(), k)):
-        report = run_dir / f"error-{k}.txt"
-        if report.exists():
-            return report.read_text().strip()
+def _failure(
+    procs: Sequence[subprocess.Popen[bytes]], failed: list[int], run_dir: Path, resolved: Resolved
+) -> str:
+    """One line naming the stage that failed first and its cause. A rank killed by a signal
+    is the cause (its peers then fail on the broken connection); otherwise the first report."""
+    time.sleep(0.2)  # let the stages that fail in turn finish writing their reports
+    for p in procs:
+        p.poll()
+    plan = resolved.plan
+
+    def label(k: int) -> str:
+        return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
+
+    died = [k for k, p in enumerate(procs) if p.returncode is not None and p.returncode < 0]
+    if died:
+        code = procs[died[0]].returncode
+        assert code is not None
+        return f"{label(died[0])} died: {signal.Signals(-code).name}"
+    reports = sorted(run_dir.glob("error-*.txt"), key=lambda f: f.stat().st_mtime_ns)
+    if reports:
+        return reports[0].read_text().strip()
     k = failed[0]
-    code = procs[k].returncode
-    node = resolved.plan.path[k]
-    if code is not None and code < 0:
-        return f"stage {k} (node {node!r}) died: {signal.Signals(-code).name}"
     log = (run_dir / f"log-{k}.txt").read_text(errors="replace").strip().splitlines()
-    cause = log[-1] if log else f"exit code {code}"
-    return f"stage {k} (node {node!r}) failed: {cause}"
+    return f"{label(k)} failed: {log[-1] if log else f'exit code {procs[k].returncode}'}"
