@@ -77,7 +77,7 @@ def test_a_plan_whose_interval_is_not_this_models(files):
 def test_a_plan_whose_path_is_not_in_the_network(files, path, message):
     tmp, net, plan = files
     data = json.loads(plan.read_text())
-    data["path"], data["partition"] = path, [1, 3, 4][-len(path):]
+    data["path"], data["partition"] = path, [1, 3, 4][-len(path) :]
     bad = write(tmp / "bad.json", data)
     assert _fails([str(net), *model_args("mlp"), "--plan", str(bad)]) == f"error: {bad}: {message}"
 
