@@ -138,6 +138,7 @@ class DeviceRun:
     inferences_per_update: int
     outputs_match: bool | None = None
     max_abs_diff: float | None = None
+    elapsed_s: float = 0.0
 
     def _mean(self, name: str) -> float:
         values = [getattr(r, name) for r in self.records]
@@ -203,6 +204,7 @@ class DeviceRun:
             "splits": {str(n): c for n, c in self.split_counts().items()},
             "outputs_match": self.outputs_match,
             "max_abs_diff": self.max_abs_diff,
+            "elapsed_s": self.elapsed_s,
             "failed": list(self.failed),
             "finished_locally": [r.index for r in self.records if r.local],
             "errors": {str(k): v for k, v in self.errors.items()},
@@ -439,6 +441,7 @@ def _run(
         )  # fmt: skip
     measured = time.monotonic() - started
     device = _Device(system, layered, edge, plan, emulate)
+    first = time.monotonic()
     records: list[InferenceRecord] = []
     outputs: list[Tensors | None] = []
     failed: list[int] = []
@@ -458,6 +461,7 @@ def _run(
     run = DeviceRun(
         plan, inferences, tuple(records), tuple(failed), errors, tuple(device.decisions),
         tuple(outputs), predicted, measured, system.inferences_per_update,
+        elapsed_s=time.monotonic() - first,
     )  # fmt: skip
     if verify:
         match, diff = _verify(edge, inputs, outputs)
@@ -504,13 +508,23 @@ class _Device:
         self.emulate = emulate
         self.decisions: list[Decision] = []
         self.n_layers = layered.n_layers
+        self._started = 0.0  # this inference's start (time.monotonic) and emulated time so far
+        self._budget = 0.0
+
+    def _wait(self, seconds: float) -> None:
+        """Advance the emulated clock of this inference by ``seconds`` and sleep until it.
+
+        Pacing against one clock per inference (not per step) keeps a late wake-up of one
+        sleep from being added again at the next step; every step still ends no earlier than
+        the modelled time of everything up to it."""
+        self._budget += seconds
+        if self.emulate:
+            pace(self._started, self._budget)
 
     def _layer(self, layer: int, values: Tensors) -> Tensors:
-        started = time.monotonic()
         with torch.no_grad():
             out: Tensors = self.layered.stages[layer - 1](*values)
-        if self.emulate:
-            pace(started, self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
+        self._wait(self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
         return out
 
     def upload_seconds(self, stage: int, snr: float) -> float:
@@ -522,8 +536,7 @@ class _Device:
         """Send the activation before layer ``stage``: the output, upload and edge seconds."""
         started = time.monotonic()
         body = encode_tensors(values)
-        if self.emulate:
-            pace(started, self.upload_seconds(stage, snr))
+        self._wait(self.upload_seconds(stage, snr))
         response = self.edge.request(
             "POST",
             "/infer",
@@ -541,7 +554,8 @@ class _Device:
     def infer(
         self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
     ) -> tuple[Tensors, InferenceRecord]:
-        started = time.monotonic()
+        started = self._started = time.monotonic()
+        self._budget = 0.0
         values, local, n = x, False, 1
         upload_s = edge_s = 0.0
         while n <= self.n_layers:
