@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import math
 import time
 
 from inferplan.codesign.instance import compile_instance
@@ -23,7 +24,7 @@ from inferplan.codesign.plan import Plan, stage_delays
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["pace", "planned_times"]
+__all__ = ["Server", "pace", "planned_times"]
 
 
 def pace(started: float, at_least_s: float) -> float:
@@ -38,6 +39,35 @@ def pace(started: float, at_least_s: float) -> float:
         time.sleep(deadline - now)
         now = time.monotonic()
     return now
+
+
+class Server:
+    """One stage emulating a capacity: it serves one item at a time, each for ``seconds``.
+
+    Item ``i`` starts when it has arrived and item ``i - 1`` has ended, ``start_i =
+    max(arrived_i, end_{i-1})``, and ends at ``end_i = start_i + seconds``: the schedule a real
+    server of that capacity keeps. :meth:`serve` sleeps until ``end_i``. Ends are counted on
+    this schedule, not from when the sleep happened to return, so a late wake-up (a busy
+    machine) delays one item, not every later one; idle time is never banked.
+
+    Examples
+    --------
+    >>> server = Server(0.01)
+    >>> t0 = time.monotonic()
+    >>> ends = [server.serve(t0) for _ in range(3)]  # three items queued at t0
+    >>> ends[-1] - t0 >= 0.03
+    True
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._free_at = -math.inf
+
+    def serve(self, arrived: float) -> float:
+        """Sleep until the end of the item that arrived at ``arrived``; return the time then."""
+        start = max(arrived, self._free_at)
+        self._free_at = start + self.seconds
+        return pace(start, self.seconds)
 
 
 def planned_times(

@@ -11,8 +11,10 @@ the measurements and outputs and checks them against the unsplit model.
 
 Inside a rank three activities overlap, as the pipeline model assumes: receiving (a thread that
 always has a ``recv`` posted), computing (the main thread), and sending over the outgoing link
-(a thread). With ``emulate`` each node stage lasts at least its planned ``Q / (C + x)`` and each
-link at least ``D / (B + y)`` (:func:`~inferplan.runtime.emulate.planned_times`), by sleeping.
+(a thread). With ``emulate`` each node stage serves an inference for at least its planned
+``Q / (C + x)`` and each link for at least ``D / (B + y)``
+(:func:`~inferplan.runtime.emulate.planned_times`), sleeping on the schedule a server of that
+capacity keeps (:class:`~inferplan.runtime.emulate.Server`).
 The source keeps at most one inference in flight per stage (node or link), enough to keep every
 stage busy; the last rank acknowledges each output to the source, which times the latency on
 its own clock (so latency needs no synchronised clocks across machines).
@@ -55,8 +57,8 @@ from inferplan.network.network import Network
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
-from inferplan.runtime.emulate import pace, planned_times
-from inferplan.runtime.measure import measure_blocks
+from inferplan.runtime.emulate import Server, planned_times
+from inferplan.runtime.measure import build_model, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
 __all__ = [
@@ -336,30 +338,6 @@ def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], 
     return tuple(roles), cuts
 
 
-def _build_model(request: RunRequest) -> Any:
-    torch.manual_seed(request.seed)
-    model = load_module_factory(request.model, device="cpu").eval()
-    if request.dtype != "float32":
-        model = model.to(TensorSpec((), request.dtype).torch_dtype)
-    return model
-
-
-def _random_inputs(request: RunRequest, count: int) -> list[tuple[torch.Tensor, ...]]:
-    generator = torch.Generator().manual_seed(request.seed)
-    kinds = [*request.input_dtypes, *[None] * len(request.input_shapes)]
-    out = []
-    for _ in range(count):
-        one = []
-        for shape, kind in zip(request.input_shapes, kinds, strict=False):
-            dtype = TensorSpec((), kind or request.dtype).torch_dtype
-            if dtype.is_floating_point:
-                one.append(torch.randn(shape, generator=generator).to(dtype))
-            else:  # ids: 0 and 1 are valid for any embedding
-                one.append(torch.randint(0, 2, shape, generator=generator, dtype=dtype))
-        out.append(tuple(one))
-    return out
-
-
 def _leaves(value: Any) -> tuple[torch.Tensor, ...]:
     if isinstance(value, torch.Tensor):
         return (value,)
@@ -430,8 +408,9 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
     rank, world, count = role.rank, len(setup.roles), setup.inferences
     last = rank == world - 1
     mine = _Measured()
-    inbox: queue.Queue[tuple[torch.Tensor, ...]] = queue.Queue()
-    outbox: queue.Queue[tuple[torch.Tensor, ...]] = queue.Queue()
+    # items carry the time they arrived, when the stage could have started on them
+    inbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
+    outbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
     started_at = [0.0] * count
     latency = [0.0] * count
     window = threading.Semaphore(2 * world - 1)  # one inference in flight per stage
@@ -449,7 +428,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
             for i in range(count):
                 window.acquire()
                 started_at[i] = time.monotonic()
-                inbox.put(inputs[i])
+                inbox.put((started_at[i], inputs[i]))
 
         def acks() -> None:
             index = torch.zeros(1, dtype=torch.int64)
@@ -466,32 +445,35 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
 
         def receive() -> None:
             for _ in range(count):
-                inbox.put(_recv(role.receives, rank - 1))
+                values = _recv(role.receives, rank - 1)
+                inbox.put((time.monotonic(), values))
 
         threads.append(_thread(role.label, receive))
     if not last:
         link_label = f"link {role.node!r} -> {setup.roles[rank + 1].node!r}"
 
         def send() -> None:
+            link = Server(role.link_s or 0.0)
             for _ in range(count):
-                values = outbox.get()
+                arrived, values = outbox.get()
                 started = time.monotonic()
-                if emulate and role.link_s:
-                    pace(started, role.link_s)
+                if emulate:
+                    link.serve(arrived)
                 for t in values:
                     dist.send(t.contiguous(), rank + 1, tag=DATA)
                 mine.link_busy.append(time.monotonic() - started)
 
         threads.append(_thread(link_label, send))
 
+    node = Server(role.node_s)
     with torch.inference_mode():
         for i in range(count):
-            values = inbox.get()
+            arrived, values = inbox.get()
             started = time.monotonic()
             if stage is not None:
                 values = stage(*values)
             if emulate:
-                pace(started, role.node_s)
+                node.serve(arrived)
             now = time.monotonic()
             mine.node_busy.append(now - started)
             if last:
@@ -502,7 +484,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                 else:
                     acknowledged(i)
             else:
-                outbox.put(values)
+                outbox.put((now, values))
     for thread in threads:
         thread.join()
     return mine, latency
@@ -525,7 +507,7 @@ def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any
     if world != len(resolved.plan.path):
         raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
                               f"many processes, not {world}", field="processes")  # fmt: skip
-    model = _build_model(request)
+    model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
@@ -608,8 +590,12 @@ def _run_rank(request: RunRequest | None, rank: int, world: int,
         if request is not None and rank == 0:
             data = _load_inputs(request)
             count = setup.inferences
-            inputs = (_random_inputs(request, count) if data is None
-                      else [(t,) for t in data[:count]])  # fmt: skip
+            inputs = (
+                [(t,) for t in data[:count]]
+                if data is not None
+                else random_inputs(request.input_shapes, count, seed=request.seed,
+                                   dtype=request.dtype, input_dtypes=request.input_dtypes)
+            )  # fmt: skip
             if not emulate:
                 profiled = measure_blocks(traced, inputs[0])
         dist.barrier()
