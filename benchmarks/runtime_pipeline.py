@@ -17,7 +17,6 @@ Run from the repository root (the models live in ``tests/runtime/models.py``).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -87,16 +86,16 @@ def stages(report: RunReport) -> None:
 
 def overhead(quick: bool) -> None:
     print("\n(b) runtime overhead without emulation (MLP, microseconds of compute per block)")
-    print(f"{'nodes':>5} {'K':>5} {'interval':>10} {'node stage':>11} {'link stage':>11} "
+    print(f"{'nodes':>5} {'K':>5} {'interval':>10} {'slowest node':>13} {'slowest link':>13} "
           f"{'lat. med':>9}")  # fmt: skip
     for path in (("s", "t"), ("s", "a", "t"), ("s", "a", "b", "t")):
         k = 200 if quick else 1000
-        # capacities make PSG spread the four blocks over the path
+        # the whole model fits the source: the other nodes only forward (pure runtime cost)
         report = run_plan(request("mlp", path, 1e5, 1e9, 0.1, inferences=k, emulate=False))
         nodes = [s.measured_s for s in report.stages if s.kind == "node"]
         links = [s.measured_s for s in report.stages if s.kind == "link"]
         print(f"{len(path):>5} {k:>5} {report.measured_interval * 1e6:>8.0f}us "
-              f"{statistics.median(nodes) * 1e6:>9.0f}us {statistics.median(links) * 1e6:>9.0f}us "
+              f"{max(nodes) * 1e6:>11.0f}us {max(links) * 1e6:>11.0f}us "
               f"{report.latency_median_s * 1e6:>7.0f}us")  # fmt: skip
 
 

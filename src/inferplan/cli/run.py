@@ -131,7 +131,7 @@ def run_command(
                 bar.update(task, completed=done)
 
             if staged:
-                report = run_stage(request, progress=tick)
+                report = run_stage(request, progress=tick, timeout_s=timeout)
             else:
                 assert request is not None
                 bar.update(task, total=request.inferences)

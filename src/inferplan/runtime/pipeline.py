@@ -15,9 +15,10 @@ always has a ``recv`` posted), computing (the main thread), and sending over the
 ``Q / (C + x)`` and each link for at least ``D / (B + y)``
 (:func:`~inferplan.runtime.emulate.planned_times`), sleeping on the schedule a server of that
 capacity keeps (:class:`~inferplan.runtime.emulate.Server`).
-The source keeps at most one inference in flight per stage (node or link), enough to keep every
-stage busy; the last rank acknowledges each output to the source, which times the latency on
-its own clock (so latency needs no synchronised clocks across machines).
+The source keeps at most one inference in flight per stage (node or link) plus one for the
+acknowledgement on its way back, enough to keep every stage busy; the last rank acknowledges
+each output to the source, which times the latency on its own clock (so latency needs no
+synchronised clocks across machines).
 
 :func:`run_plan` launches the ranks itself on ``127.0.0.1``; :func:`run_stage` is one rank,
 the entry point under ``torchrun`` (``inferplan run`` calls it when started by ``torchrun``).
@@ -284,13 +285,12 @@ def resolve(request: RunRequest) -> Resolved:
 
 @dataclass(frozen=True)
 class _Role:
-    """What one rank does: its node, blocks, tensors in and out, planned times."""
+    """What one rank does: its node, blocks, the tensors it receives, planned times."""
 
     rank: int
     node: str
     blocks: tuple[int, int]
     receives: tuple[TensorSpec, ...]
-    sends: tuple[TensorSpec, ...]
     node_s: float
     link_s: float | None  # the link to the next rank; None for the last
 
@@ -332,9 +332,9 @@ def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], 
     roles = []
     for k, (node, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
         first = plan.partition[k - 1] if k else 0
-        receives, sends = traced.crossing(first), traced.crossing(done)
         link = resolved.link_s[k] if k < len(plan.path) - 1 else None
-        roles.append(_Role(k, node, (first, done), receives, sends, resolved.node_s[k], link))
+        receives = traced.crossing(first)
+        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link))
     return tuple(roles), cuts
 
 
@@ -413,7 +413,8 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
     outbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
     started_at = [0.0] * count
     latency = [0.0] * count
-    window = threading.Semaphore(2 * world - 1)  # one inference in flight per stage
+    # in flight: one inference per stage (world nodes, world - 1 links) and one acknowledgement
+    window = threading.Semaphore(2 * world)
     threads = []
 
     def acknowledged(i: int) -> None:
@@ -523,12 +524,15 @@ def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any
     return setup, model, modules, (resolved, traced)
 
 
-def run_stage(request: RunRequest | None, *, progress: Progress | None = None) -> RunReport | None:
+def run_stage(
+    request: RunRequest | None, *, progress: Progress | None = None, timeout_s: float = 60.0
+) -> RunReport | None:
     """Run this process as one rank of the pipeline (``torch.distributed`` env: ``RANK``,
     ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, as ``torchrun`` sets them).
 
     Rank 0 needs the ``request`` (the others may pass ``None``: rank 0 sends them their part)
-    and returns the :class:`RunReport`; the other ranks return ``None``. On one machine use
+    and returns the :class:`RunReport`; the other ranks return ``None``. ``timeout_s`` bounds
+    every wait for a peer where there is no ``request`` to take it from. On one machine use
     :func:`run_plan`, which starts the ranks itself.
 
     Raises
@@ -543,7 +547,7 @@ def run_stage(request: RunRequest | None, *, progress: Progress | None = None) -
         raise InvalidArgument(f"not started by torchrun: {', '.join(missing)} not set",
                               field="environment")  # fmt: skip
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    timeout = request.timeout_s if request is not None else 60.0
+    timeout = request.timeout_s if request is not None else timeout_s
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
     label = f"stage {rank}"
