@@ -24,13 +24,14 @@ from inferplan.coinference import (  # noqa: E402
 )
 from inferplan.errors import InvalidArgument, InvalidSystem  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
-from inferplan.runtime.device import make_inputs, run_device  # noqa: E402
+from inferplan.runtime.device import run_device  # noqa: E402
 from inferplan.runtime.layered import (  # noqa: E402
     ModelSpec,
     build_layers,
     load_model_system,
     plan_device,
 )
+from inferplan.runtime.measure import random_inputs  # noqa: E402
 from tests.cli import app as cli_app  # noqa: E402
 from tests.cli import runner  # noqa: E402
 
@@ -184,7 +185,7 @@ def test_edge_stopping_mid_run_a_device_with_every_layer_finishes_locally(tmp_pa
     assert [r.index for r in run.records] == list(range(8))
     assert [r.local for r in run.records] == [False, False, *[True] * 6]
     assert [r.split for r in run.records] == [1, 1, *[5] * 6]
-    inputs = make_inputs(layered, 8, seed=0)  # what run_device used (seed 0)
+    inputs = random_inputs([(1, 16)], 8, seed=0)  # what run_device used (seed 0)
     for out, args in zip(run.outputs, inputs, strict=True):
         with torch.no_grad():
             want = oracle.module(*args)

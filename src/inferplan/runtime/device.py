@@ -37,6 +37,7 @@ from inferplan.coinference import System, sample_snr
 from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
+from inferplan.runtime.measure import random_inputs
 from inferplan.runtime.wire import (
     WireError,
     decode_state,
@@ -51,7 +52,6 @@ __all__ = [
     "DeviceRun",
     "EdgeUnavailable",
     "InferenceRecord",
-    "make_inputs",
     "run_device",
 ]
 
@@ -264,23 +264,6 @@ def _detail(response: httpx.Response) -> str:
     return str(detail) if detail else response.reason_phrase
 
 
-def make_inputs(layered: LayeredModel, inferences: int, *, seed: int = 0) -> list[Tensors]:
-    """``inferences`` seeded random inputs of the model's input shapes (normal floats; 0/1
-    for integer inputs)."""
-    generator = torch.Generator().manual_seed(seed)
-    out = []
-    for _ in range(inferences):
-        values = []
-        for shape, dtype in layered.crossings[0]:
-            kind = getattr(torch, dtype)
-            if kind.is_floating_point:
-                values.append(torch.randn(shape, generator=generator, dtype=kind))
-            else:
-                values.append(torch.randint(0, 2, shape, generator=generator, dtype=kind))
-        out.append(tuple(values))
-    return out
-
-
 def _check_edge_model(edge: _EdgeClient, layered: LayeredModel) -> None:
     try:
         served = edge.request("GET", "/model").json()
@@ -399,7 +382,12 @@ def run_device(
     plan = plan_device(system, method)
     gammas = _snr_matrix(system, snr, inferences, seed)
     if inputs is None:
-        inputs = make_inputs(layered, inferences, seed=seed)
+        inputs = random_inputs(
+            [shape for shape, _ in layered.crossings[0]],
+            inferences,
+            seed=seed,
+            input_dtypes=[dtype for _, dtype in layered.crossings[0]],
+        )
     elif len(inputs) < inferences:
         raise InvalidArgument(f"{len(inputs)} inputs for {inferences} inferences", field="inputs")
     edge = _EdgeClient(

@@ -37,6 +37,7 @@ from inferplan.profiles import Profile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.runtime.examples import builtin_model, is_builtin_model
+from inferplan.runtime.measure import build_model
 from inferplan.runtime.split import trace_model
 
 __all__ = [
@@ -153,19 +154,18 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
         name = builtin.name
         if weights:
             torch.manual_seed(seed)
-            module = builtin.factory()
+            module = builtin.factory().to(getattr(torch, spec.dtype))
         else:
             with torch.device("meta"):
                 module = builtin.factory()
     else:
         name = spec.model.rpartition(":")[2]
         if weights:
-            torch.manual_seed(seed)
-        module = load_module_factory(spec.model, device="cpu" if weights else "meta")
+            module = build_model(spec.model, seed=seed, dtype=spec.dtype)
+        else:
+            module = load_module_factory(spec.model)
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
-    if weights:
-        module = module.to(getattr(torch, spec.dtype))
     module.eval()
     traced = trace_model(
         module,
