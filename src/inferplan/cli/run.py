@@ -166,8 +166,8 @@ def _render(report: RunReport) -> None:
         rows.append(row)
     columns = ["stage", "blocks", "planned", "measured"] + (["profiled"] if profiled else [])
     mode = "emulated capacities" if report.emulated else "this machine's speed"
-    console.print(table(f"{report.inferences} inferences ({report.warmup} warm-up), "
-                        f"{mode}; time per inference", columns, rows))  # fmt: skip
+    console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+    console.print(table("time per inference", columns, rows))
     gap = report.measured_interval / report.predicted_interval - 1
     console.print(
         f"interval: predicted {si(report.predicted_interval, 's')}, measured "
