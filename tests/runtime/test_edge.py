@@ -113,6 +113,19 @@ def test_bad_requests_get_a_4xx_with_one_line_and_the_server_keeps_serving(tmp_p
         assert service.stats()["errors"] == len(bad)
 
 
+def test_a_model_that_raises_is_a_500_with_one_line_and_the_server_keeps_serving(tmp_path):
+    broken = spec("tests.runtime.models:broken")
+    with running_edge(tmp_path, broken) as (edge, _):
+        body = encode_tensors([torch.zeros(1, 16)])
+        response = httpx.post(f"{edge.url}/infer", params={"stage": 1}, content=body)
+        assert response.status_code == 500
+        assert response.json() == {"detail": "RuntimeError: boom in fc2"}
+        assert httpx.get(f"{edge.url}/health").status_code == 200
+        # Layer 3 alone does not raise: the server still computes.
+        response = httpx.post(f"{edge.url}/infer", params={"stage": 3}, content=body)
+        assert response.status_code == 200
+
+
 def test_every_request_needs_the_token(tmp_path):
     body = encode_tensors([torch.zeros(1, 16)])
     with running_edge(tmp_path, token="s3cret") as (edge, _):
@@ -193,4 +206,6 @@ def test_edge_serve_command_runs_a_real_server_on_loopback(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=20)
-    assert "serving mlp (4 layers) on http://127.0.0.1:" in (process.stderr.read() or "")
+    log = process.stderr.read() if process.stderr else ""
+    assert "serving mlp (4 layers) on http://127.0.0.1:" in log
+    assert "edge: stopped after 0 inference requests" in log  # a clean stop on SIGTERM

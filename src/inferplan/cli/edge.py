@@ -111,6 +111,11 @@ def serve_command(
         file=sys.stderr,
     )
     serve(create_app(service, token=token), host=host, port=port)
+    stats = service.stats()
+    times = stats.get("service_s")
+    summary = (f", service time p50 {1e3 * times['p50']:.2f} ms, p99 {1e3 * times['p99']:.2f} ms"
+               if times else "")  # fmt: skip
+    print(f"edge: stopped after {stats['requests']} inference requests{summary}", file=sys.stderr)
 
 
 def _load_inputs(path: Path, layered: LayeredModel, inferences: int | None) -> list[Any]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import signal
 import socket
 import threading
 import time
@@ -302,8 +303,17 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
 
 
 def serve(app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
-    """Run ``app`` on ``host:port`` until interrupted (uvicorn, one process)."""
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    """Run ``app`` on ``host:port`` (uvicorn, one process) until SIGINT or SIGTERM, then return
+    after a graceful shutdown. Call it from the main thread."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    # uvicorn re-raises the signal that stopped it once it has shut down; return instead.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class BackgroundEdge:
