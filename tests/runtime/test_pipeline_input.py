@@ -4,6 +4,8 @@ planned stage times and pacing on their own."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -194,3 +196,14 @@ def test_pace_sleeps_until_the_planned_moment_without_spinning():
     assert time.process_time() - cpu < 0.1  # asleep, not busy-waiting
     late = time.monotonic()
     assert pace(late - 1.0, 0.5) >= late  # a moment already past returns at once
+
+
+def test_the_planners_and_the_command_line_load_no_torch():
+    code = ("import sys, inferplan, inferplan.runtime\n"
+            "from inferplan.cli.main import _register\n"
+            "_register()\n"
+            "print('torch' in sys.modules)\n")  # fmt: skip
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120, check=True)  # fmt: skip
+    assert out.stdout.strip() == "False"
