@@ -207,3 +207,10 @@ def test_the_planners_and_the_command_line_load_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=120, check=True)  # fmt: skip
     assert out.stdout.strip() == "False"
+
+
+def test_an_outputs_file_in_a_missing_folder(files):
+    tmp, net, plan = files
+    out = tmp / "missing" / "out.pt"
+    line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--outputs", str(out)])
+    assert line == f"error: {out}: outputs: its folder does not exist"

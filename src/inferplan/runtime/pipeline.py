@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -275,6 +274,9 @@ def resolve(request: RunRequest) -> Resolved:
             "interval needs two outputs",
             field="inferences",
         )
+    if request.outputs is not None and not Path(request.outputs).parent.is_dir():
+        raise InvalidArgument("its folder does not exist", source=request.outputs,
+                              field="outputs")  # fmt: skip
     if not (math.isfinite(request.timeout_s) and request.timeout_s > 0):
         raise InvalidArgument(f"must be positive, got {request.timeout_s}", field="timeout")
     return Resolved(request, profile, plan, node_s, link_s, count)
@@ -375,9 +377,6 @@ def _fail(label: str, exc: BaseException) -> NoReturn:
     if run_dir:
         with contextlib.suppress(OSError):
             Path(run_dir, f"error-{os.environ.get('RANK', '0')}.txt").write_text(line)
-            Path(run_dir, f"trace-{os.environ.get('RANK', '0')}.txt").write_text(
-                traceback.format_exc()
-            )
     print(f"error: {line}", file=sys.stderr, flush=True)
     os._exit(1)
 
