@@ -18,6 +18,7 @@ from inferplan.errors import InvalidArgument  # noqa: E402
 from inferplan.network import network_from_dict  # noqa: E402
 from inferplan.profiles import Profile  # noqa: E402
 from inferplan.runtime.emulate import pace, planned_times  # noqa: E402
+from inferplan.runtime.pipeline import RunRequest, resolve  # noqa: E402
 
 from ..cli import app, runner  # noqa: E402
 from .pipeline_support import ROOT, chain, hand_plan, model_args, write  # noqa: E402
@@ -214,3 +215,13 @@ def test_an_outputs_file_in_a_missing_folder(files):
     out = tmp / "missing" / "out.pt"
     line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--outputs", str(out)])
     assert line == f"error: {out}: outputs: its folder does not exist"
+
+
+@pytest.mark.parametrize("shape", [(3, 16), (3, 1, 16)])
+def test_inputs_with_or_without_their_batch_dimension(files, shape):
+    tmp, net, plan = files
+    torch.save(torch.zeros(shape), tmp / "in.pt")
+    request = RunRequest(network=inferplan.load_network(net), model="tests.runtime.models:mlp",
+                         input_shapes=((1, 16),), plan=load_plan(plan), warmup=1,
+                         inputs=str(tmp / "in.pt"))  # fmt: skip
+    assert resolve(request).inferences == 3
