@@ -113,12 +113,10 @@ def test_emulated_stages_take_at_least_their_planned_time(resnet_run):
     planned = [nodes[0], links[0], nodes[1], links[1], nodes[2]]
     for stage, want in zip(report["stages"], planned, strict=True):
         assert stage["predicted_s"] == pytest.approx(want, rel=1e-12)
-        # a stage serves each inference for its planned time on a schedule that absorbs a late
-        # wake-up in the next inference's time: medians sit at the plan, never far below it
-        assert stage["measured_s"] >= 0.9 * want
+        assert stage["measured_s"] >= want  # pacing never lets a stage run faster than planned
     assert report["predicted_interval"] == pytest.approx(max(planned), rel=1e-12)
-    # an inference passes every stage in turn, each serving it at least its planned time
-    # after it arrived: its latency is at least their sum (no timing slack involved)
+    # an inference passes every stage in turn, each holding it at least its planned time
+    # after it arrived: its latency is at least their sum
     assert report["latency_s"]["median"] >= sum(planned)
     assert report["latency_s"]["p95"] >= report["latency_s"]["median"]
 

@@ -42,30 +42,42 @@ def pace(started: float, at_least_s: float) -> float:
 
 
 class Server:
-    """One stage emulating a capacity: it serves one item at a time, each for ``seconds``.
+    """One stage serving one item at a time, each for at least ``seconds`` when given.
 
-    Item ``i`` starts when it has arrived and item ``i - 1`` has ended, ``start_i =
-    max(arrived_i, end_{i-1})``, and ends at ``end_i = start_i + seconds``: the schedule a real
-    server of that capacity keeps. :meth:`serve` sleeps until ``end_i``. Ends are counted on
-    this schedule, not from when the sleep happened to return, so a late wake-up (a busy
-    machine) delays one item, not every later one; idle time is never banked.
+    Item ``i`` starts when it has arrived and item ``i - 1`` has ended,
+    ``start_i = max(arrived_i, end_{i-1})``. With ``seconds`` (emulation) it ends at
+    ``end_i = start_i + seconds``, the schedule a server of that capacity keeps, and
+    :meth:`finish` sleeps until then. Ends are counted on that schedule, not from when the sleep
+    happened to return, so a late wake-up (a busy machine) delays one item, not every later
+    one; idle time is never banked. Without ``seconds`` an item ends when :meth:`finish` is
+    called. Either way ``finish(start) - start``, the time the stage held the item, is at least
+    ``seconds``.
 
     Examples
     --------
     >>> server = Server(0.01)
     >>> t0 = time.monotonic()
-    >>> ends = [server.serve(t0) for _ in range(3)]  # three items queued at t0
-    >>> ends[-1] - t0 >= 0.03
-    True
+    >>> held = []
+    >>> for _ in range(3):  # three items queued at t0
+    ...     start = server.start(t0)
+    ...     held.append(server.finish(start) - start)
+    >>> min(held) >= 0.01, time.monotonic() - t0 >= 0.03
+    (True, True)
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float | None = None) -> None:
         self.seconds = seconds
         self._free_at = -math.inf
 
-    def serve(self, arrived: float) -> float:
-        """Sleep until the end of the item that arrived at ``arrived``; return the time then."""
-        start = max(arrived, self._free_at)
+    def start(self, arrived: float) -> float:
+        """When the item that arrived at ``arrived`` starts: ``max(arrived, end of the last)``."""
+        return max(arrived, self._free_at)
+
+    def finish(self, start: float) -> float:
+        """End the item that started at ``start``; return the time then."""
+        if self.seconds is None:
+            self._free_at = time.monotonic()
+            return self._free_at
         self._free_at = start + self.seconds
         return pace(start, self.seconds)
 

@@ -453,29 +453,29 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         link_label = f"link {role.node!r} -> {setup.roles[rank + 1].node!r}"
 
         def send() -> None:
-            link = Server(role.link_s or 0.0)
+            link = Server(role.link_s if emulate else None)
             for _ in range(count):
                 arrived, values = outbox.get()
-                started = time.monotonic()
-                if emulate:
-                    link.serve(arrived)
+                start = link.start(arrived)
+                if emulate:  # the data leaves when the emulated transfer is over
+                    link.finish(start)
                 for t in values:
                     dist.send(t.contiguous(), rank + 1, tag=DATA)
-                mine.link_busy.append(time.monotonic() - started)
+                if not emulate:
+                    link.finish(start)
+                mine.link_busy.append(time.monotonic() - start)
 
         threads.append(_thread(link_label, send))
 
-    node = Server(role.node_s)
+    node = Server(role.node_s if emulate else None)
     with torch.inference_mode():
         for i in range(count):
             arrived, values = inbox.get()
-            started = time.monotonic()
+            start = node.start(arrived)
             if stage is not None:
                 values = stage(*values)
-            if emulate:
-                node.serve(arrived)
-            now = time.monotonic()
-            mine.node_busy.append(now - started)
+            now = node.finish(start)
+            mine.node_busy.append(now - start)
             if last:
                 mine.done_at.append(now)
                 mine.outputs.append(tuple(t.clone() for t in values))
