@@ -136,8 +136,8 @@ def check_scale(inst: CodesignInstance, beta: float) -> None:
     InvalidArgument
         If any of those magnitudes is not a finite float.
     """
-    S, D, _, _ = inst.scalars
-    compute = S[-1] / beta
+    D, _, _ = inst.scalars
+    compute = inst.work(0, inst.n_blocks) / beta
     bandwidth = max(D) / beta
     node_price, link_price = inst.highest_prices
     priciest = max(node_price * compute, link_price * bandwidth)
@@ -163,9 +163,9 @@ def stage_delays(
     bandwidth: FloatArray,
 ) -> tuple[FloatArray, FloatArray]:
     """Compute delays of each path node and transfer delays of each path link (seconds)."""
-    S, D = inst.prefix_flops, inst.activation_bits
+    D = inst.activation_bits
     b = np.asarray(partition)
-    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
     compute = work / capacity[list(path)]
     links = path_links(inst, path)
     transfer = D[b[:-1]] / bandwidth[links] if links else np.zeros(0)
@@ -187,14 +187,14 @@ def deployment_interval(
     its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
     not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
     the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
-    S, D, own_capacity, own_bandwidth = inst.scalars
+    D, own_capacity, own_bandwidth = inst.scalars
     C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
     B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
     more_C = added_capacity or {}
     more_B = added_bandwidth or {}
     interval, done = 0.0, 0
     for v, b in zip(path, partition, strict=True):
-        interval = max(interval, float((S[b] - S[done]) / (C[v] + more_C.get(v, 0.0))))
+        interval = max(interval, float(inst.work(done, b) / (C[v] + more_C.get(v, 0.0))))
         done = b
     links = path_links(inst, path) if links is None else links
     for e, b in zip(links, partition, strict=False):
@@ -212,9 +212,9 @@ def stage_increments(
 ) -> tuple[FloatArray, FloatArray]:
     """The least compute (per path node) and bandwidth (per path link) that bring every stage
     of the deployment down to ``interval``: ``rho`` and ``sigma`` of the paper."""
-    S, D = inst.prefix_flops, inst.activation_bits
+    D = inst.activation_bits
     b = np.asarray(partition)
-    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
     rho = np.maximum(0.0, work / interval - capacity[list(path)])
     links = path_links(inst, path)
     sigma = np.maximum(0.0, D[b[:-1]] / interval - bandwidth[links]) if links else np.zeros(0)
@@ -293,12 +293,12 @@ def plan_from_path(
     """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
     between them, when known), buying the least increments that bring every stage down to
     ``beta``: ``rho`` and ``sigma`` of the paper, as :func:`stage_increments` computes them."""
-    S, D, C, B = inst.scalars
+    D, C, B = inst.scalars
     links = path_links(inst, path) if links is None else links
     node_added: dict[int, float] = {}
     done = 0
     for v, b in zip(path, partition, strict=True):
-        node_added[v] = max(0.0, (S[b] - S[done]) / beta - C[v])
+        node_added[v] = max(0.0, inst.work(done, b) / beta - C[v])
         done = b
     link_added = {e: max(0.0, D[b] / beta - B[e]) for e, b in zip(links, partition, strict=False)}
     return build_plan(inst, method, beta, path, partition, node_added, link_added, links)
