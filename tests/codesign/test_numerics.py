@@ -89,3 +89,39 @@ def test_every_engine_agrees_with_exact_work_on_wide_profiles():
     costs = [inferplan.codesign.solve_psg(inst, beta, engine=e).cost for e in ENGINES]
     reference = inferplan.codesign.reference_psg(inst, beta).cost
     assert costs == pytest.approx([reference] * len(costs), rel=1e-12)
+
+
+def _two_ways(price_b: float) -> inferplan.Network:
+    """s -> a -> t and s -> b -> t; ``b`` is slow and priced at ``price_b``."""
+    node, link = inferplan.Node, inferplan.Link
+    return inferplan.Network(
+        nodes=(node("s", 1e9, 1e-9), node("a", 4e9, 1e-9), node("b", 1e6, price_b),
+               node("t", 1e9, 1e-9)),
+        links=(link("s", "a", 1e9, 1e-9), link("a", "t", 1e9, 1e-9), link("s", "b", 1e9, 1e-9),
+               link("b", "t", 1e9, 1e-9)),
+        source="s", target="t",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_price_of_1e300_off_the_plan_is_no_reason_to_refuse(method):
+    profile = inferplan.vgg16()
+    net = _two_ways(1e300)
+    beta = 0.5 * inferplan.throughput(net, profile).interval
+    plan = inferplan.provision(net, profile, interval=beta, method=method)
+    assert "b" not in plan.path and math.isfinite(plan.cost) and plan.feasible
+    # the same plan as with b priced like the others
+    same = inferplan.provision(_two_ways(1e-9), profile, interval=beta, method=method)
+    assert plan.cost == pytest.approx(same.cost, rel=1e-9)
+
+
+def test_a_plan_whose_cost_overflows_is_refused_as_beyond_floating_point():
+    """Only ``b`` leads to the target, and its upgrade at 1e300 per FLOP/s overflows."""
+    node, link = inferplan.Node, inferplan.Link
+    net = inferplan.Network(
+        nodes=(node("s", 1e6, 1e300), node("t", 1e6, 1e300)),
+        links=(link("s", "t", 1e9, 1e-9),), source="s", target="t",
+    )  # fmt: skip
+    for method in sorted(METHODS):
+        with pytest.raises(inferplan.errors.InvalidArgument, match="costs beyond floating"):
+            inferplan.provision(net, inferplan.vgg16(), interval=1e-3, method=method)

@@ -78,7 +78,9 @@ def solve_pfp(
     check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
-    return plan_from_path(inst, "pfp", beta, path, partition)
+    plan = plan_from_path(inst, "pfp", beta, path, partition)
+    check_scale(inst, beta, plan.cost)
+    return plan
 
 
 def solve_pwf(
@@ -122,6 +124,8 @@ def solve_pwf(
         C[path] += rho
         B[path_links(inst, path)] += sigma
         path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
-    return build_plan(
+    plan = build_plan(
         inst, "pwf", beta, path, partition, added(C - inst.capacity), added(B - inst.bandwidth)
     )
+    check_scale(inst, beta, plan.cost)
+    return plan

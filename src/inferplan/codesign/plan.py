@@ -124,28 +124,41 @@ class Plan:
         }
 
 
-def check_scale(inst: CodesignInstance, beta: float) -> None:
-    """Refuse a target whose capacities or prices overflow floating point.
+def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) -> None:
+    """Refuse a target whose capacities, or a plan whose costs, overflow floating point.
 
-    Meeting ``beta`` may need up to ``S_N / beta`` FLOP/s on a node and ``max D / beta`` bit/s
-    on a link, priced at up to the largest unit price. Beyond ``1.8e308`` the solvers could
-    only answer ``inf``, which would read as "infeasible"; almost always the units are off.
+    Before solving (``cost=None``): meeting ``beta`` may need up to ``S_N / beta`` FLOP/s on
+    a node and ``max D / beta`` bit/s on a link; beyond ``1.8e308`` the solvers could only
+    answer ``inf``, which would read as "infeasible"; almost always the units are off.
+
+    After solving, with the ``cost`` of the best plan found: a finite cost passes, however
+    large other prices are (a node priced at ``1e300`` that the plan avoids is no reason to
+    refuse). An infinite one is refused here when the largest unit price times those
+    capacities overflows, so that ``inf`` may come from the arithmetic rather than from the
+    capacity caps; otherwise the caller reports the target infeasible.
 
     Raises
     ------
     InvalidArgument
-        If any of those magnitudes is not a finite float.
+        If those magnitudes are not finite floats.
     """
+    if cost is not None and math.isfinite(cost):
+        return
     D, _, _ = inst.scalars
     compute = inst.work(0, inst.n_blocks) / beta
     bandwidth = max(D) / beta
-    node_price, link_price = inst.highest_prices
-    priciest = max(node_price * compute, link_price * bandwidth)
-    if not all(math.isfinite(x) for x in (compute, bandwidth, priciest)):
+    magnitudes = [compute, bandwidth]
+    if cost is not None:
+        node_price, link_price = inst.highest_prices
+        magnitudes.append(max(node_price * compute, link_price * bandwidth))
+    if not all(math.isfinite(x) for x in magnitudes):
+        what = "capacities" if cost is None else "costs"
         raise InvalidArgument(
-            f"an interval of {beta:g} s needs capacities or costs beyond floating point "
-            f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s): check the units of the "
-            "target, the profile and the network",
+            f"an interval of {beta:g} s needs {what} beyond floating point "
+            f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s"
+            + ("" if cost is None else f" at up to {inst.highest_prices[0]:.3g} per FLOP/s and "
+               f"{inst.highest_prices[1]:.3g} per bit/s")
+            + "): check the units of the target, the profile and the network",
             field="interval",
         )
 

@@ -220,6 +220,7 @@ def psg_path(
     else:
         cost, path, partition, links = _vectorised_psg(inst, beta)
     if not math.isfinite(cost):
+        check_scale(inst, beta, cost)
         raise _infeasible(beta)
     return cost, path, partition, links
 
@@ -303,6 +304,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
                         dist[z][j] = dist[v][i] + w
                         parent[(z, j)] = (v, i)
     if math.isinf(terminal):
+        check_scale(inst, beta, terminal)
         raise _infeasible(beta)
     path, partition = [inst.target], [N]
     state = terminal_parent
