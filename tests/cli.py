@@ -7,11 +7,11 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from inferplan.cli.main import _register, app
+from inferplan.cli.main import app, register
 
 __all__ = ["app", "invoke_json", "runner"]
 
-_register()
+register()
 runner = CliRunner()
 
 

@@ -18,9 +18,10 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
 def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
-    assert set(out) == {"method", "cost", "interval", "target_interval", "path", "partition",
-                        "node_upgrades", "link_upgrades"}  # fmt: skip
+    assert set(out) == {"method", "status", "cost", "interval", "target_interval", "path",
+                        "partition", "node_upgrades", "link_upgrades"}  # fmt: skip
     assert out["method"] == method
+    assert out["status"] == ("optimal" if method == "psg" else "heuristic")
     assert out["target_interval"] == pytest.approx(1 / 30)
     assert out["interval"] <= out["target_interval"] * (1 + 1e-9)
     assert out["path"][0] == "s" and out["path"][-1] == "t"

@@ -176,10 +176,10 @@ def test_unknown_builtin_profile(tmp_path):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--interval", "0"], "interval: must be a positive finite number, got 0.0"),
-        (["--interval", "-0.1"], "interval: must be a positive finite number, got -0.1"),
-        (["--throughput", "-3"], "throughput: must be a positive finite number, got -3.0"),
-        (["--throughput", "inf"], "throughput: must be a positive finite number, got inf"),
+        (["--interval", "0"], "--interval: must be a positive finite number, got 0.0"),
+        (["--interval", "-0.1"], "--interval: must be a positive finite number, got -0.1"),
+        (["--throughput", "-3"], "--throughput: must be a positive finite number, got -3.0"),
+        (["--throughput", "inf"], "--throughput: must be a positive finite number, got inf"),
         ([], "give exactly one of interval or throughput"),
         (["--interval", "1", "--throughput", "1"], "give exactly one of interval or throughput"),
     ],

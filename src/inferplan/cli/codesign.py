@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from inferplan.cli.main import app, friendly_errors
-from inferplan.cli.render import console, print_json, si, table
-from inferplan.codesign import provision, throughput
-from inferplan.errors import InvalidArgument, InvalidNetwork
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import (
+    JsonOpt,
+    MethodChoice,
+    NetworkArg,
+    ProfileArg,
+    TieBreakChoice,
+    blame_network_file,
+    method_help,
+)
+from inferplan.cli.render import console, print_json, table
+from inferplan.codesign import provision
+from inferplan.codesign import throughput as throughput_optimal
 from inferplan.network import load_network, save_network, tiered
 from inferplan.profiles import load_profile
-
-NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
-ProfileArg = Annotated[
-    str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-
-
-@contextmanager
-def blame_network_file(path: Path) -> Iterator[None]:
-    """Attribute errors about the network found while solving (a cycle, a cost the method
-    cannot take) to the network file."""
-    try:
-        yield
-    except (InvalidNetwork, InvalidArgument) as exc:
-        about_network = isinstance(exc, InvalidNetwork) or (exc.field or "").startswith(
-            ("node", "link")
-        )
-        if about_network:
-            raise exc.located(str(path)) from None
-        raise
-
-
-class MethodName(StrEnum):
-    psg = "psg"
-    pfp = "pfp"
-    pwf = "pwf"
-    milp = "milp"
-
-
-class TieBreakName(StrEnum):
-    solver = "solver"
-    keep = "keep"
-    random = "random"
+from inferplan.units import si
 
 
 @app.command("provision")
@@ -60,27 +33,33 @@ def provision_command(
     interval: Annotated[
         float | None, typer.Option("--interval", help="Target output interval (s).")
     ] = None,
-    rate: Annotated[
+    throughput: Annotated[
         float | None, typer.Option("--throughput", help="Target inferences per second.")
     ] = None,
-    method: Annotated[MethodName, typer.Option("--method", help="Solver.")] = MethodName.psg,
+    method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
     as_json: JsonOpt = False,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
     tie_break: Annotated[
-        TieBreakName,
-        typer.Option("--tie-break", help="PFP/PWF: which of several optimal deployments to use."),
-    ] = TieBreakName.solver,
+        TieBreakChoice | None,
+        typer.Option(
+            "--tie-break",
+            help="PFP/PWF: which of several optimal deployments to use (default solver).",
+        ),
+    ] = None,
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seed for --tie-break random.", min=0)
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
 ) -> None:
     """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        plan = provision(net, prof, interval=interval, throughput=rate, method=method.value,
-                         tie_break=tie_break.value, seed=seed)  # fmt: skip
+        plan = provision(net, prof, interval=interval, throughput=throughput, method=method,
+                         tie_break=tie_break, seed=seed, time_limit=time_limit)  # fmt: skip
     if plot is not None:
         from inferplan.plots import plot_plan  # matplotlib only when asked for
 
@@ -89,8 +68,9 @@ def provision_command(
         print_json(plan.to_dict())
         return
     console.print(
-        f"[bold]{plan.method}[/]: cost [bold]{plan.cost:.6g}[/], interval {si(plan.interval, 's')}"
-        f" (target {si(plan.target_interval, 's')}, {1 / plan.interval:.4g} inferences/s)"
+        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], interval "
+        f"{si(plan.interval, 's')} (target {si(plan.target_interval, 's')}, "
+        f"{1 / plan.interval:.4g} inferences/s)"
     )
     rows = []
     prev = 0
@@ -111,7 +91,7 @@ def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOp
     """The throughput-optimal deployment under the existing capacities (T*)."""
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        best = throughput(net, prof)
+        best = throughput_optimal(net, prof)
     if as_json:
         print_json(best.to_dict())
         return

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
-from inferplan.cli.main import app, friendly_errors
-from inferplan.cli.render import console, print_json, si, table
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.render import console, print_json, table
 from inferplan.coinference import SIM_RULES, load_system, plan_placement, simulate
+from inferplan.units import si
 
 SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

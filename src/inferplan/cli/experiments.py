@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.render import console, print_json
 from inferplan.experiments.codesign import reproduce_codesign
 from inferplan.experiments.coinference import reproduce_coinference

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from inferplan.cli.codesign import JsonOpt, NetworkArg, ProfileArg, blame_network_file
-from inferplan.cli.main import app, friendly_errors
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import (
+    JsonOpt,
+    MethodChoice,
+    NetworkArg,
+    ProfileArg,
+    blame_network_file,
+    method_help,
+)
 from inferplan.cli.render import console, print_json, table
-from inferplan.codesign import compile_instance
+from inferplan.codesign import compile_instance, get_method
 from inferplan.codesign.frontier import cost_frontier
 from inferplan.network import load_network
 from inferplan.profiles import load_profile
-
-
-class ExactMethod(StrEnum):
-    psg = "psg"
-    milp = "milp"
 
 
 @app.command("frontier")
@@ -38,8 +39,8 @@ def frontier_command(
     ] = None,
     points: Annotated[int, typer.Option("--points", help="Rates in the sweep.")] = 101,
     method: Annotated[
-        ExactMethod, typer.Option("--method", help="Exact solver (milp for cyclic networks).")
-    ] = ExactMethod.psg,
+        MethodChoice, typer.Option("--method", help=method_help(exact_only=True))
+    ] = "psg",
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the frontier to this image file.")
     ] = None,
@@ -48,8 +49,8 @@ def frontier_command(
     """Least cost as a function of the target throughput, with where the deployment changes."""
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        inst = compile_instance(net, prof, require_acyclic=method is ExactMethod.psg)
-        front = cost_frontier(inst, low=low, high=high, points=points, method=method.value)
+        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only)
+        front = cost_frontier(inst, low=low, high=high, points=points, method=method)
     if plot is not None:
         from inferplan.plots import plot_frontier  # matplotlib only when asked for
 

@@ -9,11 +9,12 @@ from typing import Annotated
 
 import typer
 
-from inferplan.cli.main import app, friendly_errors
-from inferplan.cli.render import console, print_json, si, table
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.render import console, print_json, table
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile, load_profile, save_profile
 from inferplan.profiles.cuts import GraphProfile, parse_block_spec, parse_shape
+from inferplan.units import si
 
 
 class FlopCount(StrEnum):

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["console", "print_json", "si", "table"]
+__all__ = ["console", "print_json", "table"]
 
 console = Console()
 
@@ -28,18 +28,6 @@ def _finite(value: Any) -> Any:
 def print_json(data: Mapping[str, Any]) -> None:
     """Print ``data`` as exactly one JSON object on stdout (non-finite numbers as ``null``)."""
     print(json.dumps(_finite(data), allow_nan=False))
-
-
-def si(value: float, unit: str = "") -> str:
-    """``12.3 G`` style formatting with an SI prefix."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g} {unit}".strip()
-    prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
-                (1e-6, "µ"), (1e-9, "n")]  # fmt: skip
-    for scale, prefix in prefixes:
-        if abs(value) >= scale:
-            return f"{value / scale:.4g} {prefix}{unit}".strip()
-    return f"{value:.4g} {unit}".strip()
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:

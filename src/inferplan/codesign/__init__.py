@@ -11,14 +11,16 @@ from inferplan.codesign.costs import (
 from inferplan.codesign.frontier import Frontier, cost_frontier
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.methods import METHODS, Method, get_method, method_names
 from inferplan.codesign.milp import solve_milp
-from inferplan.codesign.plan import Deployment, LinkUpgrade, Plan
-from inferplan.codesign.provision import METHODS, provision, target_interval, throughput
+from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
+from inferplan.codesign.provision import provision, target_interval, throughput
 from inferplan.codesign.psg import reference_psg, solve_psg
 from inferplan.codesign.throughput import throughput_optimal
 
 __all__ = [
     "METHODS",
+    "STATUSES",
     "CapacityCost",
     "CodesignInstance",
     "Deployment",
@@ -26,12 +28,15 @@ __all__ = [
     "FunctionCost",
     "LinearCost",
     "LinkUpgrade",
+    "Method",
     "ModuleCost",
     "Plan",
     "TieredCost",
     "compile_instance",
     "cost_from_dict",
     "cost_frontier",
+    "get_method",
+    "method_names",
     "provision",
     "reference_psg",
     "solve_milp",

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.methods import METHODS, get_method
 from inferplan.codesign.plan import Plan
-from inferplan.codesign.provision import METHODS
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
 
@@ -34,12 +34,15 @@ __all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
 
 @dataclass(frozen=True)
 class FrontierPoint:
-    """The optimum at one target rate (``cost`` is ``inf`` and the path empty if infeasible)."""
+    """The optimum at one target rate. ``status`` is the plan's (``"optimal"``, or
+    ``"time_limit"`` for a MILP stopped early) or ``"infeasible"`` when no plan meets the rate
+    within the capacity caps (then ``cost`` is ``inf`` and the path empty)."""
 
     throughput: float
     cost: float
     path: tuple[str, ...]
     partition: tuple[int, ...]
+    status: str = "optimal"
 
     @property
     def interval(self) -> float:
@@ -53,6 +56,7 @@ class FrontierPoint:
         return {
             "throughput": self.throughput,
             "interval": self.interval,
+            "status": self.status,
             "cost": self.cost,
             "path": list(self.path),
             "partition": list(self.partition),
@@ -97,8 +101,8 @@ def _point(solve: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
     try:
         plan: Plan = solve(inst, 1.0 / rate)
     except Infeasible:
-        return FrontierPoint(rate, math.inf, (), ())
-    return FrontierPoint(rate, plan.cost, plan.path, plan.partition)
+        return FrontierPoint(rate, math.inf, (), (), "infeasible")
+    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status)
 
 
 def cost_frontier(
@@ -122,7 +126,8 @@ def cost_frontier(
     points
         Evenly spaced rates of the sweep (both ends included).
     method
-        An exact method of :data:`METHODS`: ``"psg"`` or ``"milp"`` (cyclic networks).
+        An exact method of :data:`~inferplan.codesign.METHODS`: ``"psg"`` or ``"milp"``
+        (cyclic networks).
     tol
         Relative width to which each change of the optimal deployment is narrowed.
 
@@ -136,24 +141,25 @@ def cost_frontier(
     >>> costs[0] < 1e-9 and costs == sorted(costs)  # free at the rate the network has
     True
     """
-    if method not in ("psg", "milp", "psg-reference"):
-        raise InvalidArgument(
-            f"needs an exact method (psg or milp), got {method!r}", field="method"
-        )
+    if not get_method(method).exact:
+        exact = " or ".join(m.name for m in METHODS.values() if m.exact)
+        raise InvalidArgument(f"needs an exact method ({exact}), got {method!r}", field="method")
     if points < 2:
         raise InvalidArgument(f"must be at least 2, got {points}", field="points")
     if (low is None or high is None) and not inst.acyclic:
         raise InvalidArgument(
             "give both ends of the range on a network with cycles (the default range starts "
             "at T*, which needs an acyclic network)",
-            field="from",
+            field="low",
         )
     base = 1.0 / throughput_optimal(inst).interval if low is None or high is None else 0.0
     low = base if low is None else low
     high = 4.0 * base if high is None else high
     if not (0 < low < high and math.isfinite(high)):
         raise InvalidArgument(
-            f"need 0 < from < to (inferences/s), got from {low!r} and to {high!r}", field="from"
+            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
+            "inferences/s",
+            field="low",
         )
     solve = METHODS[method].solve
     found = {rate: _point(solve, inst, rate) for rate in np.linspace(low, high, points).tolist()}

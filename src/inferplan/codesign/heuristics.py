@@ -22,7 +22,7 @@ from inferplan.codesign.plan import (
     stage_increments,
 )
 from inferplan.codesign.throughput import throughput_optimal
-from inferplan.errors import InvalidArgument
+from inferplan.errors import Infeasible, InvalidArgument
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -78,7 +78,7 @@ def solve_pfp(
     check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
-    plan = plan_from_path(inst, "pfp", beta, path, partition)
+    plan = plan_from_path(inst, "pfp", beta, path, partition, status="heuristic")
     check_scale(inst, beta, plan.cost)
     return plan
 
@@ -100,6 +100,11 @@ def solve_pwf(
     the paper's "first found"), ``"keep"`` stays on the current deployment while it is still
     optimal, ``"random"`` draws one uniformly (seeded by ``seed``; see
     :mod:`inferplan.codesign.optima`).
+
+    PWF ignores prices, so caps do not steer it: when what it bought along the way exceeds a
+    cap, the plan buys only what its final deployment needs, and raises
+    :class:`~inferplan.errors.Infeasible` if even that exceeds a cap (as PFP does for its
+    deployment).
 
     The interval falls strictly every round; after ``max_rounds`` (default ``2 (|V| + |E|) +
     2``) the next round fills straight to ``beta``, so the loop always ends.
@@ -124,8 +129,11 @@ def solve_pwf(
         C[path] += rho
         B[path_links(inst, path)] += sigma
         path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
-    plan = build_plan(
-        inst, "pwf", beta, path, partition, added(C - inst.capacity), added(B - inst.bandwidth)
-    )
+    try:
+        plan = build_plan(inst, "pwf", beta, path, partition, added(C - inst.capacity),
+                          added(B - inst.bandwidth), status="heuristic")  # fmt: skip
+    except Infeasible:
+        # Capacity bought for earlier deployments broke a cap: buy only what the final one needs.
+        plan = plan_from_path(inst, "pwf", beta, path, partition, status="heuristic")
     check_scale(inst, beta, plan.cost)
     return plan

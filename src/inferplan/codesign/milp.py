@@ -36,8 +36,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from inferplan.codesign.costs import CapacityCost, ModuleCost, TieredCost
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.plan import Plan, check_scale, plan_from_path
-from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.codesign.plan import Plan, check_scale, infeasible, plan_from_path
+from inferplan.errors import InvalidArgument
 
 __all__ = ["solve_milp"]
 
@@ -188,7 +188,7 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
         options=options,
     )
     if result.status == 2:
-        raise Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
+        raise infeasible(beta)
     if result.status != 0 or result.x is None:
         raise InvalidArgument(f"HiGHS stopped without a proven optimum: {result.message}",
                               field="time_limit")  # fmt: skip
@@ -199,4 +199,4 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
         partition.append(int(k))
         path.append(int(inst.link_dst[inst.out_links[path[-1]][e]]))
     partition.append(inst.n_blocks)
-    return plan_from_path(inst, "milp", beta, path, partition)
+    return plan_from_path(inst, "milp", beta, path, partition, status="optimal")

@@ -6,23 +6,26 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.costs import CapacityCost
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.errors import InvalidArgument
+from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = [
+    "STATUSES",
     "Deployment",
     "LinkUpgrade",
     "Plan",
+    "PlanStatus",
     "added",
     "build_plan",
     "check_scale",
     "deployment_interval",
+    "infeasible",
     "path_links",
     "plan_from_path",
     "stage_delays",
@@ -34,6 +37,16 @@ FloatArray = npt.NDArray[np.float64]
 # Relative slack when comparing an achieved interval with a target: increments are computed to
 # hit the target exactly, and floating-point rounding may land a hair above it.
 INTERVAL_RTOL = 1e-9
+
+# Relative slack when comparing a purchase with its cost's cap: a solver that buys exactly up
+# to a cap computes the amount in floating point and may land a hair above it.
+CAP_RTOL = 1e-9
+
+PlanStatus = Literal["optimal", "heuristic", "time_limit"]
+STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit")
+"""What a plan's cost is known to be: ``optimal`` (an exact method proved it), ``heuristic``
+(a baseline's plan, no claim of optimality), ``time_limit`` (an exact method stopped at its time
+limit; the best plan found so far)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,10 @@ class Plan:
     ----------
     method
         The solver that made it (``psg``, ``pfp``, ``pwf``, ...).
+    status
+        ``"optimal"``, ``"heuristic"`` or ``"time_limit"`` (see :data:`STATUSES`). A request
+        that no plan can meet raises :class:`~inferplan.errors.Infeasible` instead, whatever
+        the method.
     cost
         Total price of the upgrades.
     interval
@@ -95,6 +112,7 @@ class Plan:
     """
 
     method: str
+    status: PlanStatus
     cost: float
     interval: float
     target_interval: float
@@ -111,6 +129,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
+            "status": self.status,
             "cost": self.cost,
             "interval": self.interval,
             "target_interval": self.target_interval,
@@ -156,11 +175,21 @@ def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) 
         raise InvalidArgument(
             f"an interval of {beta:g} s needs {what} beyond floating point "
             f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s"
-            + ("" if cost is None else f" at up to {inst.highest_prices[0]:.3g} per FLOP/s and "
-               f"{inst.highest_prices[1]:.3g} per bit/s")
+            + (
+                ""
+                if cost is None
+                else f" at up to {inst.highest_prices[0]:.3g} per FLOP/s and "
+                f"{inst.highest_prices[1]:.3g} per bit/s"
+            )
             + "): check the units of the target, the profile and the network",
             field="interval",
         )
+
+
+def infeasible(beta: float, detail: str = "") -> Infeasible:
+    """The error every method raises when no plan it can make meets ``beta`` within the caps."""
+    more = f" ({detail})" if detail else ""
+    return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps{more}")
 
 
 def path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
@@ -255,6 +284,8 @@ def build_plan(
     node_added: Mapping[int, float],
     link_added: Mapping[int, float],
     links: Sequence[int] | None = None,
+    *,
+    status: PlanStatus,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
@@ -263,24 +294,40 @@ def build_plan(
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
+
+    Raises
+    ------
+    Infeasible
+        If a purchase exceeds what its cost function can add (its cap): the plan cannot be
+        bought, whichever method asked for it.
     """
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
     prices: list[float] = []
-    for bought, wanted, costs in (
-        (node_bought, node_added, inst.node_costs),
-        (link_bought, link_added, inst.link_costs),
+    for bought, wanted, costs, name in (
+        (node_bought, node_added, inst.node_costs, _node_name),
+        (link_bought, link_added, inst.link_costs, _link_name),
     ):
         for k in sorted(wanted):
             if wanted[k] > 0:  # every cost is zero at zero: nothing to buy or price
-                amount = costs[k].purchase(float(wanted[k]))
+                cost = costs[k]
+                amount = cost.purchase(float(wanted[k]))
+                if amount > cost.max_amount:
+                    if amount > cost.max_amount * (1 + CAP_RTOL):
+                        raise infeasible(
+                            target_interval,
+                            f"{method} needs {amount:.6g} more on {name(inst, k)}, "
+                            f"which can add at most {cost.max_amount:.6g}",
+                        )
+                    amount = cost.max_amount
                 bought[k] = amount
-                prices.append(_price(costs[k], amount))
+                prices.append(_price(cost, amount))
     interval = deployment_interval(
         inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
     )
     return Plan(
         method=method,
+        status=status,
         cost=math.fsum(prices),
         interval=interval,
         target_interval=target_interval,
@@ -295,6 +342,14 @@ def build_plan(
     )
 
 
+def _node_name(inst: CodesignInstance, v: int) -> str:
+    return f"node {inst.node_ids[v]!r}"
+
+
+def _link_name(inst: CodesignInstance, e: int) -> str:
+    return f"link {inst.links[e].label}"
+
+
 def plan_from_path(
     inst: CodesignInstance,
     method: str,
@@ -302,6 +357,8 @@ def plan_from_path(
     path: Sequence[int],
     partition: Sequence[int],
     links: Sequence[int] | None = None,
+    *,
+    status: PlanStatus,
 ) -> Plan:
     """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
     between them, when known), buying the least increments that bring every stage down to
@@ -314,4 +371,6 @@ def plan_from_path(
         node_added[v] = max(0.0, inst.work(done, b) / beta - C[v])
         done = b
     link_added = {e: max(0.0, D[b] / beta - B[e]) for e, b in zip(links, partition, strict=False)}
-    return build_plan(inst, method, beta, path, partition, node_added, link_added, links)
+    return build_plan(
+        inst, method, beta, path, partition, node_added, link_added, links, status=status
+    )

@@ -3,40 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from inferplan.codesign.heuristics import TieBreak, solve_pfp, solve_pwf
-from inferplan.codesign.instance import CodesignInstance, compile_instance
-from inferplan.codesign.milp import solve_milp
+from inferplan.codesign.heuristics import TieBreak
+from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.methods import resolve, solve
 from inferplan.codesign.plan import Deployment, Plan
-from inferplan.codesign.psg import reference_psg, solve_psg
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["METHODS", "Method", "provision", "target_interval", "throughput"]
-
-
-@dataclass(frozen=True)
-class Method:
-    """A provisioning method: its solver and whether it needs an acyclic network."""
-
-    solve: Callable[[CodesignInstance, float], Plan]
-    acyclic_only: bool = True
-    summary: str = ""
-
-
-METHODS: dict[str, Method] = {
-    "psg": Method(solve_psg, summary="exact minimum cost (acyclic networks)"),
-    "pfp": Method(solve_pfp, summary="baseline: provisioning under frozen partitioning"),
-    "pwf": Method(solve_pwf, summary="baseline: provisioning with water-filling"),
-    "psg-reference": Method(reference_psg, summary="the paper's Algorithm 1, scalar loops"),
-    "milp": Method(
-        solve_milp, acyclic_only=False, summary="exact MILP (HiGHS) on any network, cycles too"
-    ),
-}
+__all__ = ["provision", "target_interval", "throughput"]
 
 
 def target_interval(interval: float | None = None, throughput: float | None = None) -> float:
@@ -58,8 +35,9 @@ def provision(
     interval: float | None = None,
     throughput: float | None = None,
     method: str = "psg",
-    tie_break: TieBreak = "solver",
+    tie_break: TieBreak | None = None,
     seed: int | None = None,
+    time_limit: float | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -71,13 +49,28 @@ def provision(
         The target output interval ``beta`` in seconds, or the throughput ``1 / beta`` in
         inferences per second (give exactly one).
     method
-        ``"psg"`` (exact on acyclic networks), ``"milp"`` (exact on any network, cycles
-        included; linear, module and convex tiered costs), ``"pfp"`` or ``"pwf"`` (the paper's
-        baselines), ``"psg-reference"`` (the paper's Algorithm 1 as written).
+        A name of :data:`~inferplan.codesign.METHODS`: ``"psg"`` (exact on acyclic
+        networks), ``"milp"`` (exact on any network, cycles included; linear, module and
+        convex tiered costs), ``"pfp"`` or ``"pwf"`` (the paper's baselines),
+        ``"psg-reference"`` (the paper's Algorithm 1 as written).
     tie_break, seed
         PFP and PWF only: which throughput-optimal deployment to follow when several tie,
-        ``"solver"``, ``"keep"`` or ``"random"`` (drawn from ``seed``); see
+        ``"solver"`` (the default), ``"keep"`` or ``"random"`` (drawn from ``seed``); see
         :func:`inferplan.codesign.solve_pwf`.
+    time_limit
+        MILP only: seconds HiGHS may take; at the limit the plan has status ``"time_limit"``.
+
+    Returns
+    -------
+    Plan
+        With ``status`` ``"optimal"`` (exact methods) or ``"heuristic"`` (baselines).
+
+    Raises
+    ------
+    Infeasible
+        If no plan of the method meets the target within the capacity caps (every method).
+    InvalidArgument
+        For an unknown method, or an option the method does not take.
 
     Examples
     --------
@@ -90,17 +83,9 @@ def provision(
     True
     """
     beta = target_interval(interval, throughput)
-    if method not in METHODS:
-        raise InvalidArgument(
-            f"unknown method {method!r} (known: {', '.join(METHODS)})", field="method"
-        )
-    chosen = METHODS[method]
+    chosen, _ = resolve(method)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
-    if method == "pwf":
-        return solve_pwf(inst, beta, tie_break=tie_break, seed=seed)
-    if method == "pfp":
-        return solve_pfp(inst, beta, tie_break=tie_break, seed=seed)
-    return chosen.solve(inst, beta)
+    return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
 
 
 def throughput(network: Network, profile: Profile) -> Deployment:

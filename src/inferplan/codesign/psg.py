@@ -36,8 +36,7 @@ import numpy.typing as npt
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Plan, check_scale, plan_from_path
-from inferplan.errors import Infeasible
+from inferplan.codesign.plan import Plan, check_scale, infeasible, plan_from_path
 
 __all__ = [
     "Relaxation",
@@ -221,12 +220,8 @@ def psg_path(
         cost, path, partition, links = _vectorised_psg(inst, beta)
     if not math.isfinite(cost):
         check_scale(inst, beta, cost)
-        raise _infeasible(beta)
+        raise infeasible(beta)
     return cost, path, partition, links
-
-
-def _infeasible(beta: float) -> Infeasible:
-    return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps")
 
 
 def _vectorised_psg(
@@ -267,7 +262,7 @@ def solve_psg(inst: CodesignInstance, beta: float, *, engine: Engine = "auto") -
     True
     """
     _, path, partition, links = psg_path(inst, beta, engine=engine)
-    return plan_from_path(inst, "psg", beta, path, partition, links)
+    return plan_from_path(inst, "psg", beta, path, partition, links, status="optimal")
 
 
 def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
@@ -305,7 +300,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
                         parent[(z, j)] = (v, i)
     if math.isinf(terminal):
         check_scale(inst, beta, terminal)
-        raise _infeasible(beta)
+        raise infeasible(beta)
     path, partition = [inst.target], [N]
     state = terminal_parent
     while state[0] != inst.source:
@@ -313,4 +308,6 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
         path.append(prev[0])
         partition.append(state[1])
         state = prev
-    return plan_from_path(inst, "psg-reference", beta, path[::-1], partition[::-1])
+    return plan_from_path(
+        inst, "psg-reference", beta, path[::-1], partition[::-1], status="optimal"
+    )

@@ -18,36 +18,34 @@ Parameters of a point (validated by :class:`ProvisioningParams`):
     The index of the point in a random sample (set by the engine; only tells points apart).
 
 Options (shared by all points): ``methods``, names from
-:data:`inferplan.codesign.METHODS` plus ``pwf-keep`` (PWF with ``tie_break="keep"``; ``pwf`` is
-``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-optimal deployment
+:data:`inferplan.codesign.METHODS`, or a baseline with its tie-break fixed
+(:func:`inferplan.codesign.method_names`): ``pwf-keep`` (PWF with ``tie_break="keep"``; ``pwf``
+is ``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-optimal deployment
 drawn uniformly among the tied ones, seeded by the point's seed). Default ``[psg, pfp, pwf]``.
 
-One row per method: ``method, cost, ratio, runtime_s, interval, target_interval, t_star,
-feasible, path, partition``. ``ratio`` is the cost over PSG's cost on the same instance (when
-``psg`` is among the methods); ``runtime_s`` is the wall time of that one solver call, the
-instance being compiled and ``T*`` found once per point beforehand.
+One row per method: ``method, status, cost, ratio, runtime_s, interval, target_interval,
+t_star, path, partition``. ``status`` is the plan's (``optimal``, ``heuristic``,
+``time_limit``) or ``infeasible`` when the method has no plan within the capacity caps (then
+``cost`` and ``interval`` are empty). ``ratio`` is the cost over PSG's cost on the same
+instance (when ``psg`` is among the methods); ``runtime_s`` is the wall time of that one solver
+call, the instance being compiled and ``T*`` found once per point beforehand.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
-from functools import lru_cache, partial
+from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inferplan.codesign import (
-    METHODS,
-    CodesignInstance,
-    Plan,
-    compile_instance,
-    solve_pfp,
-    solve_pwf,
-)
+from inferplan.codesign import CodesignInstance, Plan, compile_instance, method_names
+from inferplan.codesign.methods import resolve, solve
 from inferplan.codesign.throughput import throughput_optimal
+from inferplan.errors import Infeasible
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile
 
@@ -56,26 +54,11 @@ __all__ = [
     "ProvisioningOptions",
     "ProvisioningParams",
     "check_values",
-    "method_names",
     "provisioning_point",
 ]
 
 DEFAULT_METHODS = ("psg", "pfp", "pwf")
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-def _solvers(seed: int = 0) -> dict[str, Callable[[CodesignInstance, float], Plan]]:
-    solvers = {name: method.solve for name, method in METHODS.items()}
-    solvers["pwf"] = partial(solve_pwf, tie_break="solver")
-    solvers["pwf-keep"] = partial(solve_pwf, tie_break="keep")
-    solvers["pfp-random"] = partial(solve_pfp, tie_break="random", seed=seed)
-    solvers["pwf-random"] = partial(solve_pwf, tie_break="random", seed=seed)
-    return solvers
-
-
-def method_names() -> list[str]:
-    """The method names the study knows."""
-    return list(_solvers())
 
 
 class ProvisioningParams(BaseModel):
@@ -162,33 +145,37 @@ def provisioning_point(
     """
     p = ProvisioningParams.model_validate(params)
     methods = ProvisioningOptions.model_validate(options).methods
-    acyclic = any(METHODS[m].acyclic_only for m in methods if m in METHODS)
+    acyclic = any(resolve(m)[0].acyclic_only for m in methods)
     inst, t_star = _instance(p.network, seed, p.dnn, acyclic)
     if p.alpha is not None:
         beta = p.alpha * t_star
     else:
         beta = p.interval if p.interval is not None else 1.0 / (p.throughput or math.nan)
-    solvers = _solvers(seed)
-    plans: dict[str, tuple[Plan, float]] = {}
+    plans: dict[str, tuple[Plan | None, float]] = {}
     for name in methods:
         start = time.perf_counter()
-        plan = solvers[name](inst, beta)
+        seeded = {"seed": seed} if "seed" in resolve(name)[0].options else {}
+        try:
+            plan: Plan | None = solve(inst, beta, name, **seeded)
+        except Infeasible:
+            plan = None
         plans[name] = (plan, time.perf_counter() - start)
-    optimum = plans["psg"][0].cost if "psg" in plans else None
+    best = plans["psg"][0] if "psg" in plans else None
     rows = []
-    for name, (plan, seconds) in plans.items():
+    for name, (found, seconds) in plans.items():
+        cost = found.cost if found is not None else math.inf
         rows.append(
             {
                 "method": name,
-                "cost": plan.cost,
-                "ratio": _ratio(plan.cost, optimum) if optimum is not None else None,
+                "status": found.status if found is not None else "infeasible",
+                "cost": cost,
+                "ratio": _ratio(cost, best.cost) if best is not None else None,
                 "runtime_s": seconds,
-                "interval": plan.interval,
+                "interval": found.interval if found is not None else math.nan,
                 "target_interval": beta,
                 "t_star": t_star,
-                "feasible": plan.feasible,
-                "path": ">".join(plan.path),
-                "partition": ",".join(str(b) for b in plan.partition),
+                "path": ">".join(found.path) if found is not None else "",
+                "partition": ",".join(map(str, found.partition)) if found is not None else "",
             }
         )
     return rows

@@ -6,17 +6,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from inferplan.codesign.methods import method_label
 from inferplan.plots._mpl import styled_figure
+from inferplan.profiles.zoo import display_name
 
 __all__ = ["ratio_boxplots"]
 
-_LABELS = {
-    "vgg16": "VGG-16",
-    "resnet50": "ResNet-50",
-    "pfp": "PFP",
-    "pwf": "PWF",
-    "pwf-keep": "PWF (keep ties)",
-}
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#8172b3")
 
 
@@ -67,13 +62,13 @@ def ratio_boxplots(
                         "markerfacecolor": _COLORS[k % len(_COLORS)],
                         "markeredgewidth": 0,
                     },
-                    label=_LABELS.get(method, method),
+                    label=method_label(method),
                 )
             ax.axhline(1.0, color="0.4", linestyle="--", linewidth=0.6, zorder=0)
             ax.set_yscale("log")
             ax.set_xticks(range(len(alphas)), [f"{a:g}" for a in alphas])
             ax.set_xlabel(r"$\alpha$  (target $\beta = \alpha\, T^*$)")
-            ax.set_title(_LABELS.get(dnn, dnn))
+            ax.set_title(display_name(dnn))
             ax.grid(axis="y", which="major", linewidth=0.3, alpha=0.5)
         axes[0].set_ylabel("cost ratio to PSG (log scale)")
         axes[0].legend(loc="upper right", frameon=False)

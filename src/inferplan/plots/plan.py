@@ -8,10 +8,10 @@ from pathlib import Path
 
 import networkx as nx
 
-from inferplan.cli.render import si
 from inferplan.codesign.plan import Plan
 from inferplan.network.network import Network
 from inferplan.plots._mpl import styled_figure
+from inferplan.units import si
 
 __all__ = ["layered_positions", "plot_plan"]
 

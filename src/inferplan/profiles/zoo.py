@@ -15,7 +15,15 @@ from inferplan.errors import InvalidProfile
 from inferplan.profiles.layers import BlockBuilder, Tensor
 from inferplan.profiles.profile import Profile
 
-__all__ = ["BUILTIN_PROFILES", "alexnet", "builtin_profile", "mlp", "resnet50", "vgg16"]
+__all__ = [
+    "BUILTIN_PROFILES",
+    "alexnet",
+    "builtin_profile",
+    "display_name",
+    "mlp",
+    "resnet50",
+    "vgg16",
+]
 
 FLOPS_PER_MAC = 2
 
@@ -177,6 +185,20 @@ BUILTIN_PROFILES: dict[str, Callable[[], Profile]] = {
     "resnet50": resnet50,
     "alexnet": alexnet,
 }
+
+
+_DISPLAY_NAMES = {"vgg16": "VGG-16", "resnet50": "ResNet-50", "alexnet": "AlexNet"}
+
+
+def display_name(name: str) -> str:
+    """How figures and reports write a built-in profile's name (other names as they are).
+
+    Examples
+    --------
+    >>> display_name("resnet50"), display_name("my-net")
+    ('ResNet-50', 'my-net')
+    """
+    return _DISPLAY_NAMES.get(name, name)
 
 
 def builtin_profile(name: str) -> Profile:

@@ -1,0 +1,62 @@
+"""Arguments and options that several commands share, and the choices they read from the
+library's registries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from inferplan.codesign import METHODS
+from inferplan.codesign.heuristics import TIE_BREAKS
+from inferplan.errors import InvalidArgument, InvalidNetwork
+
+__all__ = [
+    "JsonOpt",
+    "MethodChoice",
+    "NetworkArg",
+    "ProfileArg",
+    "TieBreakChoice",
+    "blame_network_file",
+    "method_help",
+]
+
+NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
+ProfileArg = Annotated[
+    str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+# The choices of --method and --tie-break are the registries' names (typer reads the Literal).
+if TYPE_CHECKING:
+    from inferplan.codesign.heuristics import TieBreak as TieBreakChoice
+
+    MethodChoice = str
+else:
+    MethodChoice = Literal[tuple(METHODS)]
+    TieBreakChoice = Literal[TIE_BREAKS]
+
+
+def method_help(*, exact_only: bool = False) -> str:
+    """The help of ``--method``: each method of the registry and what it is."""
+    return "; ".join(
+        f"{m.name}: {m.summary}" for m in METHODS.values() if m.exact or not exact_only
+    )
+
+
+@contextmanager
+def blame_network_file(path: Path) -> Iterator[None]:
+    """Attribute errors about the network found while solving (a cycle, a cost the method
+    cannot take) to the network file."""
+    try:
+        yield
+    except (InvalidNetwork, InvalidArgument) as exc:
+        about_network = isinstance(exc, InvalidNetwork) or (exc.field or "").startswith(
+            ("node", "link")
+        )
+        if about_network:
+            raise exc.located(str(path)) from None
+        raise

@@ -1,0 +1,166 @@
+"""The co-design methods: the one table of every provisioning method and what it takes.
+
+:func:`~inferplan.codesign.provision`, the cost frontier, the sweep studies and the command line
+all read :data:`METHODS`; a method's name appears nowhere else. A method name may carry a
+tie-break as a suffix (``pwf-keep``, ``pfp-random``) for a method that takes one: that is the
+method with ``tie_break`` fixed, as the studies compare them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inferplan.codesign.heuristics import TIE_BREAKS, solve_pfp, solve_pwf
+from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.milp import solve_milp
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.psg import reference_psg, solve_psg
+from inferplan.errors import InvalidArgument
+
+__all__ = [
+    "METHODS",
+    "OPTIONS",
+    "Method",
+    "get_method",
+    "method_label",
+    "method_names",
+    "resolve",
+    "solve",
+]
+
+OPTIONS = ("tie_break", "seed", "time_limit")
+"""Every option a method may take: ``tie_break`` and ``seed`` (which of several tied
+throughput-optimal deployments a baseline follows), ``time_limit`` (seconds an exact solver
+may take)."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A provisioning method.
+
+    Attributes
+    ----------
+    name
+        What users call it (``provision(..., method=name)``, ``--method name``).
+    solve
+        ``solve(inst, beta, **options) -> Plan``.
+    exact
+        Whether its plans are proven optimal (status ``"optimal"``) rather than a baseline's
+        (``"heuristic"``).
+    acyclic_only
+        Whether it needs the network between source and target to be acyclic.
+    options
+        The options of :data:`OPTIONS` it takes.
+    label
+        Its name in figures and reports.
+    summary
+        One line for help texts.
+    """
+
+    name: str
+    solve: Callable[..., Plan]
+    exact: bool
+    acyclic_only: bool
+    options: tuple[str, ...]
+    label: str
+    summary: str
+
+
+METHODS: Mapping[str, Method] = {
+    m.name: m
+    for m in (
+        Method(name="psg", solve=solve_psg, exact=True, acyclic_only=True, options=(),
+               label="PSG", summary="exact minimum cost (acyclic networks)"),
+        Method(name="milp", solve=solve_milp, exact=True, acyclic_only=False,
+               options=("time_limit",), label="MILP",
+               summary="exact MILP (HiGHS) on any network, cycles too"),
+        Method(name="pfp", solve=solve_pfp, exact=False, acyclic_only=True,
+               options=("tie_break", "seed"), label="PFP",
+               summary="baseline: provisioning under frozen partitioning"),
+        Method(name="pwf", solve=solve_pwf, exact=False, acyclic_only=True,
+               options=("tie_break", "seed"), label="PWF",
+               summary="baseline: provisioning with water-filling"),
+        Method(name="psg-reference", solve=reference_psg, exact=True, acyclic_only=True,
+               options=(), label="Algorithm 1",
+               summary="the paper's Algorithm 1, scalar loops (slow; for checks)"),
+    )
+}  # fmt: skip
+"""Every provisioning method, by name."""
+
+
+def get_method(name: str) -> Method:
+    """The method called ``name``.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming the parameter ``method`` and the known names.
+    """
+    if name not in METHODS:
+        raise InvalidArgument(
+            f"unknown method {name!r} (known: {', '.join(METHODS)})", field="method"
+        )
+    return METHODS[name]
+
+
+def method_names() -> list[str]:
+    """Every method name and every ``method-tiebreak`` variant, as :func:`resolve` reads them."""
+    names = list(METHODS)
+    for m in METHODS.values():
+        if "tie_break" in m.options:
+            names += [f"{m.name}-{tie}" for tie in TIE_BREAKS]
+    return names
+
+
+def resolve(name: str) -> tuple[Method, dict[str, Any]]:
+    """The method and preset options of ``name``: a method, or ``method-tiebreak``.
+
+    Examples
+    --------
+    >>> method, preset = resolve("pwf-keep")
+    >>> method.name, preset
+    ('pwf', {'tie_break': 'keep'})
+    """
+    base, _, tie = name.rpartition("-")
+    if name not in METHODS and base in METHODS and tie in TIE_BREAKS:
+        method = METHODS[base]
+        if "tie_break" in method.options:
+            return method, {"tie_break": tie}
+    return get_method(name), {}
+
+
+def method_label(name: str) -> str:
+    """The name of ``name`` in figures and reports.
+
+    Examples
+    --------
+    >>> method_label("psg"), method_label("pwf-keep")
+    ('PSG', 'PWF (keep)')
+    """
+    method, preset = resolve(name)
+    return f"{method.label} ({preset['tie_break']})" if preset else method.label
+
+
+def solve(inst: CodesignInstance, beta: float, method: str, **options: Any) -> Plan:
+    """Run ``method`` (a name of :func:`method_names`) on ``inst`` for target interval ``beta``.
+
+    Options left at ``None`` are not passed; an option the method does not take is an error.
+
+    Raises
+    ------
+    InvalidArgument
+        For an unknown method, or an option the method does not take (naming the option).
+    Infeasible
+        If no plan the method can make meets ``beta`` within the capacity caps.
+    """
+    chosen, preset = resolve(method)
+    given = {k: v for k, v in options.items() if v is not None}
+    for key in given:
+        if key not in chosen.options or key in preset:
+            takes = ", ".join(o for o in chosen.options if o not in preset) or "no options"
+            raise InvalidArgument(
+                f"method {method!r} does not take {key} (it takes: {takes})", field=key
+            )
+    return chosen.solve(inst, beta, **preset, **given)

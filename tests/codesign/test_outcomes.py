@@ -1,0 +1,142 @@
+"""Every method reports its outcome the same way: a plan with a status, or Infeasible."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import inferplan
+from inferplan import Infeasible, LinearCost, Network
+from inferplan.codesign import METHODS, compile_instance, solve_pfp, solve_pwf
+from inferplan.errors import InvalidArgument
+from tests.cli import app, runner
+from tests.oracles import evaluate
+from tests.strategies import COST_KINDS, small_dags, small_profiles
+
+CAP = 1e9
+
+
+def _capped_network() -> Network:
+    """Two nodes and a link whose costs carry a cap far below what a fast target needs."""
+    return inferplan.network_from_dict(
+        {
+            "source": "s",
+            "target": "t",
+            "nodes": [
+                {"id": "s", "capacity": 1e9, "cost": {"kind": "linear", "price": 1e-9, "max": CAP}},
+                {"id": "t", "capacity": 1e9, "cost": {"kind": "linear", "price": 1e-9, "max": CAP}},
+            ],
+            "links": [
+                {"source": "s", "target": "t", "capacity": 1e8,
+                 "cost": {"kind": "linear", "price": 1e-8, "max": CAP}},
+            ],
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_refuses_a_target_beyond_the_caps_the_same_way(method):
+    with pytest.raises(Infeasible) as info:
+        inferplan.provision(_capped_network(), inferplan.vgg16(), throughput=100, method=method)
+    assert str(info.value).startswith(
+        "no plan reaches an interval of 0.01 s within the capacity caps"
+    )
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_plans_say_whether_they_are_proven_optimal(method):
+    plan = inferplan.provision(_capped_network(), inferplan.vgg16(), throughput=0.05, method=method)
+    assert plan.status == ("optimal" if METHODS[method].exact else "heuristic")
+    assert plan.to_dict()["status"] == plan.status
+
+
+@pytest.mark.parametrize("method", ["psg", "pfp", "milp"])
+def test_cli_exits_3_on_infeasible_with_one_json_object(tmp_path, method):
+    path = tmp_path / "capped.json"
+    inferplan.save_network(_capped_network(), path)
+    result = runner.invoke(
+        app, ["provision", str(path), "vgg16", "--throughput", "100", "--method", method, "--json"]
+    )
+    assert result.exit_code == 3
+    out = json.loads(result.stdout)
+    assert out["status"] == "infeasible" and out["method"] == method
+    assert out["message"].startswith("no plan reaches an interval of 0.01 s")
+    assert result.stderr.startswith("error: no plan reaches") and result.stderr.count("\n") == 1
+    plain = runner.invoke(app, ["provision", str(path), "vgg16", "--throughput", "100"])
+    assert plain.exit_code == 3 and plain.stdout == ""
+
+
+def test_an_option_a_method_does_not_take_is_an_error_naming_it():
+    net, vgg = inferplan.tiered(seed=1), inferplan.vgg16()
+    with pytest.raises(InvalidArgument) as info:
+        inferplan.provision(net, vgg, throughput=30, method="psg", tie_break="random")
+    assert info.value.field == "tie_break"
+    with pytest.raises(InvalidArgument) as info:
+        inferplan.provision(net, vgg, throughput=30, method="pwf", time_limit=5.0)
+    assert info.value.field == "time_limit"
+    result = runner.invoke(
+        app, ["provision", "examples/network.json", "vgg16", "--throughput", "30",
+              "--method", "psg", "--tie-break", "random"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --tie-break: method 'psg' does not take tie_break")
+
+
+def test_an_unknown_method_lists_the_registry():
+    result = runner.invoke(
+        app, ["provision", "examples/network.json", "vgg16", "--throughput", "30", "--method", "x"]
+    )
+    assert result.exit_code == 2
+    for name in METHODS:
+        assert name in result.output
+
+
+def _uncapped(network: Network) -> Network:
+    """The same network with every cost replaced by an uncapped linear one: PFP and PWF follow
+    capacities only, so they take the same deployments on it."""
+    return dataclasses.replace(
+        network,
+        nodes=tuple(dataclasses.replace(n, cost=LinearCost(1.0)) for n in network.nodes),
+        links=tuple(dataclasses.replace(e, cost=LinearCost(1.0)) for e in network.links),
+    )
+
+
+def _within_caps(network: Network, plan: inferplan.Plan) -> bool:
+    nodes = {n.id: n.capacity_cost for n in network.nodes}
+    links = {(e.source, e.target): e.capacity_cost for e in network.links}
+    return all(
+        x <= nodes[v].max_amount * (1 + 1e-9) for v, x in plan.node_upgrades.items()
+    ) and all(
+        u.amount <= links[u.source, u.target].max_amount * (1 + 1e-9) for u in plan.link_upgrades
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    net=small_dags(max_nodes=5, cost_kinds=COST_KINDS),
+    profile=small_profiles(max_blocks=4),
+    alpha=st.floats(min_value=0.05, max_value=1.5),
+    solver=st.sampled_from([solve_pfp, solve_pwf]),
+)
+def test_baselines_respect_every_cap_or_are_infeasible_exactly_when_their_deployment_is(
+    net, profile, alpha, solver
+):
+    inst = compile_instance(net, profile)
+    beta = alpha * inferplan.throughput(net, profile).interval
+    free = solver(compile_instance(_uncapped(net), profile), beta)
+    # The deployment's least purchase, priced from the definitions: inf iff it breaks a cap.
+    needed = evaluate(net, profile, free.path, free.partition, beta).cost
+    try:
+        plan = solver(inst, beta)
+    except Infeasible:
+        assert math.isinf(needed)
+        return
+    assert math.isfinite(needed)
+    assert (plan.path, plan.partition) == (free.path, free.partition)
+    assert _within_caps(net, plan)
+    assert math.isfinite(plan.cost) and plan.feasible and plan.status == "heuristic"
