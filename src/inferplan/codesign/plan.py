@@ -42,11 +42,13 @@ INTERVAL_RTOL = 1e-9
 # to a cap computes the amount in floating point and may land a hair above it.
 CAP_RTOL = 1e-9
 
-PlanStatus = Literal["optimal", "heuristic", "time_limit"]
-STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit")
+PlanStatus = Literal["optimal", "heuristic", "time_limit", "uncertified"]
+STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit", "uncertified")
 """What a plan's cost is known to be: ``optimal`` (an exact method proved it), ``heuristic``
 (a baseline's plan, no claim of optimality), ``time_limit`` (an exact method stopped at its time
-limit; the best plan found so far)."""
+limit; the best plan found so far), ``uncertified`` (an exact method finished but could not
+prove its plan optimal to its stated gap: the MILP when HiGHS's lower bound stays further below
+the plan's exact cost; the plan is the best it found, its cost exact)."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,9 @@ class Plan:
     method
         The solver that made it (``psg``, ``pfp``, ``pwf``, ...).
     status
-        ``"optimal"``, ``"heuristic"`` or ``"time_limit"`` (see :data:`STATUSES`). A request
-        that no plan can meet raises :class:`~inferplan.errors.Infeasible` instead, whatever
-        the method.
+        ``"optimal"``, ``"heuristic"``, ``"time_limit"`` or ``"uncertified"`` (see
+        :data:`STATUSES`). A request that no plan can meet raises
+        :class:`~inferplan.errors.Infeasible` instead, whatever the method.
     cost
         Total price of the upgrades.
     interval

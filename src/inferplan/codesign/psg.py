@@ -42,6 +42,8 @@ __all__ = [
     "Relaxation",
     "backtrack",
     "by_chunks",
+    "link_cost_table",
+    "node_cost_table",
     "psg_path",
     "reference_psg",
     "relax_generations",
@@ -73,12 +75,14 @@ def by_chunks(
     return values, chosen
 
 
-def _dense_costs(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
+def node_cost_table(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
     """``f_v(max(0, w(i, j) / beta - C_v))`` for each of ``nodes`` and ``(i, j)`` (``inf`` for
-    ``i > j``). Linear costs are priced in one vectorised step, others one node at a time."""
+    ``i > j`` and beyond a cap). Linear costs are priced in one vectorised step, others one
+    node at a time."""
     rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
     pricing = inst.node_pricing
-    cost = pricing.price[nodes][:, None, None] * rho
+    with np.errstate(over="ignore"):  # a price beyond floating point is inf, as a cap is
+        cost = pricing.price[nodes][:, None, None] * rho
     if pricing.capped.size or pricing.other.size:
         cost[rho > pricing.cap[nodes][:, None, None]] = np.inf
         for r in np.flatnonzero(np.isin(nodes, pricing.other)):
@@ -99,24 +103,22 @@ def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
     def stage(gen: Generation, dist: FloatArray) -> tuple[FloatArray, IntArray]:
         rows, width = dist.shape
         return by_chunks(rows, width, lambda part: take_min(
-            dist[part, :, None] + _dense_costs(inst, gen.nodes[part], beta)))  # fmt: skip
+            dist[part, :, None] + node_cost_table(inst, gen.nodes[part], beta)))  # fmt: skip
 
     return stage
 
 
-def _link_costs(inst: CodesignInstance, beta: float) -> FloatArray:
-    """``g_e(max(0, D_j / beta - B_e))`` for each link (rows, in the order of
-    :attr:`~CodesignInstance.sweep_links`) and each ``j`` (columns)."""
-    links = inst.sweep_links
+def link_cost_table(inst: CodesignInstance, links: IntArray, beta: float) -> FloatArray:
+    """``g_e(max(0, D_j / beta - B_e))`` for each of ``links`` (rows) and each ``j`` (columns),
+    ``inf`` beyond a cap."""
     sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
     pricing = inst.link_pricing
-    cost = pricing.price[links, None] * sigma
-    if pricing.capped.size:
-        cap = pricing.cap[links, None]
-        cost[np.broadcast_to(sigma > cap, cost.shape)] = np.inf
-    for e in pricing.other:
-        row = inst.sweep_position[e]
-        cost[row] = inst.link_costs[int(e)](sigma[row])
+    with np.errstate(over="ignore"):
+        cost = pricing.price[links, None] * sigma
+    if pricing.capped.size or pricing.other.size:
+        cost[sigma > pricing.cap[links, None]] = np.inf
+        for row in np.flatnonzero(np.isin(links, pricing.other)):
+            cost[row] = inst.link_costs[int(links[row])](sigma[row])
     return cost
 
 
@@ -231,7 +233,11 @@ def _vectorised_psg(
     start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
-        inst, start, _compute_stage(inst, beta), _link_costs(inst, beta), np.add
+        inst,
+        start,
+        _compute_stage(inst, beta),
+        link_cost_table(inst, inst.sweep_links, beta),
+        np.add,
     )
     cost = float(relaxed.stage_min[inst.target, -1])
     if not math.isfinite(cost):
