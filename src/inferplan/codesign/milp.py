@@ -111,7 +111,8 @@ class _StateFlow:
         """HiGHS on the columns ``keep`` with costs divided by ``scale``: scipy's status, the
         chosen columns (all columns, 0 where dropped), the lower bound (unscaled) and the
         message."""
-        options: dict[str, float] = {
+        options: dict[str, float | bool] = {
+            "presolve": False,  # its reductions compare costs to a tolerance of their own
             "mip_rel_gap": MIP_REL_GAP,
             "mip_abs_gap": 0.0,
             "mip_feasibility_tolerance": TOLERANCE,
