@@ -211,3 +211,23 @@ def test_a_time_limit_must_be_a_positive_number_of_seconds(limit):
     inst = compile_instance(_ring(), inferplan.vgg16(), require_acyclic=False)
     with pytest.raises(InvalidArgument, match="positive finite number of seconds"):
         solve_milp(inst, 0.1, time_limit=limit)
+
+
+def test_a_plan_whose_bound_stays_off_is_uncertified_not_optimal():
+    """HiGHS's lower bound (here forced to 0) never meets the plan's exact cost: the MILP
+    returns its best plan, re-solving no more than MAX_ROUNDS times, as "uncertified"."""
+    inst = compile_instance(_ring(), inferplan.vgg16(), require_acyclic=False)
+    best = solve_milp(inst, 0.1)
+    real, calls = milp.linprog, []
+
+    def loose(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.mip_dual_bound = 0.0
+        calls.append(result)
+        return result
+
+    with mock.patch.object(milp, "linprog", loose):
+        plan = solve_milp(inst, 0.1)
+    assert best.status == "optimal" and best.cost > 0
+    assert plan.status == "uncertified" and plan.cost == best.cost and plan.feasible
+    assert 2 <= len(calls) <= milp.MAX_ROUNDS
