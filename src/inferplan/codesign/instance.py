@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -106,7 +106,12 @@ class CodesignInstance:
 
     def work(self, i: int, j: int) -> float:
         """``w(i, j)``, the FLOPs of blocks ``i+1..j`` (rounded once)."""
-        return float(self.work_between[i, j])
+        return self._work_item(i, j)
+
+    @cached_property
+    def _work_item(self) -> Callable[[int, int], float]:
+        item: Callable[[int, int], float] = self.work_between.item  # a Python float, quickly
+        return item
 
     @cached_property
     def highest_prices(self) -> tuple[float, float]:

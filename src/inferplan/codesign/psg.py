@@ -66,9 +66,11 @@ def by_chunks(
 ) -> tuple[FloatArray, IntArray]:
     """``step`` on consecutive slices of ``rows`` rows of ``width * width`` pairs each, at most
     :data:`CHUNK_ENTRIES` pairs a slice, and its ``(rows, width)`` results put together."""
+    size = max(1, CHUNK_ENTRIES // (width * width))
+    if rows <= size:
+        return step(slice(0, rows))
     values = np.empty((rows, width))
     chosen = np.empty((rows, width), dtype=np.int64)
-    size = max(1, CHUNK_ENTRIES // (width * width))
     for first in range(0, rows, size):
         part = slice(first, first + size)
         values[part], chosen[part] = step(part)
@@ -98,7 +100,12 @@ def take_min(total: FloatArray) -> tuple[FloatArray, IntArray]:
 
 def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
     """The compute step of PSG for one generation: ``A_v[j] = min_{i<=j} dist(v, i) +
-    f_v(rho)`` comparing every ``(i, j)`` pair, and the smallest ``i`` attaining it."""
+    f_v(rho)`` comparing every ``(i, j)`` pair, and the smallest ``i`` attaining it. When every
+    node's pairs fit in one chunk they are priced up front, in one call."""
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    if V * W * W <= CHUNK_ENTRIES:
+        table = node_cost_table(inst, np.arange(V), beta)
+        return lambda gen, dist: take_min(dist[:, :, None] + table[gen.rows])
 
     def stage(gen: Generation, dist: FloatArray) -> tuple[FloatArray, IntArray]:
         rows, width = dist.shape
