@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from inferplan import Link, Network, Node, Profile
-from inferplan.codesign.costs import CapacityCost, FunctionCost, LinearCost, ModuleCost, TieredCost
+from inferplan.network.costs import CapacityCost, FunctionCost, LinearCost, ModuleCost, TieredCost
 
 capacities = st.floats(min_value=1.0, max_value=100.0, allow_nan=False)
 prices = st.one_of(st.just(0.0), st.floats(min_value=0.01, max_value=10.0, allow_nan=False))

@@ -29,3 +29,11 @@ def test_ruff_is_clean():
 def test_mypy_is_clean():
     result = _run("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_packages_import_only_the_layers_below_them_and_no_cycles():
+    # The contracts live in pyproject.toml ([tool.importlinter]): the layers of
+    # docs/architecture.md, and no import cycle between the modules of any package.
+    result = _run("lint-imports", "--no-cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout

@@ -9,7 +9,7 @@ Examples
 ('psg', 's', 't')
 """
 
-from inferplan.codesign import Deployment, LinearCost, Plan, provision, throughput
+from inferplan.codesign import Deployment, Plan, provision, throughput
 from inferplan.coinference import (
     Discrete,
     LogNormal,
@@ -40,6 +40,7 @@ from inferplan.errors import (
     NetworkHasCycle,
 )
 from inferplan.network import (
+    LinearCost,
     Link,
     Network,
     Node,

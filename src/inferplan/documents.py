@@ -91,6 +91,28 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out
 
 
+def _kind(value: Any) -> Any:
+    return value.get("kind") if isinstance(value, Mapping) else None
+
+
+def _data_path(data: Any, loc: Sequence[int | str]) -> list[int | str]:
+    """The part of a pydantic location that names places in ``data``: without the tags a
+    discriminated union adds (``cost.modules.size`` is ``cost.size`` in the file) and the
+    names of validator functions."""
+    out: list[int | str] = []
+    here = data
+    for part in loc:
+        tag = isinstance(part, str) and (part.startswith("function-") or part == _kind(here))
+        if tag and isinstance(here, Mapping) and part not in here:
+            continue
+        out.append(part)
+        try:
+            here = here[part]
+        except (KeyError, IndexError, TypeError):
+            here = None
+    return out
+
+
 def _kind_of(value: Any) -> str:
     if value is None:
         return "nothing (an empty document or null)"
@@ -113,7 +135,7 @@ def validate_document(
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = [p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        loc = _data_path(data, first["loc"])
         kind = first["type"]
         if kind == "missing":
             message = "missing field"
@@ -122,6 +144,8 @@ def validate_document(
         elif kind in ("model_type", "dict_type"):
             what = "the top level" if not loc else "it"
             message = f"{what} must be a mapping of fields, got {_kind_of(first.get('input'))}"
+        elif kind == "value_error":  # a model's own check: its message says what is wrong
+            message = str(first.get("ctx", {}).get("error", first["msg"]))
         else:
             message = first["msg"]
             if "input" in first:

@@ -22,8 +22,8 @@ from inferplan.codesign import (
     solve_psg,
     throughput_optimal,
 )
-from inferplan.codesign.costs import LinearCost, TieredCost
 from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.network.costs import LinearCost, TieredCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
 from tests.strategies import COST_KINDS, small_dags, small_profiles
 

@@ -232,7 +232,7 @@ def test_overflowing_targets_and_profiles_are_refused(tmp_path):
     net = _write(tmp_path, GOOD)
     code, _, err = _run_provision(net, "--interval", "1e-300")
     assert code == 2
-    assert err.startswith("error: interval: an interval of 1e-300 s needs capacities or costs")
+    assert err.startswith("error: --interval: an interval of 1e-300 s needs capacities beyond")
     huge = _write(tmp_path, {"flops": [1e308, 1e308], "activation_bits": [1, 2, 3]}, "p.json")
     code, _, err = _run_provision(net, "--throughput", "3", profile=str(huge))
     assert code == 2

@@ -19,9 +19,9 @@ from inferplan.codesign import (
     solve_psg,
     throughput_optimal,
 )
-from inferplan.codesign.costs import FunctionCost
 from inferplan.codesign.milp import CERTIFIED_GAP
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
+from inferplan.network.costs import FunctionCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
 from tests.strategies import COST_KINDS, small_dags, small_networks, small_profiles
 

@@ -195,7 +195,7 @@ def test_nakagami_with_m_just_above_one_is_finite_and_accurate(m, mean, t):
 def test_nakagami_near_one_matches_the_reviewers_quadrature():
     assert Nakagami(1.01, 10.0).mean_inv_log() == pytest.approx(7.24, rel=1e-3)
     assert Nakagami(1.001, 10.0).mean_inv_log() == pytest.approx(69.6, rel=1e-3)
-    plan = plan_placement(default_system(channel=Nakagami(1.01, 10.0)), "optimal")
+    plan = plan_placement(default_system(channel=Nakagami(1.01, 10.0)), method="optimal")
     assert all(math.isfinite(z) for z in plan.costs)
 
 

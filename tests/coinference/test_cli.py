@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inferplan.coinference import SplitPolicy, load_system, plan_placement, simulate
+from inferplan.coinference import STRATEGIES, SplitPolicy, load_system, plan_placement, simulate
 from tests.cli import app, runner
 from tests.cli import invoke_json as _json
 
@@ -20,7 +20,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "system.yaml"
 def test_coinfer_json_contract(method):
     out = _json(["coinfer", str(EXAMPLE), "--method", method, "--json"])
     assert set(out) == {"method", "placement", "expected_cost", "costs", "thresholds"}
-    assert out == json.loads(json.dumps(plan_placement(load_system(EXAMPLE), method).to_dict()))
+    assert out == json.loads(
+        json.dumps(plan_placement(load_system(EXAMPLE), method=method).to_dict())
+    )
     assert len(out["costs"]) == 9 and len(out["thresholds"]) == out["placement"]
     assert out["expected_cost"] == out["costs"][out["placement"]]
 
@@ -38,9 +40,9 @@ def test_coinfer_simulate_json():
         [
             "coinfer-simulate",
             str(EXAMPLE),
-            "--rule",
+            "--strategy",
             "optimal",
-            "--rule",
+            "--strategy",
             "edge-only",
             "--inferences",
             "3000",
@@ -50,7 +52,7 @@ def test_coinfer_simulate_json():
         ]
     )
     assert out["inferences"] == 3000 and out["seed"] == 9
-    assert list(out["rules"]) == ["optimal", "edge-only"]
+    assert list(out["strategies"]) == ["optimal", "edge-only"]
     api = simulate(load_system(EXAMPLE), ["optimal", "edge-only"], inferences=3000, seed=9)
     assert out == json.loads(json.dumps(api.to_dict()))
 
@@ -58,8 +60,8 @@ def test_coinfer_simulate_json():
 def test_coinfer_simulate_table():
     result = runner.invoke(app, ["coinfer-simulate", str(EXAMPLE), "--inferences", "2000"])
     assert result.exit_code == 0
-    for rule in ("optimal", "1sla", "fixed", "best-fixed", "edge-only", "device-only", "full"):
-        assert rule in result.stdout
+    for name in STRATEGIES:
+        assert name in result.stdout
 
 
 def test_errors_are_one_line_with_exit_code_2(tmp_path):

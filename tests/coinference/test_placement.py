@@ -48,7 +48,7 @@ def test_optimal_placement_minimises_brute_force_costs(system):
 @given(systems(min_layers=2, max_layers=9, max_levels=3), st.sampled_from([0.0, 0.01, 0.1]))
 def test_hybrid_is_exact_or_within_its_tolerance(system, rel_tol):
     exact = plan_placement(system)
-    hybrid = plan_placement(system, "hybrid", rel_tol=rel_tol)
+    hybrid = plan_placement(system, method="hybrid", rel_tol=rel_tol)
     if rel_tol == 0.0:
         assert hybrid.placement == exact.placement
         assert hybrid.expected_cost == exact.expected_cost
@@ -60,10 +60,10 @@ def test_hybrid_is_exact_or_within_its_tolerance(system, rel_tol):
 
 @given(systems(max_layers=6, max_levels=3))
 def test_one_step_costs_bound_the_optimal_ones(system):
-    z_opt, z_sla = expected_costs(system), expected_costs(system, "1sla")
+    z_opt, z_sla = expected_costs(system), expected_costs(system, rule="1sla")
     assert np.all(z_opt <= z_sla * (1 + 1e-12))
     assert z_sla[0] == pytest.approx(z_opt[0]) and z_sla[1] == pytest.approx(z_opt[1])
-    plan = plan_placement(system, "1sla")
+    plan = plan_placement(system, method="1sla")
     assert plan.expected_cost == pytest.approx(z_sla.min())
 
 
@@ -101,8 +101,12 @@ def test_baselines_are_never_better_than_the_joint_plan():
 
 
 def test_unknown_method():
-    with pytest.raises(InvalidArgument, match="method must be one of optimal, 1sla, hybrid"):
-        plan_placement(default_system(), "greedy")
+    with pytest.raises(InvalidArgument, match="strategy: unknown strategy 'greedy'"):
+        plan_placement(default_system(), method="greedy")
+    with pytest.raises(InvalidArgument, match="method: 'edge-only' is a baseline"):
+        plan_placement(default_system(), method="edge-only")
+    with pytest.raises(InvalidArgument, match="rel_tol: method '1sla' does not take rel_tol"):
+        plan_placement(default_system(), method="1sla", rel_tol=0.1)
 
 
 # MLP closed form against enumeration of the generic 1-sla costs over a grid of parameters.
@@ -128,7 +132,7 @@ def test_mlp_closed_form_matches_enumeration(width, depth, k, beta_e, channel):
         energy_weight=beta_e,
     )
     closed = mlp_placement(system)
-    costs = expected_costs(system, "1sla")
+    costs = expected_costs(system, rule="1sla")
     assert costs[closed.placement] == pytest.approx(costs.min(), rel=1e-12)
     assert closed.placement == int(np.argmin(costs)) or math.isclose(
         costs[closed.placement], costs.min(), rel_tol=1e-12

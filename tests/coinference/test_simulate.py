@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from inferplan.coinference import (
-    SIM_RULES,
+    STRATEGIES,
     Discrete,
     Nakagami,
     Rayleigh,
@@ -34,17 +34,17 @@ _SYSTEMS = {
 @pytest.mark.parametrize("name", list(_SYSTEMS))
 def test_mean_is_within_its_confidence_interval_of_the_analytic_cost(name):
     sim = simulate(_SYSTEMS[name](), inferences=100_000, seed=3, confidence=0.999)
-    assert [r.rule for r in sim.results] == list(SIM_RULES)
+    assert [r.strategy for r in sim.results] == list(STRATEGIES)
     for r in sim.results:
-        assert r.ci_low <= r.analytic_cost <= r.ci_high, r.rule
+        assert r.ci_low <= r.analytic_cost <= r.ci_high, r.strategy
         assert r.ci_low < r.mean_cost < r.ci_high
 
 
 def test_split_histogram_matches_split_probabilities():
     system = default_system("alexnet")
-    sim = simulate(system, ["full"], inferences=200_000, seed=7)
+    sim = simulate(system, ["full-placement"], inferences=200_000, seed=7)
     expected = solve_stopping(system, system.n_layers).split_probabilities
-    counts = np.asarray(sim["full"].split_counts)
+    counts = np.asarray(sim["full-placement"].split_counts)
     assert counts.sum() == 200_000
     for count, p in zip(counts, expected, strict=True):
         assert stats.binomtest(int(count), 200_000, min(p, 1.0)).pvalue > 1e-5
@@ -88,9 +88,9 @@ def test_extra_policies_and_common_random_numbers():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"rules": ["psychic"]}, "rule must be one of"),
-        ({"inferences": 1}, "inferences must be"),
-        ({"confidence": 1.5}, "confidence must be in"),
+        ({"strategies": ["psychic"]}, "strategy: unknown strategy 'psychic'"),
+        ({"inferences": 1}, "inferences: must be an integer >= 2"),
+        ({"confidence": 1.5}, "confidence: must be in"),
     ],
 )
 def test_bad_arguments(kwargs, message):

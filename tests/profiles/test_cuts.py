@@ -90,5 +90,5 @@ def test_owner_of_and_specs():
     for bad in ("depth=0", "a,,b"):
         with pytest.raises(InvalidProfile, match="blocks"):
             parse_block_spec(bad)
-    with pytest.raises(InvalidProfile, match="input-shape"):
+    with pytest.raises(InvalidProfile, match="input_shapes"):
         parse_shape("1,0,3")

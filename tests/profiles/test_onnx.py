@@ -142,7 +142,7 @@ def test_symbolic_input_needs_a_shape(tmp_path):
     proto = _model(nodes, [_f("x", ["batch", 4])], [_f("y", ["batch", 3])], [w])
     path = tmp_path / "m.onnx"
     onnx.save(proto, path)
-    with pytest.raises(InvalidProfile, match=r"m.onnx: input-shape: input 'x' has a symbolic"):
+    with pytest.raises(InvalidProfile, match=r"m.onnx: input_shapes: input 'x' has a symbolic"):
         profile_onnx(path)
     got = profile_onnx(path, input_shapes=[(5, 4)])
     assert got.profile.flops == (2 * 5 * 4 * 3,) and got.profile.name == "m"

@@ -61,10 +61,9 @@ def _flags(command: Callable[..., Any]) -> dict[str, str]:
 
 def _where(exc: InferplanError, flags: dict[str, str]) -> str:
     """The error as one line, naming the flag instead of the library's parameter name."""
-    if exc.source is None and exc.field is not None:
-        flag = flags.get(exc.field) or flags.get(exc.field.split(".")[0])
-        if flag is not None:
-            return f"{flag}: {exc.message}"
+    flag = flags.get(exc.field or "")
+    if flag is not None:
+        return ": ".join([*([exc.source] if exc.source else []), flag, exc.message])
     return str(exc)
 
 

@@ -3,35 +3,35 @@
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import JsonOpt
 from inferplan.cli.render import console, print_json, table
-from inferplan.coinference import SIM_RULES, load_system, plan_placement, simulate
+from inferplan.coinference import (
+    FIXED_PREFIX,
+    STRATEGIES,
+    load_system,
+    plan_placement,
+    planner_names,
+    simulate,
+)
 from inferplan.units import si
 
 SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+# --method takes the registry's planners (typer reads the Literal).
+if TYPE_CHECKING:
+    PlannerChoice = str
+else:
+    PlannerChoice = Literal[planner_names()]
 
 
-class Method(StrEnum):
-    optimal = "optimal"
-    one_step = "1sla"
-    hybrid = "hybrid"
-
-
-class Rule(StrEnum):
-    optimal = "optimal"
-    one_step = "1sla"
-    fixed = "fixed"
-    best_fixed = "best-fixed"
-    edge_only = "edge-only"
-    device_only = "device-only"
-    full = "full"
+def _strategies_help(names: tuple[str, ...] | list[str]) -> str:
+    return "; ".join(f"{n}: {STRATEGIES[n].summary}" for n in names)
 
 
 def _snr(value: float) -> str:
@@ -46,8 +46,9 @@ def _snr(value: float) -> str:
 def coinfer_command(
     system: SystemArg,
     method: Annotated[
-        Method, typer.Option("--method", help="Placement method: optimal, 1sla or hybrid.")
-    ] = Method.optimal,
+        PlannerChoice,
+        typer.Option("--method", help=f"Placement method. {_strategies_help(planner_names())}."),
+    ] = "optimal",
     policy_out: Annotated[
         Path | None, typer.Option("--policy-out", help="Write the on-device policy (JSON).")
     ] = None,
@@ -55,7 +56,7 @@ def coinfer_command(
 ) -> None:
     """Layers to place on the device, split thresholds and the cost of every placement."""
     sys_ = load_system(system)
-    plan = plan_placement(sys_, method.value)
+    plan = plan_placement(sys_, method=method)
     if policy_out is not None:
         policy_out.write_text(plan.policy().to_json() + "\n", encoding="utf-8")
     if as_json:
@@ -102,10 +103,12 @@ def coinfer_command(
 @friendly_errors
 def coinfer_simulate_command(
     system: SystemArg,
-    rule: Annotated[
-        list[Rule] | None,
+    strategy: Annotated[
+        list[str] | None,
         typer.Option(
-            "--rule", help=f"Rule to simulate (repeatable; all by default): {', '.join(SIM_RULES)}."
+            "--strategy",
+            help=f"Strategy to simulate (repeatable; all by default): "
+            f"{', '.join(STRATEGIES)} or {FIXED_PREFIX}K (always split at stage K).",
         ),
     ] = None,
     inferences: Annotated[
@@ -116,13 +119,12 @@ def coinfer_simulate_command(
 ) -> None:
     """Monte-Carlo of many inferences: realised cost and split stages of each rule."""
     sys_ = load_system(system)
-    rules = [r.value for r in rule] if rule else None
-    result = simulate(sys_, rules, inferences=inferences, seed=seed)
+    result = simulate(sys_, strategy or None, inferences=inferences, seed=seed)
     if as_json:
         print_json(result.to_dict())
         return
     console.print(
-        f"{result.inferences} inferences, seed {result.seed}, same SNR draws for every rule"
+        f"{result.inferences} inferences, seed {result.seed}, same SNR draws for every strategy"
     )
     rows = []
     for r in result.results:
@@ -130,7 +132,7 @@ def coinfer_simulate_command(
         top = max(range(len(share)), key=share.__getitem__)
         rows.append(
             [
-                r.rule,
+                r.strategy,
                 str(r.placement),
                 f"{r.analytic_cost:.6g}",
                 f"{r.mean_cost:.6g}",
@@ -142,7 +144,7 @@ def coinfer_simulate_command(
     console.print(
         table(
             f"realised cost per inference ({result.confidence:.0%} CI)",
-            ["rule", "M", "expected", "mean", "CI", "p95", "top split"],
+            ["strategy", "M", "expected", "mean", "CI", "p95", "top split"],
             rows,
         )
     )

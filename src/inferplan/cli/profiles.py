@@ -56,7 +56,7 @@ def profile_command(
     model: Annotated[str, typer.Argument(help=(
         "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
         "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory)."))],
-    input_shape: Annotated[list[str] | None, typer.Option(
+    input_shapes: Annotated[list[str] | None, typer.Option(
         "--input-shape", help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for "
                               "several inputs.")] = None,
     blocks: Annotated[str | None, typer.Option(
@@ -73,9 +73,9 @@ def profile_command(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
 ) -> None:  # fmt: skip
     """Profile a DNN: FLOPs, activation size and parameters per block."""
-    traced = _trace(model, input_shape or [], blocks, dtype, flops)
+    traced = _trace(model, input_shapes or [], blocks, dtype, flops)
     if traced is None:
-        given = [name for name, used in (("--input-shape", input_shape), ("--blocks", blocks),
+        given = [name for name, used in (("--input-shape", input_shapes), ("--blocks", blocks),
                  ("--cuts", cuts), ("--dtype", dtype != "float32"),
                  ("--flops", flops is not FlopCount.matrix)) if used]  # fmt: skip
         if given:

@@ -34,7 +34,8 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
     """A rich table with right-aligned columns after the first."""
     out = Table(title=title, title_justify="left")
     for k, column in enumerate(columns):
-        out.add_column(column, justify="left" if k == 0 else "right")
+        # the first column names the row: never cut it short, let the numbers wrap instead
+        out.add_column(column, justify="left" if k == 0 else "right", no_wrap=k == 0)
     for row in rows:
         out.add_row(*row)
     return out

@@ -1,13 +1,5 @@
 """Co-design of DNN deployment and infrastructure capacity on a network (seed paper A)."""
 
-from inferplan.codesign.costs import (
-    CapacityCost,
-    FunctionCost,
-    LinearCost,
-    ModuleCost,
-    TieredCost,
-    cost_from_dict,
-)
 from inferplan.codesign.frontier import Frontier, cost_frontier
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.instance import CodesignInstance, compile_instance
@@ -21,19 +13,13 @@ from inferplan.codesign.throughput import throughput_optimal
 __all__ = [
     "METHODS",
     "STATUSES",
-    "CapacityCost",
     "CodesignInstance",
     "Deployment",
     "Frontier",
-    "FunctionCost",
-    "LinearCost",
     "LinkUpgrade",
     "Method",
-    "ModuleCost",
     "Plan",
-    "TieredCost",
     "compile_instance",
-    "cost_from_dict",
     "cost_frontier",
     "get_method",
     "method_names",

@@ -110,7 +110,7 @@ class KernelArrays:
     their order: the work table (``work_t[j, i] = w(i, j)``) and activations, source and
     target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
-    value; see :class:`~inferplan.codesign.costs.Segments`) and its cap, or its row in the cost
+    value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
     tables (``node_table[v] >= 0``); the links' linear prices and caps, or their rows in the
     link tables; and each node's out- and in-links in file order (``ptr``/``links`` pairs).
     ``table_nodes`` and ``table_links`` are the nodes and links priced into tables per solve;

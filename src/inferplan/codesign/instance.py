@@ -16,8 +16,8 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.costs import CapacityCost, Segments, segments
 from inferplan.errors import NetworkHasCycle
+from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
 
@@ -322,7 +322,7 @@ def compile_instance(
         cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(keep)))
         raise NetworkHasCycle(
             f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
-            "exact only on acyclic networks (use --method milp for cyclic ones)",
+            "exact only on acyclic networks (method 'milp' solves cyclic ones)",
             field="links",
         )
     order = [keep[k] for k in topo] if topo is not None else list(keep)

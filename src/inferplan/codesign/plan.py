@@ -11,9 +11,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.codesign.costs import CapacityCost
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.network.costs import CapacityCost
 
 __all__ = [
     "STATUSES",

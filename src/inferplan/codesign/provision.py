@@ -16,7 +16,7 @@ from inferplan.profiles.profile import Profile
 __all__ = ["provision", "target_interval", "throughput"]
 
 
-def target_interval(interval: float | None = None, throughput: float | None = None) -> float:
+def target_interval(*, interval: float | None = None, throughput: float | None = None) -> float:
     """The target output interval ``beta`` from exactly one of ``interval`` (s) or
     ``throughput`` (inferences/s)."""
     if (interval is None) == (throughput is None):
@@ -82,7 +82,7 @@ def provision(
     >>> plan.interval <= 0.5 * best.interval * (1 + 1e-9) and plan.cost > 0
     True
     """
-    beta = target_interval(interval, throughput)
+    beta = target_interval(interval=interval, throughput=throughput)
     chosen, _ = resolve(method)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
     return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)

@@ -1,10 +1,12 @@
 """Model placement: ``Z(M)`` for every ``M``, ``M*`` three ways, baselines, the MLP closed form.
 
+:func:`~inferplan.coinference.strategies.plan_placement` picks one of the three by name.
+
 ``Z(M) = c(M) + E[eta_S(gamma_S)]`` for the splitting rule ``S`` used with ``M`` layers placed.
 
 * ``optimal``: backward induction for every ``M`` (``(N+1)(N+2)/2`` stage expectations).
 * ``1sla``: the 1-sla thresholds do not depend on ``M``, so ``Z`` for every ``M`` costs O(N).
-* ``hybrid``: exact ``M*`` of the optimal rule by branch and bound (see :func:`plan_placement`).
+* ``hybrid``: exact ``M*`` of the optimal rule by branch and bound (:func:`hybrid_placement`).
 """
 
 from __future__ import annotations
@@ -30,31 +32,30 @@ from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
 __all__ = [
-    "METHODS",
     "Baselines",
     "MlpPlacement",
     "PlacementPlan",
     "compare_baselines",
     "expected_costs",
     "fixed_split_costs",
+    "hybrid_placement",
     "mlp_placement",
+    "one_step_placement",
+    "optimal_placement",
     "optimality_probabilities",
-    "plan_placement",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 
-METHODS = ("optimal", "1sla", "hybrid")
 
-
-def expected_costs(system: System, rule: str = "optimal") -> FloatArray:
+def expected_costs(system: System, *, rule: str = "optimal") -> FloatArray:
     """``Z(0..N)`` under the optimal rule (O(N^2)) or the 1-sla rule (O(N)).
 
     Examples
     --------
     >>> from inferplan.coinference import default_system
     >>> s = default_system()
-    >>> bool(np.all(expected_costs(s) <= expected_costs(s, "1sla") + 1e-15))
+    >>> bool(np.all(expected_costs(s) <= expected_costs(s, rule="1sla") + 1e-15))
     True
     """
     if rule == "optimal":
@@ -126,23 +127,35 @@ def _argmin(costs: FloatArray) -> int:
     return int(np.nanargmin(costs))
 
 
-def plan_placement(
-    system: System, method: str = "optimal", *, rel_tol: float = 0.0
-) -> PlacementPlan:
-    """Choose the number of layers ``M*`` to place on the device.
+def optimal_placement(system: System) -> PlacementPlan:
+    """``M*`` by backward induction for every ``M`` (exact, ``(N+1)(N+2)/2`` stage
+    expectations); the splitting rule at ``M*`` is the optimal one."""
+    costs = expected_costs(system)
+    m_star = _argmin(costs)
+    work = (system.n_layers + 1) * (system.n_layers + 2) // 2
+    return PlacementPlan(
+        "optimal", m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
+    )
 
-    Parameters
-    ----------
-    system
-        The device-edge system.
-    method
-        ``"optimal"``: backward induction for every ``M`` (exact, O(N^2) stage expectations).
-        ``"1sla"``: minimise ``Z`` under the 1-sla rule (O(N); its ``Z`` is an upper bound of
-        the optimal one). ``"hybrid"``: branch and bound that returns the same ``M*`` as
-        ``"optimal"`` (or, with ``rel_tol > 0``, a placement whose cost is within a factor
-        ``1 + rel_tol`` of ``Z(M*)``).
-    rel_tol
-        Only for ``"hybrid"``: allowed relative excess over the optimum (0: exact).
+
+def one_step_placement(system: System) -> PlacementPlan:
+    """``M*`` minimising ``Z`` under the 1-sla rule (O(N); its ``Z`` is an upper bound of the
+    optimal one); the splitting rule at ``M*`` is 1-sla."""
+    costs = expected_costs(system, rule="1sla")
+    m_star = _argmin(costs)
+    return PlacementPlan(
+        "1sla",
+        m_star,
+        tuple(costs.tolist()),
+        solve_stopping(system, m_star, rule="1sla"),
+        2 * system.n_layers + 1,
+    )
+
+
+def hybrid_placement(system: System, *, rel_tol: float = 0.0) -> PlacementPlan:
+    """The ``M*`` of :func:`optimal_placement` by branch and bound, with far fewer backward
+    inductions (or, with ``rel_tol > 0``, a placement whose cost is within a factor
+    ``1 + rel_tol`` of ``Z(M*)``).
 
     Notes
     -----
@@ -168,33 +181,13 @@ def plan_placement(
     --------
     >>> from inferplan.coinference import default_system
     >>> s = default_system()
-    >>> plan_placement(s, "hybrid").placement == plan_placement(s).placement
+    >>> hybrid_placement(s).placement == optimal_placement(s).placement
     True
     """
+    if not (math.isfinite(rel_tol) and rel_tol >= 0):
+        raise InvalidArgument(f"must be >= 0, got {rel_tol!r}", field="rel_tol")
     n_layers = system.n_layers
     c = system.placement_costs
-    if method == "optimal":
-        costs = expected_costs(system)
-        m_star = _argmin(costs)
-        work = (n_layers + 1) * (n_layers + 2) // 2
-        return PlacementPlan(
-            method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
-        )
-    if method == "1sla":
-        costs = expected_costs(system, "1sla")
-        m_star = _argmin(costs)
-        return PlacementPlan(
-            method,
-            m_star,
-            tuple(costs.tolist()),
-            solve_stopping(system, m_star, rule="1sla"),
-            2 * n_layers + 1,
-        )
-    if method != "hybrid":
-        raise InvalidArgument(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if not (math.isfinite(rel_tol) and rel_tol >= 0):
-        raise InvalidArgument(f"rel_tol must be >= 0, got {rel_tol!r}")
-
     sla_etc, reach, forced = one_step_terms(system)
     upper = c + sla_etc
     etc = np.full(n_layers + 1, np.nan)  # exact V(M) where known
@@ -236,7 +229,7 @@ def plan_placement(
     costs = c + etc
     m_star = _argmin(costs)
     return PlacementPlan(
-        method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
+        "hybrid", m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
     )
 
 
@@ -324,7 +317,7 @@ def compare_baselines(system: System) -> Baselines:
     return Baselines(
         joint=float(costs[m_star]),
         joint_placement=m_star,
-        joint_1sla=float(np.min(expected_costs(system, "1sla"))),
+        joint_1sla=float(np.min(expected_costs(system, rule="1sla"))),
         edge_only=float(true[0]),
         device_only=float(true[-1]),
         full_placement=float(costs[-1]),
@@ -381,7 +374,7 @@ def mlp_placement(system: System) -> MlpPlacement:
     --------
     >>> from inferplan.coinference import default_system, mlp_layers
     >>> s = default_system(layers=mlp_layers(512, 6))
-    >>> mlp_placement(s).placement == int(np.argmin(expected_costs(s, "1sla")))
+    >>> mlp_placement(s).placement == int(np.argmin(expected_costs(s, rule="1sla")))
     True
     """
     layers = system.layers

@@ -1,8 +1,8 @@
 """Vectorised Monte-Carlo of many inferences over the channel, one seeded generator.
 
-Every rule sees the same SNR draws (common random numbers), so differences between rules are
+Every strategy sees the same SNR draws (common random numbers), so differences between them are
 not sampling noise of separate runs. An inference is one row of an ``(inferences, N + 1)`` SNR
-matrix; a rule with ``M`` layers placed reads its first ``M + 1`` columns, splits at the first
+matrix; a strategy with ``M`` layers placed reads its first ``M + 1`` columns, splits at the first
 ``n <= M`` with ``gamma_n >= gamma_hat_n`` (else ``M + 1``) and costs
 ``c(M) + a_n + b_n / log2(1 + gamma_n)``.
 """
@@ -19,57 +19,28 @@ import numpy.typing as npt
 from scipy import stats
 
 from inferplan.coinference.channels import inv_log2
-from inferplan.coinference.placement import fixed_split_costs, plan_placement
 from inferplan.coinference.policy import SplitPolicy
-from inferplan.coinference.stopping import solve_stopping
+from inferplan.coinference.strategies import STRATEGIES, decide
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
-__all__ = ["SIM_RULES", "RuleSimulation", "Simulation", "rule_policy", "sample_snr", "simulate"]
+__all__ = ["Simulation", "StrategySimulation", "sample_snr", "simulate"]
 
 FloatArray = npt.NDArray[np.float64]
 
-SIM_RULES = ("optimal", "1sla", "fixed", "best-fixed", "edge-only", "device-only", "full")
 _QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
 # Rows per chunk: bounds memory (N + 1 doubles per row) while keeping numpy calls large.
 _CHUNK = 1 << 16
 
 
-def rule_policy(system: System, rule: str) -> tuple[SplitPolicy, float]:
-    """The on-device policy a simulation rule runs, and its analytic expected cost ``Z``.
-
-    ``optimal``/``1sla``: the placement and rule chosen by that method; ``fixed``: the
-    Neurosurgeon-style split from the mean SNR; ``best-fixed``: the fixed split with the lowest
-    true expected cost; ``edge-only``: ``M = 0``; ``device-only``: ``M = N``, never split early;
-    ``full``: ``M = N`` with optimal splitting.
-    """
-    n_layers = system.n_layers
-    if rule in ("optimal", "1sla"):
-        plan = plan_placement(system, rule)
-        return plan.policy(), plan.expected_cost
-    if rule == "full":
-        solution = solve_stopping(system, n_layers)
-        return solution.policy(), solution.expected_cost
-    believed, true = fixed_split_costs(system)
-    stage = {
-        "fixed": int(np.argmin(believed)) + 1,
-        "best-fixed": int(np.argmin(true)) + 1,
-        "edge-only": 1,
-        "device-only": n_layers + 1,
-    }.get(rule)
-    if stage is None:
-        raise InvalidArgument(f"rule must be one of {', '.join(SIM_RULES)}, got {rule!r}")
-    return SplitPolicy((math.inf,) * (stage - 1)), float(true[stage - 1])
-
-
 @dataclass(frozen=True)
-class RuleSimulation:
-    """Realised costs of one rule.
+class StrategySimulation:
+    """Realised costs of one strategy.
 
     Attributes
     ----------
-    rule, placement
-        The rule and its ``M``.
+    strategy, placement
+        The strategy and its ``M``.
     analytic_cost
         The exact ``Z`` the simulation estimates.
     mean_cost, std_cost
@@ -85,7 +56,7 @@ class RuleSimulation:
         Every realised cost (not part of :meth:`to_dict`).
     """
 
-    rule: str
+    strategy: str
     placement: int
     analytic_cost: float
     mean_cost: float
@@ -98,7 +69,7 @@ class RuleSimulation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule": self.rule,
+            "strategy": self.strategy,
             "placement": self.placement,
             "analytic_cost": self.analytic_cost,
             "mean_cost": self.mean_cost,
@@ -111,25 +82,25 @@ class RuleSimulation:
 
 @dataclass(frozen=True)
 class Simulation:
-    """The result of :func:`simulate`: one :class:`RuleSimulation` per rule."""
+    """The result of :func:`simulate`: one :class:`StrategySimulation` per strategy."""
 
     inferences: int
     seed: int | None
     confidence: float
-    results: tuple[RuleSimulation, ...]
+    results: tuple[StrategySimulation, ...]
 
-    def __getitem__(self, rule: str) -> RuleSimulation:
+    def __getitem__(self, strategy: str) -> StrategySimulation:
         for result in self.results:
-            if result.rule == rule:
+            if result.strategy == strategy:
                 return result
-        raise KeyError(rule)
+        raise KeyError(strategy)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "inferences": self.inferences,
             "seed": self.seed,
             "confidence": self.confidence,
-            "rules": {r.rule: r.to_dict() for r in self.results},
+            "strategies": {r.strategy: r.to_dict() for r in self.results},
         }
 
 
@@ -147,7 +118,7 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
 
 def simulate(
     system: System,
-    rules: Iterable[str] | None = None,
+    strategies: Iterable[str] | None = None,
     *,
     inferences: int = 100_000,
     seed: int | None = 0,
@@ -155,14 +126,15 @@ def simulate(
     confidence: float = 0.95,
     policies: Sequence[tuple[str, SplitPolicy, float]] = (),
 ) -> Simulation:
-    """Simulate ``inferences`` inferences under each rule with the same SNR draws.
+    """Simulate ``inferences`` inferences under each strategy with the same SNR draws.
 
     Parameters
     ----------
     system
         The device-edge system.
-    rules
-        Names from :data:`SIM_RULES` (all of them by default).
+    strategies
+        Names of :data:`~inferplan.coinference.strategies.STRATEGIES` or ``fixed:K`` (every
+        strategy of the table by default).
     inferences
         Number of simulated inferences.
     seed, rng
@@ -170,7 +142,7 @@ def simulate(
     confidence
         Level of the confidence interval of each mean.
     policies
-        Extra ``(name, policy, analytic_cost)`` triples to simulate alongside the rules.
+        Extra ``(name, policy, analytic_cost)`` triples to simulate alongside the strategies.
 
     Examples
     --------
@@ -181,11 +153,14 @@ def simulate(
     True
     """
     if isinstance(inferences, bool) or not isinstance(inferences, int) or inferences < 2:
-        raise InvalidArgument(f"inferences must be an integer >= 2, got {inferences!r}")
+        raise InvalidArgument(f"must be an integer >= 2, got {inferences!r}", field="inferences")
     if not 0 < confidence < 1:
-        raise InvalidArgument(f"confidence must be in (0, 1), got {confidence!r}")
-    names = list(SIM_RULES if rules is None else rules)
-    chosen = [(name, *rule_policy(system, name)) for name in dict.fromkeys(names)]
+        raise InvalidArgument(f"must be in (0, 1), got {confidence!r}", field="confidence")
+    names = list(STRATEGIES if strategies is None else strategies)
+    chosen = []
+    for name in dict.fromkeys(names):
+        decision = decide(system, name)
+        chosen.append((name, decision.policy, decision.expected_cost))
     chosen += list(policies)
     generator = rng if rng is not None else np.random.default_rng(seed)
     a, b = system.stage_costs
@@ -209,8 +184,8 @@ def simulate(
         half = z * std / math.sqrt(inferences)
         counts = np.bincount(splits[k], minlength=system.n_layers + 2)[1:]
         results.append(
-            RuleSimulation(
-                rule=name,
+            StrategySimulation(
+                strategy=name,
                 placement=policy.placement,
                 analytic_cost=float(analytic),
                 mean_cost=mean,

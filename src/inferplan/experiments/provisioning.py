@@ -46,6 +46,7 @@ from inferplan.codesign import CodesignInstance, Plan, compile_instance, method_
 from inferplan.codesign.methods import resolve, solve
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible
+from inferplan.experiments.space import distinct_known
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile
 
@@ -95,13 +96,7 @@ class ProvisioningOptions(BaseModel):
     @field_validator("methods")
     @classmethod
     def _known(cls, methods: list[str]) -> list[str]:
-        known = method_names()
-        for name in methods:
-            if name not in known:
-                raise ValueError(f"unknown method {name!r} (known: {', '.join(known)})")
-        if len(set(methods)) != len(methods):
-            raise ValueError("methods must not repeat")
-        return methods
+        return distinct_known(methods, method_names(), "method")
 
 
 def check_values(name: str, value: Any) -> None:

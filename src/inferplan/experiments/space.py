@@ -22,6 +22,7 @@ __all__ = [
     "Distribution",
     "Point",
     "canonical_json",
+    "distinct_known",
     "grid_points",
     "make_points",
     "point_id",
@@ -152,3 +153,19 @@ def sample_points(
             params[name] = dist.draw(rng)
         out.append(params)
     return out
+
+
+def distinct_known(names: Sequence[str], known: Sequence[str], what: str) -> list[str]:
+    """``names`` if each is one of ``known`` and none repeats (a study's list of methods).
+
+    Raises
+    ------
+    ValueError
+        Naming the first unknown name and the known ones, or the repetition.
+    """
+    for name in names:
+        if name not in known:
+            raise ValueError(f"unknown {what} {name!r} (known: {', '.join(known)})")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what}s must not repeat")
+    return list(names)

@@ -1,13 +1,20 @@
 """Compute networks: the :class:`Network` value, network files and generators."""
 
+from inferplan.network.costs import CapacityCost, FunctionCost, LinearCost, ModuleCost, TieredCost
 from inferplan.network.generators import layered_dag, tiered
-from inferplan.network.io import load_network, network_from_dict, save_network
+from inferplan.network.io import cost_from_dict, load_network, network_from_dict, save_network
 from inferplan.network.network import Link, Network, Node
 
 __all__ = [
+    "CapacityCost",
+    "FunctionCost",
+    "LinearCost",
     "Link",
+    "ModuleCost",
     "Network",
     "Node",
+    "TieredCost",
+    "cost_from_dict",
     "layered_dag",
     "load_network",
     "network_from_dict",

@@ -21,7 +21,7 @@ def _log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
     return float(np.exp(rng.uniform(np.log(low), np.log(high))))
 
 
-def tiered(seed: int | np.random.Generator | None = None) -> Network:
+def tiered(*, seed: int | np.random.Generator | None = None) -> Network:
     """A network of the co-design paper's study (Section IV), drawn from ``seed``.
 
     ``s``; an access, a middle and a remote tier of 2-3 nodes each; ``t``. ``s`` and each tier

@@ -9,8 +9,8 @@ from typing import Any
 
 import networkx as nx
 
-from inferplan.codesign.costs import CapacityCost, LinearCost
 from inferplan.errors import InvalidNetwork
+from inferplan.network.costs import CapacityCost, LinearCost
 
 __all__ = ["Link", "Network", "Node"]
 

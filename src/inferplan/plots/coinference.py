@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from inferplan.coinference.strategies import STRATEGIES
 from inferplan.plots._mpl import styled_figure
 
 __all__ = ["optimality_plot", "sweep_costs_plot", "sweep_savings_plot", "z_curves_plot"]
@@ -26,16 +27,15 @@ _AXES = {
     "bandwidth_hz": ("uplink bandwidth W (MHz)", True),
     "energy_weight": (r"energy weight $\beta_e$", False),
 }
-#: (column of sweeps.csv, legend label, colour index, line style) of each strategy drawn.
-_STRATEGIES = (
-    ("cost_optimal", "joint (optimal)", 0, "-"),
-    ("cost_1sla", "1-sla placement", 1, "--"),
-    ("cost_edge_only", "edge-only", 2, ":"),
-    ("cost_device_only", "device-only", 3, ":"),
-    ("cost_full_placement", "full placement", 4, "-."),
-    ("cost_fixed_split", "fixed split (mean SNR)", 5, ":"),
-    ("cost_best_fixed_split", "best fixed split", 6, "--"),
-)
+#: Line styles of the strategies drawn, in the registry's order (the joint optimum first).
+_STYLES = ("-", "--", ":", ":", "-.", ":", "--")
+
+
+def _strategies() -> list[tuple[str, str, int, str]]:
+    """(column of sweeps.csv, legend label, colour index, line style) of each strategy drawn:
+    every strategy of the registry but those that reproduce another's decision."""
+    drawn = [s for s in STRATEGIES.values() if s.same_as is None]
+    return [(f"cost_{s.key}", s.label, k, _STYLES[k % len(_STYLES)]) for k, s in enumerate(drawn)]
 
 
 def _dnns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -140,7 +140,7 @@ def _sweep_grid(
                 ax = axes[i][j]
                 mine = [r for r in rows if r["dnn"] == dnn and r["parameter"] == parameter]
                 xs = [_x(parameter, float(r["value"])) for r in mine]
-                for column, label, color, style in _STRATEGIES:
+                for column, label, color, style in _strategies():
                     if savings and column == "cost_optimal":
                         continue
                     if any(r.get(column) is None for r in mine):
@@ -154,7 +154,7 @@ def _sweep_grid(
                         xs,
                         ys,
                         linestyle=style,
-                        color=_COLORS[color],
+                        color=_COLORS[color % len(_COLORS)],
                         linewidth=1.5 if column == "cost_optimal" else 0.9,
                         marker=".",
                         markersize=3,

@@ -135,7 +135,7 @@ def parse_shape(text: str) -> tuple[tuple[int, ...], str | None]:
     if not parts or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
         raise InvalidProfile(
             f"input shape must be positive integers like 1,3,224,224, got {text!r}",
-            field="input-shape",
+            field="input_shapes",
         )
     return tuple(int(p) for p in parts), (dtype.strip() or None)
 

@@ -263,19 +263,19 @@ def _profile(
     inputs = [v for v in graph.input if v.name not in weights]
     if input_shapes and len(input_shapes) != len(inputs):
         raise InvalidProfile(f"the model has {len(inputs)} input(s), got {len(input_shapes)} "
-                             "shapes", field="input-shape")  # fmt: skip
+                             "shapes", field="input_shapes")  # fmt: skip
     for value, given in zip(inputs, input_shapes, strict=False):
         dims = value.type.tensor_type.shape.dim
         if len(dims) != len(given):
             raise InvalidProfile(f"input {value.name!r} has {len(dims)} dimensions, got shape "
-                                 f"{'x'.join(map(str, given))}", field="input-shape")  # fmt: skip
+                                 f"{'x'.join(map(str, given))}", field="input_shapes")  # fmt: skip
         for dim, size in zip(dims, given, strict=True):
             dim.Clear()
             dim.dim_value = size
     for value in inputs:
         if _shape(value.type) is None:
             raise InvalidProfile(f"input {value.name!r} has a symbolic or unknown dimension; "
-                                 "give its shape (--input-shape)", field="input-shape")  # fmt: skip
+                                 "give its shape", field="input_shapes")  # fmt: skip
     try:
         inferred = shape_inference.infer_shapes(proto, data_prop=True)
     except Exception as exc:  # onnx raises its own and protobuf errors

@@ -115,12 +115,12 @@ def profile_module(
         raise InvalidProfile(f"expected a torch.nn.Module, got {type(module).__name__}")
     float_dtype = _dtype(dtype)
     if not input_shapes:
-        raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
+        raise InvalidProfile("give the shape of each input", field="input_shapes")
     args = []
     kinds = [*input_dtypes, *[None] * len(input_shapes)]
     for shape, kind in zip(input_shapes, kinds, strict=False):
         if not shape or any(not isinstance(d, int) or d < 1 for d in shape):
-            raise InvalidProfile(f"bad input shape {shape!r}", field="input-shape")
+            raise InvalidProfile(f"bad input shape {shape!r}", field="input_shapes")
         args.append(torch.empty(shape, dtype=_dtype(kind) if kind else float_dtype,
                                 device="meta"))  # fmt: skip
     label = name or type(module).__name__

@@ -85,10 +85,6 @@ class BlockBuilder:
         self.shape = Tensor(out_features)
         return self.shape
 
-    def fork(self) -> BlockBuilder:
-        """A builder for a parallel branch starting from the current shape (shares the counts)."""
-        return BlockBuilder(self.shape)
-
     def absorb(self, branch: BlockBuilder) -> None:
         """Add a finished branch's MACs and parameters to this block."""
         self.macs += branch.macs

@@ -14,7 +14,7 @@ what can be added; beyond it the cost is ``inf``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,7 +28,6 @@ __all__ = [
     "ModuleCost",
     "Segments",
     "TieredCost",
-    "cost_from_dict",
     "segments",
 ]
 
@@ -292,75 +291,3 @@ class FunctionCost:
         if math.isfinite(self.max_amount):
             out["max"] = self.max_amount
         return out
-
-
-_FIELDS = {
-    "linear": {"kind", "price", "max"},
-    "modules": {"kind", "size", "price", "max"},
-    "tiers": {"kind", "upto", "price", "max"},
-}
-
-
-def cost_from_dict(data: dict[str, Any]) -> CapacityCost:
-    """Build a cost function from its network-file form.
-
-    ``{"kind": "linear", "price": p}``, ``{"kind": "modules", "size": s, "price": p}`` or
-    ``{"kind": "tiers", "upto": [x1, ...], "price": [p1, ...]}``, each with an optional
-    ``"max"`` (the most capacity that can be added).
-
-    Raises
-    ------
-    ValueError
-        With a message naming the field and the problem; the file loader adds the file and
-        the element.
-
-    Examples
-    --------
-    >>> cost_from_dict({"kind": "modules", "size": 10e9, "price": 3.0})
-    ModuleCost(size=10000000000.0, price=3.0, max_amount=inf)
-    """
-    kind = data.get("kind")
-    if kind not in _FIELDS:
-        raise ValueError(f"'kind': unknown cost kind {kind!r} (known: {', '.join(_FIELDS)})")
-    unknown = set(data) - _FIELDS[kind]
-    if unknown:
-        raise ValueError(f"unknown field(s) {sorted(unknown)} for a {kind} cost")
-    cap = _number(data, "max", minimum=0.0, default=math.inf)
-    if kind == "linear":
-        return LinearCost(_number(data, "price", minimum=0.0), cap)
-    if kind == "modules":
-        size = _number(data, "size", minimum=0.0)
-        if size <= 0:
-            raise ValueError(f"'size' must be a positive number, got {data['size']!r}")
-        return ModuleCost(size, _number(data, "price", minimum=0.0), cap)
-    upto = _numbers(data, "upto", allow_empty=True)
-    prices = _numbers(data, "price", allow_empty=False)
-    return TieredCost(tuple(upto), tuple(prices), cap)
-
-
-def _check(key: str, value: Any, *, minimum: float, finite: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ValueError(f"{key!r} must be a number, got {value!r}")
-    if value < minimum or (finite and math.isinf(value)):
-        raise ValueError(f"{key!r} must be a finite number >= {minimum:g}, got {value!r}")
-    return float(value)
-
-
-def _number(
-    data: dict[str, Any], key: str, *, minimum: float, default: float | None = None
-) -> float:
-    if key not in data:
-        if default is None:
-            raise ValueError(f"missing field {key!r}")
-        return default
-    return _check(key, data[key], minimum=minimum, finite=default != math.inf)
-
-
-def _numbers(data: dict[str, Any], key: str, *, allow_empty: bool) -> Sequence[float]:
-    if key not in data:
-        raise ValueError(f"missing field {key!r}")
-    values = data[key]
-    if not isinstance(values, list) or (not values and not allow_empty):
-        raise ValueError(f"{key!r} must be a {'' if allow_empty else 'non-empty '}list of "
-                         f"numbers, got {values!r}")  # fmt: skip
-    return [_check(f"{key}[{k}]", v, minimum=0.0, finite=True) for k, v in enumerate(values)]
