@@ -48,7 +48,6 @@ from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
-from inferplan.network.costs import CapacityCost, ModuleCost, TieredCost
 
 __all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "solve_milp"]
 
