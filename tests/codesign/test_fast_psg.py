@@ -1,10 +1,8 @@
-"""The fast PSG and T* against Algorithm 1 and the brute force, for every cost kind, on each of
-their compute steps: the compiled kernels (numba), and the vectorised relaxation's all-pairs
-step and windowed scan (used for large N)."""
+"""The fast PSG and T* against Algorithm 1 and the brute force, for every cost kind, on both
+engines: the compiled kernels (numba) and numpy's all-pairs relaxation."""
 
 from __future__ import annotations
 
-import importlib
 import math
 import subprocess
 import sys
@@ -29,31 +27,22 @@ from inferplan.network.costs import LinearCost, TieredCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate
 from tests.strategies import COST_KINDS, small_dags, small_profiles
 
-# The package re-exports the function ``throughput``, which hides the module of that name.
-throughput = importlib.import_module("inferplan.codesign.throughput")
 alphas = st.floats(min_value=0.05, max_value=1.5)
-STEPS = ("compiled", "numpy-dense", "numpy-windows")
-steps = st.sampled_from(STEPS)
+ENGINES = ("compiled", "numpy")
+engines = st.sampled_from(ENGINES)
 
 
-def _solve(solver, inst, beta, step):
-    """``solver`` by the compiled kernels, or by numpy with the all-pairs step (``dense``) or
-    the windowed scan (``windows``) at every size."""
-    if step == "compiled":
-        engine, dense_width = "compiled", psg.DENSE_WIDTH
-    else:
-        engine, dense_width = "numpy", (psg.DENSE_WIDTH if step == "numpy-dense" else 0)
-    with mock.patch.object(psg, "DENSE_WIDTH", dense_width), \
-            mock.patch.object(throughput, "DENSE_WIDTH", dense_width):  # fmt: skip
-        if beta is None:
-            return solver(inst, engine=engine)
-        return solver(inst, beta, engine=engine)
+def _solve(solver, inst, beta, engine):
+    """``solver`` on ``engine``; ``beta=None`` for T*."""
+    if beta is None:
+        return solver(inst, engine=engine)
+    return solver(inst, beta, engine=engine)
 
 
 @pytest.mark.parametrize("kind", COST_KINDS)
 @settings(max_examples=80)  # per kind: 400 in all
-@given(data=st.data(), alpha=alphas, step=steps)
-def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, step):
+@given(data=st.data(), alpha=alphas, engine=engines)
+def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, engine):
     network = data.draw(small_dags(max_nodes=5, cost_kinds=(kind,)))
     profile = data.draw(small_profiles(max_blocks=4))
     beta = alpha * brute_force_interval(network, profile)
@@ -61,13 +50,13 @@ def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, step):
     inst = compile_instance(network, profile)
     if math.isinf(best):
         with pytest.raises(Infeasible):
-            _solve(solve_psg, inst, beta, step)
+            _solve(solve_psg, inst, beta, engine)
         with pytest.raises(Infeasible):
             reference_psg(inst, beta)
         return
-    plan = _solve(solve_psg, inst, beta, step)
+    plan = _solve(solve_psg, inst, beta, engine)
     assert plan.cost == pytest.approx(best, rel=1e-9, abs=1e-9)
-    assert _solve(psg.psg_path, inst, beta, step)[0] == pytest.approx(best, rel=1e-9, abs=1e-9)
+    assert _solve(psg.psg_path, inst, beta, engine)[0] == pytest.approx(best, rel=1e-9, abs=1e-9)
     assert reference_psg(inst, beta).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
     # The plan's own deployment, priced by the oracle, costs what the plan says, and the
     # capacity it lists meets the target.
@@ -76,8 +65,8 @@ def test_fast_psg_equals_reference_and_brute_force(kind, data, alpha, step):
     assert plan.feasible
 
 
-@given(data=st.data(), step=steps)
-def test_mixed_cost_kinds(data, step):
+@given(data=st.data(), engine=engines)
+def test_mixed_cost_kinds(data, engine):
     network = data.draw(small_dags(max_nodes=5, cost_kinds=COST_KINDS))
     profile = data.draw(small_profiles(max_blocks=4))
     beta = data.draw(alphas) * brute_force_interval(network, profile)
@@ -85,39 +74,40 @@ def test_mixed_cost_kinds(data, step):
     inst = compile_instance(network, profile)
     if math.isinf(best):
         with pytest.raises(Infeasible):
-            _solve(solve_psg, inst, beta, step)
+            _solve(solve_psg, inst, beta, engine)
     else:
-        assert _solve(solve_psg, inst, beta, step).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
+        assert _solve(solve_psg, inst, beta, engine).cost == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=40)
+@given(data=st.data(), alpha=alphas)
+def test_numpy_relaxes_a_generation_in_chunks_with_the_same_answer(data, alpha):
+    """One node per chunk (``CHUNK_ENTRIES = 1``): PSG and T* as with whole generations."""
+    network = data.draw(small_dags(max_nodes=6, cost_kinds=COST_KINDS))
+    profile = data.draw(small_profiles(max_blocks=4))
+    inst = compile_instance(network, profile)
+    beta = alpha * throughput_optimal(inst).interval
+    whole = throughput_optimal(inst, engine="numpy")
+    try:
+        cost = solve_psg(inst, beta, engine="numpy").cost
+    except Infeasible:
+        cost = math.inf
+    with mock.patch.object(psg, "CHUNK_ENTRIES", 1):
+        assert throughput_optimal(inst, engine="numpy") == whole
+        try:
+            chunked = solve_psg(inst, beta, engine="numpy").cost
+        except Infeasible:
+            chunked = math.inf
+    assert chunked == cost
 
 
 @given(network=small_dags(), profile=small_profiles(max_blocks=6))
-def test_every_t_star_step_returns_the_same_deployment(network, profile):
+def test_both_t_star_engines_return_the_same_deployment(network, profile):
     inst = compile_instance(network, profile)
-    dense = _solve(throughput_optimal, inst, None, "numpy-dense")
-    search = _solve(throughput_optimal, inst, None, "numpy-windows")
+    numpy_answer = _solve(throughput_optimal, inst, None, "numpy")
     kernel = _solve(throughput_optimal, inst, None, "compiled")
-    assert search == dense == kernel  # same interval bit for bit, same tie-break
+    assert numpy_answer == kernel  # same interval bit for bit, same tie-break
     assert kernel.interval == pytest.approx(brute_force_interval(network, profile), rel=1e-12)
-
-
-@given(
-    rows=st.integers(1, 4).flatmap(
-        lambda r: st.lists(
-            st.lists(st.floats(-100, 100), min_size=9, max_size=9), min_size=r, max_size=r
-        )
-    ),
-    data=st.data(),
-)
-def test_range_min_equals_a_plain_minimum(rows, data):
-    values = np.array(rows)
-    lo = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=9, max_size=9),
-                                     min_size=len(rows), max_size=len(rows))))  # fmt: skip
-    hi = np.array(data.draw(st.lists(st.lists(st.integers(-1, 8), min_size=9, max_size=9),
-                                     min_size=len(rows), max_size=len(rows))))  # fmt: skip
-    got = psg.range_min(psg.sparse_table(values), lo, hi)
-    for r, c in np.ndindex(lo.shape):
-        window = values[r, lo[r, c] : hi[r, c] + 1]
-        assert got[r, c] == (window.min() if window.size else math.inf)
 
 
 def _deep_profile(n_blocks: int, seed: int) -> inferplan.Profile:
@@ -129,13 +119,10 @@ def _deep_profile(n_blocks: int, seed: int) -> inferplan.Profile:
     )
 
 
-ENGINES = ("compiled", "numpy")
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", range(3))
 def test_layered_dag_with_many_blocks_matches_reference(seed, engine):
-    """N = 60 > DENSE_WIDTH: the kernels, or numpy's windowed scan and bisection T*."""
+    """N = 60 on both engines."""
     network = inferplan.layered_dag(12, 26, seed=seed)
     inst = compile_instance(network, _deep_profile(60, seed))
     beta = 0.3 * throughput_optimal(inst, engine=engine).interval
@@ -275,9 +262,9 @@ def test_near_ties_survive_when_the_compute_dwarfs_the_costs(engine):
     assert reference_psg(inst, 1.0).cost == pytest.approx(1.999985, rel=1e-12)
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_request_exactly_on_the_cap_is_allowed(step):
-    """N + 1 = 49 blocks: the numpy engine's windows; the cap equals one request exactly."""
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_request_exactly_on_the_cap_is_allowed(engine):
+    """N + 1 = 49 blocks; the cap equals one request exactly."""
     n, beta, capacity = 48, 1 / 3, 0.3
     S = np.concatenate(([0.0], np.cumsum((0.1,) * n)))
     cap = float(S[31] / beta - capacity)
@@ -287,7 +274,7 @@ def test_a_request_exactly_on_the_cap_is_allowed(step):
         links=(inferplan.Link("s", "t", 100.0, 0.0),), source="s", target="t",
     )  # fmt: skip
     inst = compile_instance(net, inferplan.Profile("p", (0.1,) * n, (1.0,) * (n + 1)))
-    assert _solve(solve_psg, inst, beta, step).cost == pytest.approx(
+    assert _solve(solve_psg, inst, beta, engine).cost == pytest.approx(
         reference_psg(inst, beta).cost, rel=1e-12
     )
 

@@ -232,7 +232,7 @@ def test_overflowing_targets_and_profiles_are_refused(tmp_path):
     net = _write(tmp_path, GOOD)
     code, _, err = _run_provision(net, "--interval", "1e-300")
     assert code == 2
-    assert err.startswith("error: --interval: an interval of 1e-300 s needs capacities or costs")
+    assert err.startswith("error: --interval: an interval of 1e-300 s needs capacities beyond")
     huge = _write(tmp_path, {"flops": [1e308, 1e308], "activation_bits": [1, 2, 3]}, "p.json")
     code, _, err = _run_provision(net, "--throughput", "3", profile=str(huge))
     assert code == 2
@@ -267,10 +267,15 @@ def test_negative_seed_is_refused():
     assert "Invalid value for '--seed'" in result.stderr
 
 
-def test_milp_cost_errors_name_the_network_file(tmp_path):
+def test_milp_takes_falling_tiers_from_a_network_file(tmp_path):
+    """Volume discounts (non-convex tiers): the MILP prices each transition with them, as PSG."""
     falling = {"kind": "tiers", "upto": [1e9, 1e13], "price": [2e-9, 1e-9]}
-    data = _edited(nodes=_nodes((1, "cost", falling)))
-    code, _, err = _run_provision(_write(tmp_path, data), "--throughput", "30", "--method", "milp")
-    assert code == 2
-    assert err.startswith(f"error: {tmp_path / 'net.json'}: node 'a1'")
-    assert "convex tiered costs" in err
+    path = _write(tmp_path, _edited(nodes=_nodes((1, "cost", falling))))
+    costs = {}
+    for method in ("milp", "psg"):
+        code, out, _ = _run_provision(path, "--throughput", "30", "--method", method, "--json")
+        assert code == 0
+        plan = json.loads(out)
+        assert plan["status"] == "optimal"
+        costs[method] = plan["cost"]
+    assert costs["milp"] == pytest.approx(costs["psg"], rel=1e-8)

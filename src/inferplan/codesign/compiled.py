@@ -1,29 +1,32 @@
 """PSG and T* as compiled loops (numba, the optional ``fast`` extra): linear time per node.
 
-The vectorised solvers (:mod:`~inferplan.codesign.psg`, :mod:`~inferplan.codesign.throughput`)
-spend their time on numpy's fixed cost per call on small networks and on ``log N`` sparse
-tables on large ones. These kernels walk the nodes in topological order once, as plain loops
-compiled by numba, and relax every state exactly once:
+The numpy solvers (:mod:`~inferplan.codesign.psg`, :mod:`~inferplan.codesign.throughput`)
+compare all ``(i, j)`` pairs, ``O(N^2)`` per node, and pay numpy's fixed cost per call on
+small networks. These kernels walk the nodes in topological order once, as plain loops
+compiled by numba, and relax every state exactly once. Work is read from
+:attr:`~inferplan.codesign.instance.CodesignInstance.work_between` (transposed, so that the
+``i`` of one ``j`` lie side by side), never formed as a difference of prefix sums:
 
 - **PSG compute step, piecewise-linear costs** (linear, tiered, capped). For a node with
-  capacity ``C`` and send count ``j``, the requested compute ``x(i, j) = (S_j - S_i)/beta - C``
+  capacity ``C`` and send count ``j``, the requested compute ``x(i, j) = w(i, j)/beta - C``
   falls as ``i`` grows, so the ``i`` whose ``x`` lies in one linear piece of the cost form a
   window, and every window end only moves right as ``j`` grows. Each window keeps a monotone
-  deque of ``label[i] - slope * S_i / beta``; its front is the window's best ``i``, which is
-  then priced as written (``label[i] + value + slope * (x - start)``). ``O(K N)`` per node for
-  ``K`` pieces: ``O(N)`` for linear costs.
+  deque of the ``i`` ordered by ``label[i] - slope * S_i / beta`` (compared through the work
+  between two of them, never ``S_i / beta`` itself); its front is the window's best ``i``,
+  which is then priced as written (``label[i] + value + slope * (x - start)``). ``O(K N)``
+  per node for ``K`` pieces: ``O(N)`` for linear costs.
 - **PSG compute step, other costs** (modules, callables): all ``(i, j)`` pairs against a table
   of costs priced beforehand by numpy, ``O(N^2)`` per node.
-- **T* compute step** ``min_{i<=j} max(label[i], (S_j - S_i)/C)``: an ``i`` is never better
+- **T* compute step** ``min_{i<=j} max(label[i], w(i, j)/C)``: an ``i`` is never better
   than a later ``i'`` with ``label[i'] <= label[i]`` (its delay is no smaller either), so a
   stack of increasing labels suffices; along it the labels rise and the delays fall, and the
   crossing, where the minimum lies, only moves up as ``j`` grows. ``O(N)`` per node, and
   every value is one of the candidate delays, compared and never recomputed: the labels equal
-  the vectorised solver's bit for bit.
-- **Link step**: ``O(N)`` per link, as in the vectorised solvers.
+  the numpy solver's bit for bit.
+- **Link step**: ``O(N)`` per link, as in the numpy solvers.
 
 In all ``O((|V| + |E|) N)`` for piecewise-linear costs. The path is read back with the same
-rules as the vectorised solvers (at each node the fewest blocks received among the best, and
+rules as the numpy solvers (at each node the fewest blocks received among the best, and
 the earliest link in file order), by re-scanning only the ``O(N)`` states of the path's nodes.
 
 The kernels compile on first use and are cached on disk by numba (``cache=True``), so a
@@ -64,8 +67,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 # Nodes whose cost has no piecewise-linear form are priced into ``(W, W)`` tables before the
-# kernel runs; beyond this many table entries in all, the vectorised solver (which prices one
-# generation at a time) is used instead.
+# kernel runs; beyond this many table entries in all, the numpy solver (which prices a few
+# nodes at a time) is used instead.
 TABLE_ENTRIES = 4_000_000
 
 
@@ -104,7 +107,8 @@ class KernelArrays:
     ``psg_args`` and ``throughput_args`` are the arguments of :func:`kernels.psg
     <inferplan.codesign.kernels.psg>` and :func:`kernels.throughput
     <inferplan.codesign.kernels.throughput>` that do not change from one solve to the next, in
-    their order: the prefix FLOPs and activations, source and target, capacities and links;
+    their order: the work table (``work_t[j, i] = w(i, j)``) and activations, source and
+    target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
     value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
     tables (``node_table[v] >= 0``); the links' linear prices and caps, or their rows in the
@@ -168,7 +172,8 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
         np.array(node_table, dtype=np.int64),
     )
     W = inst.n_blocks + 1
-    network = (inst.prefix_flops, inst.activation_bits, inst.source, inst.target)
+    work_t = np.ascontiguousarray(inst.work_between.T)
+    network = (work_t, inst.activation_bits, inst.source, inst.target)
     adjacency = (out_ptr, out_links, in_ptr, in_links)
     arrays = KernelArrays(
         table_nodes=np.array(table_nodes, dtype=np.int64),

@@ -34,9 +34,10 @@ __all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
 
 @dataclass(frozen=True)
 class FrontierPoint:
-    """The optimum at one target rate. ``status`` is the plan's (``"optimal"``, or
-    ``"time_limit"`` for a MILP stopped early) or ``"infeasible"`` when no plan meets the rate
-    within the capacity caps (then ``cost`` is ``inf`` and the path empty)."""
+    """The optimum at one target rate. ``status`` is the plan's (``"optimal"``, or for a MILP
+    ``"time_limit"`` when stopped early and ``"uncertified"`` when it could not prove its plan
+    optimal) or ``"infeasible"`` when no plan meets the rate within the capacity caps (then
+    ``cost`` is ``inf`` and the path empty)."""
 
     throughput: float
     cost: float

@@ -78,7 +78,9 @@ def solve_pfp(
     check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
-    return plan_from_path(inst, "pfp", beta, path, partition, status="heuristic")
+    plan = plan_from_path(inst, "pfp", beta, path, partition, status="heuristic")
+    check_scale(inst, beta, plan.cost)
+    return plan
 
 
 def solve_pwf(
@@ -128,8 +130,10 @@ def solve_pwf(
         B[path_links(inst, path)] += sigma
         path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
     try:
-        return build_plan(inst, "pwf", beta, path, partition, added(C - inst.capacity),
+        plan = build_plan(inst, "pwf", beta, path, partition, added(C - inst.capacity),
                           added(B - inst.bandwidth), status="heuristic")  # fmt: skip
     except Infeasible:
         # Capacity bought for earlier deployments broke a cap: buy only what the final one needs.
-        return plan_from_path(inst, "pwf", beta, path, partition, status="heuristic")
+        plan = plan_from_path(inst, "pwf", beta, path, partition, status="heuristic")
+    check_scale(inst, beta, plan.cost)
+    return plan

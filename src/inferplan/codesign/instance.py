@@ -7,6 +7,8 @@ equals) when the relevant part of the network is acyclic.
 from __future__ import annotations
 
 import heapq
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,7 +21,7 @@ from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance"]
+__all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance", "range_sums"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -57,7 +59,11 @@ class CodesignInstance:
     """Arrays of one co-design problem (SI units).
 
     Nodes are indexed ``0..V-1`` in topological order (``source`` first when acyclic), links
-    ``0..E-1``. ``prefix_flops`` is ``S_0..S_N`` and ``activation_bits`` is ``D_0..D_N``.
+    ``0..E-1``. ``work_between[i, j]`` is ``w(i, j) = Q_(i+1) + ... + Q_j``, the FLOPs of
+    blocks ``i+1..j`` rounded once (``inf`` for ``i > j``, which no transition does): every
+    solver takes a stage's work from it, never as a difference of prefix sums, which loses a
+    small block beside a large one. ``prefix_flops`` is ``S_0..S_N`` (its first row) and
+    ``activation_bits`` is ``D_0..D_N``.
     """
 
     network: Network
@@ -72,6 +78,7 @@ class CodesignInstance:
     link_costs: tuple[CapacityCost, ...]
     in_links: tuple[IntArray, ...]
     out_links: tuple[IntArray, ...]
+    work_between: FloatArray
     prefix_flops: FloatArray
     activation_bits: FloatArray
     source: int
@@ -92,11 +99,19 @@ class CodesignInstance:
             )
 
     @cached_property
-    def scalars(self) -> tuple[list[float], list[float], list[float], list[float]]:
-        """``prefix_flops``, ``activation_bits``, ``capacity`` and ``bandwidth`` as lists of
-        Python floats, for the scalar code that handles one path."""
-        return (self.prefix_flops.tolist(), self.activation_bits.tolist(),
-                self.capacity.tolist(), self.bandwidth.tolist())  # fmt: skip
+    def scalars(self) -> tuple[list[float], list[float], list[float]]:
+        """``activation_bits``, ``capacity`` and ``bandwidth`` as lists of Python floats, for
+        the scalar code that handles one path."""
+        return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
+
+    def work(self, i: int, j: int) -> float:
+        """``w(i, j)``, the FLOPs of blocks ``i+1..j`` (rounded once)."""
+        return self._work_item(i, j)
+
+    @cached_property
+    def _work_item(self) -> Callable[[int, int], float]:
+        item: Callable[[int, int], float] = self.work_between.item  # a Python float, quickly
+        return item
 
     @cached_property
     def highest_prices(self) -> tuple[float, float]:
@@ -118,15 +133,6 @@ class CodesignInstance:
     def node_segments(self) -> tuple[Segments | None, ...]:
         """The piecewise-linear form of each node's cost (``None`` where it has none)."""
         return tuple(segments(c) for c in self.node_costs)
-
-    @cached_property
-    def work_between(self) -> FloatArray:
-        """``S_j - S_i``: the FLOPs a node runs if it receives ``i`` and sends ``j`` blocks
-        (``inf`` for ``i > j``, which no transition does)."""
-        S = self.prefix_flops
-        work = S[None, :] - S[:, None]
-        work[self.no_transition] = np.inf
-        return work
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
@@ -202,6 +208,58 @@ class CodesignInstance:
         }  # fmt: skip
 
 
+def range_sums(values: Sequence[float]) -> FloatArray:
+    """``sums[i, j] = values[i] + ... + values[j - 1]`` rounded once to the nearest float, for
+    ``0 <= i <= j <= n`` (0 on the diagonal, ``inf`` below it): equal to
+    ``math.fsum(values[i:j])``.
+
+    The sums are formed exactly as integers (in units of the finest power of two among the
+    values), so no value is lost beside a much larger one, as ``S_j - S_i`` of floating-point
+    prefix sums loses it (``[1e14, 1e-3]``: ``S_2 - S_1 = 0``). When every exact prefix sum is
+    a float already (integer FLOP counts below ``2**53``, for instance), one vectorised
+    subtraction of them is rounded once too and gives the same table.
+
+    Examples
+    --------
+    >>> range_sums([1e14, 1e-3])[1, 2]
+    0.001
+    """
+    ratios = [float(v).as_integer_ratio() for v in values]
+    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
+    unit = 1 << shift
+    exact = [0]
+    for num, den in ratios:
+        exact.append(exact[-1] + num * (unit // den))
+    prefix = [_ratio(p, unit) for p in exact]
+    n = len(exact)
+    below = np.tri(n, k=-1, dtype=bool)
+    if all(_represents(f, p, unit) for f, p in zip(prefix, exact, strict=True)):
+        S = np.array(prefix)
+        sums: FloatArray = S[None, :] - S[:, None]
+    else:
+        P = np.array(exact, dtype=object)
+        diff = np.where(below, 0, P[None, :] - P[:, None])
+        sums = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(diff).astype(np.float64)
+    sums[below] = np.inf
+    return sums
+
+
+def _ratio(num: int, den: int) -> float:
+    """``num / den`` rounded once (``inf`` beyond the largest float)."""
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf
+
+
+def _represents(value: float, num: int, den: int) -> bool:
+    """Whether the float ``value`` equals ``num / den`` exactly (``den`` a power of two)."""
+    if not math.isfinite(value):
+        return False
+    a, b = value.as_integer_ratio()
+    return b <= den and a * (den // b) == num
+
+
 def _pricing(costs: tuple[CapacityCost, ...]) -> Pricing:
     prices = [c.linear_price for c in costs]
     cap = np.array([c.max_amount for c in costs], dtype=np.float64)
@@ -273,6 +331,7 @@ def compile_instance(
     link_src = np.array([index[e.source] for e in links], dtype=np.int64)
     link_dst = np.array([index[e.target] for e in links], dtype=np.int64)
     nodes = [network.node_by_id[v] for v in order]
+    work = range_sums(profile.flops)
     in_links = _group(link_dst, len(order))
     out_links = _group(link_src, len(order))
     return CodesignInstance(
@@ -288,7 +347,8 @@ def compile_instance(
         link_costs=tuple(e.capacity_cost for e in links),
         in_links=in_links,
         out_links=out_links,
-        prefix_flops=profile.prefix_flops(),
+        work_between=work,
+        prefix_flops=work[0].copy(),
         activation_bits=np.asarray(profile.activation_bits, dtype=np.float64),
         source=index[network.source],
         target=index[network.target],

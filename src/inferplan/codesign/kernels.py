@@ -83,10 +83,11 @@ def table_step(row: FloatArray, table: FloatArray, reached: int, out: FloatArray
 
 
 @jit
-def free_window(S: FloatArray, row: FloatArray, beta: float, C: float, out: FloatArray,
+def free_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, out: FloatArray,
                 queue: IntArray, keys: FloatArray) -> None:  # fmt: skip
     """``out[j] = min row[i]`` over the ``i <= j`` that need no added compute,
-    ``x(i, j) = (S_j - S_i) / beta - C <= 0``: a window ``[f, j]`` sliding right."""
+    ``x(i, j) = w(i, j) / beta - C <= 0`` (``work_t[j, i] = w(i, j)``): a window ``[f, j]``
+    sliding right."""
     f, h, t = 0, 0, 0
     for j in range(row.size):
         if row[j] < np.inf:
@@ -94,7 +95,7 @@ def free_window(S: FloatArray, row: FloatArray, beta: float, C: float, out: Floa
                 t -= 1
             queue[t], keys[t] = j, row[j]
             t += 1
-        while f < j and (S[j] - S[f]) / beta - C > 0.0:
+        while f < j and work_t[j, f] / beta - C > 0.0:
             f += 1
         while t > h and queue[h] < f:
             h += 1
@@ -102,33 +103,33 @@ def free_window(S: FloatArray, row: FloatArray, beta: float, C: float, out: Floa
 
 
 @jit
-def piece_window(S: FloatArray, row: FloatArray, beta: float, C: float, start: float,
+def piece_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, start: float,
                  slope: float, value: float, end: float, out: FloatArray,
                  queue: IntArray) -> None:  # fmt: skip
     """Lower ``out[j]`` to the best ``row[i] + value + slope * (x(i, j) - start)`` over the
     ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]``: a window ``[lo, up-1]``
     sliding right. Within the piece ``i`` beats an earlier ``b`` at every ``j`` when
-    ``row[b] + slope * (S_i - S_b) / beta > row[i]``, compared so (the work between them, not
+    ``row[b] + slope * w(b, i) / beta > row[i]``, compared so (the work between them, not
     ``S_i / beta``, which may dwarf the costs); the best is priced as written."""
     lo, up, h, t = 0, 0, 0, 0
     for j in range(row.size):
-        while up < j and (S[j] - S[up]) / beta - C > start:
+        while up < j and work_t[j, up] / beta - C > start:
             if row[up] < np.inf:
                 while t > h:
                     b = queue[t - 1]
-                    if row[b] + slope * (S[up] - S[b]) / beta <= row[up]:
+                    if row[b] + slope * work_t[up, b] / beta <= row[up]:
                         break
                     t -= 1
                 queue[t] = up
                 t += 1
             up += 1
-        while end < np.inf and lo < up and (S[j] - S[lo]) / beta - C > end:
+        while end < np.inf and lo < up and work_t[j, lo] / beta - C > end:
             lo += 1
         while t > h and queue[h] < lo:
             h += 1
         if t > h:
             i = queue[h]
-            x = (S[j] - S[i]) / beta - C
+            x = work_t[j, i] / beta - C
             out[j] = min(out[j], row[i] + (value + slope * (x - start)))
 
 
@@ -145,7 +146,7 @@ def link_step(wanted: FloatArray, have: float, price: float, cap: float, offered
 @jit
 def psg(
     beta: float, node_tables: FloatArray, link_tables: FloatArray,
-    S: FloatArray, D: FloatArray, source: int, target: int,
+    work_t: FloatArray, D: FloatArray, source: int, target: int,
     capacity: FloatArray, bandwidth: FloatArray, link_src: IntArray, link_dst: IntArray,
     seg_ptr: IntArray, seg_start: FloatArray, seg_slope: FloatArray, seg_value: FloatArray,
     node_cap: FloatArray, node_table: IntArray,
@@ -153,7 +154,7 @@ def psg(
     out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
 ) -> tuple[float, IntArray, IntArray, IntArray]:  # fmt: skip
     """PSG: the optimal cost and the path, partition and links (see the module docstring)."""
-    V, W = capacity.size, S.size
+    V, W = capacity.size, D.size
     label = np.full((V, W), np.inf)
     stage = np.full((V, W), np.inf)
     label[source, 0] = 0.0
@@ -170,10 +171,10 @@ def psg(
         if node_table[v] >= 0:
             table_step(row, node_tables[node_table[v]], reached, out)
         else:
-            free_window(S, row, beta, capacity[v], out, queue, keys)
+            free_window(work_t, row, beta, capacity[v], out, queue, keys)
             for k in range(seg_ptr[v], seg_ptr[v + 1]):
                 end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
-                piece_window(S, row, beta, capacity[v], seg_start[k], seg_slope[k],
+                piece_window(work_t, row, beta, capacity[v], seg_start[k], seg_slope[k],
                              seg_value[k], end, out, queue)  # fmt: skip
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
@@ -201,7 +202,7 @@ def psg(
         for i in range(j + 1):
             if row[i] == np.inf:
                 continue
-            x = (S[j] - S[i]) / beta - C
+            x = work_t[j, i] / beta - C
             if node_table[v] >= 0:
                 c = row[i] + node_tables[node_table[v], i, j]
             else:
@@ -226,12 +227,12 @@ def psg(
 
 @jit
 def throughput(
-    capacity: FloatArray, bandwidth: FloatArray, S: FloatArray, D: FloatArray, source: int,
+    capacity: FloatArray, bandwidth: FloatArray, work_t: FloatArray, D: FloatArray, source: int,
     target: int, link_src: IntArray, link_dst: IntArray, out_ptr: IntArray,
     out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
 ) -> tuple[float, IntArray, IntArray]:  # fmt: skip
     """T*: the least interval and the path and partition (see the module docstring)."""
-    V, W = capacity.size, S.size
+    V, W = capacity.size, D.size
     label = np.full((V, W), np.inf)
     stage = np.full((V, W), np.inf)
     label[source, 0] = 0.0
@@ -249,11 +250,11 @@ def throughput(
                 c = min(c, top)
             if top < 0:
                 continue
-            while c <= top and row[stack[c]] < (S[j] - S[stack[c]]) / C:
+            while c <= top and row[stack[c]] < work_t[j, stack[c]] / C:
                 c += 1
             best = row[stack[c]] if c <= top else np.inf
             if c > 0:
-                best = min(best, (S[j] - S[stack[c - 1]]) / C)
+                best = min(best, work_t[j, stack[c - 1]] / C)
             stage[v, j] = best
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
@@ -271,7 +272,7 @@ def throughput(
         C = capacity[v]
         best, chosen = np.inf, -1
         for i in range(j + 1):
-            d = max(label[v, i], (S[j] - S[i]) / C)
+            d = max(label[v, i], work_t[j, i] / C)
             if d < best or chosen < 0:  # the first i when every delay overflows
                 best, chosen = d, i
         j = chosen

@@ -2,112 +2,171 @@
 
 PSG needs an acyclic network: on a cycle a shortest state path may visit a node twice. The
 MILP keeps the path simple by construction, so it is what cyclic networks get (and a
-cross-check of PSG on acyclic ones). Solved with HiGHS through :func:`scipy.optimize.milp`.
+cross-check of PSG on acyclic ones). Solved with HiGHS through :func:`scipy.optimize.linprog`.
 
-Formulation (``W = N + 1`` block counts, every quantity scaled to order one)::
+Formulation: a unit of flow through PSG's state graph, each node entered at most once. With
+``W = N + 1`` block counts::
 
-    z[e, j] in {0, 1}   link e = (u, v) carries the activation after j blocks (u ran up to j)
-    rho_v, sigma_e >= 0 compute and bandwidth to add
+    y[v, i, j] in {0, 1}   v receives the activation after i blocks and sends it after j >= i
+    z[e, j]    in {0, 1}   link e carries the activation after j blocks
 
-    sum_{e out of v, j} z - sum_{e into v, j} z = [v = s] - [v = t]     one unit of flow
-    sum_{e out of v, j} z <= 1,   nothing leaves t                       each node once: simple
-    sum_{e out of v, j} j z >= sum_{e into v, j} j z   (v != s, t)       partition points grow
-    rho_v   >= (S_out(v) - S_in(v)) / beta - C_v                          S_out(t) = S_N
-    sigma_e >= sum_j (D_j / beta - B_e) z[e, j]
-    minimise  sum_v f_v(rho_v) + sum_e g_e(sigma_e)
+    sum_{e into v} z[e, i] + [v = s, i = 0] = sum_j y[v, i, j]       what arrives is run
+    sum_i y[v, i, j] = sum_{e out of v} z[e, j] + [v = t, j = N]     what is run is sent on
+    sum_{i, j} y[v, i, j] <= 1                                        each node once: simple
+    minimise  sum c[v, i, j] y[v, i, j] + sum g[e, j] z[e, j]
 
-with ``S_in(v) = sum_{e into v, j} S_j z[e, j]`` and ``S_out`` alike. Flow that circles on a
-cycle away from the path can only add cost, so the optimum never needs it and the path read off
-from ``s`` is the deployment. The costs enter as: linear ``p * x`` (``x <= cap``); modules
-``price * m`` with an integer ``m >= 0``, ``size * m >= x`` (``m <= max modules``); convex tiers
-as one continuous variable per tier (cheaper tiers fill first). Other costs (non-convex tiers,
-Python callables) have no linear form here: use PSG.
+The objective coefficients are the exact prices of each transition, formed once by the same
+arithmetic as every plan: ``c[v, i, j] = f_v(max(0, w(i, j) / beta - C_v))`` and ``g[e, j] =
+g_e(max(0, D_j / beta - B_e))`` (any cost function, modules, non-convex tiers and callables
+included; transitions beyond a cap get no variable). Every coefficient of the constraints is
+0 or +-1, so HiGHS's tolerances bite only on the objective. Flow that circles on a cycle away
+from the path (zero work, ``i = j``) can only add cost, so the path read from ``s`` is the
+deployment.
+
+Prices may span many decades. HiGHS works to an absolute tolerance on the objective, so the
+objective is scaled to the best cost known (at first the largest coefficient) and re-solved,
+transitions dearer than that best plan dropped, until HiGHS's lower bound, less its tolerance
+(``TOLERANCE`` times the scale for each transition of the path), certifies the best plan's
+exact cost (re-priced by :func:`~inferplan.codesign.plan.plan_from_path`) to
+:data:`CERTIFIED_GAP`. A plan it cannot certify within :data:`MAX_ROUNDS` solves has status
+``"uncertified"``; one cut short by ``time_limit``, ``"time_limit"``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+import warnings
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import OptimizeWarning, linprog
 
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.plan import Plan, check_scale, infeasible, plan_from_path
+from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
+from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
-from inferplan.network.costs import CapacityCost, ModuleCost, TieredCost
 
-__all__ = ["solve_milp"]
+__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "solve_milp"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 # HiGHS stops when the gap to its best bound is below this fraction of the objective; the
 # default 1e-4 would let a plan 0.01 % above the optimum through.
 MIP_REL_GAP = 1e-9
+# HiGHS's tolerances on the scaled objective (per reduced cost), on the constraints and on
+# integrality, the least it accepts (at its default of 1e-6 for integrality its presolve takes
+# plans 1e-6 apart for equals and proves the dearer one optimal); its absolute gap is turned
+# off. ``mip_abs_gap`` and ``mip_feasibility_tolerance`` go to HiGHS as they are.
+TOLERANCE = 1e-10
+# A plan is "optimal" when its exact cost is within this fraction of HiGHS's lower bound.
+CERTIFIED_GAP = 1e-8
+# Solves, each scaled to the best cost known so far, before a plan is left "uncertified".
+MAX_ROUNDS = 8
 
 
-@dataclass
-class _Model:
-    """The MILP under construction: columns with objective and bounds, rows as triplets."""
+class _StateFlow:
+    """The MILP's columns (``y`` then ``z``) with their exact costs, and its constraints."""
 
-    objective: list[float] = field(default_factory=list)
-    lower: list[float] = field(default_factory=list)
-    upper: list[float] = field(default_factory=list)
-    integer: list[int] = field(default_factory=list)
-    rows: list[int] = field(default_factory=list)
-    cols: list[int] = field(default_factory=list)
-    vals: list[float] = field(default_factory=list)
-    row_lo: list[float] = field(default_factory=list)
-    row_hi: list[float] = field(default_factory=list)
+    def __init__(self, inst: CodesignInstance, beta: float) -> None:
+        V, W, N = len(inst.node_ids), inst.n_blocks + 1, inst.n_blocks
+        node_cost = node_cost_table(inst, np.arange(V), beta)
+        # the source receives nothing but the input, the target sends nothing but the output
+        node_cost[inst.source, 1:, :] = np.inf
+        node_cost[inst.target, :, :N] = np.inf
+        yv, yi, yj = np.nonzero(np.isfinite(node_cost))
+        links = np.arange(len(inst.links))
+        links = links[(inst.link_dst != inst.source) & (inst.link_src != inst.target)]
+        link_cost = link_cost_table(inst, links, beta)
+        row, zj = np.nonzero(np.isfinite(link_cost))
+        ze = links[row]
+        self.inst = inst
+        self.y = (yv, yi, yj)
+        self.z = (ze, zj)
+        self.cost = np.concatenate((node_cost[yv, yi, yj], link_cost[row, zj]))
+        ny, nz = yv.size, ze.size
+        # rows: arrivals (v, i) at v W + i, departures (v, j) at V W + v W + j
+        arrive = np.concatenate((yv * W + yi, inst.link_dst[ze] * W + zj))
+        depart = V * W + np.concatenate((yv * W + yj, inst.link_src[ze] * W + zj))
+        columns = np.arange(ny + nz)
+        sign = np.concatenate((np.ones(ny), -np.ones(nz)))
+        self.balance = sparse.csr_array(
+            (np.concatenate((-sign, sign)),
+             (np.concatenate((arrive, depart)), np.concatenate((columns, columns)))),
+            shape=(2 * V * W, ny + nz),
+        )  # fmt: skip
+        self.rhs = np.zeros(2 * V * W)
+        self.rhs[inst.source * W] = -1.0  # the input arrives at the source
+        self.rhs[V * W + inst.target * W + N] = 1.0  # the output leaves the target
+        self.once = sparse.csr_array(
+            (np.ones(ny), (yv, np.arange(ny))), shape=(V, ny + nz)
+        )  # each node at most once
 
-    def column(self, cost: float, lo: float, hi: float, *, integer: bool = False) -> int:
-        self.objective.append(cost)
-        self.lower.append(lo)
-        self.upper.append(hi)
-        self.integer.append(int(integer))
-        return len(self.objective) - 1
+    def solve(
+        self, keep: npt.NDArray[np.bool_], scale: float, time_limit: float | None
+    ) -> tuple[int, FloatArray | None, float, str]:
+        """HiGHS on the columns ``keep`` with costs divided by ``scale``: scipy's status, the
+        chosen columns (all columns, 0 where dropped), the lower bound (unscaled) and the
+        message."""
+        options: dict[str, float | bool] = {
+            "presolve": False,  # its reductions compare costs to a tolerance of their own
+            "mip_rel_gap": MIP_REL_GAP,
+            "mip_abs_gap": 0.0,
+            "mip_feasibility_tolerance": TOLERANCE,
+            "dual_feasibility_tolerance": TOLERANCE,
+            "primal_feasibility_tolerance": TOLERANCE,
+        }
+        if time_limit is not None:
+            options["time_limit"] = max(time_limit, 1e-3)
+        cols = np.flatnonzero(keep)
+        with warnings.catch_warnings():  # options scipy does not know go to HiGHS, with a warning
+            warnings.filterwarnings("ignore", "Unrecognized options", OptimizeWarning)
+            result = linprog(
+                self.cost[cols] / scale,
+                A_ub=self.once[:, cols],
+                b_ub=np.ones(self.once.shape[0]),
+                A_eq=self.balance[:, cols],
+                b_eq=self.rhs,
+                bounds=(0.0, 1.0),
+                integrality=np.ones(cols.size),
+                method="highs",
+                options=options,
+            )
+        if result.x is None:
+            return result.status, None, -math.inf, result.message
+        x = np.zeros(self.cost.size)
+        x[cols] = result.x
+        bound = getattr(result, "mip_dual_bound", None)
+        lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
+        return result.status, x, lower, result.message
 
-    def row(self, terms: dict[int, float], lo: float, hi: float) -> None:
-        index = len(self.row_lo)
-        for col, val in terms.items():
-            if val != 0.0:
-                self.rows.append(index)
-                self.cols.append(col)
-                self.vals.append(val)
-        self.row_lo.append(lo)
-        self.row_hi.append(hi)
-
-
-def _add_cost(model: _Model, amount: int, cost: CapacityCost, scale: float, where: str) -> None:
-    """Price the column ``amount`` (capacity added, in units of ``scale``) with ``cost``."""
-    if cost.linear_price is not None:
-        model.objective[amount] = cost.linear_price * scale
-        model.upper[amount] = cost.max_amount / scale
-        return
-    if isinstance(cost, ModuleCost):
-        modules = model.column(cost.price, 0.0, cost.max_modules, integer=True)
-        model.row({modules: cost.size / scale, amount: -1.0}, 0.0, math.inf)
-        return
-    if isinstance(cost, TieredCost) and cost.convex:
-        starts = (0.0, *cost.upto)[: len(cost.prices)]
-        ends = (*cost.upto, math.inf)[: len(cost.prices)]
-        terms = {amount: -1.0}
-        for price, start, end in zip(cost.prices, starts, ends, strict=True):
-            width = min(end, cost.max_amount) - start
-            terms[model.column(price * scale, 0.0, max(width, 0.0) / scale)] = 1.0
-        model.row(terms, 0.0, math.inf)
-        return
-    raise InvalidArgument(
-        f"the MILP takes linear, module and convex tiered costs, not {cost.to_dict()['kind']!r} "
-        "(use psg)",
-        field=where,
-    )
+    def deployment(self, x: FloatArray) -> tuple[list[int], list[int]]:
+        """The path from ``s`` and its partition in a solution ``x``."""
+        inst, (yv, yi, yj), (ze, zj) = self.inst, self.y, self.z
+        ny = yv.size
+        run = {int(yv[k]): (int(yi[k]), int(yj[k])) for k in np.flatnonzero(x[:ny] > 0.5)}
+        sent = {(int(inst.link_src[ze[k]]), int(zj[k])): int(inst.link_dst[ze[k]])
+                for k in np.flatnonzero(x[ny:] > 0.5)}  # fmt: skip
+        path, partition = [inst.source], []
+        while True:
+            _, j = run[path[-1]]
+            partition.append(j)
+            if path[-1] == inst.target or len(path) > len(inst.node_ids):
+                return path, partition
+            path.append(sent[(path[-1], j)])
 
 
 def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None = None) -> Plan:
-    """The exact minimum-cost plan for output interval ``beta`` on any directed network.
+    """The minimum-cost plan for output interval ``beta`` on any directed network.
+
+    The plan's cost is its exact price (as every method prices a deployment); its status says
+    what is known of it: ``"optimal"`` when HiGHS's lower bound certifies it to
+    :data:`CERTIFIED_GAP`, ``"time_limit"`` when ``time_limit`` stopped HiGHS first (the best
+    plan found), ``"uncertified"`` when the bound stayed further off after
+    :data:`MAX_ROUNDS` rescaled solves (see the module docstring).
 
     Parameters
     ----------
@@ -116,15 +175,15 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
     beta
         Target output interval (s).
     time_limit
-        Seconds HiGHS may take; ``None`` for no limit.
+        Seconds HiGHS may take in all; ``None`` for no limit.
 
     Raises
     ------
     Infeasible
         If capacity caps leave no plan that meets ``beta``.
     InvalidArgument
-        If a cost function has no linear form (non-convex tiers, Python callables), or HiGHS
-        stops at the time limit without a proven optimum.
+        If the costs of every plan overflow floating point, or HiGHS finds no plan at all
+        within ``time_limit``.
 
     Examples
     --------
@@ -132,71 +191,52 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
     >>> from inferplan.codesign import compile_instance, solve_milp, solve_psg
     >>> inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
     >>> beta = 0.5 * inferplan.throughput(inst.network, inst.profile).interval
-    >>> abs(solve_milp(inst, beta).cost - solve_psg(inst, beta).cost) < 1e-6
-    True
+    >>> plan = solve_milp(inst, beta)
+    >>> plan.status, abs(plan.cost - solve_psg(inst, beta).cost) <= 1e-8 * plan.cost
+    ('optimal', True)
     """
     check_scale(inst, beta)
-    S, D = inst.prefix_flops, inst.activation_bits
-    V, E, W = len(inst.node_ids), len(inst.links), inst.n_blocks + 1
-    work_scale = S[-1] / beta  # compute (FLOP/s) that runs the whole model in beta
-    bits_scale = float(D.max()) / beta
-    model = _Model()
-    z = np.array([[model.column(0.0, 0.0, 1.0, integer=True) for _ in range(W)]
-                  for _ in range(E)]).reshape(E, W)  # fmt: skip
-    rho = [model.column(0.0, 0.0, math.inf) for _ in range(V)]
-    sigma = [model.column(0.0, 0.0, math.inf) for _ in range(E)]
-    j = np.arange(W)
-    for v in range(V):
-        outs, ins = inst.out_links[v], inst.in_links[v]
-        flow = {int(c): 1.0 for c in z[outs].ravel()}
-        flow.update({int(c): -1.0 for c in z[ins].ravel()})
-        balance = float(v == inst.source) - float(v == inst.target)
-        model.row(flow, balance, balance)
-        model.row({int(c): 1.0 for c in z[outs].ravel()}, 0.0, 0.0 if v == inst.target else 1.0)
-        if v not in (inst.source, inst.target):
-            order = {int(c): float(k) for c, k in zip(z[outs].ravel(), np.tile(j, outs.size),
-                                                      strict=True)}  # fmt: skip
-            order.update({int(c): -float(k) for c, k in zip(z[ins].ravel(), np.tile(j, ins.size),
-                                                            strict=True)})  # fmt: skip
-            model.row(order, 0.0, math.inf)
-        # rho_v >= (S_out - S_in) / beta - C_v, in units of work_scale.
-        compute = {rho[v]: 1.0}
-        compute.update({int(c): -s for c, s in zip(z[outs].ravel(), np.tile(S / S[-1], outs.size),
-                                                   strict=True)})  # fmt: skip
-        compute.update({int(c): s for c, s in zip(z[ins].ravel(), np.tile(S / S[-1], ins.size),
-                                                  strict=True)})  # fmt: skip
-        done = 1.0 if v == inst.target else 0.0  # the target finishes the model
-        model.row(compute, done - inst.capacity[v] / work_scale, math.inf)
-        _add_cost(model, rho[v], inst.node_costs[v], work_scale, f"node {inst.node_ids[v]!r}")
-    for e in range(E):
-        need = (D - inst.bandwidth[e] * beta) / float(D.max())
-        terms = {sigma[e]: 1.0}
-        terms.update({int(z[e, k]): -float(need[k]) for k in range(W)})
-        model.row(terms, 0.0, math.inf)
-        _add_cost(model, sigma[e], inst.link_costs[e], bits_scale, f"link {inst.links[e].label}")
-    matrix = sparse.csr_array(
-        (model.vals, (model.rows, model.cols)), shape=(len(model.row_lo), len(model.objective))
-    )
-    options: dict[str, float] = {"mip_rel_gap": MIP_REL_GAP}
-    if time_limit is not None:
-        options["time_limit"] = time_limit
-    result = milp(
-        np.array(model.objective),
-        integrality=np.array(model.integer),
-        bounds=Bounds(np.array(model.lower), np.array(model.upper)),
-        constraints=LinearConstraint(matrix, np.array(model.row_lo), np.array(model.row_hi)),
-        options=options,
-    )
-    if result.status == 2:
-        raise infeasible(beta)
-    if result.status != 0 or result.x is None:
-        raise InvalidArgument(f"HiGHS stopped without a proven optimum: {result.message}",
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InvalidArgument(f"must be a positive finite number of seconds, got {time_limit!r}",
                               field="time_limit")  # fmt: skip
-    chosen = result.x[z] > 0.5
-    path, partition = [inst.source], []
-    while path[-1] != inst.target:
-        e, k = np.argwhere(chosen[inst.out_links[path[-1]]])[0]
-        partition.append(int(k))
-        path.append(int(inst.link_dst[inst.out_links[path[-1]][e]]))
-    partition.append(inst.n_blocks)
-    return plan_from_path(inst, "milp", beta, path, partition, status="optimal")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    flow = _StateFlow(inst, beta)
+    best: Plan | None = None
+    status: PlanStatus = "uncertified"
+    scale = float(flow.cost.max(initial=0.0)) or 1.0
+    for _ in range(MAX_ROUNDS):
+        # a transition dearer than the best plan is in no cheaper one
+        keep = flow.cost <= (math.inf if best is None else best.cost * (1 + CERTIFIED_GAP))
+        left = None if deadline is None else deadline - time.monotonic()
+        code, x, lower, message = flow.solve(keep, scale, left)
+        if x is None:
+            if best is not None:
+                status = "time_limit" if code == 1 else status
+                break
+            if code == 2:  # no plan at all
+                check_scale(inst, beta, math.inf)
+                raise infeasible(beta)
+            if code == 1:
+                raise InvalidArgument(
+                    f"the MILP found no plan within {time_limit:g} s; give it more time",
+                    field="time_limit",
+                )
+            raise InvalidArgument(f"HiGHS found no plan: {message}", field="method")
+        path, partition = flow.deployment(x)
+        plan = plan_from_path(inst, "milp", beta, path, partition, status="optimal")
+        if best is None or plan.cost < best.cost:
+            best = plan
+        if code == 1:
+            status = "time_limit"
+            break
+        # HiGHS's bound is good to its tolerance on each reduced cost of the path's transitions,
+        # in units of the scale: certify only what survives that slack.
+        slack = 2 * len(path) * TOLERANCE * scale
+        if best.cost == 0.0 or best.cost * (1 - CERTIFIED_GAP) <= lower - slack:
+            status = "optimal"
+            break
+        if scale == best.cost:  # already scaled to it: another solve would say the same
+            break
+        scale = best.cost
+    assert best is not None
+    return replace(best, status=status)

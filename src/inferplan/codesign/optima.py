@@ -46,11 +46,11 @@ def _log_counts(
 ) -> tuple[FloatArray, list[npt.NDArray[np.bool_]]]:
     """``log`` of the number of ways to finish from each state ``(v, i)`` within ``interval``,
     and for each node which ``(i, j)`` compute stages fit."""
-    S, D = inst.prefix_flops, inst.activation_bits
-    V, W = len(inst.node_ids), S.size
+    D = inst.activation_bits
+    V, W = len(inst.node_ids), D.size
     limit = interval * (1 + SLACK)
-    upper = np.triu(np.ones((W, W), dtype=bool))
-    fits = [upper & ((S[None, :] - S[:, None]) <= limit * capacity[v]) for v in range(V)]
+    upper = ~inst.no_transition
+    fits = [upper & (inst.work_between <= limit * capacity[v]) for v in range(V)]
     log_count = np.full((V, W), -np.inf)
     for v in reversed(range(V)):  # nodes are indexed in topological order
         if v == inst.target:
@@ -112,7 +112,7 @@ class OptimalDeployments:
         inst, (log_count, fits) = self.inst, self._tables
         if not np.isfinite(log_count[inst.source, 0]):
             raise ValueError(f"no deployment reaches an interval of {self.interval:g} s")
-        D, W = inst.activation_bits, inst.prefix_flops.size
+        D, W = inst.activation_bits, inst.activation_bits.size
         limit = self.interval * (1 + SLACK)
         path, partition = [inst.source], []
         v, i = inst.source, 0

@@ -42,11 +42,13 @@ INTERVAL_RTOL = 1e-9
 # to a cap computes the amount in floating point and may land a hair above it.
 CAP_RTOL = 1e-9
 
-PlanStatus = Literal["optimal", "heuristic", "time_limit"]
-STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit")
+PlanStatus = Literal["optimal", "heuristic", "time_limit", "uncertified"]
+STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit", "uncertified")
 """What a plan's cost is known to be: ``optimal`` (an exact method proved it), ``heuristic``
 (a baseline's plan, no claim of optimality), ``time_limit`` (an exact method stopped at its time
-limit; the best plan found so far)."""
+limit; the best plan found so far), ``uncertified`` (an exact method finished but could not
+prove its plan optimal to its stated gap: the MILP when HiGHS's lower bound stays further below
+the plan's exact cost; the plan is the best it found, its cost exact)."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,9 @@ class Plan:
     method
         The solver that made it (``psg``, ``pfp``, ``pwf``, ...).
     status
-        ``"optimal"``, ``"heuristic"`` or ``"time_limit"`` (see :data:`STATUSES`). A request
-        that no plan can meet raises :class:`~inferplan.errors.Infeasible` instead, whatever
-        the method.
+        ``"optimal"``, ``"heuristic"``, ``"time_limit"`` or ``"uncertified"`` (see
+        :data:`STATUSES`). A request that no plan can meet raises
+        :class:`~inferplan.errors.Infeasible` instead, whatever the method.
     cost
         Total price of the upgrades.
     interval
@@ -143,28 +145,45 @@ class Plan:
         }
 
 
-def check_scale(inst: CodesignInstance, beta: float) -> None:
-    """Refuse a target whose capacities or prices overflow floating point.
+def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) -> None:
+    """Refuse a target whose capacities, or a plan whose costs, overflow floating point.
 
-    Meeting ``beta`` may need up to ``S_N / beta`` FLOP/s on a node and ``max D / beta`` bit/s
-    on a link, priced at up to the largest unit price. Beyond ``1.8e308`` the solvers could
-    only answer ``inf``, which would read as "infeasible"; almost always the units are off.
+    Before solving (``cost=None``): meeting ``beta`` may need up to ``S_N / beta`` FLOP/s on
+    a node and ``max D / beta`` bit/s on a link; beyond ``1.8e308`` the solvers could only
+    answer ``inf``, which would read as "infeasible"; almost always the units are off.
+
+    After solving, with the ``cost`` of the best plan found: a finite cost passes, however
+    large other prices are (a node priced at ``1e300`` that the plan avoids is no reason to
+    refuse). An infinite one is refused here when the largest unit price times those
+    capacities overflows, so that ``inf`` may come from the arithmetic rather than from the
+    capacity caps; otherwise the caller reports the target infeasible.
 
     Raises
     ------
     InvalidArgument
-        If any of those magnitudes is not a finite float.
+        If those magnitudes are not finite floats.
     """
-    S, D, _, _ = inst.scalars
-    compute = S[-1] / beta
+    if cost is not None and math.isfinite(cost):
+        return
+    D, _, _ = inst.scalars
+    compute = inst.work(0, inst.n_blocks) / beta
     bandwidth = max(D) / beta
-    node_price, link_price = inst.highest_prices
-    priciest = max(node_price * compute, link_price * bandwidth)
-    if not all(math.isfinite(x) for x in (compute, bandwidth, priciest)):
+    magnitudes = [compute, bandwidth]
+    if cost is not None:
+        node_price, link_price = inst.highest_prices
+        magnitudes.append(max(node_price * compute, link_price * bandwidth))
+    if not all(math.isfinite(x) for x in magnitudes):
+        what = "capacities" if cost is None else "costs"
         raise InvalidArgument(
-            f"an interval of {beta:g} s needs capacities or costs beyond floating point "
-            f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s): check the units of the "
-            "target, the profile and the network",
+            f"an interval of {beta:g} s needs {what} beyond floating point "
+            f"(up to {compute:.3g} FLOP/s and {bandwidth:.3g} bit/s"
+            + (
+                ""
+                if cost is None
+                else f" at up to {inst.highest_prices[0]:.3g} per FLOP/s and "
+                f"{inst.highest_prices[1]:.3g} per bit/s"
+            )
+            + "): check the units of the target, the profile and the network",
             field="interval",
         )
 
@@ -188,9 +207,9 @@ def stage_delays(
     bandwidth: FloatArray,
 ) -> tuple[FloatArray, FloatArray]:
     """Compute delays of each path node and transfer delays of each path link (seconds)."""
-    S, D = inst.prefix_flops, inst.activation_bits
+    D = inst.activation_bits
     b = np.asarray(partition)
-    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
     compute = work / capacity[list(path)]
     links = path_links(inst, path)
     transfer = D[b[:-1]] / bandwidth[links] if links else np.zeros(0)
@@ -212,14 +231,14 @@ def deployment_interval(
     its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
     not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
     the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
-    S, D, own_capacity, own_bandwidth = inst.scalars
+    D, own_capacity, own_bandwidth = inst.scalars
     C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
     B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
     more_C = added_capacity or {}
     more_B = added_bandwidth or {}
     interval, done = 0.0, 0
     for v, b in zip(path, partition, strict=True):
-        interval = max(interval, float((S[b] - S[done]) / (C[v] + more_C.get(v, 0.0))))
+        interval = max(interval, float(inst.work(done, b) / (C[v] + more_C.get(v, 0.0))))
         done = b
     links = path_links(inst, path) if links is None else links
     for e, b in zip(links, partition, strict=False):
@@ -237,9 +256,9 @@ def stage_increments(
 ) -> tuple[FloatArray, FloatArray]:
     """The least compute (per path node) and bandwidth (per path link) that bring every stage
     of the deployment down to ``interval``: ``rho`` and ``sigma`` of the paper."""
-    S, D = inst.prefix_flops, inst.activation_bits
+    D = inst.activation_bits
     b = np.asarray(partition)
-    work = S[b] - S[np.concatenate(([0], b[:-1]))]
+    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
     rho = np.maximum(0.0, work / interval - capacity[list(path)])
     links = path_links(inst, path)
     sigma = np.maximum(0.0, D[b[:-1]] / interval - bandwidth[links]) if links else np.zeros(0)
@@ -346,12 +365,12 @@ def plan_from_path(
     """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
     between them, when known), buying the least increments that bring every stage down to
     ``beta``: ``rho`` and ``sigma`` of the paper, as :func:`stage_increments` computes them."""
-    S, D, C, B = inst.scalars
+    D, C, B = inst.scalars
     links = path_links(inst, path) if links is None else links
     node_added: dict[int, float] = {}
     done = 0
     for v, b in zip(path, partition, strict=True):
-        node_added[v] = max(0.0, (S[b] - S[done]) / beta - C[v])
+        node_added[v] = max(0.0, inst.work(done, b) / beta - C[v])
         done = b
     link_added = {e: max(0.0, D[b] / beta - B[e]) for e, b in zip(links, partition, strict=False)}
     return build_plan(

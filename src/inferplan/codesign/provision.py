@@ -50,8 +50,8 @@ def provision(
         inferences per second (give exactly one).
     method
         A name of :data:`~inferplan.codesign.METHODS`: ``"psg"`` (exact on acyclic
-        networks), ``"milp"`` (exact on any network, cycles included; linear, module and
-        convex tiered costs), ``"pfp"`` or ``"pwf"`` (the paper's baselines),
+        networks), ``"milp"`` (exact on any network, cycles included), ``"pfp"`` or
+        ``"pwf"`` (the paper's baselines),
         ``"psg-reference"`` (the paper's Algorithm 1 as written).
     tie_break, seed
         PFP and PWF only: which throughput-optimal deployment to follow when several tie,

@@ -1,14 +1,13 @@
 """T*: the throughput-optimal deployment under the existing capacities.
 
 The PSG state graph with bottleneck (min-max) relaxation of the stage delay
-``max((S_j - S_i) / C_v, D_j / B_(v,z))``: by the compiled kernel
+``max(w(i, j) / C_v, D_j / B_(v,z))``: by the compiled kernel
 (:mod:`~inferplan.codesign.compiled`, ``O(N)`` per node) or, in this module, one topological
-generation at a time with numpy. Among several
-optimal deployments the first one met when reading the labels back from the target is
+generation at a time with numpy, all ``(i, j)`` pairs at once (``O(N^2)`` per node). Among
+several optimal deployments the first one met when reading the labels back from the target is
 returned: at each node the fewest blocks received (so later nodes do more of the work), and
 among links the earliest in file order. The labels are exact (every label is one of the
-candidate delays, compared, never recomputed), so the rule does not depend on the engine or on
-which of the two numpy compute steps below ran.
+candidate delays, compared, never recomputed), so the rule does not depend on the engine.
 """
 
 from __future__ import annotations
@@ -20,54 +19,12 @@ from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import Deployment, deployment_interval
-from inferplan.codesign.psg import (
-    DENSE_WIDTH,
-    backtrack,
-    range_min,
-    relax_generations,
-    sparse_table,
-)
+from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 
 __all__ = ["throughput_optimal"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-
-def _bottleneck_dense(
-    work: FloatArray, C: FloatArray, label: FloatArray
-) -> tuple[FloatArray, IntArray]:
-    """``min_{i<=j} max(label[r, i], (S_j - S_i) / C[r])`` comparing all pairs, ``O(N^2)``,
-    and the smallest ``i`` attaining it."""
-    total = np.maximum(label[:, :, None], work / C[:, None, None])
-    return total.min(axis=1), total.argmin(axis=1)
-
-
-def _bottleneck_search(S: FloatArray, C: FloatArray, label: FloatArray) -> FloatArray:
-    """The same minimum by bisection, ``O(N log N)`` per row.
-
-    With ``R(i) = min(label[i..j])`` (non-decreasing in ``i``) and the compute delay
-    ``g(i) = (S_j - S_i) / C`` (non-increasing), ``min_i max(label_i, g(i)) = min_i max(R(i),
-    g(i))``, reached where the two cross: at the first ``i`` with ``R(i) >= g(i)`` (value
-    ``R(i)``) or just before it (value ``g(i - 1)``).
-    """
-    rows, width = label.shape
-    table = sparse_table(label)
-    j = np.broadcast_to(np.arange(width), (rows, width))
-    lo, hi = np.zeros((rows, width), dtype=np.int64), j + 1  # the crossing lies in [lo, hi]
-    row = np.arange(rows)[:, None]
-
-    def crossed(i: IntArray) -> npt.NDArray[np.bool_]:
-        return range_min(table, i, j) >= (S[j] - S[np.minimum(i, j)]) / C[row]
-
-    while (lo < hi).any():
-        mid = (lo + hi) // 2
-        up = crossed(mid)
-        hi = np.where(up & (lo < hi), mid, hi)
-        lo = np.where(~up & (lo < hi), mid + 1, lo)
-    at = np.where(lo <= j, range_min(table, np.minimum(lo, j), j), np.inf)
-    before = np.where(lo > 0, (S[j] - S[np.maximum(lo - 1, 0)]) / C[row], np.inf)
-    return np.minimum(at, before)
 
 
 def throughput_optimal(
@@ -81,8 +38,8 @@ def throughput_optimal(
     (the instance's own when not given).
 
     ``engine`` as for :func:`~inferplan.codesign.psg.psg_path`: the compiled kernel
-    (``O(N)`` per node and per link) or the vectorised relaxation below. Both compare the
-    same candidate delays, so they return the same deployment.
+    (``O(N)`` per node and per link) or the all-pairs relaxation below. Both compare the same
+    candidate delays, so they return the same deployment.
 
     Examples
     --------
@@ -108,24 +65,24 @@ def throughput_optimal(
 def _vectorised(
     inst: CodesignInstance, C: FloatArray, B: FloatArray
 ) -> tuple[list[int], list[int]]:
-    """The path and partition of :func:`throughput_optimal` by the vectorised relaxation."""
-    S, D = inst.prefix_flops, inst.activation_bits
-    V, W = len(inst.node_ids), S.size
-    start = np.full((V, W), np.inf)
+    """The path and partition of :func:`throughput_optimal` by the all-pairs relaxation:
+    ``min_{i<=j} max(label[v, i], w(i, j) / C_v)`` and the smallest ``i`` attaining it."""
+    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
     work = inst.work_between
 
-    def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray | None]:
-        if W <= DENSE_WIDTH:
-            return _bottleneck_dense(work, C[gen.rows], labels)
-        return _bottleneck_search(S, C[gen.rows], labels), None
+    def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray]:
+        capacity = C[gen.rows]
 
+        def step(part: slice) -> tuple[FloatArray, IntArray]:
+            return take_min(np.maximum(labels[part, :, None], work / capacity[part, None, None]))
+
+        rows, width = labels.shape
+        return by_chunks(rows, width, step)
+
+    D = inst.activation_bits
     relaxed = relax_generations(
         inst, start, stage, D[None, :] / B[inst.sweep_links, None], np.maximum
     )
-
-    def choose(v: int, j: int) -> int:
-        return int(np.argmin(np.maximum(relaxed.label[v][: j + 1], (S[j] - S[: j + 1]) / C[v])))
-
-    path, partition, _ = backtrack(inst, relaxed, choose)
+    path, partition, _ = backtrack(inst, relaxed)
     return path, partition
