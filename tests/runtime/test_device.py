@@ -361,6 +361,26 @@ def test_device_run_command(tmp_path):
             assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_device_run_command_lists_failed_inferences_and_exits_1(tmp_path):
+    # The edge of a model that raises answers every upload with a 500: nothing completes.
+    path = write_system(tmp_path / "system.json")
+    broken = spec("tests.runtime.models:broken")
+    with running_edge(tmp_path, broken) as (edge, _):
+        result = _cli(["device", "run", str(path), "tests.runtime.models:broken",
+                       "--input-shape", "1,16", "--edge", edge.url, "--method", "edge-only",
+                       "--retries", "0", "--inferences", "3", "--no-emulate",
+                       "--json"])  # fmt: skip
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["failed"] == [0, 1, 2] and data["completed"] == 0
+    assert data["mean_cost"] is None and data["ci95"] == [None, None]
+    assert data["errors"]["0"] == "edge answered 500: RuntimeError: boom in fc2"
+    assert result.stderr.strip() == (
+        "error: 3 inference(s) failed: [0, 1, 2]; first: edge answered 500: RuntimeError: "
+        "boom in fc2"
+    )
+
+
 def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):
     path = write_system(tmp_path / "system.json")
     with running_edge(tmp_path) as (edge, _):
