@@ -6,10 +6,23 @@ Factories take no arguments, so they work as ``tests.runtime.models:NAME`` on th
 
 from __future__ import annotations
 
+import time
+
 import torch
 from torch import nn
 
-__all__ = ["Broken", "ResidualBlock", "TinyResNet", "TinyUNet", "mlp", "resnet", "unet"]
+__all__ = [
+    "Broken",
+    "Hangs",
+    "ResidualBlock",
+    "TinyResNet",
+    "TinyUNet",
+    "broken",
+    "hangs",
+    "mlp",
+    "resnet",
+    "unet",
+]
 
 
 class ResidualBlock(nn.Module):
@@ -86,6 +99,20 @@ def _explode(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+class Hangs(Broken):
+    """Like :class:`Broken`, but its second layer never returns when it runs for real."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc3(_stall(self.fc2(self.fc1(x))))
+
+
+@torch.fx.wrap
+def _stall(x: torch.Tensor) -> torch.Tensor:
+    if x.device.type != "meta":
+        time.sleep(3600)
+    return x
+
+
 def resnet() -> TinyResNet:
     return TinyResNet()
 
@@ -104,3 +131,7 @@ def mlp() -> nn.Sequential:
 
 def broken() -> Broken:
     return Broken()
+
+
+def hangs() -> Hangs:
+    return Hangs()

@@ -23,6 +23,7 @@ MODELS = {
     "unet": ("tests.runtime.models:unet", (1, 3, 16, 16), None),
     "mlp": ("tests.runtime.models:mlp", (1, 16), None),
     "broken": ("tests.runtime.models:broken", (1, 16), None),
+    "hangs": ("tests.runtime.models:hangs", (1, 16), None),
 }
 
 

@@ -11,6 +11,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("httpx")
@@ -102,6 +104,49 @@ def test_decisions_follow_the_policy_thresholds_exactly(tmp_path, method):
     policy = plan_device(system, method).policy
     assert [r.split for r in run.records] == policy.split_points(snr).tolist()
     assert run.failed == () and run.outputs_match is True
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    levels=st.lists(st.floats(0.05, 50.0), min_size=1, max_size=4, unique=True),
+    device_hz=st.floats(1e4, 1e7),
+    energy_weight=st.floats(0.0, 1.0),
+    method=st.sampled_from(["optimal", "1sla"]),
+    seed=st.integers(0, 2**16),
+)
+def test_decisions_follow_the_thresholds_on_random_systems(
+    shared_edge, levels, device_hz, energy_weight, method, seed
+):
+    edge, layered, tmp_path = shared_edge
+    prob = [1.0 / len(levels)] * len(levels)
+    system = load_model_system(
+        write_system(
+            tmp_path / "random.json",
+            device={"cpu_hz": device_hz, "kappa": 1e-28, "tx_power_w": 0.1, "bandwidth_hz": 1e5},
+            energy_weight=energy_weight,
+            channel={"kind": "discrete", "snr": levels, "prob": prob},
+        ),
+        layered.profile,
+    )
+    plan = plan_placement(system, method)
+    thresholds = plan.thresholds  # the planner's, checked below against the stopping problem
+    if method == "optimal":
+        assert thresholds == tuple(optimal_thresholds(system, plan.placement)[0])
+    else:
+        assert thresholds == tuple(one_step_thresholds(system)[: plan.placement])
+    snr = _snr_trace(thresholds, 6, 5, seed)
+    run = run_device(system, layered, edge.url, method=method, inferences=6, snr=snr,
+                     emulate=False, verify=False)  # fmt: skip
+    got = [(d.inference, d.stage, d.snr, d.action) for d in run.decisions]
+    assert got == _expected_log(thresholds, 4, snr)
+
+
+@pytest.fixture(scope="module")
+def shared_edge(tmp_path_factory):
+    """One edge for many hypothesis examples (its own system only paces, unused here)."""
+    tmp_path = tmp_path_factory.mktemp("edge")
+    with running_edge(tmp_path) as (edge, _):
+        yield edge, build_layers(spec(), weights=False), tmp_path
 
 
 def test_outputs_equal_the_unsplit_model_across_skip_connections(tmp_path):
@@ -314,6 +359,26 @@ def test_device_run_command(tmp_path):
                            edge.url, *bad])  # fmt: skip
             assert result.exit_code == 2 and message in result.stderr
             assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_device_run_command_lists_failed_inferences_and_exits_1(tmp_path):
+    # The edge of a model that raises answers every upload with a 500: nothing completes.
+    path = write_system(tmp_path / "system.json")
+    broken = spec("tests.runtime.models:broken")
+    with running_edge(tmp_path, broken) as (edge, _):
+        result = _cli(["device", "run", str(path), "tests.runtime.models:broken",
+                       "--input-shape", "1,16", "--edge", edge.url, "--method", "edge-only",
+                       "--retries", "0", "--inferences", "3", "--no-emulate",
+                       "--json"])  # fmt: skip
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["failed"] == [0, 1, 2] and data["completed"] == 0
+    assert data["mean_cost"] is None and data["ci95"] == [None, None]
+    assert data["errors"]["0"] == "edge answered 500: RuntimeError: boom in fc2"
+    assert result.stderr.strip() == (
+        "error: 3 inference(s) failed: [0, 1, 2]; first: edge answered 500: RuntimeError: "
+        "boom in fc2"
+    )
 
 
 def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):

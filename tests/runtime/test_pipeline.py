@@ -178,6 +178,18 @@ def test_a_stage_that_raises_ends_the_run_with_one_line(tmp_path):
     assert processes_marked(mark) == []
 
 
+def test_a_stage_that_hangs_ends_the_run_within_the_timeout(tmp_path):
+    _, _, _, net, plan, _ = _case(tmp_path, "hangs", [1, 2, 3])
+    code, _, err, mark = run(["run", str(net), *model_args("hangs"), "--plan", str(plan),
+                              "--timeout", "5"])  # fmt: skip
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    # whichever notices first: a stage waiting on the silent one, or the launcher
+    assert lines[0].startswith(("error: stage ", "error: no inference completed for 5 s"))
+    assert processes_marked(mark) == []
+
+
 def _started(mark, deadline_s=120):
     """Wait until every rank of the run marked ``mark`` is up."""
     deadline = time.monotonic() + deadline_s

@@ -255,6 +255,8 @@ def run_command(
     else:
         _print(run)
     if run.failed:
+        print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
+              f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip
         raise typer.Exit(1)
 
 
@@ -287,6 +289,3 @@ def _print(run: DeviceRun) -> None:
     console.print(f"outputs equal the unsplit model's: {match}")
     if d["finished_locally"]:
         console.print(f"finished on the device (edge unreachable): {d['finished_locally']}")
-    if run.failed:
-        print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
-              f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip

@@ -43,7 +43,6 @@ from inferplan.runtime.wire import (
     decode_state,
     decode_tensors,
     encode_tensors,
-    shape_text,
 )
 
 __all__ = [
@@ -603,8 +602,3 @@ class _Device:
             edge_s=edge_s,
             local=local,
         )
-
-
-def describe_inputs(layered: LayeredModel) -> str:
-    """``1x3x224x224 float32`` for each input."""
-    return ", ".join(f"{shape_text(s)} {d}" for s, d in layered.crossings[0])

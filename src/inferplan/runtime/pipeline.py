@@ -393,10 +393,21 @@ def _thread(label: str, target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
-def _recv(specs: Sequence[TensorSpec], src: int) -> tuple[torch.Tensor, ...]:
+def _wait_for(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> None:
+    """``recv`` from rank ``src``; a timeout says which stage fell silent."""
+    try:
+        dist.recv(tensor, src, tag=tag)
+    except RuntimeError as exc:
+        if "timed out" not in str(exc).lower():
+            raise
+        what = "data" if tag == DATA else "acknowledgement"
+        raise TimeoutError(f"no {what} from stage {src} for {timeout_s:g} s") from None
+
+
+def _recv(specs: Sequence[TensorSpec], src: int, timeout_s: float) -> tuple[torch.Tensor, ...]:
     tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
     for t in tensors:
-        dist.recv(t, src, tag=DATA)
+        _wait_for(t, src, DATA, timeout_s)
     return tensors
 
 
@@ -433,11 +444,13 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         def acks() -> None:
             index = torch.zeros(1, dtype=torch.int64)
             for i in range(count):
-                dist.recv(index, world - 1, tag=ACK)
+                _wait_for(index, world - 1, ACK, setup.timeout_s)
                 if int(index) != i:
                     raise RuntimeError(f"acknowledgement {int(index)} arrived for inference {i}")
                 acknowledged(i)
 
+        if progress is not None:
+            progress(0)  # every rank is ready: the stream starts
         threads.append(_thread(role.label, feed))
         if world > 1:
             threads.append(_thread(role.label, acks))
@@ -445,7 +458,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
 
         def receive() -> None:
             for _ in range(count):
-                values = _recv(role.receives, rank - 1)
+                values = _recv(role.receives, rank - 1, setup.timeout_s)
                 inbox.put((time.monotonic(), values))
 
         threads.append(_thread(role.label, receive))
@@ -743,7 +756,7 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir
            progress: Progress | None) -> None:  # fmt: skip
     """Wait for every rank; raise StageFailed on the first failure or a stall."""
     timeout = resolved.request.timeout_s
-    done, last_change = 0, time.monotonic()
+    done, last_change = 0, math.inf  # the clock runs once the stream has started
     progress_file = run_dir / "progress"
     while True:
         codes = [p.poll() for p in procs]
@@ -754,10 +767,12 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir
             if not (run_dir / "result.pkl").exists():
                 raise StageFailed("the run ended without a result from stage 0")
             return
-        with contextlib.suppress(OSError, ValueError):
-            now_done = len(progress_file.read_bytes())
-            if now_done != done:
-                done, last_change = now_done, time.monotonic()
+        with contextlib.suppress(OSError):
+            ticks = progress_file.read_bytes()  # "s" when the stream starts, "." per inference
+            if ticks and last_change == math.inf:
+                last_change = time.monotonic()
+            if ticks.count(b".") != done:
+                done, last_change = ticks.count(b"."), time.monotonic()
                 if progress is not None:
                     progress(done)
         if time.monotonic() - last_change > timeout:

@@ -2,10 +2,10 @@
 :func:`~inferplan.runtime.pipeline.run_plan`.
 
 Rank 0 reads the request from ``RUN_DIR/request.pkl`` (the other ranks get their part from
-rank 0), appends one byte to ``RUN_DIR/progress`` per inference done and writes
-``RUN_DIR/result.pkl``; a failure leaves one line in ``RUN_DIR/error-RANK.txt``. Under
-``torchrun`` run ``inferplan run`` instead: it calls the same
-:func:`~inferplan.runtime.pipeline.run_stage`.
+rank 0), appends ``s`` to ``RUN_DIR/progress`` when the stream starts and ``.`` per inference
+done, and writes ``RUN_DIR/result.pkl``; a failure leaves one line in
+``RUN_DIR/error-RANK.txt``. Under ``torchrun`` run ``inferplan run`` instead: it calls the
+same :func:`~inferplan.runtime.pipeline.run_stage`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     with open(run_dir / "progress", "ab", buffering=0) as progress:
 
         def tick(done: int) -> None:
-            progress.write(b".")
+            progress.write(b"." if done else b"s")
 
         try:
             report = run_stage(request, progress=tick)
