@@ -128,7 +128,7 @@ def test_decisions_follow_the_thresholds_on_random_systems(
         ),
         layered.profile,
     )
-    plan = plan_placement(system, method)
+    plan = plan_placement(system, method=method)
     thresholds = plan.thresholds  # the planner's, checked below against the stopping problem
     if method == "optimal":
         assert thresholds == tuple(optimal_thresholds(system, plan.placement)[0])

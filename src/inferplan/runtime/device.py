@@ -348,7 +348,7 @@ def run_device(
     edge_url
         ``http://host:port`` of ``inferplan edge serve``.
     method
-        One of :data:`~inferplan.runtime.layered.DEVICE_METHODS`.
+        A strategy of :data:`inferplan.coinference.STRATEGIES` or ``fixed:K``.
     inferences
         How many inferences.
     seed
