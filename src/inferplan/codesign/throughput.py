@@ -18,8 +18,9 @@ import numpy.typing as npt
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Deployment, deployment_interval
+from inferplan.codesign.plan import Deployment
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
+from inferplan.codesign.stages import stages
 
 __all__ = ["throughput_optimal"]
 
@@ -57,7 +58,7 @@ def throughput_optimal(
         interval, path, partition = compiled.throughput_kernel(inst, C, B)
     else:
         path, partition = _vectorised(inst, C, B)
-        interval = deployment_interval(inst, path, partition, capacity, bandwidth)
+        interval = stages(inst, path, partition).interval(C, B)
     names = inst.node_ids
     return Deployment(tuple([names[v] for v in path]), tuple(partition), interval)
 
