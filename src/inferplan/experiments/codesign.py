@@ -431,6 +431,7 @@ def reproduce_codesign(
     out = Path(out)
     sweep = codesign_sweep(seed=seed, topologies=topologies)
     outcome = run_sweep(sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress)
+    outcome.raise_for_failures()
     rows = list(outcome.rows)
     summary = summarize(rows)
     files = [out / "results.csv", out / "summary.csv"]

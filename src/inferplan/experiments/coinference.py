@@ -53,7 +53,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from inferplan.coinference import (
     DEFAULT_CHANNEL,
@@ -489,10 +496,15 @@ def coinference_sweep(
     [5.0, 10.0, 20.0]
     """
     params = _sweep_params(dnns, sweeps)
+    try:
+        options = CoinferenceOptions(simulate=simulate).model_dump()
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise InvalidArgument(f"{message}, got {simulate!r}", field="simulate") from None
     return Sweep(
         function="inferplan.experiments.coinference:coinference_point",
         points=make_points(params, sweep_seed=seed),
-        options=CoinferenceOptions(simulate=simulate).model_dump(),
+        options=options,
         seed=seed,
         study="reproduce-coinference",
     )
@@ -1095,6 +1107,7 @@ def reproduce_coinference(
     out = Path(out)
     sweep = coinference_sweep(seed=seed, dnns=dnns, sweeps=sweeps, simulate=simulate)
     outcome = run_sweep(sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress)
+    outcome.raise_for_failures()
     rows = list(outcome.rows)
     curves, savings, sweep_rows = curve_summary(rows), savings_summary(rows), sweep_summary(rows)
     files = [out / name for name in ("results.csv", "curves.csv", "savings.csv", "sweeps.csv")]

@@ -8,14 +8,18 @@ them back into point order, so results do not depend on the executor.
 from __future__ import annotations
 
 import importlib
+import os
 import socket
+import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
 
 from inferplan.errors import InferplanError, InvalidArgument
 
-__all__ = ["run_dask", "run_local"]
+__all__ = ["check_address", "exit_with_parent", "run_dask", "run_local"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -25,7 +29,11 @@ def run_local(
     function: Callable[[T], R], tasks: Sequence[T], *, jobs: int | None
 ) -> Generator[R, None, None]:
     """Run ``function`` on ``tasks`` in this process (``jobs == 1``) or on ``jobs`` worker
-    processes with joblib (``None`` or ``-1``: one per core)."""
+    processes with joblib (``None`` or ``-1``: one per core).
+
+    Worker processes exit within a second of this process's death (even a ``kill -9``): each
+    watches that its parent is still there.
+    """
     if jobs == 1 or len(tasks) <= 1:
         yield from map(function, tasks)
         return
@@ -33,22 +41,85 @@ def run_local(
 
     # Unordered so that each point is stored as soon as it finishes.
     parallel = Parallel(n_jobs=-1 if jobs is None else jobs, return_as="generator_unordered")
+    here = os.getpid()
     with warnings.catch_warnings():
         # Points in flight when a run is interrupted are cancelled on purpose: they are simply
         # run again on resume.
         warnings.filterwarnings("ignore", message=".*still being processed by the workers")
-        yield from parallel(delayed(function)(task) for task in tasks)
+        yield from parallel(delayed(_in_worker)(function, task, here) for task in tasks)
+
+
+def _in_worker(function: Callable[[T], R], task: T, parent: int) -> R:
+    exit_with_parent(parent)
+    return function(task)
+
+
+_watching: set[int] = set()
+
+
+def exit_with_parent(parent: int, *, every: float = 0.2) -> None:
+    """In a worker process started by process ``parent``: exit as soon as ``parent`` is gone.
+
+    A daemon thread checks every ``every`` seconds that this process's parent is still
+    ``parent`` (a process whose parent dies is adopted by another); started once per process.
+    Nothing happens in ``parent`` itself or in a process that ``parent`` did not start.
+    """
+    if parent in _watching or os.getppid() != parent:
+        return
+    _watching.add(parent)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)  # the sweep's process is gone: nobody will collect this worker's results
+
+    threading.Thread(target=watch, name="inferplan-exit-with-parent", daemon=True).start()
+
+
+def check_address(address: str) -> None:
+    """Check that ``address`` is ``"local"`` or a Dask scheduler address,
+    ``[tcp://|tls://]host:port``.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming ``--cluster``, if it is neither.
+    """
+    if address == "local":
+        return
+    scheme, sep, rest = address.rpartition("://")
+    host, _, port = rest.rpartition(":")
+    if host.startswith("["):  # an IPv6 address: [::1]:8786
+        host_ok = host.endswith("]") and len(host) > 2
+    else:
+        host_ok = bool(host) and all(c.isalnum() or c in "-._" for c in host)
+    port_ok = port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536
+    if not (host_ok and port_ok and (scheme in ("tcp", "tls") or not sep)):
+        raise InvalidArgument(
+            "must be 'local' or a Dask scheduler address tcp://HOST:PORT (or tls://HOST:PORT), "
+            f"got {address[:200]!r}",
+            field="--cluster",
+        )
 
 
 def run_dask(
-    function: Callable[[T], R], tasks: Sequence[T], *, address: str, workers: int | None = None
+    function: Callable[[T], R],
+    tasks: Sequence[T],
+    *,
+    address: str,
+    workers: int | None = None,
+    dashboard: bool = False,
 ) -> Generator[R, None, None]:
     """Run ``function`` on ``tasks`` on the Dask scheduler at ``address``.
 
     ``address`` ``"local"`` starts a :class:`distributed.LocalCluster` of ``workers`` processes
-    (two by default) with one thread each, for the length of the run. Workers of a remote
-    cluster need the same inferplan installed: tasks name their point function by module path.
+    (two by default) with one thread each, for the length of the run. Its scheduler, workers
+    and nannies listen on 127.0.0.1 only, on random ports; the scheduler's dashboard is opened
+    (on 127.0.0.1:8787, or another port if that one is taken; its address printed on stderr)
+    only if ``dashboard``. Workers of a remote cluster need the same inferplan installed:
+    tasks name their point function by module path.
     """
+    check_address(address)
     try:
         # As a module object: distributed's functions are untyped.
         distributed: Any = importlib.import_module("distributed")
@@ -63,9 +134,17 @@ def run_dask(
             n_workers=workers or 2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            host="127.0.0.1",
+            scheduler_port=0,
+            # The scheduler always serves HTTP (health, metrics); the dashboard is its own
+            # switch.
+            dashboard_address="127.0.0.1:8787" if dashboard else "127.0.0.1:0",
+            scheduler_kwargs={"dashboard": dashboard},
+            worker_dashboard_address=None,
         )
         address = cluster.scheduler_address
+        if dashboard:
+            print(f"Dask dashboard: {cluster.dashboard_link}", file=sys.stderr)
     else:
         _check_reachable(address)
     try:
@@ -89,12 +168,10 @@ def run_dask(
 
 def _check_reachable(address: str) -> None:
     # A refused connection fails at once here, where Dask would retry until its timeout.
-    scheme, _, rest = address.rpartition("://")
+    _, _, rest = address.rpartition("://")
     host, _, port = rest.rpartition(":")
-    if scheme not in ("", "tcp", "tls") or not port.isdigit():
-        return
     try:
-        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as exc:
         raise InvalidArgument(
             f"cannot reach a Dask scheduler at {address!r} ({exc.strerror or exc})",
