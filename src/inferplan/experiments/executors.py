@@ -61,10 +61,11 @@ def exit_with_parent(parent: int, *, every: float = 0.2) -> None:
     """In a worker process started by process ``parent``: exit as soon as ``parent`` is gone.
 
     A daemon thread checks every ``every`` seconds that this process's parent is still
-    ``parent`` (a process whose parent dies is adopted by another); started once per process.
-    Nothing happens in ``parent`` itself or in a process that ``parent`` did not start.
+    ``parent`` (a process whose parent dies is adopted by another; one adopted already, e.g.
+    while it was starting, exits at once). Started once per process; nothing happens in
+    ``parent`` itself.
     """
-    if parent in _watching or os.getppid() != parent:
+    if os.getpid() == parent or parent in _watching:
         return
     _watching.add(parent)
 

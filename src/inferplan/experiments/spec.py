@@ -86,7 +86,12 @@ def _show(value: Any) -> str:
     return _SHORT.repr(value)
 
 
-_TOO_MANY = f"more than the {MAX_POINTS:,} points a sweep may have; split it into smaller sweeps"
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**15 else f"about 1e{len(str(n)) - 1}"
+
+
+def _too_many() -> str:
+    return f"more than the {MAX_POINTS:,} points a sweep may have; split it into smaller sweeps"
 
 
 def _numbers(spec: Any, count: int | tuple[int, int], where: str) -> list[int | float]:
@@ -178,7 +183,7 @@ def _axis(value: Any, where: str) -> Axis:
     if count == 0:
         raise InvalidFile(f"gives no values ({_show(spec)})", field=field)
     if count > MAX_POINTS:
-        raise InvalidFile(f"gives {count:,} values, {_TOO_MANY}", field=field)
+        raise InvalidFile(f"gives {_count(count)} values, {_too_many()}", field=field)
     return count, make
 
 
@@ -308,13 +313,13 @@ def _sweep(spec: SweepSpec) -> Sweep:
         axes = {k: _axis(v, f"grid.{k}") for k, v in spec.grid.items()}
         size = math.prod(count for count, _ in axes.values())
         if size > MAX_POINTS:
-            product = " x ".join(f"{count:,} {k!r}" for k, (count, _) in axes.items() if count > 1)
-            raise InvalidFile(f"has {size:,} points ({product}), {_TOO_MANY}", field="grid")
+            product = " x ".join(f"{_count(count)} {k!r}" for k, (count, _) in axes.items() if count > 1)
+            raise InvalidFile(f"has {_count(size)} points ({product}), {_too_many()}", field="grid")
         params = grid_points({k: make() for k, (_, make) in axes.items()})
     else:
         assert spec.sample is not None
         if spec.sample.size > MAX_POINTS:
-            raise InvalidFile(f"is {spec.sample.size:,}, {_TOO_MANY}", field="sample.size")
+            raise InvalidFile(f"is {_count(spec.sample.size)}, {_too_many()}", field="sample.size")
         prefix = "sample.parameters"
         dists = {
             k: _distribution(v, f"sample.parameters.{k}") for k, v in spec.sample.parameters.items()
