@@ -196,7 +196,7 @@ def test_a_killed_process_loses_only_points_in_flight(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "inferplan", "sweep", str(spec), "--out", str(out),
                "--jobs", "1", "--quiet"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:

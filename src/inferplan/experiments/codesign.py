@@ -24,7 +24,7 @@ from inferplan.experiments.outputs import (
     write_parquet_if_possible,
 )
 from inferplan.experiments.space import grid_points, make_points
-from inferplan.experiments.store import write_csv
+from inferplan.experiments.store import atomic_path, write_csv
 
 __all__ = [
     "CODESIGN_ALPHAS",
@@ -453,6 +453,7 @@ def reproduce_codesign(
         outcome=outcome,
         executor=describe_executor(jobs, cluster),
     )
-    (out / "report.md").write_text(report, encoding="utf-8")
+    with atomic_path(out / "report.md") as temporary:
+        temporary.write_text(report, encoding="utf-8")
     files.append(out / "report.md")
     return Reproduction(out, outcome, tuple(summary), tuple(files), tuple(notes))

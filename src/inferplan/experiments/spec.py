@@ -313,7 +313,9 @@ def _sweep(spec: SweepSpec) -> Sweep:
         axes = {k: _axis(v, f"grid.{k}") for k, v in spec.grid.items()}
         size = math.prod(count for count, _ in axes.values())
         if size > MAX_POINTS:
-            product = " x ".join(f"{_count(count)} {k!r}" for k, (count, _) in axes.items() if count > 1)
+            product = " x ".join(
+                f"{_count(count)} {k!r}" for k, (count, _) in axes.items() if count > 1
+            )
             raise InvalidFile(f"has {_count(size)} points ({product}), {_too_many()}", field="grid")
         params = grid_points({k: make() for k, (_, make) in axes.items()})
     else:
