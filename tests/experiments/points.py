@@ -52,3 +52,10 @@ def marked_sleep(
     (marks / f"{os.getpid()}").write_text(str(params["x"]))
     time.sleep(float(options["sleep"]))
     return {"pid": os.getpid()}
+
+
+def die(params: Mapping[str, Any], seed: int, options: Mapping[str, Any]) -> dict[str, Any]:
+    """End the worker process at ``x == options["die_at"]``, as a crash or an OOM kill would."""
+    if params["x"] == options["die_at"]:
+        os._exit(3)
+    return {"x": params["x"]}

@@ -530,3 +530,13 @@ def test_a_local_dask_cluster_listens_on_loopback_only_and_has_no_dashboard(tmp_
     assert {ip for ip, _ in new} == {"127.0.0.1"}
     assert 8787 not in {port for _, port in new}
     assert "dashboard" not in capsys.readouterr().err.lower()
+
+
+def test_a_dying_worker_process_is_a_one_line_error_and_finished_points_stay(tmp_path):
+    path = _spec(tmp_path, "study: tests.experiments.points:die\noptions: {die_at: 4}\n"
+                           "grid:\n  x: {range: [1, 5]}\n")  # fmt: skip
+    error = _one_line_error(tmp_path, path, "-j", "2")
+    assert error.startswith(f"error: {path}: a worker process died while running a point (")
+    assert error.endswith("the points finished before are stored: rerun the same command to resume")
+    stored = ResultStore(tmp_path / "out").finished()
+    assert {r.params["x"] for r in stored.values()} <= {1, 2, 3}

@@ -15,6 +15,7 @@ from inferplan.errors import InvalidArgument
 from inferplan.experiments.codesign import reproduce_codesign
 from inferplan.experiments.coinference import coinference_sweep, reproduce_coinference
 from inferplan.experiments.engine import FailedPoints, Reproduction, run_sweep
+from inferplan.experiments.executors import WorkerDied
 from inferplan.experiments.progress import progress_bar
 from inferplan.experiments.spec import load_spec
 from inferplan.experiments.store import write_csv, write_parquet
@@ -80,18 +81,21 @@ def sweep_command(
     """
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
-        outcome = _interruptible(
-            out,
-            lambda: run_sweep(
-                sweep,
+        try:
+            outcome = _interruptible(
                 out,
-                jobs=jobs,
-                cluster=cluster,
-                workers=workers,
-                dashboard=dashboard,
-                progress=progress,
-            ),
-        )
+                lambda: run_sweep(
+                    sweep,
+                    out,
+                    jobs=jobs,
+                    cluster=cluster,
+                    workers=workers,
+                    dashboard=dashboard,
+                    progress=progress,
+                ),
+            )
+        except WorkerDied as exc:
+            raise exc.located(str(spec)) from None
     write_csv(outcome.rows, out / "results.csv")
     parquet = write_parquet(outcome.rows, out / "results.parquet")
     if as_json:

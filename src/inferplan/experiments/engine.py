@@ -94,7 +94,7 @@ def resolve_function(path: str) -> PointFunction:
 def one_line_error(exc: BaseException, limit: int = 500) -> str:
     """An exception as one line: an inferplan error's message, else ``Type: message``."""
     text = str(exc) if isinstance(exc, InferplanError) else f"{type(exc).__name__}: {exc}"
-    text = " ".join(text.split())
+    text = " ".join(text.split()).removesuffix(":")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

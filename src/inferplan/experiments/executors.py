@@ -19,10 +19,21 @@ from typing import Any, TypeVar
 
 from inferplan.errors import InferplanError, InvalidArgument
 
-__all__ = ["check_address", "exit_with_parent", "run_dask", "run_local"]
+__all__ = ["WorkerDied", "check_address", "exit_with_parent", "run_dask", "run_local"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+class WorkerDied(InferplanError):
+    """A worker process died while running a point (killed, out of memory, a crash in compiled
+    code). The points finished before are stored; rerunning resumes."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"a worker process died while running a point ({' '.join(detail.split())[:300]}); "
+            "the points finished before are stored: rerun the same command to resume"
+        )
 
 
 def run_local(
@@ -38,6 +49,7 @@ def run_local(
         yield from map(function, tasks)
         return
     from joblib import Parallel, delayed
+    from joblib.externals.loky.process_executor import BrokenProcessPool
 
     # Unordered so that each point is stored as soon as it finishes.
     parallel = Parallel(n_jobs=-1 if jobs is None else jobs, return_as="generator_unordered")
@@ -46,7 +58,12 @@ def run_local(
         # Points in flight when a run is interrupted are cancelled on purpose: they are simply
         # run again on resume.
         warnings.filterwarnings("ignore", message=".*still being processed by the workers")
-        yield from parallel(delayed(_in_worker)(function, task, here) for task in tasks)
+        try:
+            yield from parallel(delayed(_in_worker)(function, task, here) for task in tasks)
+        except BrokenProcessPool as exc:
+            # A worker died (killed, out of memory, a crash in compiled code): which point it
+            # ran is unknown, so the run stops; everything finished is stored.
+            raise WorkerDied(str(exc).splitlines()[0]) from None
 
 
 def _in_worker(function: Callable[[T], R], task: T, parent: int) -> R:
@@ -159,7 +176,11 @@ def run_dask(
     try:
         futures = client.map(function, list(tasks), pure=False)
         for future in distributed.as_completed(futures):
-            yield future.result()
+            try:
+                result = future.result()
+            except distributed.KilledWorker as exc:
+                raise WorkerDied(str(exc).splitlines()[0]) from None
+            yield result
             future.release()
     finally:
         client.close()
