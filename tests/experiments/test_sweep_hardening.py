@@ -304,6 +304,13 @@ def test_well_formed_cluster_addresses_pass(address):
     check_address(address)
 
 
+def test_an_in_process_address_of_another_process_is_a_one_line_error(tmp_path):
+    pytest.importorskip("distributed")
+    path = _spec(tmp_path, f"study: {ECHO}\ngrid: {{x: [1, 2]}}\n")
+    error = _one_line_error(tmp_path, path, "--cluster", "inproc://1.2.3.4/5/6")
+    assert error.startswith("error: --cluster: cannot reach a Dask scheduler at 'inproc://")
+
+
 def test_reproduce_coinference_with_one_simulated_inference_is_a_one_line_error(tmp_path):
     result = runner.invoke(app, ["reproduce", "coinference", "--out", str(tmp_path),
                                  "--simulate", "1"])  # fmt: skip

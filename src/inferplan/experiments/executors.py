@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import socket
 import sys
 import threading
@@ -94,16 +95,20 @@ def exit_with_parent(parent: int, *, every: float = 0.2) -> None:
     threading.Thread(target=watch, name="inferplan-exit-with-parent", daemon=True).start()
 
 
+#: The address of a scheduler in this process (a ``LocalCluster(processes=False)``).
+_INPROC = re.compile(r"inproc://[^/\s]+/\d+/\d+")
+
+
 def check_address(address: str) -> None:
     """Check that ``address`` is ``"local"`` or a Dask scheduler address,
-    ``[tcp://|tls://]host:port``.
+    ``[tcp://|tls://]host:port`` (or ``inproc://...`` of a scheduler in this process).
 
     Raises
     ------
     InvalidArgument
         Naming ``--cluster``, if it is neither.
     """
-    if address == "local":
+    if address == "local" or _INPROC.fullmatch(address):
         return
     scheme, sep, rest = address.rpartition("://")
     host, _, port = rest.rpartition(":")
@@ -163,15 +168,16 @@ def run_dask(
         address = cluster.scheduler_address
         if dashboard:
             print(f"Dask dashboard: {cluster.dashboard_link}", file=sys.stderr)
-    else:
+    elif not address.startswith("inproc://"):
         _check_reachable(address)
     try:
         client = distributed.Client(address, timeout="10s")
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: an inproc address of another process
         if cluster is not None:
             cluster.close()
         raise InvalidArgument(
-            f"cannot reach a Dask scheduler at {address!r} ({exc})", field="--cluster"
+            f"cannot reach a Dask scheduler at {address!r} ({' '.join(str(exc).split())})",
+            field="--cluster",
         ) from None
     try:
         futures = client.map(function, list(tasks), pure=False)
