@@ -19,6 +19,19 @@ def draw(params: Mapping[str, Any], seed: int, options: Mapping[str, Any]) -> li
     return [{"k": k, "value": float(rng.random()) * params["x"]} for k in range(2)]
 
 
+def draw_rows(points: Any) -> list[dict[str, Any]]:
+    """The rows a sweep of :func:`draw` over ``points`` gives, computed from the documented rule
+    (point id, seed and parameters in front), independently of the engine."""
+    rows = []
+    for point in points:
+        rng = np.random.default_rng(point.seed)
+        for k in range(2):
+            value = float(rng.random()) * point.params["x"]
+            rows.append({"point": point.id, "seed": point.seed, **point.params, "k": k,
+                         "value": value})  # fmt: skip
+    return rows
+
+
 def slow_draw(
     params: Mapping[str, Any], seed: int, options: Mapping[str, Any]
 ) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.experiments import ResultStore, Sweep, make_points, point_id, point_seed, run_sweep
 from inferplan.experiments.space import Distribution, grid_points, sample_points
 from inferplan.experiments.store import PointRecord
+from tests.experiments.points import draw_rows
 
 ROOT = Path(__file__).parents[2]
 DRAW = "tests.experiments.points:draw"
@@ -32,15 +33,7 @@ def _sweep(n: int = 12, seed: int = 5) -> Sweep:
 
 
 def _expected_rows(sweep: Sweep) -> list[dict]:
-    # Computed here from the documented rule, independently of the engine.
-    rows = []
-    for point in sweep.points:
-        rng = np.random.default_rng(point.seed)
-        for k in range(2):
-            value = float(rng.random()) * point.params["x"]
-            rows.append({"point": point.id, "seed": point.seed, **point.params, "k": k,
-                         "value": value})  # fmt: skip
-    return rows
+    return draw_rows(sweep.points)
 
 
 def _stored_lines(out: Path) -> list[str]:

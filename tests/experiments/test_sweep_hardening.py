@@ -24,6 +24,7 @@ from inferplan.experiments.executors import check_address
 from inferplan.experiments.space import Distribution, grid_points, linspace, sample_points
 from inferplan.experiments.store import PointRecord, atomic_path
 from tests.cli import app, runner
+from tests.experiments.points import draw_rows
 
 ROOT = Path(__file__).parents[2]
 ECHO = "inferplan.experiments.engine:_echo"
@@ -41,18 +42,6 @@ def _one_line_error(tmp_path: Path, path: Path, *extra: str) -> str:
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
     return result.stderr.strip()
-
-
-def _draw_rows(sweep: Sweep) -> list[dict]:
-    # tests.experiments.points:draw, computed here from its definition.
-    rows = []
-    for point in sweep.points:
-        rng = np.random.default_rng(point.seed)
-        for k in range(2):
-            value = float(rng.random()) * point.params["x"]
-            rows.append({"point": point.id, "seed": point.seed, **point.params, "k": k,
-                         "value": value})  # fmt: skip
-    return rows
 
 
 # --- sizes: refused up front with the number and the limit ----------------------------------------
@@ -342,7 +331,7 @@ def test_failing_points_are_stored_as_failures_and_only_they_are_retried(tmp_pat
     assert [r.error for r in first.failed] == ["ValueError: x = 2 is cursed",
                                                "ValueError: x = 5 is cursed"]  # fmt: skip
     assert all("Traceback" in (r.traceback or "") for r in first.failed)
-    expected = _draw_rows(sweep)
+    expected = draw_rows(sweep.points)
     assert list(first.rows) == [r for r in expected if r["x"] not in (2, 5)]
     assert set(ResultStore(out).failed()) == set(failed_ids)
     with (out / "failures.csv").open() as handle:
