@@ -65,6 +65,16 @@ def test_seed_from_shares_seeds_between_points_that_agree_on_those_parameters():
     assert len({p.id for p in points}) == 4
 
 
+def test_make_points_ids_and_seeds_follow_the_documented_rules():
+    params = grid_points({"topology": [0, 1, 1], "alpha": [0.25, 0.8]})
+    for seed_from in (None, ["topology"], ["alpha", "topology"]):
+        points = make_points(params, sweep_seed=6, seed_from=seed_from)
+        assert len(points) == 4  # the repeated topology gives repeated points, dropped
+        for p in points:
+            seeded = p.params if seed_from is None else {k: p.params[k] for k in seed_from}
+            assert (p.id, p.seed) == (point_id(p.params), point_seed(6, seeded))
+
+
 @given(st.dictionaries(st.sampled_from("abc"), st.lists(st.integers(), min_size=1, max_size=3,
                                                          unique=True), min_size=1))  # fmt: skip
 def test_grid_is_the_full_cartesian_product(axes):

@@ -221,6 +221,14 @@ BOMB = "  a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 )
 
 
+def test_options_that_are_not_json_are_refused_by_the_library_too(tmp_path):
+    points = make_points([{"x": 1}], sweep_seed=0)
+    for options in ({"a": float("nan")}, {"a": object()}):
+        with pytest.raises(InvalidArgument, match="options: must be plain JSON with finite"):
+            run_sweep(Sweep(ECHO, points, options), tmp_path)
+    assert not (tmp_path / "sweep.json").exists()
+
+
 def test_an_alias_bomb_in_options_or_grid_is_refused_at_once(tmp_path):
     path = _spec(tmp_path, f"study: {ECHO}\noptions:\n{BOMB}grid: {{x: [1]}}\n")
     error = _one_line_error(tmp_path, path)

@@ -69,7 +69,11 @@ def point_seed(sweep_seed: int, params: Mapping[str, Any]) -> int:
     >>> point_seed(0, {"topology": 3}) != point_seed(1, {"topology": 3})
     True
     """
-    entropy = [int(sweep_seed), int.from_bytes(_digest(params), "big")]
+    return _seed(sweep_seed, _digest(params))
+
+
+def _seed(sweep_seed: int, digest: bytes) -> int:
+    entropy = [int(sweep_seed), int.from_bytes(digest, "big")]
     word = np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0]
     return int(word) >> 1
 
@@ -95,11 +99,21 @@ def make_points(
     seed, e.g. every method and target of one random topology (``seed_from=["topology"]``).
     """
     points: dict[str, Point] = {}
+    shared: dict[bytes, int] = {}  # seeds by seeded digest, when points share them
     for params in params_list:
         plain = dict(params)
-        seeded = plain if seed_from is None else {k: plain.get(k) for k in seed_from}
-        pid = point_id(plain)
-        points.setdefault(pid, Point(pid, plain, point_seed(sweep_seed, seeded)))
+        digest = _digest(plain)
+        pid = digest.hex()[:16]  # point_id, from the one digest
+        if pid in points:
+            continue
+        if seed_from is None:
+            seed = _seed(sweep_seed, digest)
+        else:
+            seeded = _digest({k: plain.get(k) for k in seed_from})
+            if seeded not in shared:
+                shared[seeded] = _seed(sweep_seed, seeded)
+            seed = shared[seeded]
+        points[pid] = Point(pid, plain, seed)
     return tuple(points.values())
 
 

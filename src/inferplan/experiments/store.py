@@ -295,7 +295,12 @@ class ResultStore:
             If the directory holds results of a different sweep.
         """
         path = self.directory / "sweep.json"
-        plain = json.loads(json.dumps(manifest, allow_nan=False))
+        try:
+            plain = json.loads(json.dumps(manifest, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"must be plain JSON with finite numbers ({exc})", field="options"
+            ) from None
         stored: Any = None
         if path.exists():
             try:
