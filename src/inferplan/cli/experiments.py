@@ -11,9 +11,11 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.render import console, print_json
+from inferplan.errors import InvalidArgument
 from inferplan.experiments.codesign import reproduce_codesign
-from inferplan.experiments.coinference import reproduce_coinference
-from inferplan.experiments.engine import Reproduction, run_sweep
+from inferplan.experiments.coinference import coinference_sweep, reproduce_coinference
+from inferplan.experiments.engine import FailedPoints, Reproduction, run_sweep
+from inferplan.experiments.executors import WorkerDied
 from inferplan.experiments.progress import progress_bar
 from inferplan.experiments.spec import load_spec
 from inferplan.experiments.store import write_csv, write_parquet
@@ -27,7 +29,9 @@ ClusterOpt = Annotated[
     str | None,
     typer.Option(
         "--cluster",
-        help="Dask scheduler address (tcp://host:8786), or 'local' for a local Dask cluster.",
+        help="Dask scheduler address (tcp://host:8786), or 'local' for a local Dask cluster "
+        "(on 127.0.0.1). A scheduler is trusted: it and its workers exchange pickled code and "
+        "data with this process.",
     ),
 ]
 WorkersOpt = Annotated[
@@ -59,28 +63,56 @@ def sweep_command(
     jobs: JobsOpt = None,
     cluster: ClusterOpt = None,
     workers: WorkersOpt = None,
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard", help="Open the Dask dashboard of a --cluster local (on 127.0.0.1)."
+        ),
+    ] = False,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a study over a grid or random sample of parameters; rerun to resume."""
+    """Run a study over a grid or random sample of parameters; rerun to resume.
+
+    A spec's `study: package.module:function` imports that module and runs that function, with
+    the current directory first on the import path (as `python -c` would): run only specs you
+    trust. A point that fails is stored as failed and the others go on; the command then exits
+    with code 2 naming the failed points, and a rerun retries only them.
+    """
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
-        outcome = _interruptible(
-            out,
-            lambda: run_sweep(
-                sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress
-            ),
-        )
+        try:
+            outcome = _interruptible(
+                out,
+                lambda: run_sweep(
+                    sweep,
+                    out,
+                    jobs=jobs,
+                    cluster=cluster,
+                    workers=workers,
+                    dashboard=dashboard,
+                    progress=progress,
+                ),
+            )
+        except WorkerDied as exc:
+            raise exc.located(str(spec)) from None
     write_csv(outcome.rows, out / "results.csv")
     parquet = write_parquet(outcome.rows, out / "results.parquet")
     if as_json:
         print_json({**outcome.to_dict(), "out": str(out)})
-        return
-    console.print(
-        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
-        f"{outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
-        + (" and results.parquet" if parquet else "")
-    )
+    else:
+        if parquet is not None:
+            print(f"note: results.parquet not written: {parquet}", file=sys.stderr)
+        console.print(
+            f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed"
+            + (f", {len(outcome.failed)} failed" if outcome.failed else "")
+            + f") in {outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
+            + (" and results.parquet" if parquet is None else "")
+        )
+    try:
+        outcome.raise_for_failures()
+    except FailedPoints as exc:
+        raise exc.located(str(spec)) from None
 
 
 reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_help=True)
@@ -150,6 +182,11 @@ def reproduce_coinference_command(
     as_json: JsonOpt = False,
 ) -> None:
     """The co-inference study: 1-sla optimality, Z(M) curves, joint placement vs baselines."""
+    try:
+        coinference_sweep(seed=seed, simulate=simulate)  # checks the options before any work
+    except InvalidArgument as exc:
+        flag = "--simulate" if exc.field == "simulate" else exc.field
+        raise InvalidArgument(exc.message, field=flag) from None
     with progress_bar("co-inference study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,

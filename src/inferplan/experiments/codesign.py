@@ -27,7 +27,7 @@ from inferplan.experiments.outputs import (
     write_parquet_if_possible,
 )
 from inferplan.experiments.space import grid_points, make_points
-from inferplan.experiments.store import write_csv
+from inferplan.experiments.store import atomic_path, write_csv
 from inferplan.profiles.zoo import display_name
 
 __all__ = [
@@ -430,6 +430,7 @@ def reproduce_codesign(
     out = Path(out)
     sweep = codesign_sweep(seed=seed, topologies=topologies)
     outcome = run_sweep(sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress)
+    outcome.raise_for_failures()
     rows = list(outcome.rows)
     summary = summarize(rows)
     files = [out / "results.csv", out / "summary.csv"]
@@ -451,6 +452,7 @@ def reproduce_codesign(
         outcome=outcome,
         executor=describe_executor(jobs, cluster),
     )
-    (out / "report.md").write_text(report, encoding="utf-8")
+    with atomic_path(out / "report.md") as temporary:
+        temporary.write_text(report, encoding="utf-8")
     files.append(out / "report.md")
     return Reproduction(out, outcome, tuple(summary), tuple(files), tuple(notes))
