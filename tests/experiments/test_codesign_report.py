@@ -42,7 +42,6 @@ def _rows(ratio: Ratio, *, draws: int = 1, ties: float = 3.0, engine: str = "com
 
 
 def _report(rows) -> str:
-    draws = len({r["draw"] for r in rows})
     outcome = SweepOutcome(tuple(rows), len(rows), 0, len(rows), 0.0)
     return codesign_report(summarize(rows), rows, seed=0, topologies=1, outcome=outcome,
                            executor="in process")  # fmt: skip
@@ -73,8 +72,10 @@ def test_each_end_of_a_median_range_gets_its_own_deviation_and_verdict(factor, e
 
 def test_the_issues_examples_no_longer_read_agree():
     # VGG-16 PWF 6.63-10.1 against 4.1-9.4, ResNet-50 PFP 11.6 against 6.5 at the low end.
-    medians = {("vgg16", "pwf"): dict(zip(ALPHAS, (10.1, 8.0, 7.0, 6.63), strict=True)),
-               ("resnet50", "pfp"): dict(zip(ALPHAS, (11.6, 13.0, 20.0, 12.0), strict=True))}  # fmt: skip
+    medians = {
+        ("vgg16", "pwf"): dict(zip(ALPHAS, (10.1, 8.0, 7.0, 6.63), strict=True)),
+        ("resnet50", "pfp"): dict(zip(ALPHAS, (11.6, 13.0, 20.0, 12.0), strict=True)),
+    }
     report = _report(_rows(lambda d, dnn, a, m: medians.get((dnn, m), {}).get(a, 5.0)))
     low = _line(report, "| VGG-16 PWF median ratio, lowest over alpha |")
     assert "| +62 % | above |" in low
