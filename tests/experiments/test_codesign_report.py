@@ -187,3 +187,22 @@ def test_repeats_must_be_positive(tmp_path):
                                  "--repeats", "0"])  # fmt: skip
     assert result.exit_code == 2
     assert "--repeats" in result.stderr
+
+
+def _finding(report: str) -> str:
+    return _line(report, "VGG-16 PFP at alpha = 0.25, where the paper reports 8.6")
+
+
+def test_the_vgg_low_alpha_finding_weighs_the_gap_against_the_draws():
+    def per_draw(*medians):
+        return lambda d, dnn, a, m: medians[d]
+
+    inside = _finding(_report(_rows(per_draw(7.0, 10.0), draws=2)))
+    assert "above 8.6 on 1 of them" in inside
+    assert "lies inside the spread of our draws" in inside
+    above = _finding(_report(_rows(per_draw(9.0, 10.0), draws=2)))
+    assert "Ours is above it on every draw: the gap is larger than the draw noise." in above
+    below = _finding(_report(_rows(per_draw(5.0, 6.0), draws=2)))
+    assert "Ours is below it on every draw" in below
+    one = _finding(_report(_rows(per_draw(10.0))))
+    assert "One draw of networks cannot tell a gap from draw noise" in one
