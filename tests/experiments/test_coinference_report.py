@@ -56,17 +56,29 @@ def test_optimality_verdict_on_both_sides():
     assert optimality_verdict([0.89, 1.0]) == "Disagrees: below 0.9 at M = 0."
 
 
-def _saving(one_sla: float):
-    return lambda r: one_sla if r["strategy"] == "1sla" else 0.5
+def _saving(one_sla: float, fixed: float = 0.5):
+    return lambda r: one_sla if r["strategy"] == "1sla" else fixed
 
 
 def test_the_savings_verdict_counts_the_1sla_plan(rows):
     above = _report(_with(rows, "strategy", saving=_saving(SIGNIFICANT_SAVING + 0.01)))
-    assert "Agrees: the median saving over every baseline, the 1-sla plan included, is at " \
-           "least 5.0 % for AlexNet." in above  # fmt: skip
+    assert "Against the 1-sla plan: agrees for AlexNet (median saving at least 5.0 % over " \
+           "each)." in above  # fmt: skip
     below = _report(_with(rows, "strategy", saving=_saving(SIGNIFICANT_SAVING - 0.01)))
-    assert "Not for AlexNet, whose median saving over 1-sla placement + splitting is only " \
-           "4.0 %: the joint plan is no cheaper than it at 0% of the 2 points" in below  # fmt: skip
+    assert "Against the 1-sla plan: not for AlexNet, whose median saving over 1-sla placement " \
+           "+ splitting is only 4.0 %: the joint plan is no cheaper than it at 0% of the 2 " \
+           "points" in below  # fmt: skip
+    assert "Against the fixed strategies (edge-only, device-only, full-placement, " \
+           "fixed-split, best-fixed-split): agrees for AlexNet" in below  # fmt: skip
+
+
+def test_the_savings_verdict_on_the_fixed_strategies_flips(rows):
+    def saving(r):
+        return {"1sla": 0.5, "edge-only": SIGNIFICANT_SAVING - 0.01}.get(r["strategy"], 0.5)
+
+    below = _report(_with(rows, "strategy", saving=saving))
+    assert "not for AlexNet, whose median saving over edge-only is only 4.0 %" in below
+    assert "Against the 1-sla plan: agrees for AlexNet" in below
 
 
 @pytest.mark.parametrize(("confidence", "level", "expected"),
