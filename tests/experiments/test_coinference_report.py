@@ -18,15 +18,15 @@ from inferplan.experiments.coinference.report import (
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
     out = tmp_path_factory.mktemp("coinference-report")
-    result = reproduce_coinference(out, seed=1, dnns=("alexnet",), sweeps={"mean_snr": (2.0,)},
-                                   simulate=200, jobs=1)  # fmt: skip
+    result = reproduce_coinference(out, seed=1, dnns=("alexnet", "mlp-32x3"),
+                                   sweeps={"mean_snr": (2.0,)}, simulate=200, jobs=1)  # fmt: skip
     return list(result.outcome.rows)
 
 
 def _report(rows) -> str:
     from inferplan.experiments.engine import SweepOutcome
 
-    outcome = SweepOutcome(tuple(rows), 2, 0, 2, 0.0)
+    outcome = SweepOutcome(tuple(rows), 4, 0, 4, 0.0)
     return coinference_report(rows, seed=1, outcome=outcome, executor="in process")
 
 
@@ -61,6 +61,7 @@ def _saving(one_sla: float, fixed: float = 0.5):
 
 
 def test_the_savings_verdict_counts_the_1sla_plan(rows):
+    rows = [r for r in rows if r["profile"] == "alexnet"]
     above = _report(_with(rows, "strategy", saving=_saving(SIGNIFICANT_SAVING + 0.01)))
     assert "Against the 1-sla plan: agrees for AlexNet (median saving at least 5.0 % over " \
            "each)." in above  # fmt: skip
@@ -73,6 +74,7 @@ def test_the_savings_verdict_counts_the_1sla_plan(rows):
 
 
 def test_the_savings_verdict_on_the_fixed_strategies_flips(rows):
+    rows = [r for r in rows if r["profile"] == "alexnet"]
     def saving(r):
         return {"1sla": 0.5, "edge-only": SIGNIFICANT_SAVING - 0.01}.get(r["strategy"], 0.5)
 
@@ -108,3 +110,32 @@ def test_the_report_gives_each_dnns_feature_sizes(rows):
     assert (
         "Its raw input is 1.204 Mbit (8 bits per element, against 32 for every feature)" in report
     )
+
+
+def test_corollary_4_1_verdict_flips(rows):
+    assert "at M = 0 and M = 1 at 8 of 8 (point, M) pairs. Agrees." in _report(rows)
+    broken = _report(_with(rows, "curve", p_1sla_optimal=lambda r: 0.99))
+    assert "at 0 of 8 (point, M) pairs. Disagrees: see the checks." in broken
+    assert "Ours, default system: 0.990–0.990 over M = 0..8 (0.990–0.990 at M <= 1" in broken
+
+
+def test_lemma_4_3_verdict_flips(rows):
+    assert "non-increasing at 2 of 2 MLP points. Agrees." in _report(rows)
+
+    def rising(r):
+        return float(r["placement_cost"]) + 1.0 + float(r["M"])
+
+    broken = _report(_with(rows, "curve", z_1sla=rising))
+    assert "non-increasing at 0 of 2 MLP points. Disagrees at some points." in broken
+
+
+def test_closed_form_verdict_flips(rows):
+    assert "enumerated 1-sla M* at 2 of 2 MLP points. Agrees." in _report(rows)
+
+    def off(r):
+        if r["strategy"] != "1sla" or r["closed_form_placement"] is None:
+            return r["closed_form_placement"]
+        return int(r["closed_form_placement"]) + 1
+
+    broken = _report(_with(rows, "strategy", closed_form_placement=off))
+    assert "enumerated 1-sla M* at 0 of 2 MLP points. Disagrees at some points." in broken

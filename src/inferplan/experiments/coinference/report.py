@@ -71,6 +71,13 @@ def _fmt_value(parameter: str, value: float) -> str:
     return f"{value:g}"
 
 
+def _span(values: Sequence[float]) -> str:
+    """``0.822–0.904``, or ``1`` when every value is exactly 1."""
+    if all(v == 1.0 for v in values):
+        return "1"
+    return f"{min(values):.3f}–{max(values):.3f}"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -272,9 +279,10 @@ def _findings_section(
         lines += [
             '1. *"The optimality probability of the 1-sla model splitting strategy is as high '
             'as 0.9 in the AlexNet for any model placement decision."* Ours, default system: '
-            f"{min(alex):.3f}–{max(alex):.3f} over M = 0..{len(alex) - 1} (1 at M <= 1, "
-            f"{min(alex[2:]) if len(alex) > 2 else math.nan:.3f}–"
-            f"{max(alex[2:]) if len(alex) > 2 else math.nan:.3f} for M >= 2); over every "
+            f"{min(alex):.3f}–{max(alex):.3f} over M = 0..{len(alex) - 1} "
+            f"({_span(alex[:2])} at M <= 1"
+            + (f", {_span(alex[2:])} for M >= 2" if len(alex) > 2 else "")
+            + "); over every "
             f"AlexNet point of the sweeps the minimum is {float(worst['p_1sla_optimal']):.3f} "
             f"(M = {worst['M']}, {', '.join(moved) or 'default system'}). {verdict}",
             "",
@@ -351,7 +359,13 @@ def _findings_section(
             "",
             "5. *Section IV-C: the MLP's 1-sla placement has a closed form.* Ours: the closed "
             f"form gives the enumerated 1-sla M* at {agree} of {len(sla)} MLP points."
-            + (" Agrees." if sla and agree == len(sla) else ""),
+            + (
+                " Agrees."
+                if sla and agree == len(sla)
+                else " Disagrees at some points."
+                if sla
+                else ""
+            ),
             "",
         ]
     return lines
