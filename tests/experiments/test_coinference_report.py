@@ -75,6 +75,7 @@ def test_the_savings_verdict_counts_the_1sla_plan(rows):
 
 def test_the_savings_verdict_on_the_fixed_strategies_flips(rows):
     rows = [r for r in rows if r["profile"] == "alexnet"]
+
     def saving(r):
         return {"1sla": 0.5, "edge-only": SIGNIFICANT_SAVING - 0.01}.get(r["strategy"], 0.5)
 
