@@ -206,3 +206,13 @@ def test_the_vgg_low_alpha_finding_weighs_the_gap_against_the_draws():
     assert "Ours is below it on every draw" in below
     one = _finding(_report(_rows(per_draw(10.0))))
     assert "One draw of networks cannot tell a gap from draw noise" in one
+
+
+@pytest.mark.parametrize("field", ["topologies", "repeats"])
+def test_the_api_refuses_fewer_than_one_draw_or_network(tmp_path, field):
+    from inferplan.errors import InvalidArgument
+    from inferplan.experiments import reproduce_codesign
+
+    with pytest.raises(InvalidArgument, match=f"{field}: must be at least 1, got 0"):
+        reproduce_codesign(tmp_path / "out", **{field: 0})
+    assert not (tmp_path / "out").exists()

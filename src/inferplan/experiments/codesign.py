@@ -385,14 +385,23 @@ def explain_gap(
         largest = max(effects, key=lambda k: effects[k])
         if len(effects) > 1:
             smaller = min(effects, key=lambda k: effects[k])
-            parts.append(f"{largest.capitalize()} moves it more than {smaller}.")
+            same = effects[largest] == effects[smaller]
+            parts.append(
+                f"{largest.capitalize()} moves it {'as much as' if same else 'more than'} "
+                f"{smaller}."
+            )
         if gap <= effects[largest]:
             parts.append(f"The gap to the paper is within what {largest} alone moves.")
         else:
             parts.append(
                 "The gap to the paper is larger than "
                 + " or ".join(effects)
-                + " moves the median here: neither explains it alone."
+                + " moves the median here: "
+                + (
+                    "neither explains it alone."
+                    if len(effects) > 1
+                    else "that does not explain it."
+                )
             )
     return " ".join(parts)
 
@@ -543,7 +552,7 @@ def codesign_report(
         methods
     ):
         lines += _tie_break_section(summary, rows, dnns, methods)
-    lines += _runtime_section(summaries, rows, methods)
+    lines += _runtime_section(rows, methods)
     lines += _checks_section(rows)
     return "\n".join(lines) + "\n"
 
@@ -643,11 +652,7 @@ _ENGINES = {
 }
 
 
-def _runtime_section(
-    summaries: Mapping[int, Sequence[Mapping[str, Any]]],
-    rows: Sequence[Mapping[str, Any]],
-    methods: Sequence[str],
-) -> list[str]:
+def _runtime_section(rows: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> list[str]:
     draws = _by_draw(rows)
     lines = [
         "",
