@@ -100,7 +100,7 @@ def test_with_several_draws_the_verdict_weighs_the_spread():
 
 def _gap_rows(tie_factor: float, draw_factor: float) -> list[dict]:
     # ResNet-50 PFP at 13 on draw 0 and 13 * draw_factor on draw 1 at alpha 0.8, PFP (random)
-    # tie_factor times lower; everything else flat.
+    # tie_factor times lower (higher for a factor below 1); everything else flat.
     def ratio(draw, dnn, alpha, method):
         base = 13.0 * (draw_factor if draw == 1 else 1.0) if alpha == 0.8 else 13.0
         return base / tie_factor if method == "pfp-random" else base
@@ -129,6 +129,17 @@ def test_the_gap_is_explained_only_when_an_effect_is_as_large():
     beyond = _gap(_report(_gap_rows(tie_factor=1.5, draw_factor=1.2)))
     assert "neither explains it alone" in beyond
     assert "within what" not in beyond
+
+
+def test_an_effect_away_from_the_paper_does_not_explain_the_gap():
+    # Ours (13) above the paper's low end (6.5): a tie-break raising the median moves away.
+    away = _gap(_report(_gap_rows(tie_factor=1 / 3, draw_factor=1.0)))
+    assert "(13 against 6.5)" in away
+    assert "-> 39), away from the paper's value." in away
+    assert "neither explains it alone" in away
+    towards = _gap(_report(_gap_rows(tie_factor=3.0, draw_factor=1.0)))
+    assert "towards the paper's value" in towards
+    assert "within what the tie-break alone moves" in towards
 
 
 def test_one_draw_does_not_claim_the_draws_effect():
