@@ -102,8 +102,13 @@ def _defaults_section() -> list[str]:
         f"| downlink R_d | {DEFAULT_DOWNLINK_BPS / 1e6:g} Mbit/s |",
         f"| K | {DEFAULT_INFERENCES_PER_UPDATE} |",
         f"| beta_e | {DEFAULT_ENERGY_WEIGHT:g} |",
-        f"| channel | Rayleigh, mean SNR {DEFAULT_CHANNEL.mean_snr:g} (10 dB), outage floor "
-        f"{DEFAULT_CHANNEL.min_snr:g} (-6 dB), i.i.d. across stages |",
+        f"| channel | Rayleigh, mean SNR {_fmt_value('mean_snr', DEFAULT_CHANNEL.mean_snr)}, "
+        + (
+            f"outage floor {_fmt_value('mean_snr', DEFAULT_CHANNEL.min_snr)}"
+            if DEFAULT_CHANNEL.min_snr
+            else "no outage floor"
+        )
+        + ", i.i.d. across stages |",
         "",
         "Costs are the energy-time cost per inference, `beta_t` s + `beta_e` J, plus the "
         "model download time per inference.",
