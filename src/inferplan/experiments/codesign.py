@@ -575,7 +575,7 @@ def tie_counts(rows: Sequence[Mapping[str, Any]], dnns: Sequence[str]) -> str:
     parts = []
     for dnn in dnns:
         counts = {
-            (r["point"]): float(r["t_star_ties"])
+            r["point"]: float(r["t_star_ties"])
             for r in rows
             if r["dnn"] == dnn and r.get("t_star_ties") is not None
         }
