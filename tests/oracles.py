@@ -1,8 +1,8 @@
 """Independent brute-force oracles for the co-design problem.
 
 They enumerate every simple source-target path (networkx) and every partition vector, and
-price each deployment from the problem definition alone (MODEL.md part A), sharing no code with
-the solvers under test.
+price each deployment from the problem definition alone (docs/model.md, part A), sharing no
+code with the solvers under test.
 """
 
 from __future__ import annotations

@@ -139,8 +139,17 @@ def reproduce_codesign_command(
     out: OutOpt,
     seed: Annotated[int, typer.Option("--seed", help="Sweep seed.", min=0)] = 0,
     topologies: Annotated[
-        int, typer.Option("--topologies", help="Random tiered networks.", min=1)
+        int, typer.Option("--topologies", help="Random tiered networks per draw.", min=1)
     ] = 50,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            help="Independent draws of the networks; the report gives each paper number's "
+            "spread across draws.",
+            min=1,
+        ),
+    ] = 1,
     jobs: JobsOpt = None,
     cluster: ClusterOpt = None,
     workers: WorkersOpt = None,
@@ -155,6 +164,7 @@ def reproduce_codesign_command(
                 out,
                 seed=seed,
                 topologies=topologies,
+                repeats=repeats,
                 jobs=jobs,
                 cluster=cluster,
                 workers=workers,
