@@ -13,16 +13,16 @@ from inferplan.cli.options import (
     MethodChoice,
     NetworkArg,
     ProfileArg,
+    ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    throughput_method_help,
 )
 from inferplan.cli.render import console, print_json, table
-from inferplan.codesign import provision
-from inferplan.codesign import throughput as throughput_optimal
-from inferplan.network import load_network, save_network, tiered
-from inferplan.profiles import load_profile
 from inferplan.units import si
+
+# Each command imports the library when it runs, so that --help answers at once.
 
 
 @app.command("provision")
@@ -31,10 +31,18 @@ def provision_command(
     network: NetworkArg,
     profile: ProfileArg,
     interval: Annotated[
-        float | None, typer.Option("--interval", help="Target output interval (s).")
+        float | None,
+        typer.Option(
+            "--interval",
+            help="Target output interval (s). Give exactly one of --interval and --throughput.",
+        ),
     ] = None,
     throughput: Annotated[
-        float | None, typer.Option("--throughput", help="Target inferences per second.")
+        float | None,
+        typer.Option(
+            "--throughput",
+            help="Target inferences per second. Give exactly one of --interval and --throughput.",
+        ),
     ] = None,
     method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
     as_json: JsonOpt = False,
@@ -55,7 +63,14 @@ def provision_command(
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
 ) -> None:
-    """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
+    """Cheapest upgrades that reach a target throughput.
+
+    The compute and bandwidth to buy, and where each block of the DNN runs.
+    """
+    from inferplan.codesign.provision import provision
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput, method=method,
@@ -87,11 +102,25 @@ def provision_command(
 
 @app.command("throughput")
 @friendly_errors
-def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOpt = False) -> None:
-    """The throughput-optimal deployment under the existing capacities (T*)."""
+def throughput_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    method: Annotated[
+        ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
+    ] = "psg",
+    as_json: JsonOpt = False,
+) -> None:
+    """Throughput-optimal deployment (T*) as the network is.
+
+    Where each block runs for the least interval, buying nothing.
+    """
+    from inferplan.codesign.provision import throughput as throughput_optimal
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof)
+        best = throughput_optimal(net, prof, method=method)
     if as_json:
         print_json(best.to_dict())
         return
@@ -103,7 +132,7 @@ def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOp
     console.print(table("deployment", ["node", "blocks"], rows))
 
 
-generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(generate_app, name="generate")
 
 
@@ -114,6 +143,9 @@ def generate_tiered(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Output file.")] = None,
 ) -> None:
     """A network of the co-design paper's study (Section IV draws)."""
+    from inferplan.network.generators import tiered
+    from inferplan.network.io import save_network
+
     net = tiered(seed=seed)
     if output is None:
         print_json(net.to_dict())

@@ -11,14 +11,7 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt
 from inferplan.cli.render import console, print_json, table
-from inferplan.coinference import (
-    FIXED_PREFIX,
-    STRATEGIES,
-    load_system,
-    plan_placement,
-    planner_names,
-    simulate,
-)
+from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES, planner_names
 from inferplan.units import si
 
 SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
@@ -54,7 +47,13 @@ def coinfer_command(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Layers to place on the device, split thresholds and the cost of every placement."""
+    """Layers to place on the device, and when to split.
+
+    Split thresholds and the expected cost of every placement.
+    """
+    from inferplan.coinference.io import load_system
+    from inferplan.coinference.strategies import plan_placement
+
     sys_ = load_system(system)
     plan = plan_placement(sys_, method=method)
     if policy_out is not None:
@@ -107,6 +106,7 @@ def coinfer_simulate_command(
         list[str] | None,
         typer.Option(
             "--strategy",
+            metavar="<name>",
             help=f"Strategy to simulate (repeatable; all by default): "
             f"{', '.join(STRATEGIES)} or {FIXED_PREFIX}K (always split at stage K).",
         ),
@@ -117,7 +117,13 @@ def coinfer_simulate_command(
     seed: Annotated[int, typer.Option("--seed", help="Random seed.", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Monte-Carlo of many inferences: realised cost and split stages of each rule."""
+    """Monte-Carlo of many inferences under each strategy.
+
+    Realised cost and split stages of each rule, on the same channel draws.
+    """
+    from inferplan.coinference.io import load_system
+    from inferplan.coinference.simulate import simulate
+
     sys_ = load_system(system)
     result = simulate(sys_, strategy or None, inferences=inferences, seed=seed)
     if as_json:

@@ -5,18 +5,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.render import console, print_json
-from inferplan.experiments.codesign import reproduce_codesign
-from inferplan.experiments.coinference import reproduce_coinference
-from inferplan.experiments.engine import Reproduction, run_sweep
-from inferplan.experiments.progress import progress_bar
-from inferplan.experiments.spec import load_spec
-from inferplan.experiments.store import write_csv, write_parquet
+
+if TYPE_CHECKING:
+    from inferplan.experiments.engine import Reproduction
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (resumed if it exists).")]
 JobsOpt = Annotated[
@@ -62,7 +59,15 @@ def sweep_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a study over a grid or random sample of parameters; rerun to resume."""
+    """Run a study over a grid or sample of parameters.
+
+    Rerun the same command to resume.
+    """
+    from inferplan.experiments.engine import run_sweep
+    from inferplan.experiments.progress import progress_bar
+    from inferplan.experiments.spec import load_spec
+    from inferplan.experiments.store import write_csv, write_parquet
+
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
         outcome = _interruptible(
@@ -83,7 +88,9 @@ def sweep_command(
     )
 
 
-reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_help=True)
+reproduce_app = typer.Typer(
+    help="Reproduce the papers' studies.", rich_markup_mode=None, no_args_is_help=True
+)
 app.add_typer(reproduce_app, name="reproduce")
 
 
@@ -115,7 +122,13 @@ def reproduce_codesign_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-design paper's Section IV: PSG, PFP and PWF on tiered networks."""
+    """The co-design paper's Section IV study.
+
+    PSG, PFP and PWF on tiered networks.
+    """
+    from inferplan.experiments.codesign import reproduce_codesign
+    from inferplan.experiments.progress import progress_bar
+
     with progress_bar("co-design study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,
@@ -149,7 +162,13 @@ def reproduce_coinference_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-inference study: 1-sla optimality, Z(M) curves, joint placement vs baselines."""
+    """The co-inference paper's study.
+
+    1-sla optimality, Z(M) curves, joint placement vs baselines.
+    """
+    from inferplan.experiments.coinference import reproduce_coinference
+    from inferplan.experiments.progress import progress_bar
+
     with progress_bar("co-inference study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
@@ -18,6 +18,9 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance"]
 
@@ -214,6 +217,8 @@ def _pricing(costs: tuple[CapacityCost, ...]) -> Pricing:
 
 
 def _find_cycle(graph: nx.DiGraph) -> list[str]:
+    import networkx as nx  # only to name the cycle in an error
+
     cycle = nx.find_cycle(graph)
     return [str(u) for u, _ in cycle] + [str(cycle[0][0])]
 

@@ -95,7 +95,7 @@ def throughput_optimal(
     inst.check_acyclic("T*")
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
-    if compiled_engine(engine):
+    if compiled_engine(engine, inst):
         # the kernel's label at the target is the path's slowest stage, bit for bit
         interval, path, partition = compiled.throughput_kernel(inst, C, B)
     else:
