@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,10 +19,12 @@ from inferplan.cli.options import (
     method_help,
     throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.units import si
 
 # Each command imports the library when it runs, so that --help answers at once.
+if TYPE_CHECKING:
+    from inferplan.codesign.plan import Bottleneck
 
 
 @app.command("provision")
@@ -79,25 +81,44 @@ def provision_command(
         from inferplan.plots import plot_plan  # matplotlib only when asked for
 
         plot_plan(net, plan, plot)
+        written(plot)
     if as_json:
         print_json(plan.to_dict())
         return
-    console.print(
-        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], interval "
-        f"{si(plan.interval, 's')} (target {si(plan.target_interval, 's')}, "
-        f"{1 / plan.interval:.4g} inferences/s)"
-    )
-    rows = []
-    prev = 0
-    for node, done in zip(plan.path, plan.partition, strict=True):
-        blocks = f"{prev + 1}..{done}" if done > prev else "-"
-        rows.append([node, blocks, si(plan.node_upgrades.get(node, 0.0), "FLOP/s")])
+    console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
+    console.print(f"achieved: {_rate(plan.interval)}")
+    console.print(f"target:   {_rate(plan.target_interval)}")
+    added = {
+        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
+        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
+    }
+    console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+
+
+def _rate(interval: float) -> str:
+    return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
+
+
+def _stages(
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    bottleneck: Bottleneck | None,
+    added: dict[str, str] | None = None,
+) -> object:
+    """The deployment as its stages in order, nodes and the links between them, with the
+    blocks each runs or carries, the capacity added (if ``added``), and the bottleneck."""
+    rows, prev = [], 0
+    slowest = bottleneck.id if bottleneck else None
+    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
+        stages = [(node, f"{prev + 1}..{done}" if done > prev else "-")]
+        if k + 1 < len(path):
+            stages.append((f"{node}->{path[k + 1]}", f"after {done}"))
+        for stage, blocks in stages:
+            extra = [added.get(stage, "-")] if added is not None else []
+            rows.append([stage, blocks, *extra, "bottleneck" if stage == slowest else ""])
         prev = done
-    console.print(table("deployment", ["node", "blocks", "compute added"], rows))
-    if plan.link_upgrades:
-        console.print(table("bandwidth added", ["link", "amount"],
-                            [[f"{u.source} -> {u.target}", si(u.amount, "bit/s")]
-                             for u in plan.link_upgrades]))  # fmt: skip
+    columns = ["stage", "blocks", *(["added"] if added is not None else []), "sets interval"]
+    return table("deployment", columns, rows)
 
 
 @app.command("throughput")
@@ -125,11 +146,7 @@ def throughput_command(
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
-    rows, prev = [], 0
-    for node, done in zip(best.path, best.partition, strict=True):
-        rows.append([node, f"{prev + 1}..{done}" if done > prev else "-"])
-        prev = done
-    console.print(table("deployment", ["node", "blocks"], rows))
+    console.print(_stages(best.path, best.partition, best.bottleneck))
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)
@@ -151,3 +168,4 @@ def generate_tiered(
         print_json(net.to_dict())
     else:
         save_network(net, output)
+        written(output)

@@ -17,7 +17,7 @@ from inferplan.cli.options import (
     blame_network_file,
     method_help,
 )
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 
 
 @app.command("frontier")
@@ -60,6 +60,7 @@ def frontier_command(
         from inferplan.plots import plot_frontier  # matplotlib only when asked for
 
         plot_frontier(front, plot, title=f"{prof.name} on {network.name}")
+        written(plot)
     if as_json:
         print_json(front.to_dict())
         return
@@ -82,5 +83,3 @@ def frontier_command(
     ]
     console.print(table("optimal deployment by target throughput",
                         ["inferences/s", "cost", "path", "partition"], rows))  # fmt: skip
-    if plot is not None:
-        console.print(f"plot written to {plot}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import si
 
@@ -94,6 +94,7 @@ def profile_command(
             print(f"warning: {warning}", file=sys.stderr)
     if output is not None:
         save_profile(profile, output)
+        written(output)
     if as_json:
         print_json(traced.to_dict() if cuts and traced else profile.to_dict())
         return

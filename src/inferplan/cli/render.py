@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "print_json", "table"]
+__all__ = ["console", "print_json", "table", "written"]
 
 
 class _Console:
@@ -44,6 +46,11 @@ def _finite(value: Any) -> Any:
 def print_json(data: Mapping[str, Any]) -> None:
     """Print ``data`` as exactly one JSON object on stdout (non-finite numbers as ``null``)."""
     print(json.dumps(_finite(data), allow_nan=False))
+
+
+def written(path: Path) -> None:
+    """Say on stderr that a file was written (stdout stays one JSON object with ``--json``)."""
+    print(f"written: {path}", file=sys.stderr)
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:

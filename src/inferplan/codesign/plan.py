@@ -17,6 +17,7 @@ from inferplan.network.costs import CapacityCost
 
 __all__ = [
     "STATUSES",
+    "Bottleneck",
     "Deployment",
     "LinkUpgrade",
     "Plan",
@@ -28,6 +29,7 @@ __all__ = [
     "infeasible",
     "path_links",
     "plan_from_path",
+    "slowest_stage",
     "stage_delays",
     "stage_increments",
 ]
@@ -50,17 +52,31 @@ limit; the best plan found so far)."""
 
 
 @dataclass(frozen=True)
+class Bottleneck:
+    """The stage that sets a deployment's output interval: a node's compute or a link's
+    transfer. ``id`` is the node id, or ``"u->v"`` for the link from ``u`` to ``v``. When
+    several stages are equally slow, the first along the path (a node before its out-link)."""
+
+    kind: Literal["node", "link"]
+    id: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id}
+
+
+@dataclass(frozen=True)
 class Deployment:
     """A path through the network and its partition points.
 
     ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
     last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with.
+    the deployment was evaluated with, and ``bottleneck`` the stage that sets it.
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
+    bottleneck: Bottleneck | None = None
 
     @property
     def throughput(self) -> float:
@@ -73,6 +89,7 @@ class Deployment:
             "throughput": self.throughput,
             "path": list(self.path),
             "partition": list(self.partition),
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -109,6 +126,8 @@ class Plan:
         Compute (FLOP/s) added per node id; only non-zero amounts.
     link_upgrades
         Bandwidth (bit/s) added per link; only non-zero amounts.
+    bottleneck
+        The stage that sets ``interval`` after the upgrades (see :class:`Bottleneck`).
     """
 
     method: str
@@ -120,6 +139,7 @@ class Plan:
     partition: tuple[int, ...]
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
+    bottleneck: Bottleneck | None = None
 
     @property
     def feasible(self) -> bool:
@@ -140,6 +160,7 @@ class Plan:
                 {"source": u.source, "target": u.target, "amount": u.amount}
                 for u in self.link_upgrades
             ],
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -212,19 +233,44 @@ def deployment_interval(
     its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
     not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
     the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
+    interval, _ = slowest_stage(inst, path, partition, capacity, bandwidth, links=links,
+                                added_capacity=added_capacity,
+                                added_bandwidth=added_bandwidth)  # fmt: skip
+    return interval
+
+
+def slowest_stage(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: FloatArray | None = None,
+    bandwidth: FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    added_capacity: Mapping[int, float] | None = None,
+    added_bandwidth: Mapping[int, float] | None = None,
+) -> tuple[float, Bottleneck]:
+    """The output interval of a deployment and the stage that sets it (the first along the
+    path among equals), with the arguments of :func:`deployment_interval`."""
     S, D, own_capacity, own_bandwidth = inst.scalars
     C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
     B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
     more_C = added_capacity or {}
     more_B = added_bandwidth or {}
-    interval, done = 0.0, 0
-    for v, b in zip(path, partition, strict=True):
-        interval = max(interval, float((S[b] - S[done]) / (C[v] + more_C.get(v, 0.0))))
-        done = b
     links = path_links(inst, path) if links is None else links
-    for e, b in zip(links, partition, strict=False):
-        interval = max(interval, float(D[b] / (B[e] + more_B.get(e, 0.0))))
-    return interval
+    interval, where, done = -1.0, Bottleneck("node", inst.node_ids[path[0]]), 0
+    for k, (v, b) in enumerate(zip(path, partition, strict=True)):
+        compute = float((S[b] - S[done]) / (C[v] + more_C.get(v, 0.0)))
+        if compute > interval:
+            interval, where = compute, Bottleneck("node", inst.node_ids[v])
+        if k < len(links):
+            e = links[k]
+            transfer = float(D[b] / (B[e] + more_B.get(e, 0.0)))
+            if transfer > interval:
+                link = inst.links[e]
+                interval, where = transfer, Bottleneck("link", f"{link.source}->{link.target}")
+        done = b
+    return interval, where
 
 
 def stage_increments(
@@ -305,7 +351,7 @@ def build_plan(
                     amount = cost.max_amount
                 bought[k] = amount
                 prices.append(_price(cost, amount))
-    interval = deployment_interval(
+    interval, bottleneck = slowest_stage(
         inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
     )
     return Plan(
@@ -322,6 +368,7 @@ def build_plan(
             for e, y in link_bought.items()
             if y > 0
         ),
+        bottleneck=bottleneck,
     )
 
 

@@ -31,7 +31,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.plan import Deployment, deployment_interval
+from inferplan.codesign.plan import Deployment, slowest_stage
 from inferplan.errors import InvalidArgument
 
 __all__ = ["throughput_milp"]
@@ -128,9 +128,6 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
         partition.append(int(k))
         path.append(int(inst.link_dst[inst.out_links[path[-1]][e]]))
     partition.append(inst.n_blocks)
+    interval, bottleneck = slowest_stage(inst, path, partition)
     names = inst.node_ids
-    return Deployment(
-        tuple(names[v] for v in path),
-        tuple(partition),
-        deployment_interval(inst, path, partition),
-    )
+    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck)

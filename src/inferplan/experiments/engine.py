@@ -9,6 +9,7 @@ scalars) or a list of rows. The engine adds the point's id, seed and parameters 
 from __future__ import annotations
 
 import importlib
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -196,7 +197,25 @@ def run_sweep(
         raise InvalidArgument(f"must be a positive number of processes, got {jobs}", field="--jobs")
     resolve_function(sweep.function)
     start = time.perf_counter()
-    store = ResultStore(out)
+    created = not Path(out).exists()
+    try:
+        return _run(sweep, ResultStore(out), jobs, cluster, workers, progress, start)
+    except BaseException:
+        # a run that fails before storing its first point leaves no half-made directory
+        if created and not ResultStore(out).finished():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _run(
+    sweep: Sweep,
+    store: ResultStore,
+    jobs: int | None,
+    cluster: str | None,
+    workers: int | None,
+    progress: Progress | None,
+    start: float,
+) -> SweepOutcome:
     store.check_manifest(sweep.manifest())
     stored = store.finished()
     wanted = {p.id for p in sweep.points}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import socket
+import sys
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
@@ -46,8 +47,9 @@ def run_dask(
     """Run ``function`` on ``tasks`` on the Dask scheduler at ``address``.
 
     ``address`` ``"local"`` starts a :class:`distributed.LocalCluster` of ``workers`` processes
-    (two by default) with one thread each, for the length of the run. Workers of a remote
-    cluster need the same inferplan installed: tasks name their point function by module path.
+    (two by default) with one thread each, for the length of the run, and says on stderr where
+    its dashboard is (on 127.0.0.1, a free port). Workers of a remote cluster need the same
+    inferplan installed: tasks name their point function by module path.
     """
     try:
         # As a module object: distributed's functions are untyped.
@@ -63,9 +65,14 @@ def run_dask(
             n_workers=workers or 2,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
         )
         address = cluster.scheduler_address
+        print(
+            f"local Dask cluster: {workers or 2} workers, dashboard {cluster.dashboard_link}",
+            file=sys.stderr,
+        )
     else:
         _check_reachable(address)
     try:
