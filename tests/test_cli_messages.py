@@ -17,23 +17,10 @@ import typer
 import inferplan
 from inferplan.coinference.channels import Discrete
 from tests.cli import app, invoke_json, runner
+from tests.oracles import CYCLIC_NETWORK
 
 ROOT = Path(__file__).parents[1]
 EXAMPLE = ROOT / "examples" / "network.json"
-
-CYCLIC = {
-    "source": "s",
-    "target": "t",
-    "nodes": [{"id": "s", "capacity": 1e9, "price": 1e-9},
-              {"id": "a", "capacity": 5e9, "price": 1e-10},
-              {"id": "b", "capacity": 2e9, "price": 1e-9},
-              {"id": "t", "capacity": 1e10, "price": 1e-10}],
-    "links": [{"source": "s", "target": "a", "capacity": 1e8, "price": 1e-8},
-              {"source": "a", "target": "b", "capacity": 1e8, "price": 1e-8},
-              {"source": "b", "target": "a", "capacity": 1e8, "price": 1e-8},
-              {"source": "s", "target": "b", "capacity": 1e7, "price": 1e-8},
-              {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
-}  # fmt: skip
 
 
 def test_version():
@@ -113,13 +100,13 @@ def _check_bottleneck(network: dict, profile: inferplan.Profile, out: dict) -> N
 
 def test_throughput_on_a_cycle_names_a_method_that_exists(tmp_path):
     path = tmp_path / "cyclic.json"
-    path.write_text(json.dumps(CYCLIC))
+    path.write_text(json.dumps(CYCLIC_NETWORK))
     refused = runner.invoke(app, ["throughput", str(path), "vgg16"])
     assert refused.exit_code == 2
     assert refused.stderr.count("\n") == 1 and "method 'milp'" in refused.stderr
     out = invoke_json(["throughput", str(path), "vgg16", "--method", "milp", "--json"])
     assert len(set(out["path"])) == len(out["path"])
-    _check_bottleneck(CYCLIC, inferplan.vgg16(), out)
+    _check_bottleneck(CYCLIC_NETWORK, inferplan.vgg16(), out)
     table = runner.invoke(app, ["throughput", str(path), "vgg16", "--method", "milp"]).stdout
     assert re.search(rf"{re.escape(out['bottleneck']['id'])} .*bottleneck", table)
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import inferplan
 from inferplan.errors import InvalidArgument, NetworkHasCycle
-from tests.oracles import brute_force_interval, evaluate
+from tests.oracles import CYCLIC_NETWORK, brute_force_interval, evaluate
 from tests.strategies import small_dags, small_networks, small_profiles
 
 
@@ -45,22 +45,7 @@ def test_only_methods_with_a_t_star_are_taken():
 
 
 def test_psg_t_star_on_a_cycle_points_at_the_milp():
-    net = inferplan.network_from_dict(_CYCLIC)
+    net = inferplan.network_from_dict(CYCLIC_NETWORK)
     with pytest.raises(NetworkHasCycle, match="method 'milp'"):
         inferplan.throughput(net, inferplan.vgg16())
     assert inferplan.throughput(net, inferplan.vgg16(), method="milp").interval > 0
-
-
-_CYCLIC = {
-    "source": "s",
-    "target": "t",
-    "nodes": [{"id": "s", "capacity": 1e9, "price": 1e-9},
-              {"id": "a", "capacity": 5e9, "price": 1e-10},
-              {"id": "b", "capacity": 2e9, "price": 1e-9},
-              {"id": "t", "capacity": 1e10, "price": 1e-10}],
-    "links": [{"source": "s", "target": "a", "capacity": 1e8, "price": 1e-8},
-              {"source": "a", "target": "b", "capacity": 1e8, "price": 1e-8},
-              {"source": "b", "target": "a", "capacity": 1e8, "price": 1e-8},
-              {"source": "s", "target": "b", "capacity": 1e7, "price": 1e-8},
-              {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
-}  # fmt: skip

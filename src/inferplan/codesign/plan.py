@@ -224,18 +224,11 @@ def deployment_interval(
     partition: Sequence[int],
     capacity: FloatArray | None = None,
     bandwidth: FloatArray | None = None,
-    *,
-    links: Sequence[int] | None = None,
-    added_capacity: Mapping[int, float] | None = None,
-    added_bandwidth: Mapping[int, float] | None = None,
+    **known: Any,
 ) -> float:
-    """The output interval of ``partition`` along ``path`` (``links`` its links, when known),
-    its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
-    not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
-    the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
-    interval, _ = slowest_stage(inst, path, partition, capacity, bandwidth, links=links,
-                                added_capacity=added_capacity,
-                                added_bandwidth=added_bandwidth)  # fmt: skip
+    """The output interval of ``partition`` along ``path``: its slowest stage (seconds), the
+    first value of :func:`slowest_stage` (which describes the arguments)."""
+    interval, _ = slowest_stage(inst, path, partition, capacity, bandwidth, **known)
     return interval
 
 
@@ -250,8 +243,11 @@ def slowest_stage(
     added_capacity: Mapping[int, float] | None = None,
     added_bandwidth: Mapping[int, float] | None = None,
 ) -> tuple[float, Bottleneck]:
-    """The output interval of a deployment and the stage that sets it (the first along the
-    path among equals), with the arguments of :func:`deployment_interval`."""
+    """The output interval of ``partition`` along ``path`` (``links`` its links, when known),
+    its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
+    not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index),
+    and the stage that sets it (the first along the path among equals): the maximum of
+    :func:`stage_delays`, in plain Python for the path's few stages."""
     S, D, own_capacity, own_bandwidth = inst.scalars
     C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
     B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
