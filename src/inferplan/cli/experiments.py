@@ -5,20 +5,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.render import console, print_json
-from inferplan.errors import InvalidArgument
-from inferplan.experiments.codesign import reproduce_codesign
-from inferplan.experiments.coinference import coinference_sweep, reproduce_coinference
-from inferplan.experiments.engine import FailedPoints, Reproduction, run_sweep
-from inferplan.experiments.executors import WorkerDied
-from inferplan.experiments.progress import progress_bar
-from inferplan.experiments.spec import load_spec
-from inferplan.experiments.store import write_csv, write_parquet
+
+if TYPE_CHECKING:
+    from inferplan.experiments.engine import Reproduction
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (resumed if it exists).")]
 JobsOpt = Annotated[
@@ -72,13 +67,20 @@ def sweep_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a study over a grid or random sample of parameters; rerun to resume.
+    """Run a study over a grid or sample of parameters.
 
-    A spec's `study: package.module:function` imports that module and runs that function, with
-    the current directory first on the import path (as `python -c` would): run only specs you
-    trust. A point that fails is stored as failed and the others go on; the command then exits
-    with code 2 naming the failed points, and a rerun retries only them.
+    Rerun the same command to resume. A point that fails is stored as failed and the others go
+    on; the command then exits with code 2 naming the failed points, and a rerun retries only
+    them. A spec's `study: package.module:function` imports that module and runs that function,
+    with the current directory first on the import path (as `python -c` would): run only specs
+    you trust.
     """
+    from inferplan.experiments.engine import FailedPoints, run_sweep
+    from inferplan.experiments.executors import WorkerDied
+    from inferplan.experiments.progress import progress_bar
+    from inferplan.experiments.spec import load_spec
+    from inferplan.experiments.store import write_csv, write_parquet
+
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
         try:
@@ -115,7 +117,9 @@ def sweep_command(
         raise exc.located(str(spec)) from None
 
 
-reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_help=True)
+reproduce_app = typer.Typer(
+    help="Reproduce the papers' studies.", rich_markup_mode=None, no_args_is_help=True
+)
 app.add_typer(reproduce_app, name="reproduce")
 
 
@@ -156,7 +160,13 @@ def reproduce_codesign_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-design paper's Section IV: PSG, PFP and PWF on tiered networks."""
+    """The co-design paper's Section IV study.
+
+    PSG, PFP and PWF on tiered networks.
+    """
+    from inferplan.experiments.codesign import reproduce_codesign
+    from inferplan.experiments.progress import progress_bar
+
     with progress_bar("co-design study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,
@@ -191,12 +201,14 @@ def reproduce_coinference_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-inference study: 1-sla optimality, Z(M) curves, joint placement vs baselines."""
-    try:
-        coinference_sweep(seed=seed, simulate=simulate)  # checks the options before any work
-    except InvalidArgument as exc:
-        flag = "--simulate" if exc.field == "simulate" else exc.field
-        raise InvalidArgument(exc.message, field=flag) from None
+    """The co-inference paper's study.
+
+    1-sla optimality, Z(M) curves, joint placement vs baselines.
+    """
+    from inferplan.experiments.coinference import coinference_sweep, reproduce_coinference
+    from inferplan.experiments.progress import progress_bar
+
+    coinference_sweep(seed=seed, simulate=simulate)  # checks the options before any work
     with progress_bar("co-inference study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
@@ -24,9 +23,6 @@ from inferplan.errors import Infeasible, InvalidArgument
 FloatArray = npt.NDArray[np.float64]
 
 __all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
-
-TieBreak = Literal["solver", "keep", "random"]
-TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
 
 
 def _optimal_deployment(

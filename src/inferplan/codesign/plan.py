@@ -17,6 +17,7 @@ from inferplan.network.costs import CapacityCost
 
 __all__ = [
     "STATUSES",
+    "Bottleneck",
     "Deployment",
     "LinkUpgrade",
     "Plan",
@@ -26,6 +27,7 @@ __all__ = [
     "check_scale",
     "infeasible",
     "plan_from_path",
+    "slowest_stage",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -48,17 +50,31 @@ the plan's exact cost; the plan is the best it found, its cost exact)."""
 
 
 @dataclass(frozen=True)
+class Bottleneck:
+    """The stage that sets a deployment's output interval: a node's compute or a link's
+    transfer. ``id`` is the node id, or ``"u->v"`` for the link from ``u`` to ``v``. When
+    several stages are equally slow, the first along the path (a node before its out-link)."""
+
+    kind: Literal["node", "link"]
+    id: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id}
+
+
+@dataclass(frozen=True)
 class Deployment:
     """A path through the network and its partition points.
 
     ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
     last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with.
+    the deployment was evaluated with, and ``bottleneck`` the stage that sets it.
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
+    bottleneck: Bottleneck | None = None
 
     @property
     def throughput(self) -> float:
@@ -71,6 +87,7 @@ class Deployment:
             "throughput": self.throughput,
             "path": list(self.path),
             "partition": list(self.partition),
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -107,6 +124,8 @@ class Plan:
         Compute (FLOP/s) added per node id; only non-zero amounts.
     link_upgrades
         Bandwidth (bit/s) added per link; only non-zero amounts.
+    bottleneck
+        The stage that sets ``interval`` after the upgrades (see :class:`Bottleneck`).
     """
 
     method: str
@@ -118,6 +137,7 @@ class Plan:
     partition: tuple[int, ...]
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
+    bottleneck: Bottleneck | None = None
 
     @property
     def feasible(self) -> bool:
@@ -138,6 +158,7 @@ class Plan:
                 {"source": u.source, "target": u.target, "amount": u.amount}
                 for u in self.link_upgrades
             ],
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -188,6 +209,33 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
     """The error every method raises when no plan it can make meets ``beta`` within the caps."""
     more = f" ({detail})" if detail else ""
     return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps{more}")
+
+
+def slowest_stage(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None = None,
+    bandwidth: Sequence[float] | FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    added_capacity: Mapping[int, float] | None = None,
+    added_bandwidth: Mapping[int, float] | None = None,
+) -> tuple[float, Bottleneck]:
+    """The output interval of ``partition`` along ``path`` (``links`` its links, when known)
+    under ``capacity`` and ``bandwidth`` (the instance's own when not given) plus any
+    ``added_capacity`` and ``added_bandwidth`` (by node and link index), and the stage that
+    sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
+    deployment = stages(inst, path, partition, links)
+    _, own_capacity, own_bandwidth = inst.scalars
+    C = own_capacity if capacity is None else capacity
+    B = own_bandwidth if bandwidth is None else bandwidth
+    interval = deployment.interval(C, B, added_capacity, added_bandwidth)
+    kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
+    if kind == "node":
+        return interval, Bottleneck("node", inst.node_ids[k])
+    link = inst.links[k]
+    return interval, Bottleneck("link", f"{link.source}->{link.target}")
 
 
 def _price(cost: CapacityCost, amount: float) -> float:
@@ -249,8 +297,9 @@ def build_plan(
                     amount = cost.max_amount
                 bought[k] = amount
                 prices.append(_price(cost, amount))
-    _, C, B = inst.scalars
-    interval = stages(inst, path, partition, links).interval(C, B, node_bought, link_bought)
+    interval, bottleneck = slowest_stage(
+        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
+    )
     return Plan(
         method=method,
         status=status,
@@ -265,6 +314,7 @@ def build_plan(
             for e, y in link_bought.items()
             if y > 0
         ),
+        bottleneck=bottleneck,
     )
 
 

@@ -79,16 +79,22 @@ class Stages:
         return max(compute + transfer)
 
     def bottleneck(
-        self, capacity: Capacities, bandwidth: Capacities
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
     ) -> tuple[Literal["node", "link"], int]:
-        """The stage that sets the interval, ``("node", v)`` or ``("link", e)`` (the first
-        node, then the first link, among equally slow stages)."""
-        compute, transfer = self.delays(capacity, bandwidth)
+        """The stage that sets the interval, ``("node", v)`` or ``("link", e)``: the first along
+        the path (node, link, node, ...) among equally slow stages."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
         slowest = max(compute + transfer)
-        for v, delay in zip(self.nodes, compute, strict=True):
-            if delay == slowest:
+        for k, v in enumerate(self.nodes):
+            if compute[k] == slowest:
                 return "node", v
-        return "link", self.links[transfer.index(slowest)]
+            if k < len(self.links) and transfer[k] == slowest:
+                return "link", self.links[k]
+        raise AssertionError("the slowest stage is one of the stages")  # pragma: no cover
 
     def increments(
         self, interval: float, capacity: Capacities, bandwidth: Capacities

@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import reprlib
+import shutil
 import sys
 import time
 import traceback
@@ -318,6 +319,26 @@ def run_sweep(
         check_address(cluster)
     resolve_function(sweep.function)
     start = time.perf_counter()
+    created = not Path(out).exists()
+    try:
+        return _run(sweep, out, jobs, cluster, workers, dashboard, progress, start)
+    except BaseException:
+        # a run that fails before storing its first point leaves no half-made directory
+        if created and not ResultStore(out).finished():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _run(
+    sweep: Sweep,
+    out: str | Path,
+    jobs: int | None,
+    cluster: str | None,
+    workers: int | None,
+    dashboard: bool,
+    progress: Progress | None,
+    start: float,
+) -> SweepOutcome:
     store = ResultStore(out)
     with store.lock():
         store.check_manifest(sweep.manifest())
