@@ -230,12 +230,15 @@ def test_a_sweep_that_fails_before_its_first_result_leaves_no_folder(tmp_path, m
     assert (out / "keep.txt").read_text() == "mine"
 
 
-def test_a_local_dask_cluster_prints_its_dashboard(tmp_path):
+def test_a_local_dask_cluster_prints_its_dashboard_when_asked(tmp_path):
     pytest.importorskip("distributed")
     pytest.importorskip("bokeh")
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
-    result = runner.invoke(app, ["sweep", str(spec), "--out", str(tmp_path / "out"),
-                                 "--cluster", "local", "--workers", "1", "-q"])  # fmt: skip
+    command = ["sweep", str(spec), "--cluster", "local", "--workers", "1", "-q"]
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "a"), "--dashboard"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"dashboard http://127\.0\.0\.1:\d+/status", result.stderr), result.stderr
+    assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/status", result.stderr), result.stderr
+    quiet = runner.invoke(app, [*command, "--out", str(tmp_path / "b")])
+    assert quiet.exit_code == 0, quiet.output
+    assert "dashboard" not in quiet.stderr

@@ -34,7 +34,9 @@ ModelArg = Annotated[str, typer.Argument(help=(
 ShapeOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--input-shape", help="Shape of an input, e.g. 1,3,32,32 (repeat for several inputs)."
+        "--input-shape",
+        metavar="<shape>",
+        help="Shape of an input, e.g. 1,3,32,32 (repeat for several inputs).",
     ),
 ]
 BlocksOpt = Annotated[
@@ -93,7 +95,11 @@ def serve_command(
         "--max-body-mb", help="Largest request body (default: 4x the largest activation "
                               "+ 1 MiB).")] = None,
 ) -> None:  # fmt: skip
-    """Serve layer weights to devices and finish their inferences (FastAPI on uvicorn)."""
+    """Serve layers to devices and finish their inferences.
+
+    A FastAPI app on uvicorn: devices download the weights of the layers they place and upload
+    activations for the edge to finish.
+    """
     _runtime()
     from inferplan.runtime.edge import EdgeService, create_app, read_token, serve
     from inferplan.runtime.layered import build_layers, load_model_system
@@ -230,7 +236,10 @@ def run_command(
                                            min=0.001)] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:  # fmt: skip
-    """Download the placed layers from the edge and co-infer, splitting by the observed SNR."""
+    """Co-infer with an edge server.
+
+    Download the placed layers from the edge, then split each inference by the observed SNR.
+    """
     _runtime()
     from inferplan.runtime.device import run_device
     from inferplan.runtime.edge import read_token

@@ -9,15 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
 from inferplan.cli.render import console, print_json, table
-from inferplan.codesign.provision import target_interval
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.profiles.cuts import parse_block_spec, parse_shape
 from inferplan.units import si
 
 if TYPE_CHECKING:
@@ -31,7 +27,9 @@ def _request(
     emulate: bool | None, seed: int, timeout: float,
 ) -> RunRequest:  # fmt: skip
     from inferplan.codesign.planfile import load_plan
+    from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
+    from inferplan.profiles.cuts import parse_block_spec, parse_shape
     from inferplan.runtime.pipeline import RunRequest
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
@@ -69,7 +67,8 @@ def run_command(
     model: Annotated[str, typer.Argument(help=(
         "The PyTorch model as module.path:factory (or file.py:factory), as for profile."))],
     input_shape: Annotated[list[str] | None, typer.Option(
-        "--input-shape", help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
+        "--input-shape", metavar="<shape>",
+        help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
     blocks: Annotated[str | None, typer.Option(
         "--blocks", help="Blocks as for profile: depth=K or 'conv1+bn1,layer1'.")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")
@@ -102,7 +101,10 @@ def run_command(
     ] = 60.0,
     as_json: JsonOpt = False,
 ) -> None:  # fmt: skip
-    """Run a plan on a PyTorch model, one process per path node, and measure it."""
+    """Run a plan on a PyTorch model and measure it.
+
+    One process per path node, talking through torch.distributed.
+    """
     try:
         from inferplan.runtime.pipeline import (
             StageCancelled,
@@ -122,6 +124,15 @@ def run_command(
             request = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
                                plan, method, inferences, warmup, inputs, outputs, emulate, seed,
                                timeout)  # fmt: skip
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     bar = Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=Console(stderr=True), transient=True)  # fmt: skip
     task = bar.add_task("inferences", total=None)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.plan import LinkUpgrade, Plan, PlanStatus
+from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
 from inferplan.codesign.stages import stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
@@ -52,6 +52,13 @@ class _LinkUpgradeFile(BaseModel):
     amount: Amount
 
 
+class _BottleneckFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    kind: Literal["node", "link"]
+    id: str
+
+
 class _PlanFile(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -65,6 +72,7 @@ class _PlanFile(BaseModel):
     partition: list[Annotated[int, Field(ge=0, strict=True)]] = Field(min_length=1)
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
+    bottleneck: _BottleneckFile | None = None
 
 
 def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
@@ -80,6 +88,7 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         partition=tuple(doc.partition),
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
+        bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
     )
 
 

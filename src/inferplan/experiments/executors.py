@@ -167,7 +167,8 @@ def run_dask(
         )
         address = cluster.scheduler_address
         if dashboard:
-            print(f"Dask dashboard: {cluster.dashboard_link}", file=sys.stderr)
+            link = cluster.dashboard_link
+            print(f"local Dask cluster: {workers or 2} workers, dashboard: {link}", file=sys.stderr)
     elif not address.startswith("inproc://"):
         _check_reachable(address)
     try:
