@@ -8,10 +8,43 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from inferplan.errors import InferplanError
 
-__all__ = ["app", "friendly_errors", "main"]
+__all__ = ["OneLineErrors", "app", "friendly_errors", "main", "usage_error_line"]
+
+
+def usage_error_line(exc: typer.TyperException) -> str:
+    """The one line that replaces typer's usage box: ``error: COMMAND: what (see ... --help)``."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"error: {message}"
+    return f"error: {ctx.command_path}: {message} (see '{ctx.command_path} --help')"
+
+
+class OneLineErrors(TyperGroup):
+    """The top-level command group: a usage error (unknown option, missing argument, bad
+    choice or type) is one line on stderr and exit code 2, like every other error."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except NoArgsIsHelpError as exc:  # a bare command group prints its help, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        except typer.TyperException as exc:
+            print(usage_error_line(exc), file=sys.stderr)
+            sys.exit(2)
+        except typer.Abort:
+            print("error: aborted", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 app = typer.Typer(
     name="inferplan",
@@ -19,6 +52,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineErrors,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

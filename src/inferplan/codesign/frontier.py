@@ -29,7 +29,10 @@ from inferplan.codesign.provision import METHODS
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
 
-__all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
+__all__ = ["MAX_POINTS", "Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
+
+MAX_POINTS = 10_000
+"""The most rates one frontier sweeps (each one an exact solve, before any bisection)."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,11 @@ def cost_frontier(
         raise InvalidArgument(
             f"needs an exact method (psg or milp), got {method!r}", field="method"
         )
-    if points < 2:
-        raise InvalidArgument(f"must be at least 2, got {points}", field="points")
+    if not 2 <= points <= MAX_POINTS:
+        raise InvalidArgument(
+            f"must be at least 2 and at most {MAX_POINTS} (one exact solve each), got {points}",
+            field="points",
+        )
     if (low is None or high is None) and not inst.acyclic:
         raise InvalidArgument(
             "give both ends of the range on a network with cycles (the default range starts "

@@ -25,7 +25,15 @@ from inferplan.coinference.stopping import solve_stopping
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
-__all__ = ["SIM_RULES", "RuleSimulation", "Simulation", "rule_policy", "sample_snr", "simulate"]
+__all__ = [
+    "MAX_SIMULATED_COSTS",
+    "SIM_RULES",
+    "RuleSimulation",
+    "Simulation",
+    "rule_policy",
+    "sample_snr",
+    "simulate",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -33,6 +41,9 @@ SIM_RULES = ("optimal", "1sla", "fixed", "best-fixed", "edge-only", "device-only
 _QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
 # Rows per chunk: bounds memory (N + 1 doubles per row) while keeping numpy calls large.
 _CHUNK = 1 << 16
+MAX_SIMULATED_COSTS = 50_000_000
+"""The most realised costs one :func:`simulate` keeps (inferences times rules, 8 bytes each):
+every cost is kept for the exact quantiles, so the size is checked before anything runs."""
 
 
 def rule_policy(system: System, rule: str) -> tuple[SplitPolicy, float]:
@@ -145,6 +156,16 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
     return out
 
 
+def _check_size(inferences: int, rules: int) -> None:
+    if inferences * rules > MAX_SIMULATED_COSTS:
+        raise InvalidArgument(
+            f"{inferences} inferences x {rules} rules would keep {inferences * rules:.3g} "
+            f"realised costs in memory; the limit is {MAX_SIMULATED_COSTS:.3g} (at most "
+            f"{MAX_SIMULATED_COSTS // max(rules, 1)} inferences for {rules} rules)",
+            field="inferences",
+        )
+
+
 def simulate(
     system: System,
     rules: Iterable[str] | None = None,
@@ -184,14 +205,15 @@ def simulate(
         raise InvalidArgument(f"inferences must be an integer >= 2, got {inferences!r}")
     if not 0 < confidence < 1:
         raise InvalidArgument(f"confidence must be in (0, 1), got {confidence!r}")
-    names = list(SIM_RULES if rules is None else rules)
-    chosen = [(name, *rule_policy(system, name)) for name in dict.fromkeys(names)]
+    names = list(dict.fromkeys(SIM_RULES if rules is None else rules))
+    _check_size(inferences, len(names) + len(policies))
+    chosen = [(name, *rule_policy(system, name)) for name in names]
     chosen += list(policies)
     generator = rng if rng is not None else np.random.default_rng(seed)
     a, b = system.stage_costs
     c = system.placement_costs
     costs = [np.empty(inferences) for _ in chosen]
-    splits = [np.empty(inferences, dtype=np.int64) for _ in chosen]
+    splits = [np.zeros(system.n_layers + 2, dtype=np.int64) for _ in chosen]
     rows = np.arange(min(_CHUNK, inferences))
     for start in range(0, inferences, _CHUNK):
         stop = min(start + _CHUNK, inferences)
@@ -200,14 +222,14 @@ def simulate(
             n = policy.split_points(snr)
             observed = snr[rows[: stop - start], n - 1]
             costs[k][start:stop] = c[policy.placement] + a[n - 1] + b[n - 1] * inv_log2(observed)
-            splits[k][start:stop] = n
+            splits[k] += np.bincount(n, minlength=system.n_layers + 2)
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     results = []
     for k, (name, policy, analytic) in enumerate(chosen):
         values = costs[k]
         mean, std = float(values.mean()), float(values.std(ddof=1))
         half = z * std / math.sqrt(inferences)
-        counts = np.bincount(splits[k], minlength=system.n_layers + 2)[1:]
+        counts = splits[k][1:]
         results.append(
             RuleSimulation(
                 rule=name,
