@@ -203,7 +203,8 @@ def field_path(loc: Sequence[int | str]) -> str:
 
 
 def _beyond_float(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    return integer and abs(value) > sys.float_info.max
 
 
 def _shown(value: Any, limit: int = 80) -> str:
