@@ -148,9 +148,9 @@ def _read_trace(path: Path) -> tuple[float, ...]:
             f"cannot read trace file {str(path)!r} ({exc.strerror})", field="file"
         ) from None
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        where = exc.object[: exc.start].count(b"\n") + 1
         raise InvalidSystem(
-            f"line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})", source=str(path)
+            f"line {where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})", source=str(path)
         ) from None
     except ValueError:  # a NUL byte in the name
         raise InvalidSystem(f"not a file name: {str(path)!r}", field="file") from None
