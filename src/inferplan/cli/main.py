@@ -35,12 +35,18 @@ class OneLineErrors(TyperGroup):
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
+        windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
+        def run() -> Any:
+            return super(OneLineErrors, self).main(
+                args, prog_name, complete_var, False, windows_expand_args, **extra
+            )
+
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, **extra)
+            return run()
         try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
+            code = run()
         except NoArgsIsHelpError as exc:  # a bare command group prints its help, as before
             exc.show()
             sys.exit(exc.exit_code)
