@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from inferplan.coinference.stopping import (
     threshold_at,
 )
 from inferplan.coinference.system import System
-from inferplan.errors import InvalidArgument
+from inferplan.errors import InvalidArgument, InvalidSystem
 
 __all__ = [
     "METHODS",
@@ -123,7 +124,13 @@ class PlacementPlan:
 
 def _argmin(costs: FloatArray) -> int:
     # The smallest M among the minimisers: fewer layers to download for the same cost.
-    return int(np.nanargmin(costs))
+    best = int(np.nanargmin(costs))
+    if not math.isfinite(costs[best]):
+        raise InvalidSystem(
+            f"every placement costs more than {sys.float_info.max:.4g} per inference (beyond "
+            "floating point): check the units of the layers, the device, the edge and the links"
+        )
+    return best
 
 
 def plan_placement(
@@ -210,13 +217,14 @@ def plan_placement(
         work += m + 1
 
     def lower_bound(m: int) -> float:
-        # Z(M) >= c(M) + V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]), M' > M.
-        best = max(
-            values[0] + reach[m] * (forced[m] - values[m])
+        # Z(M) >= c(M) + V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]), M' > M; a
+        # bound that is inf - inf (both stage values beyond floating point) says nothing.
+        bounds = [
+            values[0] + (0.0 if reach[m] == 0.0 else reach[m] * (forced[m] - values[m]))
             for mp, values in inductions.items()
             if mp > m
-        )
-        return float(c[m] + best)
+        ]
+        return float(c[m] + max((v for v in bounds if not math.isnan(v)), default=-math.inf))
 
     evaluate(n_layers)
     while True:  # best first: evaluate the open placement with the lowest bound that can win
