@@ -11,9 +11,15 @@ import typer
 
 from inferplan.cli.main import app, friendly_errors
 from inferplan.cli.render import console, print_json, si, table
+from inferplan.documents import path_exists
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile, load_profile, save_profile
-from inferplan.profiles.cuts import GraphProfile, parse_block_spec, parse_shape
+from inferplan.profiles.cuts import (
+    GraphProfile,
+    parse_block_spec,
+    parse_factory_spec,
+    parse_shape,
+)
 
 
 class FlopCount(StrEnum):
@@ -36,7 +42,7 @@ def _trace(
             raise InvalidProfile("ONNX models need onnx (pip install 'inferplan[onnx]')") from None
         return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
                             flops=flops.value)  # fmt: skip
-    if ":" in model and not Path(model).exists():
+    if parse_factory_spec(model) is not None and not path_exists(model):
         try:
             from inferplan.profiles.from_torch import profile_torch
         except ImportError:
@@ -54,7 +60,10 @@ def _trace(
 def profile_command(
     model: Annotated[str, typer.Argument(help=(
         "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
-        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory)."))],
+        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory). The last "
+        "IMPORTS AND RUNS that Python code, with the current directory first on the import "
+        "path (as python -c does): use it only with code you trust. No other name is "
+        "imported."))],
     input_shape: Annotated[list[str] | None, typer.Option(
         "--input-shape", help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for "
                               "several inputs.")] = None,
