@@ -500,15 +500,22 @@ def _log_upper_gamma(m: float, x: float) -> float:
     q = float(special.gammaincc(m, x))
     if q > _FAR_TAIL:
         return math.log(q)
-    j, _ = integrate.quad(
-        lambda u: math.exp((m - 1.0) * math.log1p(u / x) - u),
+    return _log_gamma_density(m, x) + math.log(_excess_moment(m, x, 0))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _excess_moment(m: float, x: float, k: int) -> float:
+    """``int_0^inf u^k (1 + u/x)^(m-1) e^(-u) du``: moments of the excess over ``x`` of a
+    Gamma(``m``, 1) law conditioned on exceeding ``x`` (unnormalised; ``k = 0`` is ``J``)."""
+    value, _ = integrate.quad(
+        lambda u: u**k * math.exp((m - 1.0) * math.log1p(u / x) - u),
         0.0,
         math.inf,
         epsabs=0.0,
         epsrel=_EPSREL,
         limit=_LIMIT,
     )
-    return _log_gamma_density(m, x) + math.log(j)
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -607,15 +614,18 @@ class Nakagami(_Continuous):
         y = snr / self._scale
         return math.exp(_log_gamma_density(self.m, y) - math.log(self._scale) - self._log_tail)
 
-    def _upper_ratio(self, y: float) -> float:
-        """``log(Q(m, y) / Q(m, x0))`` for ``y >= x0``: ``log P(gamma >= y scale)``."""
-        return _log_upper_gamma(self.m, y) - self._log_tail
+    def _far_log_survival(self, u: float) -> float:
+        """``log P(gamma >= floor + u scale)`` for a far floor, from the excess ``u >= 0``
+        directly (the two log tails it is the difference of are huge and would cancel)."""
+        m, x0 = self.m, self._x0
+        excess = _excess_moment(m, x0 + u, 0) / _excess_moment(m, x0, 0)
+        return (m - 1.0) * math.log1p(u / x0) - u + math.log(excess)
 
     def cdf(self, snr: FloatArray | float) -> FloatArray | float:
         x = np.maximum(np.asarray(snr, dtype=np.float64), self.support_lo)
         if self._far:
-            ratio = np.vectorize(self._upper_ratio, otypes=[np.float64])(x / self._scale)
-            return -np.expm1(ratio)  # type: ignore[no-any-return]
+            survival = np.vectorize(self._far_log_survival, otypes=[np.float64])
+            return -np.expm1(survival((x - self.support_lo) / self._scale))  # type: ignore[no-any-return]
         upper = special.gammaincc(self.m, x / self._scale)
         return 1.0 - upper / self._tail_at_floor  # type: ignore[no-any-return]
 
@@ -625,13 +635,13 @@ class Nakagami(_Continuous):
         if q >= 1.0:
             return math.inf
         target = math.log1p(-q)
-        x0, width = self._x0, 1.0
-        while self._upper_ratio(x0 + width) > target:
+        width = 1.0
+        while self._far_log_survival(width) > target:
             width *= 2.0
-        y = optimize.brentq(
-            lambda y: self._upper_ratio(y) - target, x0, x0 + width, xtol=1e-12 * width
+        u = optimize.brentq(
+            lambda u: self._far_log_survival(u) - target, 0.0, width, xtol=1e-13 * width
         )
-        return float(y) * self._scale
+        return self.support_lo + float(u) * self._scale
 
     def ppf(self, q: FloatArray | float) -> FloatArray | float:
         if self._far:
@@ -644,15 +654,18 @@ class Nakagami(_Continuous):
 
     def _integral_from(self, lo: float) -> float:
         if self._far:
-            return _far_nakagami_tail(self.m, self._scale, self._log_tail, lo)
+            return _far_nakagami_tail(self.m, self._scale, self.support_lo, lo)
         return _partial_integral(self, lo)
 
     def expected_snr(self) -> float:
         if self.min_snr is None:
             return self.mean_snr
+        if self._far:  # floor + the mean excess, which the ratio below would lose to rounding
+            excess = _excess_moment(self.m, self._x0, 1) / _excess_moment(self.m, self._x0, 0)
+            return self.support_lo + self._scale * excess
         # E[gamma; gamma >= a] for a Gamma(m, s) law is m s Q(m + 1, a / s).
-        upper = _log_upper_gamma(self.m + 1.0, self._x0)
-        return float(self.mean_snr * math.exp(upper - self._log_tail))
+        upper = float(special.gammaincc(self.m + 1.0, self._x0))
+        return float(self.mean_snr * upper / self._tail_at_floor)
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         if self.min_snr is None:
@@ -669,22 +682,22 @@ class Nakagami(_Continuous):
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _far_nakagami_tail(m: float, scale: float, log_tail: float, lo: float) -> float:
-    """``E[g(gamma); gamma >= lo]`` for a Gamma(``m``, ``scale``) law truncated at a far floor
-    (``log_tail = log Q(m, floor / scale)``), ``lo`` at or above the floor: with
-    ``gamma = lo + scale t`` the density is smooth on the unit scale of ``t``."""
-    y_lo = lo / scale
+def _far_nakagami_tail(m: float, scale: float, floor: float, lo: float) -> float:
+    """``E[g(gamma); gamma >= lo]`` for a Gamma(``m``, ``scale``) law truncated at a far
+    ``floor``, ``lo >= floor``: over the excess ``u = (gamma - floor) / scale``, whose density
+    ``(1 + u/x0)^(m-1) e^(-u) / J`` is smooth on the unit scale."""
+    x0, u_lo = floor / scale, (lo - floor) / scale
     value, _ = integrate.quad(
-        lambda t: (
-            _LN2 / math.log1p(lo + scale * t) * math.exp(_log_gamma_density(m, y_lo + t) - log_tail)
-        ),
+        lambda t: _LN2
+        / math.log1p(lo + scale * t)
+        * math.exp((m - 1.0) * math.log1p((u_lo + t) / x0) - (u_lo + t)),
         0.0,
         math.inf,
         epsabs=_EPSABS,
         epsrel=_EPSREL,
         limit=_LIMIT,
     )
-    return float(value)
+    return float(value) / _excess_moment(m, x0, 0)
 
 
 def _far_excess(m: float, x0: float, rng: np.random.Generator, size: int) -> FloatArray:

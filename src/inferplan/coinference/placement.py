@@ -64,7 +64,8 @@ def expected_costs(system: System, rule: str = "optimal") -> FloatArray:
         etc = one_step_etc_all(system)
     else:
         raise InvalidArgument(f"rule must be 'optimal' or '1sla', got {rule!r}")
-    return np.asarray(system.placement_costs + etc, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+        return np.asarray(system.placement_costs + etc, dtype=np.float64)
 
 
 def optimality_probabilities(system: System) -> FloatArray:
@@ -228,8 +229,9 @@ def plan_placement(
 
     evaluate(n_layers)
     while True:  # best first: evaluate the open placement with the lowest bound that can win
-        exact = c + etc
-        best_m = _argmin(exact)
+        with np.errstate(over="ignore"):
+            exact = c + etc
+        best_m = int(np.nanargmin(exact))  # may still be inf: open placements can be finite
         bounds = {m: lower_bound(m) for m in range(n_layers + 1) if np.isnan(etc[m])}
         # A placement can still win if its bound is below the best exact cost (or ties it with
         # a smaller M, which the tie rule prefers).
@@ -241,7 +243,8 @@ def plan_placement(
         if not alive:
             break
         evaluate(min(alive, key=lambda m: (bounds[m], upper[m], m)))
-    costs = c + etc
+    with np.errstate(over="ignore"):
+        costs = c + etc
     m_star = _argmin(costs)
     return PlacementPlan(
         method, m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
@@ -309,8 +312,9 @@ def fixed_split_costs(system: System) -> tuple[FloatArray, FloatArray]:
     a, b = system.stage_costs
     mean_snr = np.array([ch.expected_snr() for ch in system.channels])
     mean_g = np.array([ch.mean_inv_log() for ch in system.channels])
-    believed = system.placement_costs + a + b * math.log(2.0) / np.log1p(mean_snr)
-    true = system.placement_costs + a + b * mean_g
+    with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+        believed = system.placement_costs + a + b * math.log(2.0) / np.log1p(mean_snr)
+        true = system.placement_costs + a + b * mean_g
     return believed, true
 
 

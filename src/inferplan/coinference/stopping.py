@@ -46,11 +46,12 @@ RULES = ("optimal", "1sla")
 def _times(probability: float, value: float) -> float:
     """``probability * value`` where an impossible event costs nothing, even an infinite cost
     (a stage beyond floating point that the rule never reaches)."""
-    return 0.0 if probability == 0.0 else probability * value
+    return 0.0 if probability == 0.0 else float(probability) * float(value)
 
 
 def threshold_at(a: float, b: float, target: float) -> float:
     """The SNR where ``a + b / log2(1 + gamma)`` equals ``target`` (``inf``: never stop)."""
+    a, b, target = float(a), float(b), float(target)  # Python floats overflow quietly to inf
     if target <= a:
         return math.inf
     exponent = math.log(2.0) * b / (target - a)
@@ -72,7 +73,7 @@ def _stage(system: System, n: int, threshold: float) -> tuple[float, float]:
 def _forced(system: System, n: int) -> float:
     """``E[eta_n(gamma_n)]``, the expected cost of a forced upload at stage ``n``."""
     a, b = system.stage_costs
-    return float(a[n - 1] + b[n - 1] * system.channels[n - 1].mean_inv_log())
+    return float(a[n - 1]) + float(b[n - 1]) * system.channels[n - 1].mean_inv_log()
 
 
 def _check_placement(system: System, placement: int) -> int:

@@ -82,10 +82,11 @@ def _monomial(factors: Sequence[FloatArray | float], divisors: Sequence[float] =
         for divisor in divisors:
             plain = plain / divisor
         nonzero = functools.reduce(np.logical_and, [f != 0.0 for f in arrays])
-        redo = nonzero & ((plain == 0.0) | np.isinf(plain))
+        redo = nonzero & ((plain == 0.0) | ~np.isfinite(plain))
         if np.any(redo):
             logs = sum(np.log(f) for f in arrays) - sum(math.log(d) for d in divisors)
             plain = np.where(redo, np.exp(logs), plain)
+        plain = np.where(nonzero, plain, 0.0)  # a zero factor wins even over an inf product
     return np.asarray(plain, dtype=np.float64)
 
 
