@@ -688,9 +688,11 @@ def _far_nakagami_tail(m: float, scale: float, floor: float, lo: float) -> float
     ``(1 + u/x0)^(m-1) e^(-u) / J`` is smooth on the unit scale."""
     x0, u_lo = floor / scale, (lo - floor) / scale
     value, _ = integrate.quad(
-        lambda t: _LN2
-        / math.log1p(lo + scale * t)
-        * math.exp((m - 1.0) * math.log1p((u_lo + t) / x0) - (u_lo + t)),
+        lambda t: (
+            _LN2
+            / math.log1p(lo + scale * t)
+            * math.exp((m - 1.0) * math.log1p((u_lo + t) / x0) - (u_lo + t))
+        ),
         0.0,
         math.inf,
         epsabs=_EPSABS,
