@@ -3,6 +3,7 @@ checked before any work."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,12 @@ def test_mlp_whose_flops_overflow_is_refused():
     with pytest.raises(InvalidProfile, match="needs more FLOPs than floating point holds"):
         mlp(10**160, 1)
     assert mlp(10**150, 1).flops[0] == pytest.approx(2e300)
+
+
+def test_a_key_with_a_line_break_is_quoted_and_the_error_stays_one_line(tmp_path):
+    path = tmp_path / "net.json"
+    network = json.loads(Path(NETWORK).read_text())
+    network["bad\nkey"] = 1
+    path.write_text(json.dumps(network))
+    line = _one_line_error(["throughput", str(path), "vgg16"])
+    assert line == f"error: {path}: 'bad\\nkey': unknown field\n"

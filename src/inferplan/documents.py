@@ -192,13 +192,15 @@ def write_document(data: Mapping[str, Any], path: str | Path) -> None:
 
 
 def field_path(loc: Sequence[int | str]) -> str:
-    """Render a pydantic location tuple as ``nodes[2].capacity``."""
+    """Render a pydantic location tuple as ``nodes[2].capacity`` (a key that is not printable
+    text, such as one with a line break, is quoted: ``'a\\nb'``)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = part if part.isprintable() and part.strip() == part and part else repr(part)
+            out += f".{name}" if out else name
     return out
 
 

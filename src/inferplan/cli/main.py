@@ -13,7 +13,13 @@ from typer.core import TyperGroup
 
 from inferplan.errors import InferplanError
 
-__all__ = ["OneLineErrors", "app", "friendly_errors", "main", "usage_error_line"]
+__all__ = ["OneLineErrors", "app", "friendly_errors", "main", "one_line", "usage_error_line"]
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks shown as ``\\n``: an error is one line, whatever a file's
+    keys or names hold."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def usage_error_line(exc: typer.TyperException) -> str:
@@ -80,11 +86,11 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except InferplanError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr)
             raise typer.Exit(2) from None
         except OSError as exc:  # an output path that cannot be written, a full disk, ...
             where = f"{exc.filename}: " if exc.filename else ""
-            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+            print(f"error: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
