@@ -26,7 +26,7 @@ SYSTEM = YAML(typ="safe", pure=True).load((ROOT / "examples" / "system.yaml").re
 PROFILE = {"name": "tiny", "flops": [2e9, 1e9, 4e8], "activation_bits": [1e6, 4e5, 1e5, 1e3]}
 
 FUZZ = settings(
-    max_examples=40,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
