@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import mpmath as mp
 import numpy as np
@@ -229,3 +230,26 @@ def test_large_m_plans_and_simulates():
     plan = plan_placement(system)
     sim = simulate(system, ["optimal"], inferences=20_000, seed=3)["optimal"]
     assert sim.ci_low <= plan.expected_cost <= sim.ci_high
+
+
+def test_simulation_of_rules_beyond_floating_point_is_quiet_and_infinite():
+    layers = Layers((1e8, 2e8), (1e6, 1e5, 1e3), (1e6, 2e6))
+    system = System(Device(1e-308, 1e-28, 0.1, 2e6), Edge(2e10), layers, Discrete((1.0,), (1.0,)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim = simulate(system, ["optimal", "device-only"], inferences=1000, seed=0)
+    optimal, device = sim["optimal"], sim["device-only"]
+    assert optimal.mean_cost == pytest.approx(optimal.analytic_cost, rel=1e-12)
+    assert device.analytic_cost == device.mean_cost == device.std_cost == math.inf
+    assert all(q == math.inf for q in device.quantiles)
+
+
+def test_simulation_statistics_of_huge_costs_do_not_overflow():
+    layers = Layers((1e308, 1e308), (1e3, 1e3, 1e3), (1e3, 1e3))
+    channel = Discrete((1.0, 3.0), (0.5, 0.5))
+    system = System(Device(1e9, 1e-28, 0.1, 2e6), Edge(2e10), layers, channel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim = simulate(system, ["edge-only"], inferences=1000, seed=0)["edge-only"]
+    assert sim.mean_cost == pytest.approx(sim.analytic_cost, rel=1e-9)
+    assert math.isfinite(sim.std_cost)

@@ -156,6 +156,19 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
     return out
 
 
+def _summary(values: FloatArray) -> tuple[float, float, tuple[float, ...]]:
+    """Mean, standard deviation and quantiles of realised costs, without spurious overflow
+    (costs near the float range are scaled first); a cost beyond floating point (``inf``)
+    makes the mean and deviation ``inf`` and the quantiles sample values, not ``nan``."""
+    if not np.all(np.isfinite(values)):
+        quantiles = np.quantile(values, _QUANTILES, method="inverted_cdf")
+        return math.inf, math.inf, tuple(float(v) for v in quantiles)
+    scale = float(np.max(np.abs(values))) or 1.0
+    scaled = values / scale
+    mean, std = scale * float(scaled.mean()), scale * float(scaled.std(ddof=1))
+    return mean, std, tuple(float(v) for v in np.quantile(values, _QUANTILES))
+
+
 def _check_size(inferences: int, rules: int) -> None:
     if inferences * rules > MAX_SIMULATED_COSTS:
         raise InvalidArgument(
@@ -227,7 +240,7 @@ def simulate(
     results = []
     for k, (name, policy, analytic) in enumerate(chosen):
         values = costs[k]
-        mean, std = float(values.mean()), float(values.std(ddof=1))
+        mean, std, quantiles = _summary(values)
         half = z * std / math.sqrt(inferences)
         counts = splits[k][1:]
         results.append(
@@ -239,7 +252,7 @@ def simulate(
                 std_cost=std,
                 ci_low=mean - half,
                 ci_high=mean + half,
-                quantiles=tuple(float(v) for v in np.quantile(values, _QUANTILES)),
+                quantiles=quantiles,
                 split_counts=tuple(int(v) for v in counts),
                 costs=values,
             )
