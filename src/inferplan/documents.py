@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.composer import MaxDepthExceededError
@@ -44,7 +45,9 @@ MAX_DEPTH = 100
 
 _TOO_DEEP = f"nested deeper than {MAX_DEPTH} lists or mappings"
 # JSON strings (skipped whole, so brackets inside them do not count) and brackets.
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_JSON_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_TOKENS = re.compile(rf"{_JSON_STRINGS.pattern}|[\[\]{{}}]")
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 def _yaml() -> YAML:
@@ -64,7 +67,13 @@ def _check_json_nesting(text: str, source: str) -> None:
     """Refuse JSON text nested deeper than :data:`MAX_DEPTH` before it reaches the parser."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
-    depth = 0
+    # Fast path (regular expressions and numpy): the brackets outside strings, their depths.
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRINGS.sub("", text)).encode("ascii")
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    opens = (codes == ord("[")) | (codes == ord("{"))
+    if np.cumsum(np.where(opens, 1, -1)).max(initial=0) <= MAX_DEPTH:
+        return
+    depth = 0  # too deep: find where, for the message
     for token in _JSON_TOKENS.finditer(text):
         bracket = token.group()
         if bracket in "[{":
