@@ -2,6 +2,12 @@
 
 This is the one place where files become plain Python data and pydantic validation errors become
 :class:`~inferplan.errors.InferplanError` messages naming the file and the field.
+
+Every document is checked to be nested at most :data:`MAX_DEPTH` lists and mappings deep, without
+recursion: JSON text is scanned before it is parsed, YAML is limited while it is composed and its
+data checked after aliases are resolved (an alias may nest a deep collection in another, or in
+itself). No inferplan file needs more than a few levels; the check keeps a crafted file from
+exhausting the interpreter's stack anywhere downstream.
 """
 
 from __future__ import annotations
@@ -9,25 +15,124 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import MaxDepthExceededError
 from ruamel.yaml.error import YAMLError
 
 from inferplan.errors import InferplanError, InvalidFile
 
-__all__ = ["field_path", "read_document", "validate_document", "write_document"]
+__all__ = [
+    "MAX_DEPTH",
+    "field_path",
+    "path_exists",
+    "read_document",
+    "validate_document",
+    "write_document",
+]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+MAX_DEPTH = 100
+"""The deepest nesting of lists and mappings a document may have."""
+
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} lists or mappings"
+# JSON strings (skipped whole, so brackets inside them do not count) and brackets.
+_JSON_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_TOKENS = re.compile(rf"{_JSON_STRINGS.pattern}|[\[\]{{}}]")
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 def _yaml() -> YAML:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
+    yaml.max_depth = MAX_DEPTH + 1  # ruamel counts the scalars inside the deepest collection
     return yaml
+
+
+def _where(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"at line {line}, column {column}"
+
+
+def _check_json_nesting(text: str, source: str) -> None:
+    """Refuse JSON text nested deeper than :data:`MAX_DEPTH` before it reaches the parser."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    # Fast path (regular expressions and numpy): the brackets outside strings, their depths.
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRINGS.sub("", text)).encode("ascii")
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    opens = (codes == ord("[")) | (codes == ord("{"))
+    if np.cumsum(np.where(opens, 1, -1)).max(initial=0) <= MAX_DEPTH:
+        return
+    depth = 0  # too deep: find where, for the message
+    for token in _JSON_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidFile(f"{_TOO_DEEP} {_where(text, token.start())}", source=source)
+        elif bracket in "]}":
+            depth -= 1
+
+
+def _children(value: Any) -> list[Any] | None:
+    if isinstance(value, Mapping):
+        return list(value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(value)
+    return None
+
+
+def _check_nesting(data: Any, source: str) -> None:
+    """Refuse data nested deeper than :data:`MAX_DEPTH`, or containing itself (a YAML alias to
+    an enclosing collection), in time linear in its distinct collections, without recursion."""
+    root = _children(data)
+    if root is None:
+        return
+    done: dict[int, int] = {}  # id -> depth of a finished collection (aliases share them)
+    path = [id(data)]
+    stack = [(iter(root), [0])]  # per open collection: its children left, its deepest child
+    while stack:
+        children, deepest = stack[-1]
+        for child in children:
+            nested = _children(child)
+            if nested is None:
+                continue
+            key = id(child)
+            if key in path:
+                raise InvalidFile("an alias refers to a collection that contains it", source=source)
+            if key not in done:
+                if len(path) == MAX_DEPTH:
+                    raise InvalidFile(_TOO_DEEP, source=source)
+                path.append(key)
+                stack.append((iter(nested), [0]))
+                break
+            if len(path) + done[key] > MAX_DEPTH:
+                raise InvalidFile(_TOO_DEEP, source=source)
+            deepest[0] = max(deepest[0], done[key])
+        else:
+            stack.pop()
+            done[path.pop()] = deepest[0] + 1
+            if stack:
+                stack[-1][1][0] = max(stack[-1][1][0], deepest[0] + 1)
+
+
+def path_exists(path: str | Path) -> bool:
+    """Whether ``path`` names an existing file; ``False`` for text that cannot be a path (too
+    long, or with a NUL byte), so that a name can be tried as a path first."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def read_document(path: str | Path) -> Any:
@@ -37,9 +142,10 @@ def read_document(path: str | Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InvalidFile("file not found", source=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InvalidFile(f"cannot read file ({exc})", source=str(path)) from None
     if path.suffix.lower() == ".json":
+        _check_json_nesting(text, str(path))
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
@@ -47,13 +153,27 @@ def read_document(path: str | Path) -> Any:
                 f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                 source=str(path),
             ) from None
+        except ValueError as exc:  # an integer beyond Python's digit limit
+            raise InvalidFile(_unreadable_value(exc), source=str(path)) from None
     try:
-        return _yaml().load(text)
+        data = _yaml().load(text)
+    except MaxDepthExceededError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InvalidFile(f"{_TOO_DEEP}{where}", source=str(path)) from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InvalidFile(f"malformed YAML{where}: {problem}", source=str(path)) from None
+    except ValueError as exc:
+        raise InvalidFile(_unreadable_value(exc), source=str(path)) from None
+    _check_nesting(data, str(path))
+    return data
+
+
+def _unreadable_value(exc: ValueError) -> str:
+    return f"cannot read a value: {str(exc).split(';')[0]}"
 
 
 def _plain(value: Any) -> Any:
@@ -81,13 +201,15 @@ def write_document(data: Mapping[str, Any], path: str | Path) -> None:
 
 
 def field_path(loc: Sequence[int | str]) -> str:
-    """Render a pydantic location tuple as ``nodes[2].capacity``."""
+    """Render a pydantic location tuple as ``nodes[2].capacity`` (a key that is not printable
+    text, such as one with a line break, is quoted: ``'a\\nb'``)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = part if part.isprintable() and part.strip() == part and part else repr(part)
+            out += f".{name}" if out else name
     return out
 
 
@@ -111,6 +233,16 @@ def _data_path(data: Any, loc: Sequence[int | str]) -> list[int | str]:
         except (KeyError, IndexError, TypeError):
             here = None
     return out
+
+
+def _beyond_float(value: Any) -> bool:
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    return integer and abs(value) > sys.float_info.max
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _kind_of(value: Any) -> str:
@@ -146,8 +278,14 @@ def validate_document(
             message = f"{what} must be a mapping of fields, got {_kind_of(first.get('input'))}"
         elif kind == "value_error":  # a model's own check: its message says what is wrong
             message = str(first.get("ctx", {}).get("error", first["msg"]))
+        elif _beyond_float(first.get("input")):
+            digits = len(str(abs(first["input"])))
+            message = (
+                f"must be a number of magnitude below {sys.float_info.max:.4g} (the floating-point "
+                f"range), got an integer of {digits} digits"
+            )
         else:
             message = first["msg"]
             if "input" in first:
-                message += f", got {first['input']!r}"
+                message += f", got {_shown(first['input'])}"
         raise error(message, source=source, field=field_path(loc) or None) from None

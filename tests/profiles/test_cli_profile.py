@@ -144,3 +144,47 @@ def test_onnx_file_with_warning(tmp_path):
     assert result.stderr == "warning: no FLOP formula for Det (1 node): their work is not counted\n"
     full = _run(["profile", str(path), "--flops", "all", "--json"])
     assert json.loads(full.stdout)["flops"] == [54.0]
+
+
+MARKER = """
+import pathlib
+pathlib.Path("imported.txt").write_text("ran")
+
+
+def make():
+    raise ValueError("factory ran")
+"""
+
+
+@pytest.mark.parametrize("name", ["marker :make", "./marker:make", "marker:make()", "marker:"])
+def test_names_not_of_the_factory_form_are_never_imported(tmp_path, monkeypatch, name):
+    (tmp_path / "marker.py").write_text(MARKER)
+    monkeypatch.chdir(tmp_path)
+    result = _run(["profile", name])
+    assert result.exit_code == 2 and "unknown built-in profile" in result.stderr
+    assert not (tmp_path / "imported.txt").exists()
+
+
+def test_a_factory_name_imports_from_the_current_directory(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "marker.py").write_text(MARKER)
+    monkeypatch.chdir(tmp_path)
+    result = _run(["profile", "marker:make", "--input-shape", "1"])
+    assert result.exit_code == 2
+    assert "factory 'marker:make' failed: ValueError: factory ran" in result.stderr
+    assert (tmp_path / "imported.txt").read_text() == "ran"
+
+
+def test_exit_in_user_code_is_an_error_not_an_exit():
+    pytest.importorskip("torch")
+    result = _run(["profile", "builtins:exit", "--input-shape", "1"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: factory 'builtins:exit' failed: SystemExit: None\n"
+
+
+def test_help_states_the_trust_boundary():
+    result = _run(["profile", "--help"])
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert (
+        "IMPORTS AND RUNS that Python code, with the current directory first on the import" in text
+    )

@@ -9,25 +9,38 @@ command so that a mistake is one line on stderr, never a traceback:
   3, and with ``--json`` one object ``{"status": "infeasible", "method": ..., "message": ...}``
   on stdout.
 
-The library names its parameters (``tie_break``, ``low``); the error line names the command's
-flag for that parameter (``--tie-break``, ``--from``), read off the command's own options.
+A usage error (unknown option, missing argument, bad choice or type) is one line too, exit code
+2 (:class:`OneLineErrors`, the top-level group). The library names its parameters
+(``tie_break``, ``low``); the error line names the command's flag for that parameter
+(``--tie-break``, ``--from``), read off the command's own options. Line breaks inside a message
+are shown as ``\n``: an error is one line, whatever a file's keys or names hold.
 """
 
 from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Annotated, Any, TypeVar
 
 import typer
 from typer._click import _textwrap
+from typer._click.exceptions import NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from inferplan.cli.render import print_json
 from inferplan.errors import Infeasible, InferplanError
 
-__all__ = ["EXIT_INFEASIBLE", "EXIT_INVALID", "app", "friendly_errors"]
+__all__ = [
+    "EXIT_INFEASIBLE",
+    "EXIT_INVALID",
+    "OneLineErrors",
+    "app",
+    "friendly_errors",
+    "one_line",
+    "usage_error_line",
+]
 
 EXIT_INVALID = 2
 """Exit code for bad input: a file, a value or an option that cannot be used."""
@@ -49,6 +62,56 @@ class _SpaceWrapper(_textwrap.TextWrapper):
 
 _textwrap.TextWrapper = _SpaceWrapper  # type: ignore[misc]  # read by click's wrap_text
 
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks shown as ``\\n``: an error is one line, whatever a file's
+    keys or names hold."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def usage_error_line(exc: typer.TyperException) -> str:
+    """The one line that replaces typer's usage box: ``error: COMMAND: what (see ... --help)``."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"error: {message}"
+    return f"error: {ctx.command_path}: {message} (see '{ctx.command_path} --help')"
+
+
+class OneLineErrors(TyperGroup):
+    """The top-level command group: a usage error (unknown option, missing argument, bad
+    choice or type) is one line on stderr and exit code 2, like every other error."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def run() -> Any:
+            return super(OneLineErrors, self).main(
+                args, prog_name, complete_var, False, windows_expand_args, **extra
+            )
+
+        if not standalone_mode:
+            return run()
+        try:
+            code = run()
+        except NoArgsIsHelpError as exc:  # a bare command group prints its help, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        except typer.TyperException as exc:
+            print(usage_error_line(exc), file=sys.stderr)
+            sys.exit(EXIT_INVALID)
+        except typer.Abort:
+            print("error: aborted", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="inferplan",
     help="Plan where deep-learning inference runs and what infrastructure it needs.",
@@ -56,6 +119,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     no_args_is_help=True,
+    cls=OneLineErrors,
 )
 
 
@@ -101,8 +165,8 @@ def _where(exc: InferplanError, flags: dict[str, str]) -> str:
     """The error as one line, naming the flag instead of the library's parameter name."""
     flag = flags.get(exc.field or "")
     if exc.source is None and flag is not None:  # a field of a file keeps its own name
-        return f"{flag}: {exc.message}"
-    return str(exc)
+        return one_line(f"{flag}: {exc.message}")
+    return one_line(str(exc))
 
 
 def friendly_errors(command: F) -> F:
@@ -127,7 +191,7 @@ def friendly_errors(command: F) -> F:
             raise typer.Exit(EXIT_INVALID) from None
         except OSError as exc:  # an output path that cannot be written, a full disk, ...
             where = f"{exc.filename}: " if exc.filename else ""
-            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+            print(f"error: {one_line(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
             raise typer.Exit(EXIT_INVALID) from None
 
     return wrapper  # type: ignore[return-value]

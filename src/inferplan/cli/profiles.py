@@ -28,20 +28,21 @@ def _trace(
     model: str, shapes: list[str], blocks: str | None, dtype: str, flops: FlopCount
 ) -> GraphProfile | None:
     """Trace ``model`` if it is an ONNX file or a ``module:factory``; ``None`` otherwise."""
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.documents import path_exists
+    from inferplan.profiles.cuts import parse_block_spec, parse_factory_spec, parse_shape
 
     parsed = [parse_shape(s) for s in shapes]
     spec = parse_block_spec(blocks)
     if model.lower().endswith(".onnx"):
         if dtype != "float32" or any(kind for _, kind in parsed):
-            raise InvalidArgument("ONNX models carry their own dtypes", field="--dtype")
+            raise InvalidArgument("ONNX models carry their own dtypes", field="dtype")
         try:
             from inferplan.profiles.from_onnx import profile_onnx
         except ImportError:
             raise InvalidProfile("ONNX models need onnx (pip install 'inferplan[onnx]')") from None
         return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
                             flops=flops.value)  # fmt: skip
-    if ":" in model and not Path(model).exists():
+    if parse_factory_spec(model) is not None and not path_exists(model):
         try:
             from inferplan.profiles.from_torch import profile_torch
         except ImportError:
@@ -59,7 +60,10 @@ def _trace(
 def profile_command(
     model: Annotated[str, typer.Argument(help=(
         "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
-        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory)."))],
+        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory). The last "
+        "IMPORTS AND RUNS that Python code, with the current directory first on the import "
+        "path (as python -c does): use it only with code you trust. No other name is "
+        "imported."))],
     input_shapes: Annotated[list[str] | None, typer.Option(
         "--input-shape", metavar="<shape>",
         help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs.",

@@ -30,7 +30,10 @@ from inferplan.codesign.throughput import throughput_optimal
 from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument
 
-__all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
+__all__ = ["MAX_POINTS", "Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
+
+MAX_POINTS = 10_000
+"""The most rates one frontier sweeps (each one an exact solve, before any bisection)."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,11 @@ def cost_frontier(
     if not get_method(method).exact:
         exact = " or ".join(m.name for m in METHODS.values() if m.exact)
         raise InvalidArgument(f"needs an exact method ({exact}), got {method!r}", field="method")
-    if points < 2:
-        raise InvalidArgument(f"must be at least 2, got {points}", field="points")
+    if not 2 <= points <= MAX_POINTS:
+        raise InvalidArgument(
+            f"must be at least 2 and at most {MAX_POINTS} (one exact solve each), got {points}",
+            field="points",
+        )
     base = 0.0
     if low is None or high is None:
         # T* by the state graph, or on a network with cycles by the MILP

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
 from inferplan.errors import DivergentCost, InvalidSystem
 
@@ -253,6 +253,9 @@ class Trace(Channel):
 class _Continuous(Channel):
     """A continuous SNR law; subclasses give a fast scalar density and vectorised CDF/quantile."""
 
+    #: Quantile levels that cut the integration range (the lowest also ends a power head).
+    cut_levels: tuple[float, ...] = (1e-8, 0.5, 1 - 1e-10)
+
     @property
     @abstractmethod
     def support_lo(self) -> float:
@@ -357,9 +360,11 @@ def _partial_integral(channel: _Continuous, lo: float) -> float:
 
     The break points (the 1e-8 and 1 - 1e-10 quantiles, and the median) put the bulk of the mass
     in a finite interval where adaptive Gauss-Kronrod is reliable; the two tails go to QAGI. For
-    a power law at 0 (``lo = 0``) the piece below the 1e-8 quantile is :func:`_power_head`.
+    a power law at 0 (``lo = 0``) the piece below the 1e-8 quantile is :func:`_power_head`. A
+    law may add break points (:attr:`_Continuous.cut_levels`) where its tails are too narrow for
+    QAGI to find.
     """
-    qs = np.asarray(channel.ppf(np.array([1e-8, 0.5, 1 - 1e-10])), dtype=np.float64)
+    qs = np.asarray(channel.ppf(np.array(channel.cut_levels)), dtype=np.float64)
     total = 0.0
     power = channel.power_at_zero() if lo <= 0 else None
     if power is not None and qs[0] > 0:
@@ -463,13 +468,78 @@ class Rayleigh(_Continuous):
         return out
 
 
+# Above this shape the law is a spike narrower than 1e-6 of its mean (no fading: use a discrete
+# channel with one level); up to it every density and quantile below is accurate.
+_NAKAGAMI_M_MAX = 1e12
+# From this shape on, log Gamma(m) is taken from Stirling's series (its error term is below
+# 1e-23), so the log-density does not lose digits to the cancellation of two huge terms.
+_STIRLING_M = 1e4
+# A floor whose Gamma tail probability is below this is "far": the tail would underflow, so the
+# truncated law is handled as floor + excess (see Nakagami).
+_FAR_TAIL = 1e-280
+
+
+def _log_gamma_density(m: float, y: float) -> float:
+    """``log`` of the Gamma(``m``, 1) density at ``y > 0``, accurate for every ``m`` up to
+    :data:`_NAKAGAMI_M_MAX` (``m (log1p(t) - t) - log y + log(m / 2 pi) / 2 - S(m)`` with
+    ``t = y / m - 1`` and Stirling's remainder ``S`` for large ``m``)."""
+    if m < _STIRLING_M:
+        return (m - 1.0) * math.log(y) - y - math.lgamma(m)
+    t = y / m - 1.0
+    # m (log(1 + t) - t), without cancellation near t = 0 and without log1p(-1) far below m.
+    core = m * (math.log1p(t) - t) if t > -0.5 else m * (math.log(y) - math.log(m)) - y + m
+    remainder = 1.0 / (12.0 * m) - 1.0 / (360.0 * m**3)
+    return core - math.log(y) + 0.5 * math.log(m / (2.0 * math.pi)) - remainder
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _log_upper_gamma(m: float, x: float) -> float:
+    """``log Q(m, x)``, the log of the regularised upper incomplete gamma function, also where
+    ``Q`` underflows: ``Q(m, x) = x^(m-1) e^(-x) / Gamma(m) * J`` with the smooth
+    ``J = int_0^inf (1 + u/x)^(m-1) e^(-u) du``."""
+    q = float(special.gammaincc(m, x))
+    if q > _FAR_TAIL:
+        return math.log(q)
+    return _log_gamma_density(m, x) + math.log(_excess_moment(m, x, 0))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _excess_moment(m: float, x: float, k: int) -> float:
+    """``int_0^inf u^k (1 + u/x)^(m-1) e^(-u) du``: moments of the excess over ``x`` of a
+    Gamma(``m``, 1) law conditioned on exceeding ``x`` (unnormalised; ``k = 0`` is ``J``)."""
+    value, _ = integrate.quad(
+        lambda u: u**k * math.exp((m - 1.0) * math.log1p(u / x) - u),
+        0.0,
+        math.inf,
+        epsabs=0.0,
+        epsrel=_EPSREL,
+        limit=_LIMIT,
+    )
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Nakagami(_Continuous):
     """Nakagami-m fading: SNR ~ Gamma(shape ``m``, scale ``mean_snr / m``), optional floor.
 
     ``m = 1`` is Rayleigh. The density behaves like ``gamma^(m-1)`` at 0, so the expected upload
     cost is finite iff ``m > 1`` or a ``min_snr`` floor truncates the law (conditioned on
-    ``gamma >= min_snr``, density renormalised).
+    ``gamma >= min_snr``, density renormalised). ``m`` may be up to 1e12 (beyond, the law is a
+    spike narrower than a millionth of its mean: use a discrete channel with one level).
+
+    A floor far above the mean (so far that the Gamma tail beyond it underflows) leaves the law
+    ``min_snr + excess``, with the excess ``u`` in units of the scale having the density
+    ``(1 + u/x0)^(m-1) e^(-u)`` up to a constant (``x0 = min_snr / scale``): every expectation
+    is then integrated over ``u``, where it is smooth on the unit scale.
+
+    Examples
+    --------
+    >>> ch = Nakagami(m=1000.0, mean_snr=10.0)
+    >>> round(ch.mean_inv_log(), 6), round(ch.expected_snr(), 6)
+    (0.289156, 10.0)
+    >>> far = Nakagami(m=2.0, mean_snr=1e-3, min_snr=1e3)
+    >>> round(far.expected_snr(), 6), round(far.below(1e3 + 1e-3), 4)
+    (1000.0005, 0.8647)
     """
 
     m: float
@@ -479,24 +549,45 @@ class Nakagami(_Continuous):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "m", _positive(self.m, "m"))
-        if self.m < 0.5:
-            raise InvalidSystem(f"must be >= 0.5 (Nakagami-m), got {self.m!r}", field="m")
+        if not 0.5 <= self.m <= _NAKAGAMI_M_MAX:
+            raise InvalidSystem(
+                f"must be in [0.5, {_NAKAGAMI_M_MAX:g}] (Nakagami-m; a larger m is no fading: "
+                f"use a discrete channel with one level), got {self.m!r}",
+                field="m",
+            )
         object.__setattr__(self, "mean_snr", _snr_parameter(self.mean_snr, "mean_snr"))
         if self.min_snr is not None:
             object.__setattr__(self, "min_snr", _snr_parameter(self.min_snr, "min_snr"))
+
+    @property
+    def cut_levels(self) -> tuple[float, ...]:  # type: ignore[override]
+        # A large m makes the law a spike whose lower tail QAGI would miss: cut it too.
+        return (1e-100, *super().cut_levels) if self.m >= _STIRLING_M else super().cut_levels
 
     @functools.cached_property
     def _scale(self) -> float:
         return self.mean_snr / self.m
 
     @functools.cached_property
+    def _x0(self) -> float:
+        return self.support_lo / self._scale
+
+    @functools.cached_property
     def _tail_at_floor(self) -> float:
         # P(untruncated gamma >= floor), the renormalisation of the truncated density.
-        return float(special.gammaincc(self.m, self.support_lo / self._scale))
+        return float(special.gammaincc(self.m, self._x0))
+
+    @functools.cached_property
+    def _far(self) -> bool:
+        return self.min_snr is not None and self._tail_at_floor <= _FAR_TAIL
+
+    @functools.cached_property
+    def _log_tail(self) -> float:
+        return _log_upper_gamma(self.m, self._x0) if self.min_snr is not None else 0.0
 
     @functools.cached_property
     def _log_norm(self) -> float:
-        return math.lgamma(self.m) + self.m * math.log(self._scale) + math.log(self._tail_at_floor)
+        return math.lgamma(self.m) + self.m * math.log(self._scale) + self._log_tail
 
     @property
     def support_lo(self) -> float:
@@ -510,7 +601,9 @@ class Nakagami(_Continuous):
         return None
 
     def power_at_zero(self) -> tuple[float, Callable[[float], float]] | None:
-        if self.min_snr is not None or self.m <= 1.0:
+        # Only where the density's slow rise from 0 needs it (m < 2); for larger m the plain
+        # quadrature is accurate, and gamma^(m-1) would overflow the algebraic weight's moments.
+        if self.min_snr is not None or not 1.0 < self.m < 2.0:
             return None
         scale, log_norm = self._scale, self._log_norm
         return self.m - 1.0, lambda x: math.exp(-x / scale - log_norm)
@@ -518,27 +611,67 @@ class Nakagami(_Continuous):
     def pdf(self, snr: float) -> float:
         if snr < self.support_lo or snr <= 0.0:
             return 0.0
-        return math.exp((self.m - 1.0) * math.log(snr) - snr / self._scale - self._log_norm)
+        y = snr / self._scale
+        return math.exp(_log_gamma_density(self.m, y) - math.log(self._scale) - self._log_tail)
+
+    def _far_log_survival(self, u: float) -> float:
+        """``log P(gamma >= floor + u scale)`` for a far floor, from the excess ``u >= 0``
+        directly (the two log tails it is the difference of are huge and would cancel)."""
+        m, x0 = self.m, self._x0
+        excess = _excess_moment(m, x0 + u, 0) / _excess_moment(m, x0, 0)
+        return (m - 1.0) * math.log1p(u / x0) - u + math.log(excess)
 
     def cdf(self, snr: FloatArray | float) -> FloatArray | float:
         x = np.maximum(np.asarray(snr, dtype=np.float64), self.support_lo)
+        if self._far:
+            survival = np.vectorize(self._far_log_survival, otypes=[np.float64])
+            return -np.expm1(survival((x - self.support_lo) / self._scale))  # type: ignore[no-any-return]
         upper = special.gammaincc(self.m, x / self._scale)
         return 1.0 - upper / self._tail_at_floor  # type: ignore[no-any-return]
 
+    def _far_quantile(self, q: float) -> float:
+        if q <= 0.0:
+            return self.support_lo
+        if q >= 1.0:
+            return math.inf
+        target = math.log1p(-q)
+        width = 1.0
+        while self._far_log_survival(width) > target:
+            width *= 2.0
+        u = optimize.brentq(
+            lambda u: self._far_log_survival(u) - target, 0.0, width, xtol=1e-13 * width
+        )
+        return self.support_lo + float(u) * self._scale
+
     def ppf(self, q: FloatArray | float) -> FloatArray | float:
-        upper = self._tail_at_floor * (1.0 - np.asarray(q, dtype=np.float64))
-        return special.gammainccinv(self.m, upper) * self._scale  # type: ignore[no-any-return]
+        if self._far:
+            return np.vectorize(self._far_quantile, otypes=[np.float64])(q)  # type: ignore[no-any-return]
+        q = np.asarray(q, dtype=np.float64)
+        upper = special.gammainccinv(self.m, self._tail_at_floor * (1.0 - q))
+        if self.min_snr is None:  # low quantiles from the lower tail, which 1 - q would lose
+            upper = np.where(q < 0.5, special.gammaincinv(self.m, q), upper)
+        return upper * self._scale  # type: ignore[no-any-return]
+
+    def _integral_from(self, lo: float) -> float:
+        if self._far:
+            return _far_nakagami_tail(self.m, self._scale, self.support_lo, lo)
+        return _partial_integral(self, lo)
 
     def expected_snr(self) -> float:
         if self.min_snr is None:
             return self.mean_snr
+        if self._far:  # floor + the mean excess, which the ratio below would lose to rounding
+            excess = _excess_moment(self.m, self._x0, 1) / _excess_moment(self.m, self._x0, 0)
+            return self.support_lo + self._scale * excess
         # E[gamma; gamma >= a] for a Gamma(m, s) law is m s Q(m + 1, a / s).
-        upper = special.gammaincc(self.m + 1.0, self.support_lo / self._scale)
+        upper = float(special.gammaincc(self.m + 1.0, self._x0))
         return float(self.mean_snr * upper / self._tail_at_floor)
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         if self.min_snr is None:
             return rng.gamma(self.m, self._scale, size=size)
+        if self._far:
+            return self.support_lo + self._scale * _far_excess(self.m, self._x0, rng, size)
         return super().sample(rng, size)
 
     def to_dict(self) -> dict[str, Any]:
@@ -546,6 +679,42 @@ class Nakagami(_Continuous):
         if self.min_snr is not None:
             out["min_snr"] = self.min_snr
         return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _far_nakagami_tail(m: float, scale: float, floor: float, lo: float) -> float:
+    """``E[g(gamma); gamma >= lo]`` for a Gamma(``m``, ``scale``) law truncated at a far
+    ``floor``, ``lo >= floor``: over the excess ``u = (gamma - floor) / scale``, whose density
+    ``(1 + u/x0)^(m-1) e^(-u) / J`` is smooth on the unit scale."""
+    x0, u_lo = floor / scale, (lo - floor) / scale
+    value, _ = integrate.quad(
+        lambda t: (
+            _LN2
+            / math.log1p(lo + scale * t)
+            * math.exp((m - 1.0) * math.log1p((u_lo + t) / x0) - (u_lo + t))
+        ),
+        0.0,
+        math.inf,
+        epsabs=_EPSABS,
+        epsrel=_EPSREL,
+        limit=_LIMIT,
+    )
+    return float(value) / _excess_moment(m, x0, 0)
+
+
+def _far_excess(m: float, x0: float, rng: np.random.Generator, size: int) -> FloatArray:
+    """``size`` draws of ``u >= 0`` with density ``(1 + u/x0)^(m-1) e^(-u)`` up to a constant,
+    by rejection from an exponential law that dominates it (``x0 > m - 1`` for a far floor)."""
+    rate = 1.0 - max(m - 1.0, 0.0) / x0
+    out = np.empty(size)
+    filled = 0
+    while filled < size:
+        u = rng.exponential(1.0 / rate, size=size - filled)
+        log_accept = (m - 1.0) * np.log1p(u / x0) - max(m - 1.0, 0.0) * u / x0
+        kept = u[np.log(rng.uniform(size=u.size)) < log_accept]
+        out[filled : filled + kept.size] = kept
+        filled += kept.size
+    return out
 
 
 @dataclass(frozen=True)

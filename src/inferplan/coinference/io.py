@@ -42,7 +42,7 @@ from inferplan.coinference.system import (
     System,
     layers_from_profile,
 )
-from inferplan.documents import read_document, validate_document, write_document
+from inferplan.documents import path_exists, read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidSystem
 from inferplan.profiles import load_profile
 
@@ -147,6 +147,13 @@ def _read_trace(path: Path) -> tuple[float, ...]:
         raise InvalidSystem(
             f"cannot read trace file {str(path)!r} ({exc.strerror})", field="file"
         ) from None
+    except UnicodeDecodeError as exc:
+        where = exc.object[: exc.start].count(b"\n") + 1
+        raise InvalidSystem(
+            f"line {where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})", source=str(path)
+        ) from None
+    except ValueError:  # a NUL byte in the name
+        raise InvalidSystem(f"not a file name: {str(path)!r}", field="file") from None
     values: list[float] = []
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
@@ -219,7 +226,7 @@ def _layers(doc: _SystemFile, base: Path | None) -> Layers:
         except InferplanError as exc:
             raise _prefixed(exc, "layers") from None
         name = spec.profile
-        if base is not None and (base / name).exists():
+        if base is not None and path_exists(base / name):
             name = str(base / name)
         return layers_from_profile(
             load_profile(name),

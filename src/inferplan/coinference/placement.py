@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from inferplan.coinference.stopping import (
     threshold_at,
 )
 from inferplan.coinference.system import System
-from inferplan.errors import InvalidArgument
+from inferplan.errors import InvalidArgument, InvalidSystem
 
 __all__ = [
     "Baselines",
@@ -64,7 +65,8 @@ def expected_costs(system: System, *, rule: str = "optimal") -> FloatArray:
         etc = one_step_etc_all(system)
     else:
         raise InvalidArgument(f"rule must be 'optimal' or '1sla', got {rule!r}")
-    return np.asarray(system.placement_costs + etc, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+        return np.asarray(system.placement_costs + etc, dtype=np.float64)
 
 
 def optimality_probabilities(system: System) -> FloatArray:
@@ -124,7 +126,13 @@ class PlacementPlan:
 
 def _argmin(costs: FloatArray) -> int:
     # The smallest M among the minimisers: fewer layers to download for the same cost.
-    return int(np.nanargmin(costs))
+    best = int(np.nanargmin(costs))
+    if not math.isfinite(costs[best]):
+        raise InvalidSystem(
+            f"every placement costs more than {sys.float_info.max:.4g} per inference (beyond "
+            "floating point): check the units of the layers, the device, the edge and the links"
+        )
+    return best
 
 
 def optimal_placement(system: System) -> PlacementPlan:
@@ -203,18 +211,20 @@ def hybrid_placement(system: System, *, rel_tol: float = 0.0) -> PlacementPlan:
         work += m + 1
 
     def lower_bound(m: int) -> float:
-        # Z(M) >= c(M) + V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]), M' > M.
-        best = max(
-            values[0] + reach[m] * (forced[m] - values[m])
+        # Z(M) >= c(M) + V(M') + P1(reach M+1) (E[eta_{M+1}] - E[V^{(M')}_{M+1}]), M' > M; a
+        # bound that is inf - inf (both stage values beyond floating point) says nothing.
+        bounds = [
+            values[0] + (0.0 if reach[m] == 0.0 else reach[m] * (forced[m] - values[m]))
             for mp, values in inductions.items()
             if mp > m
-        )
-        return float(c[m] + best)
+        ]
+        return float(c[m] + max((v for v in bounds if not math.isnan(v)), default=-math.inf))
 
     evaluate(n_layers)
     while True:  # best first: evaluate the open placement with the lowest bound that can win
-        exact = c + etc
-        best_m = _argmin(exact)
+        with np.errstate(over="ignore"):
+            exact = c + etc
+        best_m = int(np.nanargmin(exact))  # may still be inf: open placements can be finite
         bounds = {m: lower_bound(m) for m in range(n_layers + 1) if np.isnan(etc[m])}
         # A placement can still win if its bound is below the best exact cost (or ties it with
         # a smaller M, which the tie rule prefers).
@@ -226,7 +236,8 @@ def hybrid_placement(system: System, *, rel_tol: float = 0.0) -> PlacementPlan:
         if not alive:
             break
         evaluate(min(alive, key=lambda m: (bounds[m], upper[m], m)))
-    costs = c + etc
+    with np.errstate(over="ignore"):
+        costs = c + etc
     m_star = _argmin(costs)
     return PlacementPlan(
         "hybrid", m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
@@ -294,8 +305,9 @@ def fixed_split_costs(system: System) -> tuple[FloatArray, FloatArray]:
     a, b = system.stage_costs
     mean_snr = np.array([ch.expected_snr() for ch in system.channels])
     mean_g = np.array([ch.mean_inv_log() for ch in system.channels])
-    believed = system.placement_costs + a + b * math.log(2.0) / np.log1p(mean_snr)
-    true = system.placement_costs + a + b * mean_g
+    with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+        believed = system.placement_costs + a + b * math.log(2.0) / np.log1p(mean_snr)
+        true = system.placement_costs + a + b * mean_g
     return believed, true
 
 

@@ -24,13 +24,16 @@ from inferplan.coinference.strategies import STRATEGIES, decide
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
-__all__ = ["Simulation", "StrategySimulation", "sample_snr", "simulate"]
+__all__ = ["MAX_SIMULATED_COSTS", "Simulation", "StrategySimulation", "sample_snr", "simulate"]
 
 FloatArray = npt.NDArray[np.float64]
 
 _QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
 # Rows per chunk: bounds memory (N + 1 doubles per row) while keeping numpy calls large.
 _CHUNK = 1 << 16
+MAX_SIMULATED_COSTS = 50_000_000
+"""The most realised costs one :func:`simulate` keeps (inferences times rules, 8 bytes each):
+every cost is kept for the exact quantiles, so the size is checked before anything runs."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,29 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
     return out
 
 
+def _summary(values: FloatArray) -> tuple[float, float, tuple[float, ...]]:
+    """Mean, standard deviation and quantiles of realised costs, without spurious overflow
+    (costs near the float range are scaled first); a cost beyond floating point (``inf``)
+    makes the mean and deviation ``inf`` and the quantiles sample values, not ``nan``."""
+    if not np.all(np.isfinite(values)):
+        quantiles = np.quantile(values, _QUANTILES, method="inverted_cdf")
+        return math.inf, math.inf, tuple(float(v) for v in quantiles)
+    scale = float(np.max(np.abs(values))) or 1.0
+    scaled = values / scale
+    mean, std = scale * float(scaled.mean()), scale * float(scaled.std(ddof=1))
+    return mean, std, tuple(float(v) for v in np.quantile(values, _QUANTILES))
+
+
+def _check_size(inferences: int, rules: int) -> None:
+    if inferences * rules > MAX_SIMULATED_COSTS:
+        raise InvalidArgument(
+            f"{inferences} inferences x {rules} strategies would keep {inferences * rules:.3g} "
+            f"realised costs in memory; the limit is {MAX_SIMULATED_COSTS:.3g} (at most "
+            f"{MAX_SIMULATED_COSTS // max(rules, 1)} inferences for {rules} strategies)",
+            field="inferences",
+        )
+
+
 def simulate(
     system: System,
     strategies: Iterable[str] | None = None,
@@ -156,9 +182,10 @@ def simulate(
         raise InvalidArgument(f"must be an integer >= 2, got {inferences!r}", field="inferences")
     if not 0 < confidence < 1:
         raise InvalidArgument(f"must be in (0, 1), got {confidence!r}", field="confidence")
-    names = list(STRATEGIES if strategies is None else strategies)
+    names = list(dict.fromkeys(STRATEGIES if strategies is None else strategies))
+    _check_size(inferences, len(names) + len(policies))
     chosen = []
-    for name in dict.fromkeys(names):
+    for name in names:
         decision = decide(system, name)
         chosen.append((name, decision.policy, decision.expected_cost))
     chosen += list(policies)
@@ -166,7 +193,7 @@ def simulate(
     a, b = system.stage_costs
     c = system.placement_costs
     costs = [np.empty(inferences) for _ in chosen]
-    splits = [np.empty(inferences, dtype=np.int64) for _ in chosen]
+    splits = [np.zeros(system.n_layers + 2, dtype=np.int64) for _ in chosen]
     rows = np.arange(min(_CHUNK, inferences))
     for start in range(0, inferences, _CHUNK):
         stop = min(start + _CHUNK, inferences)
@@ -175,14 +202,14 @@ def simulate(
             n = policy.split_points(snr)
             observed = snr[rows[: stop - start], n - 1]
             costs[k][start:stop] = c[policy.placement] + a[n - 1] + b[n - 1] * inv_log2(observed)
-            splits[k][start:stop] = n
+            splits[k] += np.bincount(n, minlength=system.n_layers + 2)
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     results = []
     for k, (name, policy, analytic) in enumerate(chosen):
         values = costs[k]
-        mean, std = float(values.mean()), float(values.std(ddof=1))
+        mean, std, quantiles = _summary(values)
         half = z * std / math.sqrt(inferences)
-        counts = np.bincount(splits[k], minlength=system.n_layers + 2)[1:]
+        counts = splits[k][1:]
         results.append(
             StrategySimulation(
                 strategy=name,
@@ -192,7 +219,7 @@ def simulate(
                 std_cost=std,
                 ci_low=mean - half,
                 ci_high=mean + half,
-                quantiles=tuple(float(v) for v in np.quantile(values, _QUANTILES)),
+                quantiles=quantiles,
                 split_counts=tuple(int(v) for v in counts),
                 costs=values,
             )

@@ -43,8 +43,15 @@ FloatArray = npt.NDArray[np.float64]
 RULES = ("optimal", "1sla")
 
 
+def _times(probability: float, value: float) -> float:
+    """``probability * value`` where an impossible event costs nothing, even an infinite cost
+    (a stage beyond floating point that the rule never reaches)."""
+    return 0.0 if probability == 0.0 else float(probability) * float(value)
+
+
 def threshold_at(a: float, b: float, target: float) -> float:
     """The SNR where ``a + b / log2(1 + gamma)`` equals ``target`` (``inf``: never stop)."""
+    a, b, target = float(a), float(b), float(target)  # Python floats overflow quietly to inf
     if target <= a:
         return math.inf
     exponent = math.log(2.0) * b / (target - a)
@@ -58,13 +65,15 @@ def _stage(system: System, n: int, threshold: float) -> tuple[float, float]:
     below = channel.below(threshold)
     if below >= 1.0:
         return 1.0, 0.0
-    return below, a[n - 1] * (1.0 - below) + b[n - 1] * channel.partial_inv_log(threshold)
+    return below, _times(1.0 - below, a[n - 1]) + _times(
+        channel.partial_inv_log(threshold), b[n - 1]
+    )
 
 
 def _forced(system: System, n: int) -> float:
     """``E[eta_n(gamma_n)]``, the expected cost of a forced upload at stage ``n``."""
     a, b = system.stage_costs
-    return float(a[n - 1] + b[n - 1] * system.channels[n - 1].mean_inv_log())
+    return float(a[n - 1]) + float(b[n - 1]) * system.channels[n - 1].mean_inv_log()
 
 
 def _check_placement(system: System, placement: int) -> int:
@@ -96,7 +105,7 @@ def optimal_thresholds(system: System, placement: int) -> tuple[FloatArray, Floa
         t = threshold_at(a[n - 1], b[n - 1], target)
         below, stop_value = _stage(system, n, t)
         thresholds[n - 1] = t
-        values[n - 1] = target * below + stop_value
+        values[n - 1] = _times(below, target) + stop_value
     return thresholds, values
 
 
@@ -129,7 +138,7 @@ def evaluate_thresholds(
     below = np.empty(m)
     for n in range(m, 0, -1):
         below[n - 1], stop_value = _stage(system, n, float(thresholds[n - 1]))
-        values[n - 1] = below[n - 1] * values[n] + stop_value
+        values[n - 1] = _times(below[n - 1], values[n]) + stop_value
     reach = np.concatenate(([1.0], np.cumprod(below)))
     split = reach.copy()
     split[:m] *= 1.0 - below
@@ -157,10 +166,11 @@ def one_step_terms(system: System) -> tuple[FloatArray, FloatArray, FloatArray]:
     stopped = np.zeros(n_layers + 1)  # sum_{n<=M} P(reach n) E[eta_n; stop at n]
     for n in range(1, n_layers + 1):
         below, stop_value = _stage(system, n, float(thresholds[n - 1]))
-        stopped[n] = stopped[n - 1] + reach[n - 1] * stop_value
+        stopped[n] = stopped[n - 1] + _times(reach[n - 1], stop_value)
         reach[n] = reach[n - 1] * below
     forced = np.array([_forced(system, n) for n in range(1, n_layers + 2)])
-    return stopped + reach * forced, reach, forced
+    etc = stopped + np.array([_times(r, f) for r, f in zip(reach, forced, strict=True)])
+    return etc, reach, forced
 
 
 def one_step_etc_all(system: System) -> FloatArray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,35 @@ def _check(value: float, name: str, *, positive: bool = True) -> float:
         kind = "positive" if positive else "non-negative"
         raise InvalidSystem(f"must be a {kind} finite number, got {value!r}", field=name)
     return value
+
+
+def _prefix(values: FloatArray) -> FloatArray:
+    """``0, v_1, v_1 + v_2, ...`` (``inf`` once the sum passes floating point)."""
+    return np.concatenate(([0.0], np.cumsum(values)))
+
+
+def _weighted(weight: float, values: FloatArray) -> FloatArray:
+    """``weight * values`` with a zero weight giving 0 even against ``inf``."""
+    return np.zeros_like(values) if weight == 0.0 else weight * values
+
+
+def _monomial(factors: Sequence[FloatArray | float], divisors: Sequence[float] = ()) -> FloatArray:
+    """``prod(factors) / prod(divisors)`` of non-negative factors and positive divisors,
+    elementwise, without spurious overflow or underflow: where the plain product leaves the
+    float range although no factor is 0, it is recomputed from logarithms (so it is ``inf`` or
+    0 only when the true value is beyond floating point)."""
+    arrays = [np.asarray(f, dtype=np.float64) for f in factors]
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        plain = functools.reduce(np.multiply, arrays)
+        for divisor in divisors:
+            plain = plain / divisor
+        nonzero = functools.reduce(np.logical_and, [f != 0.0 for f in arrays])
+        redo = nonzero & ((plain == 0.0) | ~np.isfinite(plain))
+        if np.any(redo):
+            logs = sum(np.log(f) for f in arrays) - sum(math.log(d) for d in divisors)
+            plain = np.where(redo, np.exp(logs), plain)
+        plain = np.where(nonzero, plain, 0.0)  # a zero factor wins even over an inf product
+    return np.asarray(plain, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -295,6 +325,11 @@ class System:
             raise InvalidSystem(
                 f"must be an integer >= 1, got {k!r}", field="inferences_per_update"
             )
+        if k > sys.float_info.max:
+            raise InvalidSystem(
+                f"must be at most {sys.float_info.max:.4g}, got an integer of {len(str(k))} digits",
+                field="inferences_per_update",
+            )
         object.__setattr__(self, "inferences_per_update", int(k))
         w = float(self.energy_weight)
         if not (0.0 <= w <= 1.0):
@@ -325,15 +360,22 @@ class System:
 
     @functools.cached_property
     def stage_costs(self) -> tuple[FloatArray, FloatArray]:
-        """``(a, b)`` with ``eta_n(gamma) = a[n-1] + b[n-1] / log2(1 + gamma)``, ``n = 1..N+1``."""
+        """``(a, b)`` with ``eta_n(gamma) = a[n-1] + b[n-1] / log2(1 + gamma)``, ``n = 1..N+1``.
+
+        Each layer's time and energy is computed first and then summed, so an intermediate
+        (``sum L_i``, ``f_l^2``) beyond floating point does not spoil a representable cost; a
+        cost that is itself beyond floating point is ``inf``.
+        """
         cycles = np.asarray(self.layers.cycles)
-        local = np.concatenate(([0.0], np.cumsum(cycles)))  # sum_{i<n} L_i, n = 1..N+1
-        remote = local[-1] - local
         f_l, f_c = self.device.cpu_hz, self.edge.cpu_hz
         bt, be = self.time_weight, self.energy_weight
-        a = bt * (local / f_l + remote / f_c) + be * self.device.kappa * f_l**2 * local
-        b = (bt + be * self.device.tx_power_w) * np.asarray(self.layers.input_bits)
-        b = b / self.device.bandwidth_hz
+        with np.errstate(over="ignore"):
+            local = _prefix(cycles / f_l)  # sum_{i<n} L_i / f_l, n = 1..N+1
+            remote = _prefix(cycles[::-1] / f_c)[::-1]  # sum_{i>=n} L_i / f_c
+            energy = _prefix(_monomial([self.device.kappa, f_l, f_l, cycles]))
+            a = _weighted(bt, local + remote) + _weighted(be, energy)
+        weight = bt + be * self.device.tx_power_w
+        b = _monomial([weight, np.asarray(self.layers.input_bits)], [self.device.bandwidth_hz])
         a.flags.writeable = False
         b.flags.writeable = False
         return a, b
@@ -341,8 +383,12 @@ class System:
     @functools.cached_property
     def placement_costs(self) -> FloatArray:
         """``c(M) = sum_{i<=M} m_i / (R_d K)`` for ``M = 0..N``."""
-        download = np.asarray(self.layers.param_bits) / self.downlink_bps
-        out = np.concatenate(([0.0], np.cumsum(download))) / self.inferences_per_update
+        download = _monomial(
+            [np.asarray(self.layers.param_bits)],
+            [self.downlink_bps, float(self.inferences_per_update)],
+        )
+        with np.errstate(over="ignore"):
+            out = _prefix(download)
         out.flags.writeable = False
         return out
 

@@ -36,6 +36,7 @@ __all__ = [
     "build_profile",
     "owner_of",
     "parse_block_spec",
+    "parse_factory_spec",
     "parse_shape",
 ]
 
@@ -125,6 +126,29 @@ class GraphProfile:
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
                 "warnings": list(self.warnings)}  # fmt: skip
+
+
+def parse_factory_spec(text: str) -> tuple[str, str] | None:
+    """``(module, factory)`` if ``text`` is ``dotted.module.path:factory`` or
+    ``path/to/file.py:factory``, else ``None``.
+
+    Only a name of this form is ever imported (which runs that Python code); anything else is
+    looked up as a built-in profile or a file.
+
+    Examples
+    --------
+    >>> parse_factory_spec("torchvision.models:resnet18"), parse_factory_spec("net.py:make")
+    (('torchvision.models', 'resnet18'), ('net.py', 'make'))
+    >>> parse_factory_spec("a b:c"), parse_factory_spec("vgg16"), parse_factory_spec("x:1")
+    (None, None, None)
+    """
+    module, sep, factory = text.rpartition(":")
+    if not sep or not factory.isidentifier():
+        return None
+    is_file = module.endswith(".py") and len(module) > 3
+    if is_file or all(part.isidentifier() for part in module.split(".")):
+        return module, factory
+    return None
 
 
 def parse_shape(text: str) -> tuple[tuple[int, ...], str | None]:

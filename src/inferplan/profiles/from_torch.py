@@ -34,6 +34,7 @@ from inferplan.profiles.cuts import (
     build_profile,
     check_block_names,
     owner_of,
+    parse_factory_spec,
 )
 
 __all__ = ["load_module_factory", "profile_module", "profile_torch"]
@@ -272,11 +273,12 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
     ``torch.device(device)``: on ``meta`` (the default, for profiling) no weights are allocated;
     on ``cpu`` the module gets real weights (seed ``torch`` first for reproducible ones).
     """
-    module_name, sep, attr = spec.rpartition(":")
-    if not sep or not module_name or not attr.isidentifier():
-        raise InvalidProfile(f"expected module.path:factory, got {spec!r}")
+    parsed = parse_factory_spec(spec)
+    if parsed is None:
+        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {spec!r}")
+    module_name, attr = parsed
     try:
-        if module_name.endswith(".py") or os.sep in module_name:
+        if module_name.endswith(".py"):
             path = Path(module_name)
             if not path.is_file():
                 raise InvalidProfile(f"file not found: {module_name}")
@@ -293,7 +295,7 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
                 sys.path.remove(os.getcwd())
     except InvalidProfile:
         raise
-    except Exception as exc:  # an import runs arbitrary code
+    except (Exception, SystemExit) as exc:  # an import runs arbitrary code, exit() included
         raise InvalidProfile(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
                              ) from None  # fmt: skip
     factory = getattr(source, attr, None)
@@ -306,7 +308,7 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
     try:
         with torch.device(device):
             model = factory()
-    except Exception as exc:  # the user's factory can raise anything
+    except (Exception, SystemExit) as exc:  # the user's factory can raise anything
         raise InvalidProfile(f"factory {spec!r} failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(model, torch.nn.Module):
         raise InvalidProfile(f"factory {spec!r} returned {type(model).__name__}, not nn.Module")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.documents import read_document, validate_document, write_document
+from inferplan.documents import path_exists, read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidProfile
 from inferplan.profiles.profile import Profile
 from inferplan.profiles.zoo import builtin_profile
@@ -56,7 +56,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     """
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix.lower() in (".json", ".yaml", ".yml") or path.exists():
+    if path.suffix.lower() in (".json", ".yaml", ".yml") or path_exists(path):
         return profile_from_dict(read_document(path), source=text)
     return builtin_profile(text)
 

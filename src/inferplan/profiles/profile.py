@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,10 @@ class Profile:
                     f"must be a positive finite number, got {t!r}", field=f"seconds[{k}]"
                 )
         object.__setattr__(self, "seconds", seconds)
+        if any(p > sys.float_info.max for p in params):
+            raise InvalidProfile(
+                f"parameter counts must be below {sys.float_info.max:.4g}", field="params"
+            )
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "activation_bits", bits)
         object.__setattr__(self, "blocks", blocks)

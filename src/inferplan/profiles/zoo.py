@@ -9,6 +9,7 @@ any number of equal-width fully-connected layers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from inferplan.errors import InvalidProfile
@@ -17,6 +18,7 @@ from inferplan.profiles.profile import Profile
 
 __all__ = [
     "BUILTIN_PROFILES",
+    "MLP_MAX_DEPTH",
     "alexnet",
     "builtin_profile",
     "display_name",
@@ -26,6 +28,8 @@ __all__ = [
 ]
 
 FLOPS_PER_MAC = 2
+MLP_MAX_DEPTH = 10_000
+"""The most layers :func:`mlp` builds (each is a Python object: the size is checked first)."""
 
 
 def _assemble(
@@ -168,6 +172,12 @@ def mlp(
     """``depth`` fully-connected ``width x width`` layers with bias, one block each."""
     if width < 1 or depth < 1:
         raise InvalidProfile(f"mlp needs width >= 1 and depth >= 1, got {width}, {depth}")
+    if depth > MLP_MAX_DEPTH:
+        raise InvalidProfile(f"mlp depth {depth} exceeds the limit of {MLP_MAX_DEPTH} layers")
+    if FLOPS_PER_MAC * width * (width + 1) * depth > sys.float_info.max:
+        raise InvalidProfile(
+            f"mlp width {width} with depth {depth} needs more FLOPs than floating point holds"
+        )
     blocks: list[tuple[str, BlockBuilder]] = []
     shape = Tensor(width)
     for k in range(1, depth + 1):
@@ -201,6 +211,13 @@ def display_name(name: str) -> str:
     return _DISPLAY_NAMES.get(name, name)
 
 
+_MAX_DIGITS = 30  # beyond any width whose FLOPs fit in floating point
+
+
+def _is_count(text: str) -> bool:
+    return text.isascii() and text.isdecimal()
+
+
 def builtin_profile(name: str) -> Profile:
     """A built-in profile by name: ``vgg16``, ``resnet50``, ``alexnet`` or ``mlp-WIDTHxDEPTH``."""
     key = name.strip().lower()
@@ -208,7 +225,12 @@ def builtin_profile(name: str) -> Profile:
         return BUILTIN_PROFILES[key]()
     if key.startswith("mlp-"):
         width, sep, depth = key[4:].partition("x")
-        if sep and width.isdigit() and depth.isdigit():
+        if sep and _is_count(width) and _is_count(depth):
+            if max(len(width), len(depth)) > _MAX_DIGITS:
+                raise InvalidProfile(
+                    f"mlp width and depth must have at most {_MAX_DIGITS} digits, got "
+                    f"{len(width)} and {len(depth)}"
+                )
             return mlp(int(width), int(depth))
     known = ", ".join([*BUILTIN_PROFILES, "mlp-WIDTHxDEPTH"])
     raise InvalidProfile(f"unknown built-in profile {name!r} (known: {known})")
