@@ -221,7 +221,7 @@ def range_sums(values: Sequence[float]) -> FloatArray:
 
     Examples
     --------
-    >>> range_sums([1e14, 1e-3])[1, 2]
+    >>> float(range_sums([1e14, 1e-3])[1, 2])
     0.001
     """
     ratios = [float(v).as_integer_ratio() for v in values]
