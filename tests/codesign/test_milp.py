@@ -87,7 +87,7 @@ def _ring() -> inferplan.Network:
 
 def test_cyclic_networks_go_to_the_milp():
     net, vgg = _ring(), inferplan.vgg16()
-    with pytest.raises(NetworkHasCycle, match="--method milp"):
+    with pytest.raises(NetworkHasCycle, match="method 'milp' solves cyclic ones"):
         inferplan.provision(net, vgg, throughput=10.0)
     inst = compile_instance(net, vgg, require_acyclic=False)
     for solver in (solve_psg, reference_psg, lambda i, b: throughput_optimal(i)):

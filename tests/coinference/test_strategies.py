@@ -33,7 +33,7 @@ def test_every_strategy_costs_what_it_claims(system, data):
         oracles.placement_cost(system, m) + oracles.brute_force_min_etc(system, m)
         for m in range(system.n_layers + 1)
     )
-    k = data.draw(st.integers(min_value=1, max_value=system.n_layers + 1))
+    k = data.draw(st.integers(min_value=0, max_value=system.n_layers))
     for name in [*STRATEGIES, f"fixed:{k}"]:
         d = decide(system, name)
         thresholds = d.policy.thresholds
@@ -46,7 +46,7 @@ def test_every_strategy_costs_what_it_claims(system, data):
         if get_strategy(name).exact:
             assert d.expected_cost == pytest.approx(best, rel=1e-9), name
     fixed = decide(system, f"fixed:{k}")
-    assert fixed.placement == k - 1 and fixed.split_stage == k
+    assert fixed.placement == k and fixed.split_stage == k + 1
     assert all(math.isinf(t) for t in fixed.policy.thresholds)
 
 
@@ -57,14 +57,14 @@ def test_planners_are_the_methods_of_plan_placement():
     assert set(planner_names()) == {n for n, s in STRATEGIES.items() if s.planner}
 
 
-def test_fixed_stage_beyond_the_model_is_refused():
+def test_fixed_placement_beyond_the_model_is_refused():
     system = default_system("alexnet")
-    with pytest.raises(
-        InvalidArgument, match=r"strategy: 'fixed:10': the split stage must be 1..9"
-    ):
-        decide(system, "fixed:10")
-    with pytest.raises(InvalidArgument, match="unknown strategy 'fixed:0'"):
-        decide(system, "fixed:0")
+    with pytest.raises(InvalidArgument, match=r"strategy: 'fixed:9': the device holds 0..8"):
+        decide(system, "fixed:9")
+    with pytest.raises(InvalidArgument, match="unknown strategy 'fixed:-1'"):
+        decide(system, "fixed:-1")
+    assert decide(system, "fixed:0").expected_cost == decide(system, "edge-only").expected_cost
+    assert decide(system, "fixed:8").expected_cost == decide(system, "device-only").expected_cost
 
 
 def test_the_cli_takes_the_registry_names():
@@ -76,7 +76,7 @@ def test_the_cli_takes_the_registry_names():
     assert result.exit_code == 0, result.stderr
     sim = simulate(default_system("alexnet"), ["fixed:3"], inferences=1000, seed=0)
     assert '"fixed:3"' in result.stdout and '"best-fixed-split"' in result.stdout
-    assert sim["fixed:3"].placement == 2
+    assert sim["fixed:3"].placement == 3
     bad = runner.invoke(app, ["coinfer", "examples/system.yaml", "--method", "edge-only"])
     assert bad.exit_code == 2
     for name in planner_names():

@@ -62,8 +62,8 @@ def _flags(command: Callable[..., Any]) -> dict[str, str]:
 def _where(exc: InferplanError, flags: dict[str, str]) -> str:
     """The error as one line, naming the flag instead of the library's parameter name."""
     flag = flags.get(exc.field or "")
-    if flag is not None:
-        return ": ".join([*([exc.source] if exc.source else []), flag, exc.message])
+    if exc.source is None and flag is not None:  # a field of a file keeps its own name
+        return f"{flag}: {exc.message}"
     return str(exc)
 
 

@@ -108,7 +108,8 @@ def coinfer_simulate_command(
         typer.Option(
             "--strategy",
             help=f"Strategy to simulate (repeatable; all by default): "
-            f"{', '.join(STRATEGIES)} or {FIXED_PREFIX}K (always split at stage K).",
+            f"{', '.join(STRATEGIES)} or {FIXED_PREFIX}K (K layers on the device, always "
+            "upload after them).",
         ),
     ] = None,
     inferences: Annotated[

@@ -13,9 +13,11 @@ def register() -> None:
     from inferplan.cli import (  # noqa: F401
         codesign,
         coinference,
+        edge,
         experiments,
         frontier,
         profiles,
+        run,
     )
 
 

@@ -68,6 +68,9 @@ def profile_command(
         "--flops", help="ONNX: count matrix products only, or all formulas.")] = FlopCount.matrix,
     cuts: Annotated[bool, typer.Option(
         "--cuts", help="Show every candidate cut and the tensors crossing it.")] = False,
+    measure: Annotated[bool, typer.Option(
+        "--measure", help="PyTorch: time each block on this machine (real weights, warm-up, "
+                          "median of repeats) and add seconds and FLOP/s per block.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the profile file format "
                                           "(with --cuts: the whole cut report).")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
@@ -85,6 +88,8 @@ def profile_command(
         profile = traced.profile
         for warning in traced.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    if measure:
+        profile = _measure(model, input_shapes or [], blocks, dtype, traced is not None)
     if output is not None:
         save_profile(profile, output)
     if as_json:
@@ -95,14 +100,31 @@ def profile_command(
         console.print(_cuts_table(traced))
 
 
+def _measure(model: str, shapes: list[str], blocks: str | None, dtype: str, traced: bool
+             ) -> Profile:  # fmt: skip
+    if not traced or model.lower().endswith(".onnx"):
+        raise InvalidArgument("--measure applies to PyTorch models (module.path:factory) only")
+    from inferplan.runtime.measure import measured_profile
+
+    parsed = [parse_shape(s) for s in shapes]
+    return measured_profile(model, [s for s, _ in parsed], blocks=parse_block_spec(blocks),
+                            dtype=dtype, input_dtypes=[d for _, d in parsed])  # fmt: skip
+
+
 def _blocks_table(profile: Profile) -> object:
-    rows = [["input", "", si(profile.activation_bits[0], "bit"), ""]]
+    timed = bool(profile.seconds)
+    rows = [["input", "", si(profile.activation_bits[0], "bit"), ""] + ["", ""] * timed]
     for k, name in enumerate(profile.blocks):
-        rows.append([f"{k + 1}. {name}", si(profile.flops[k], "FLOP"),
-                     si(profile.activation_bits[k + 1], "bit"), si(profile.params[k])])  # fmt: skip
+        row = [f"{k + 1}. {name}", si(profile.flops[k], "FLOP"),
+               si(profile.activation_bits[k + 1], "bit"), si(profile.params[k])]  # fmt: skip
+        if timed:
+            seconds = profile.seconds[k]
+            row += [si(seconds, "s"), si(profile.flops[k] / seconds, "FLOP/s")]
+        rows.append(row)
     return table(f"{profile.name}: {profile.n_blocks} blocks, "
                  f"{si(profile.total_flops, 'FLOP')} per inference",
-                 ["block", "FLOPs", "activation after", "params"], rows)  # fmt: skip
+                 ["block", "FLOPs", "activation after", "params"]
+                 + ["seconds", "FLOP/s"] * timed, rows)  # fmt: skip
 
 
 def _cuts_table(traced: GraphProfile) -> object:

@@ -11,7 +11,8 @@ study, the device runtime and the command line all read :data:`STRATEGIES`.
 * Baselines: ``edge-only`` (upload the raw input, ``M = 0``), ``device-only`` (``M = N``, run
   every layer), ``full-placement`` (``M = N`` with optimal splitting), ``fixed-split`` (one
   stage chosen offline from the mean SNR), ``best-fixed-split`` (the fixed stage of least true
-  expected cost), and ``fixed:K`` (always split at stage ``K``, ``M = K - 1``).
+  expected cost), and ``fixed:K`` (``K`` layers on the device, always upload after them: split
+  stage ``K + 1``; ``fixed:0`` is edge-only, ``fixed:N`` device-only).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 FIXED_PREFIX = "fixed:"
-"""``fixed:K`` is the strategy that always splits at stage ``K`` (``M = K - 1`` placed)."""
+"""``fixed:K`` is the strategy that holds ``K`` layers and always uploads after them."""
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,8 @@ def _known() -> str:
 
 
 def get_strategy(name: str, *, system: System | None = None) -> Strategy:
-    """The strategy called ``name``: a name of :data:`STRATEGIES` or ``fixed:K`` (``K`` in
-    ``1..N+1``, checked against ``system`` when given).
+    """The strategy called ``name``: a name of :data:`STRATEGIES` or ``fixed:K`` (``K`` layers
+    on the device, ``K`` in ``0..N``, checked against ``system`` when given).
 
     Raises
     ------
@@ -220,16 +221,17 @@ def get_strategy(name: str, *, system: System | None = None) -> Strategy:
         return STRATEGIES[name]
     if name.startswith(FIXED_PREFIX):
         text = name[len(FIXED_PREFIX) :]
-        if text.isdigit() and int(text) >= 1:
+        if text.isdigit():
             k = int(text)
-            if system is not None and k > system.n_layers + 1:
+            if system is not None and k > system.n_layers:
                 raise InvalidArgument(
-                    f"{name!r}: the split stage must be 1..{system.n_layers + 1} (N + 1)",
+                    f"{name!r}: the device holds 0..{system.n_layers} layers (N), not {k}",
                     field="strategy",
                 )
-            return Strategy(name=name, label=f"fixed split at stage {k}",
-                            summary=f"always split at stage {k}", exact=False, place=None,
-                            decide=_at_stage(name, lambda system: k))  # fmt: skip
+            return Strategy(name=f"{FIXED_PREFIX}{k}", label=f"{k} layers on the device",
+                            summary=f"hold {k} layers, always upload after them", exact=False,
+                            place=None, decide=_at_stage(f"{FIXED_PREFIX}{k}",
+                                                         lambda system: k + 1))  # fmt: skip
     raise InvalidArgument(f"unknown strategy {name!r} (known: {_known()})", field="strategy")
 
 
@@ -248,7 +250,7 @@ def decide(system: System, strategy: str) -> Decision:
     >>> decide(s, "optimal").expected_cost <= decide(s, "edge-only").expected_cost
     True
     >>> decide(s, "fixed:3").placement, decide(s, "fixed:3").split_stage
-    (2, 3)
+    (3, 4)
     """
     return get_strategy(strategy, system=system).decide(system)
 

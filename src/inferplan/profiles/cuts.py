@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -109,11 +109,18 @@ class GraphProfile:
         Every candidate cut ``0..M``, valid or not, with the tensors crossing it.
     warnings
         What the profile could not count (operators without a FLOP formula, ...).
+    placement
+        The candidate block (``1..M``) each operation runs in, by operation name; a runtime
+        that splits the model at kept cuts runs an operation where this places it.
+    constants
+        The values computed from weights and constants alone: each stage computes its own.
     """
 
     profile: Profile
     cuts: tuple[Cut, ...]
     warnings: tuple[str, ...] = ()
+    placement: Mapping[str, int] = field(default_factory=dict, repr=False)
+    constants: frozenset[str] = field(default_factory=frozenset, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
@@ -294,7 +301,8 @@ def build_profile(
     marked = tuple(
         Cut(c.index, c.after, c.tensors, c.bits, c.valid, c.index in kept, c.reason) for c in cuts
     )
-    return GraphProfile(profile, marked, tuple(warnings))
+    placement = {op.name: block[k] for k, op in enumerate(ops)}
+    return GraphProfile(profile, marked, tuple(warnings), placement, frozenset(constant))
 
 
 def _keep(cuts: Sequence[Cut], flops: Sequence[float]) -> list[int]:

@@ -229,11 +229,12 @@ def _attribute(root: Any, target: str) -> Any:
     return value
 
 
-def load_module_factory(spec: str) -> Any:
-    """Build the module named by ``module.path:factory`` (or ``file.py:factory``) on ``meta``.
+def load_module_factory(spec: str, *, device: str = "meta") -> Any:
+    """Build the module named by ``module.path:factory`` (or ``file.py:factory``) on ``device``.
 
     The factory is any callable returning an ``nn.Module`` (a class or a function); it runs under
-    ``torch.device("meta")`` so no weights are allocated.
+    ``torch.device(device)``: on ``meta`` (the default, for profiling) no weights are allocated;
+    on ``cpu`` the module gets real weights (seed ``torch`` first for reproducible ones).
     """
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr.isidentifier():
@@ -267,7 +268,7 @@ def load_module_factory(spec: str) -> Any:
     if not callable(factory):
         raise InvalidProfile(f"{spec!r} is neither an nn.Module nor a callable")
     try:
-        with torch.device("meta"):
+        with torch.device(device):
             model = factory()
     except Exception as exc:  # the user's factory can raise anything
         raise InvalidProfile(f"factory {spec!r} failed: {type(exc).__name__}: {exc}") from None

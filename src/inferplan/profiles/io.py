@@ -26,6 +26,8 @@ class _ProfileFile(BaseModel):
     activation_bits: list[Positive]
     blocks: list[str] | None = None
     params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
+    seconds: list[Positive] | None = None
+    flops_per_s: list[Positive] | None = None  # written beside seconds; derived, not read
 
 
 def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
@@ -38,6 +40,7 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             activation_bits=tuple(doc.activation_bits),
             blocks=tuple(doc.blocks or ()),
             params=tuple(doc.params or ()),
+            seconds=tuple(doc.seconds or ()),
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None

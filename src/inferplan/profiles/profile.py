@@ -31,6 +31,8 @@ class Profile:
         Names of the blocks (``block1..blockN`` when not given).
     params
         Parameter count of each block (zeros when not given).
+    seconds
+        Measured seconds of each block on one machine (``profile --measure``), or empty.
 
     Examples
     --------
@@ -44,6 +46,7 @@ class Profile:
     activation_bits: tuple[float, ...]
     blocks: tuple[str, ...] = field(default=())
     params: tuple[int, ...] = field(default=())
+    seconds: tuple[float, ...] = field(default=())
 
     def __post_init__(self) -> None:
         flops = tuple(float(q) for q in self.flops)
@@ -76,6 +79,17 @@ class Profile:
             )
         if any(p < 0 for p in params):
             raise InvalidProfile("parameter counts must be non-negative", field="params")
+        seconds = tuple(float(t) for t in self.seconds)
+        if seconds and len(seconds) != len(flops):
+            raise InvalidProfile(
+                f"must give one time per block ({len(flops)}), got {len(seconds)}", field="seconds"
+            )
+        for k, t in enumerate(seconds):
+            if not (math.isfinite(t) and t > 0):
+                raise InvalidProfile(
+                    f"must be a positive finite number, got {t!r}", field=f"seconds[{k}]"
+                )
+        object.__setattr__(self, "seconds", seconds)
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "activation_bits", bits)
         object.__setattr__(self, "blocks", blocks)
@@ -96,11 +110,16 @@ class Profile:
         return np.concatenate(([0.0], np.cumsum(np.asarray(self.flops, dtype=np.float64))))
 
     def to_dict(self) -> dict[str, Any]:
-        """The profile in the profile-file format."""
-        return {
+        """The profile in the profile-file format (with ``seconds`` and the effective
+        ``flops_per_s`` of each block when measured)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "blocks": list(self.blocks),
             "flops": list(self.flops),
             "activation_bits": list(self.activation_bits),
             "params": list(self.params),
         }
+        if self.seconds:
+            out["seconds"] = list(self.seconds)
+            out["flops_per_s"] = [q / t for q, t in zip(self.flops, self.seconds, strict=True)]
+        return out

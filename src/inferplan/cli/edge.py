@@ -1,0 +1,291 @@
+"""``inferplan edge serve`` and ``inferplan device run``: device-edge co-inference, executed.
+
+Both need the ``torch`` and ``serve`` extras; their modules are imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.render import console, print_json, table
+from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES
+from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
+
+if TYPE_CHECKING:
+    from inferplan.runtime.device import DeviceRun
+    from inferplan.runtime.layered import LayeredModel, ModelSpec
+
+edge_app = typer.Typer(help="The edge server of device-edge co-inference.", no_args_is_help=True)
+device_app = typer.Typer(help="A device that co-infers with an edge server.", no_args_is_help=True)
+app.add_typer(edge_app, name="edge")
+app.add_typer(device_app, name="device")
+
+SystemArg = Annotated[Path, typer.Argument(help="System file of `inferplan coinfer` (YAML/JSON).")]
+ModelArg = Annotated[str, typer.Argument(help=(
+    "alexnet, mlp-WIDTHxDEPTH, or a PyTorch module as module.path:factory (or file.py:factory); "
+    "the same on the edge and the device."))]  # fmt: skip
+ShapeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--input-shape", help="Shape of an input, e.g. 1,3,32,32 (repeat for several inputs)."
+    ),
+]
+BlocksOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--blocks", help="Blocks (= layers) as for `inferplan profile`: depth=K or module groups."
+    ),
+]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")]
+TokenOpt = Annotated[Path | None, typer.Option(
+    "--token-file", help="File holding the bearer token every request carries.")]  # fmt: skip
+
+
+def _runtime() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import httpx  # noqa: F401
+        import safetensors  # noqa: F401
+        import torch  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise InvalidProfile(
+            f"co-inference needs {exc.name} (pip install 'inferplan[torch,serve]')"
+        ) from None
+
+
+def _spec(model: str, shapes: list[str] | None, blocks: str | None, dtype: str) -> ModelSpec:
+    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.runtime.layered import ModelSpec
+
+    parsed = [parse_shape(s) for s in shapes or []]
+    return ModelSpec(
+        model,
+        input_shapes=tuple(s for s, _ in parsed),
+        blocks=parse_block_spec(blocks),
+        dtype=dtype,
+        input_dtypes=tuple(d for _, d in parsed),
+    )
+
+
+@edge_app.command("serve")
+@friendly_errors
+def serve_command(
+    system: SystemArg,
+    model: ModelArg,
+    input_shape: ShapeOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")
+                    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
+    token_file: TokenOpt = None,
+    weights_seed: Annotated[int, typer.Option(
+        "--weights-seed", help="Seed of the model's weights.", min=0)] = 0,
+    max_body_mb: Annotated[float | None, typer.Option(
+        "--max-body-mb", help="Largest request body (default: 4x the largest activation "
+                              "+ 1 MiB).")] = None,
+) -> None:  # fmt: skip
+    """Serve layer weights to devices and finish their inferences (FastAPI on uvicorn)."""
+    _runtime()
+    from inferplan.runtime.edge import EdgeService, create_app, read_token, serve
+    from inferplan.runtime.layered import build_layers, load_model_system
+
+    token = read_token(token_file) if token_file is not None else None
+    if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
+        raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
+    layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=True,
+                           seed=weights_seed)  # fmt: skip
+    sys_ = load_model_system(system, layered.profile)
+    limit = None if max_body_mb is None else int(max_body_mb * (1 << 20))
+    service = EdgeService(layered, sys_, max_body_bytes=limit)
+    print(
+        f"edge: serving {layered.name} ({layered.n_layers} layers) on http://{host}:{port}"
+        + (" (bearer token required)" if token else ""),
+        file=sys.stderr,
+    )
+    serve(create_app(service, token=token), host=host, port=port)
+    stats = service.stats()
+    times = stats.get("service_s")
+    summary = (f", service time p50 {1e3 * times['p50']:.2f} ms, p99 {1e3 * times['p99']:.2f} ms"
+               if times else "")  # fmt: skip
+    print(f"edge: stopped after {stats['requests']} inference requests{summary}", file=sys.stderr)
+
+
+def _load_inputs(path: Path, layered: LayeredModel, inferences: int | None) -> list[Any]:
+    import torch
+
+    if len(layered.crossings[0]) != 1:
+        raise InvalidArgument("--inputs takes models with one input", field="--inputs")
+    (shape, dtype), = layered.crossings[0]  # fmt: skip
+    try:
+        data = torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise InvalidFile("file not found", source=str(path)) from None
+    except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
+        raise InvalidFile(f"not a tensor file ({type(exc).__name__})", source=str(path)) from None
+    if not isinstance(data, torch.Tensor) or data.ndim < 1:
+        raise InvalidFile("must hold one tensor whose first dimension indexes the inputs",
+                          source=str(path))  # fmt: skip
+    rest = tuple(data.shape[1:])
+    if rest == tuple(shape):
+        items = [x for x in data]
+    elif shape[0] == 1 and rest == tuple(shape[1:]):
+        items = [x.unsqueeze(0) for x in data]
+    else:
+        raise InvalidFile(f"inputs of shape {'x'.join(map(str, rest))}, the model takes "
+                          f"{'x'.join(map(str, shape))}", source=str(path))  # fmt: skip
+    if str(data.dtype).removeprefix("torch.") != dtype:
+        raise InvalidFile(f"inputs are {data.dtype}, the model takes {dtype}", source=str(path))
+    if inferences is not None and inferences > len(items):
+        raise InvalidArgument(f"{inferences} inferences but {path} holds {len(items)} inputs",
+                              field="--inferences")  # fmt: skip
+    return [(x.contiguous(),) for x in items[:inferences]]
+
+
+def _read_snr(path: Path) -> Any:
+    import numpy as np
+
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidFile(f"cannot read ({exc.strerror})", source=str(path)) from None
+    for number, line in enumerate(lines, start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            rows.append([float(v) for v in text.split(",")])
+        except ValueError:
+            if rows or number > 1:
+                raise InvalidFile(f"line {number}: not numbers: {text!r}", source=str(path)
+                                  ) from None  # fmt: skip
+    if not rows or len({len(r) for r in rows}) != 1:
+        raise InvalidFile("needs rows of N + 1 SNR values, all of one length", source=str(path))
+    return np.asarray(rows)
+
+
+def _write_log(run: DeviceRun, path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["inference", "stage", "snr", "action"])
+        for d in run.decisions:
+            writer.writerow([d.inference, d.stage, repr(d.snr), d.action])
+
+
+def _write_outputs(run: DeviceRun, path: Path) -> None:
+    import torch
+
+    if run.failed:
+        print(f"warning: {path} not written: {len(run.failed)} inference(s) have no output",
+              file=sys.stderr)  # fmt: skip
+        return
+    outputs = [out for out in run.outputs if out is not None]
+    stacked = [torch.cat([out[k] for out in outputs]) for k in range(len(outputs[0]))]
+    torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), path)
+
+
+@device_app.command("run")
+@friendly_errors
+def run_command(
+    system: SystemArg,
+    model: ModelArg,
+    edge: Annotated[str, typer.Option("--edge", help="URL of the edge, e.g. "
+                                      "http://127.0.0.1:8000.")],
+    input_shape: ShapeOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    token_file: TokenOpt = None,
+    method: Annotated[str, typer.Option("--method", help=(
+        f"A strategy: {', '.join(STRATEGIES)}, or {FIXED_PREFIX}K (K layers on the device, "
+        "always upload after them)."))] = "optimal",
+    inferences: Annotated[int | None, typer.Option(
+        "--inferences", help="Inferences to run (default 100, or all --inputs).", min=1)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of SNR draws and random inputs.",
+                                      min=0)] = 0,
+    inputs: Annotated[Path | None, typer.Option(
+        "--inputs", help="Tensor file (torch.save) of K inputs stacked on the first "
+                         "dimension.")] = None,
+    outputs: Annotated[Path | None, typer.Option(
+        "--outputs", help="Write the K outputs, stacked in input order.")] = None,
+    log: Annotated[Path | None, typer.Option(
+        "--log", help="CSV of every decision: inference,stage,snr,action.")] = None,
+    snr_trace: Annotated[Path | None, typer.Option(
+        "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values) "
+                            "instead of drawing from the system's channel.")] = None,
+    emulate: Annotated[bool, typer.Option(
+        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says.")
+    ] = True,
+    retries: Annotated[int, typer.Option("--retries", help="Retries of a failed request.",
+                                         min=0, max=10)] = 3,
+    timeout: Annotated[float, typer.Option("--timeout", help="Per-request timeout (s).",
+                                           min=0.001)] = 30.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:  # fmt: skip
+    """Download the placed layers from the edge and co-infer, splitting by the observed SNR."""
+    _runtime()
+    from inferplan.runtime.device import run_device
+    from inferplan.runtime.edge import read_token
+    from inferplan.runtime.layered import build_layers, load_model_system, plan_device
+
+    token = read_token(token_file) if token_file is not None else None
+    layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=False)
+    sys_ = load_model_system(system, layered.profile)
+    plan_device(sys_, method)  # an unknown method is an error before anything runs
+    given = None if inputs is None else _load_inputs(inputs, layered, inferences)
+    count = len(given) if given is not None else (inferences or 100)
+    snr = None if snr_trace is None else _read_snr(snr_trace)
+    run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
+                     inputs=given, snr=snr, emulate=emulate, token=token, timeout_s=timeout,
+                     retries=retries)  # fmt: skip
+    if log is not None:
+        _write_log(run, log)
+    if outputs is not None:
+        _write_outputs(run, outputs)
+    if as_json:
+        print_json(run.to_dict())
+    else:
+        _print(run)
+    if run.failed:
+        print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
+              f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip
+        raise typer.Exit(1)
+
+
+def _print(run: DeviceRun) -> None:
+    d = run.to_dict()
+
+    def g(value: Any) -> str:
+        return "-" if value is None else f"{value:.6g}"
+
+    low, high = d["ci95"]
+    console.print(
+        f"[bold]{d['method']}[/]: {d['placement']} layers on the device, "
+        f"{d['completed']} of {d['inferences']} inferences completed"
+    )
+    rows = [
+        ["cost per inference (ETC)", g(d["mean_cost"]), g(d["expected_cost"]),
+         f"[{g(low)}, {g(high)}]"],
+        ["with download (Z)", g(d["mean_total_cost"]), g(d["expected_total_cost"]), ""],
+        ["modelled cost of these draws", g(d["modelled_cost"]), "", ""],
+        ["latency (s)", g(d["mean_latency_s"]), "", ""],
+        ["energy (J)", g(d["mean_energy_j"]), "", ""],
+        ["transport overhead (s)", g(d["overhead_s"]), "", ""],
+        ["download (s)", g(d["download_s"]["measured"]), g(d["download_s"]["predicted"]), ""],
+    ]  # fmt: skip
+    console.print(table("measured beside expected", ["", "measured", "expected", "95 % CI"],
+                        rows))  # fmt: skip
+    splits = ", ".join(f"{n}: {c}" for n, c in d["splits"].items()) or "none"
+    console.print(f"split stages: {splits}")
+    match = {True: "yes", False: "NO", None: "not checked"}[d["outputs_match"]]
+    console.print(f"outputs equal the unsplit model's: {match}")
+    if d["finished_locally"]:
+        console.print(f"finished on the device (edge unreachable): {d['finished_locally']}")

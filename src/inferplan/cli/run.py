@@ -1,0 +1,182 @@
+"""``inferplan run``: carry out a co-design plan on a PyTorch model and measure it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
+from inferplan.cli.render import console, print_json, table
+from inferplan.codesign.provision import target_interval
+from inferplan.errors import InvalidArgument, InvalidProfile
+from inferplan.profiles.cuts import parse_block_spec, parse_shape
+from inferplan.units import si
+
+if TYPE_CHECKING:
+    from inferplan.runtime.pipeline import RunReport, RunRequest
+
+
+def _request(
+    network: Path, model: str, shapes: list[str], blocks: str | None, dtype: str,
+    rate: float | None, interval: float | None, plan: Path | None, method: str,
+    inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
+    emulate: bool | None, seed: int, timeout: float,
+) -> RunRequest:  # fmt: skip
+    from inferplan.codesign.planfile import load_plan
+    from inferplan.network import load_network
+    from inferplan.runtime.pipeline import RunRequest
+
+    given = [name for name, value in (("--throughput", rate), ("--interval", interval),
+             ("--plan", plan)) if value is not None]  # fmt: skip
+    if len(given) != 1:
+        raise InvalidArgument("give exactly one of --throughput, --interval or --plan")
+    if not shapes:
+        raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
+    parsed = [parse_shape(s) for s in shapes]
+    return RunRequest(
+        network=load_network(network),
+        model=model,
+        input_shapes=tuple(s for s, _ in parsed),
+        input_dtypes=tuple(d for _, d in parsed),
+        blocks=parse_block_spec(blocks),
+        dtype=dtype,
+        plan=load_plan(plan) if plan is not None else None,
+        plan_source=str(plan) if plan is not None else None,
+        interval=None if plan is not None else target_interval(interval=interval, throughput=rate),
+        method=method,
+        inferences=inferences,
+        warmup=warmup,
+        inputs=str(inputs) if inputs is not None else None,
+        outputs=str(outputs) if outputs is not None else None,
+        emulate=emulate,
+        seed=seed,
+        timeout_s=timeout,
+    )
+
+
+@app.command("run")
+@friendly_errors
+def run_command(
+    network: NetworkArg,
+    model: Annotated[str, typer.Argument(help=(
+        "The PyTorch model as module.path:factory (or file.py:factory), as for profile."))],
+    input_shape: Annotated[list[str] | None, typer.Option(
+        "--input-shape", help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
+    blocks: Annotated[str | None, typer.Option(
+        "--blocks", help="Blocks as for profile: depth=K or 'conv1+bn1,layer1'.")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")
+                     ] = "float32",
+    rate: Annotated[float | None, typer.Option(
+        "--throughput", help="Plan for this many inferences/s.")] = None,
+    interval: Annotated[float | None, typer.Option(
+        "--interval", help="Plan for this output interval (s).")] = None,
+    plan: Annotated[Path | None, typer.Option(
+        "--plan", help="Run this plan (what provision --json wrote for this model).")] = None,
+    method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
+    inferences: Annotated[int | None, typer.Option(
+        "--inferences", help="K inputs to stream (default: those in --inputs, else 40).",
+        min=1)] = None,
+    warmup: Annotated[int, typer.Option(
+        "--warmup", help="Inferences before the steady state is measured.", min=0)] = 5,
+    inputs: Annotated[Path | None, typer.Option(
+        "--inputs", help="A .pt file: one tensor whose first dimension indexes the inputs.")
+    ] = None,
+    outputs: Annotated[Path | None, typer.Option(
+        "--outputs", help="Save the K outputs, stacked in input order, to this .pt file.")
+    ] = None,
+    emulate: Annotated[bool | None, typer.Option(
+        "--emulate/--no-emulate", help="Pace stages to the plan's capacities (default: when "
+        "every stage runs on one machine).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of weights and random inputs.",
+                                      min=0)] = 0,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds a stage may wait for a peer before the run is stopped.")
+    ] = 60.0,
+    as_json: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Run a plan on a PyTorch model, one process per path node, and measure it."""
+    try:
+        from inferplan.runtime.pipeline import (
+            StageCancelled,
+            StageFailed,
+            run_plan,
+            run_stage,
+            under_launcher,
+        )
+    except ImportError:
+        raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
+                             ) from None  # fmt: skip
+    staged = under_launcher()
+    rank = int(os.environ.get("RANK", "0")) if staged else 0
+    request = None
+    if rank == 0:
+        with blame_network_file(network):
+            request = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
+                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
+                               timeout)  # fmt: skip
+    bar = Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)  # fmt: skip
+    task = bar.add_task("inferences", total=None)
+    try:
+        with bar if rank == 0 else contextlib.nullcontext():
+
+            def tick(done: int) -> None:
+                bar.update(task, completed=done)
+
+            if staged:
+                report = run_stage(request, progress=tick, timeout_s=timeout)
+            else:
+                assert request is not None
+                bar.update(task, total=request.inferences)
+                report = run_plan(request, progress=tick)
+    except StageCancelled:
+        raise typer.Exit(2) from None
+    except StageFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        print("error: interrupted: every stage was stopped", file=sys.stderr)
+        raise typer.Exit(130) from None
+    if report is None:
+        return
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _render(report)
+
+
+def _render(report: RunReport) -> None:
+    profiled = any(s.profiled_s is not None for s in report.stages)
+    rows = []
+    for s in report.stages:
+        blocks = ""
+        if s.blocks is not None:
+            first, last = s.blocks
+            blocks = f"{first + 1}..{last}" if last > first else "-"
+        row = [f"{s.kind} {s.id}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
+        if profiled:
+            row.append("" if s.profiled_s is None else si(s.profiled_s, "s"))
+        rows.append(row)
+    columns = ["stage", "blocks", "planned", "measured"] + (["profiled"] if profiled else [])
+    mode = "emulated capacities" if report.emulated else "this machine's speed"
+    console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+    console.print(table("time per inference", columns, rows))
+    gap = report.measured_interval / report.predicted_interval - 1
+    console.print(
+        f"interval: predicted {si(report.predicted_interval, 's')}, measured "
+        f"{si(report.measured_interval, 's')} ({gap:+.1%}); "
+        f"{1 / report.measured_interval:.4g} inferences/s"
+    )
+    console.print(f"latency: median {si(report.latency_median_s, 's')}, "
+                  f"p95 {si(report.latency_p95_s, 's')}")  # fmt: skip
+    verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
+    console.print(f"outputs {verdict} the unsplit model's (max abs diff "
+                  f"{report.max_abs_diff:.3g})")  # fmt: skip

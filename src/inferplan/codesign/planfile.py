@@ -1,0 +1,147 @@
+"""Plan files (what ``provision --json`` prints) and checking a plan against a network and a
+profile before it is carried out.
+
+Reading is tolerant: keys a newer or older ``provision`` may add (a ``status``, ...) are
+ignored; the fields a plan needs are checked strictly.
+
+Examples
+--------
+>>> import inferplan
+>>> net = inferplan.load_network("examples/network.json")
+>>> vgg = inferplan.load_profile("vgg16")
+>>> plan = plan_from_dict(inferplan.provision(net, vgg, throughput=30).to_dict())
+>>> check_plan(net, vgg, plan) is None
+True
+>>> check_plan(net, inferplan.load_profile("resnet50"), plan)
+Traceback (most recent call last):
+...
+inferplan.errors.InvalidArgument: partition: the plan covers 16 blocks, the model has 18 (...)
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.plan import LinkUpgrade, Plan, PlanStatus, deployment_interval
+from inferplan.documents import read_document, validate_document
+from inferplan.errors import InvalidArgument
+from inferplan.network.network import Network
+from inferplan.profiles.profile import Profile
+
+__all__ = ["check_plan", "load_plan", "plan_from_dict"]
+
+Amount = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+
+# A plan's interval, recomputed from its own numbers, differs by rounding only.
+_SAME_INTERVAL = 1e-6
+
+
+class _LinkUpgradeFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    source: str
+    target: str
+    amount: Amount
+
+
+class _PlanFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    method: str = "file"
+    # A file from before plans carried a status makes no claim of optimality.
+    status: PlanStatus = "heuristic"
+    cost: Annotated[float, Field(allow_inf_nan=False, strict=True)] = 0.0
+    interval: Seconds
+    target_interval: Seconds | None = None
+    path: list[str] = Field(min_length=1)
+    partition: list[Annotated[int, Field(ge=0, strict=True)]] = Field(min_length=1)
+    node_upgrades: dict[str, Amount] = Field(default_factory=dict)
+    link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
+
+
+def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
+    """A :class:`Plan` from ``provision --json`` data (unknown keys ignored)."""
+    doc = validate_document(_PlanFile, data, source=source, error=InvalidArgument)
+    return Plan(
+        method=doc.method,
+        status=doc.status,
+        cost=doc.cost,
+        interval=doc.interval,
+        target_interval=doc.target_interval or doc.interval,
+        path=tuple(doc.path),
+        partition=tuple(doc.partition),
+        node_upgrades=dict(doc.node_upgrades),
+        link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
+    )
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file (JSON or YAML) that ``provision --json`` wrote."""
+    return plan_from_dict(read_document(path), source=str(path))
+
+
+def check_plan(
+    network: Network, profile: Profile, plan: Plan, *, source: str | None = None
+) -> None:
+    """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` runs
+    ``profile`` on ``network``: its path is a source-to-target path of links of the network,
+    its partition covers exactly the profile's blocks, its upgrades name nodes and links of the
+    network, and its interval is what those numbers give (a plan made for another profile or
+    network is refused)."""
+
+    def bad(field: str, message: str) -> InvalidArgument:
+        return InvalidArgument(message, source=source, field=field)
+
+    nodes = network.node_by_id
+    links = {(e.source, e.target) for e in network.links}
+    path, partition = plan.path, plan.partition
+    for node in path:
+        if node not in nodes:
+            raise bad("path", f"node {node!r} is not in the network")
+    if path[0] != network.source or path[-1] != network.target:
+        raise bad("path", f"must run from the source {network.source!r} to the target "
+                          f"{network.target!r}, got {path[0]!r} .. {path[-1]!r}")  # fmt: skip
+    if len(set(path)) != len(path):
+        raise bad("path", "visits a node twice")
+    for u, v in pairwise(path):
+        if (u, v) not in links:
+            raise bad("path", f"the network has no link {u!r} -> {v!r}")
+    if len(partition) != len(path):
+        raise bad("partition", f"needs one entry per path node ({len(path)}), "
+                               f"got {len(partition)}")  # fmt: skip
+    if any(b < a for a, b in pairwise(partition)):
+        raise bad("partition", f"must not decrease, got {list(partition)}")
+    n = profile.n_blocks
+    if partition[-1] != n:
+        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
+                               "(a plan for another model?)")  # fmt: skip
+    for node in plan.node_upgrades:
+        if node not in nodes:
+            raise bad("node_upgrades", f"node {node!r} is not in the network")
+    for up in plan.link_upgrades:
+        if (up.source, up.target) not in links:
+            raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
+    inst = compile_instance(network, profile, require_acyclic=False)
+    index = {v: k for k, v in enumerate(inst.node_ids)}
+    interval = deployment_interval(
+        inst,
+        [index[v] for v in path],
+        partition,
+        added_capacity={index[v]: x for v, x in plan.node_upgrades.items() if v in index},
+        added_bandwidth={
+            inst.link_index(index[u.source], index[u.target]): u.amount
+            for u in plan.link_upgrades
+            if u.source in index and u.target in index
+        },
+    )
+    if not math.isclose(interval, plan.interval, rel_tol=_SAME_INTERVAL):
+        raise bad("interval", f"the plan says {plan.interval:.6g} s, but its deployment of this "
+                              f"model on this network gives {interval:.6g} s (a plan for "
+                              "another model or network?)")  # fmt: skip

@@ -1,0 +1,604 @@
+"""The device client of device-edge co-inference: download ``M`` layers, split online by SNR.
+
+:func:`run_device` plans the placement ``M`` and the splitting thresholds with the chosen method
+(:func:`~inferplan.runtime.layered.plan_device`, the planner of ``inferplan coinfer``),
+downloads the weights of layers ``1..M`` from the edge over HTTP, then runs every inference
+layer by layer. Before layer ``n`` it observes ``gamma_n`` and asks the policy
+(:meth:`~inferplan.coinference.SplitPolicy.upload`, one comparison): *upload* the activation
+to the edge, which computes layers ``n..N`` and answers with the output, or *continue* with
+layer ``n``. At ``M + 1`` it must upload; at ``N + 1`` (every layer on the device) it has the
+output and *finishes* by uploading it, as the cost model has it.
+
+Emulation (the default) paces the device as the physical system: layer ``i`` takes at least
+``L_i / f_l``, an upload at least ``I_n / (W log2(1 + gamma_n))``; the edge paces its layers
+(``L_i / f_c``) and the downloads (``m_i / R_d``). Energy follows the model:
+``kappa f_l^2 L_i`` per layer run on the device plus ``P`` times the measured upload time.
+
+Faults: an unreachable edge (or a 5xx) is retried with a bounded exponential back-off; after
+that a device holding all ``N`` layers finishes the inference locally, any other lists it in
+:attr:`DeviceRun.failed`. Every inference ends with an output or in that list.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+import torch
+from scipy import stats
+
+from inferplan.coinference import System, sample_snr
+from inferplan.errors import InferplanError, InvalidArgument
+from inferplan.runtime.emulate import pace
+from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
+from inferplan.runtime.measure import random_inputs
+from inferplan.runtime.wire import (
+    WireError,
+    decode_state,
+    decode_tensors,
+    encode_tensors,
+)
+
+__all__ = [
+    "ACTIONS",
+    "Decision",
+    "DeviceRun",
+    "EdgeUnavailable",
+    "InferenceRecord",
+    "run_device",
+]
+
+ACTIONS = ("continue", "upload", "finish")
+"""What the device does before layer ``n``: run it, upload the activation, or (at ``N + 1``)
+deliver the output it computed."""
+
+Tensors = tuple[torch.Tensor, ...]
+SERVICE_HEADER = "X-Service-Seconds"
+#: Float32 tolerance of the split outputs against the unsplit model's.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+class EdgeUnavailable(InferplanError):
+    """The edge did not answer (or answered 5xx) after every retry."""
+
+
+class _Refused(InferplanError):
+    """The edge answered 4xx: the request is wrong and retrying will not help."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row of the decision log: before layer ``stage`` of inference ``inference``
+    (0-based, in input order) the device saw ``snr`` and did ``action``."""
+
+    inference: int
+    stage: int
+    snr: float
+    action: str
+
+
+@dataclass(frozen=True)
+class InferenceRecord:
+    """A completed inference.
+
+    Attributes
+    ----------
+    index
+        0-based position in the inputs.
+    split
+        The stage ``n`` where the activation went to the edge (``N + 1``: the device ran
+        every layer).
+    snr
+        ``gamma_n`` at the split.
+    latency_s, energy_j, cost
+        Measured latency, modelled energy (compute + ``P`` x measured upload time) and
+        ``beta_t latency + beta_e energy``.
+    modelled_latency_s, modelled_cost
+        What the model gives for this split and SNR (``eta_n(gamma_n)``).
+    upload_s, edge_s
+        Measured upload time (request and answer, without the edge's work) and the edge's
+        own service time.
+    local
+        The edge was unreachable and the device computed the rest itself.
+    """
+
+    index: int
+    split: int
+    snr: float
+    latency_s: float
+    energy_j: float
+    cost: float
+    modelled_latency_s: float
+    modelled_cost: float
+    upload_s: float
+    edge_s: float
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceRun:
+    """The result of :func:`run_device`; :meth:`to_dict` is ``device run --json``."""
+
+    plan: DevicePlan
+    inferences: int
+    records: tuple[InferenceRecord, ...]
+    failed: tuple[int, ...]
+    errors: dict[int, str]
+    decisions: tuple[Decision, ...]
+    outputs: tuple[Tensors | None, ...] = field(repr=False)
+    download_predicted_s: float
+    download_measured_s: float
+    inferences_per_update: int
+    outputs_match: bool | None = None
+    max_abs_diff: float | None = None
+    elapsed_s: float = 0.0
+
+    def _mean(self, name: str) -> float:
+        values = [getattr(r, name) for r in self.records]
+        return float(np.mean(values)) if values else math.nan
+
+    @property
+    def mean_cost(self) -> float:
+        """Measured mean energy-time cost per completed inference."""
+        return self._mean("cost")
+
+    def ci95(self) -> tuple[float, float]:
+        """95 % normal-approximation confidence interval of :attr:`mean_cost` (NaN with fewer
+        than two completed inferences)."""
+        costs = np.array([r.cost for r in self.records])
+        if costs.size < 2:
+            return math.nan, math.nan
+        half = float(stats.norm.ppf(0.975)) * float(costs.std(ddof=1)) / math.sqrt(costs.size)
+        return self.mean_cost - half, self.mean_cost + half
+
+    @property
+    def overhead_cost(self) -> float:
+        """Mean measured cost minus the mean modelled cost ``eta_S(gamma_S)`` of the same
+        inferences: what transport (HTTP, serialisation) and pacing slack add."""
+        return self.mean_cost - self._mean("modelled_cost")
+
+    def split_counts(self) -> dict[int, int]:
+        """How many completed inferences split at each stage."""
+        counts: dict[int, int] = {}
+        for r in sorted(self.records, key=lambda r: r.split):
+            counts[r.split] = counts.get(r.split, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """One JSON-able object (``None`` where no inference completed)."""
+
+        def num(value: float) -> float | None:
+            return value if math.isfinite(value) else None
+
+        low, high = self.ci95()
+        latency = self._mean("latency_s")
+        overhead = latency - self._mean("modelled_latency_s")
+        download_cost = self.download_measured_s / self.inferences_per_update
+        return {
+            "method": self.plan.method,
+            "placement": self.plan.placement,
+            "inferences": self.inferences,
+            "completed": len(self.records),
+            "mean_cost": num(self.mean_cost),
+            "ci95": [num(low), num(high)],
+            "expected_cost": self.plan.expected_cost,
+            "expected_total_cost": self.plan.expected_total_cost,
+            "mean_total_cost": num(self.mean_cost + download_cost),
+            "modelled_cost": num(self._mean("modelled_cost")),
+            "overhead_cost": num(self.overhead_cost),
+            "mean_latency_s": num(latency),
+            "mean_energy_j": num(self._mean("energy_j")),
+            "overhead_s": num(overhead),
+            "overhead_share": num(overhead / latency) if latency > 0 else None,
+            "download_s": {
+                "predicted": self.download_predicted_s,
+                "measured": self.download_measured_s,
+            },
+            "splits": {str(n): c for n, c in self.split_counts().items()},
+            "outputs_match": self.outputs_match,
+            "max_abs_diff": self.max_abs_diff,
+            "elapsed_s": self.elapsed_s,
+            "failed": list(self.failed),
+            "finished_locally": [r.index for r in self.records if r.local],
+            "errors": {str(k): v for k, v in self.errors.items()},
+        }
+
+
+class _EdgeClient:
+    """HTTP to the edge with a bounded exponential back-off on unreachable / 5xx."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None,
+        timeout_s: float,
+        retries: int,
+        backoff_s: float,
+        max_backoff_s: float = 2.0,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+        self._retries = retries
+        self._backoff = backoff_s
+        self._max_backoff = max_backoff_s
+        self._down = False  # after a failed round of retries: one attempt until it answers
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        attempts = 1 if self._down else 1 + self._retries
+        reason = ""
+        for attempt in range(attempts):
+            try:
+                response = self._client.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                reason = f"edge {self.url} unreachable ({type(exc).__name__})"
+            else:
+                if response.status_code < 500:
+                    self._down = False
+                    if response.status_code >= 400:
+                        raise _Refused(f"edge answered {response.status_code}: {_detail(response)}")
+                    return response
+                reason = f"edge answered {response.status_code}: {_detail(response)}"
+            if attempt + 1 < attempts:
+                time.sleep(min(self._backoff * 2**attempt, self._max_backoff))
+        self._down = True
+        raise EdgeUnavailable(reason)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail else response.reason_phrase
+
+
+def _check_edge_model(edge: _EdgeClient, layered: LayeredModel) -> None:
+    try:
+        served = edge.request("GET", "/model").json()
+    except _Refused as exc:
+        raise InvalidArgument(str(exc), source=edge.url) from None
+    except ValueError:
+        raise InvalidArgument("/model did not answer JSON", source=edge.url) from None
+    mine = layered.describe()
+    if served.get("crossings") != mine["crossings"] or served.get("layers") != mine["layers"]:
+        raise InvalidArgument(
+            f"serves model {served.get('model')!r} with {served.get('layers')} layers and other "
+            f"tensors between them; this device runs {mine['model']!r} with "
+            f"{mine['layers']} layers (both sides must use the same MODEL and blocks)",
+            source=edge.url,
+        )
+
+
+def _download(edge: _EdgeClient, layered: LayeredModel, placement: int, emulate: bool) -> None:
+    for layer in range(1, placement + 1):
+        response = edge.request("GET", f"/layers/{layer}", params={"emulate": int(emulate)})
+        try:
+            state = decode_state(response.content)
+        except WireError as exc:
+            raise EdgeUnavailable(f"weights of layer {layer}: {exc}") from None
+        stage = layered.stages[layer - 1]
+        try:
+            stage.load_state_dict(state, strict=True, assign=True)
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise EdgeUnavailable(f"weights of layer {layer} do not fit: {first}") from None
+        if any(t.is_meta for t in [*stage.parameters(), *stage.buffers()]):
+            raise InvalidArgument(
+                f"layer {layer} has tensors outside its state_dict (non-persistent buffers); "
+                "it cannot be downloaded"
+            )
+
+
+def _snr_matrix(
+    system: System, snr: npt.ArrayLike | None, inferences: int, seed: int
+) -> npt.NDArray[np.float64]:
+    if snr is None:
+        return sample_snr(system, np.random.default_rng(seed), inferences)
+    values = np.asarray(snr, dtype=np.float64)
+    n = system.n_layers + 1
+    if values.ndim != 2 or values.shape[1] != n or values.shape[0] < inferences:
+        raise InvalidArgument(
+            f"SNR trace must have {inferences} rows of N + 1 = {n} values, got shape "
+            f"{'x'.join(map(str, values.shape))}",
+            field="snr",
+        )
+    if not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise InvalidArgument("SNR trace values must be positive finite numbers", field="snr")
+    return values[:inferences]
+
+
+def run_device(
+    system: System,
+    layered: LayeredModel,
+    edge_url: str,
+    *,
+    method: str = "optimal",
+    inferences: int = 100,
+    seed: int = 0,
+    inputs: Sequence[Tensors] | None = None,
+    snr: npt.ArrayLike | None = None,
+    emulate: bool = True,
+    token: str | None = None,
+    timeout_s: float = 30.0,
+    retries: int = 3,
+    backoff_s: float = 0.1,
+    verify: bool = True,
+    on_inference: Callable[[int], None] | None = None,
+) -> DeviceRun:
+    """Run ``inferences`` co-inferences against the edge at ``edge_url``.
+
+    Parameters
+    ----------
+    system
+        The co-inference system (its layers are ``layered``'s blocks).
+    layered
+        The model's structure (:func:`~inferplan.runtime.layered.build_layers` with
+        ``weights=False``); the layers placed on the device get the edge's weights.
+    edge_url
+        ``http://host:port`` of ``inferplan edge serve``.
+    method
+        A strategy of :data:`inferplan.coinference.STRATEGIES` or ``fixed:K``.
+    inferences
+        How many inferences.
+    seed
+        Seed of the SNR draws and of the random inputs.
+    inputs
+        One tuple of input tensors per inference (seeded random inputs by default).
+    snr
+        A recorded ``(inferences, N + 1)`` SNR trace to replay (column ``n - 1`` is seen before
+        layer ``n``) instead of draws from the system's channel.
+    emulate
+        Pace device, uplink, edge and downlink as the physical system.
+    token
+        Bearer token of the edge.
+    timeout_s, retries, backoff_s
+        Per-request timeout; retries after a failed request, waiting ``backoff_s * 2^k``
+        (at most 2 s) before retry ``k + 1``.
+    verify
+        Compare every output with the unsplit model's (run on the edge, ``/reference``).
+    on_inference
+        Called with each inference's index once it ended (completed or failed).
+    """
+    if isinstance(inferences, bool) or not isinstance(inferences, int) or inferences < 1:
+        raise InvalidArgument(f"must be an integer >= 1, got {inferences!r}", field="inferences")
+    if retries < 0 or backoff_s < 0 or timeout_s <= 0:
+        raise InvalidArgument("retries and backoff_s must be >= 0 and timeout_s > 0")
+    if system.n_layers != layered.n_layers:
+        raise InvalidArgument(
+            f"the system has {system.n_layers} layers, the model {layered.n_layers} blocks"
+        )
+    plan = plan_device(system, method)
+    gammas = _snr_matrix(system, snr, inferences, seed)
+    if inputs is None:
+        inputs = random_inputs(
+            [shape for shape, _ in layered.crossings[0]],
+            inferences,
+            seed=seed,
+            input_dtypes=[dtype for _, dtype in layered.crossings[0]],
+        )
+    elif len(inputs) < inferences:
+        raise InvalidArgument(f"{len(inputs)} inputs for {inferences} inferences", field="inputs")
+    edge = _EdgeClient(
+        edge_url, token=token, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
+    )
+    try:
+        return _run(
+            system, layered, edge, plan, gammas, list(inputs[:inferences]), emulate, verify,
+            on_inference,
+        )  # fmt: skip
+    finally:
+        edge.close()
+
+
+def _run(
+    system: System,
+    layered: LayeredModel,
+    edge: _EdgeClient,
+    plan: DevicePlan,
+    gammas: npt.NDArray[np.float64],
+    inputs: list[Tensors],
+    emulate: bool,
+    verify: bool,
+    on_inference: Callable[[int], None] | None,
+) -> DeviceRun:
+    _check_edge_model(edge, layered)
+    m = plan.placement
+    predicted = float(sum(system.layers.param_bits[:m])) / system.downlink_bps
+    started = time.monotonic()
+    inferences = len(inputs)
+    try:
+        _download(edge, layered, m, emulate)
+    except (EdgeUnavailable, _Refused) as exc:
+        every = tuple(range(inferences))
+        reason = f"download of the placed layers failed: {exc}"
+        return DeviceRun(
+            plan, inferences, (), every, dict.fromkeys(every, reason), (), (None,) * inferences,
+            predicted, time.monotonic() - started, system.inferences_per_update,
+        )  # fmt: skip
+    measured = time.monotonic() - started
+    device = _Device(system, layered, edge, plan, emulate)
+    first = time.monotonic()
+    records: list[InferenceRecord] = []
+    outputs: list[Tensors | None] = []
+    failed: list[int] = []
+    errors: dict[int, str] = {}
+    for k, x in enumerate(inputs):
+        try:
+            output, record = device.infer(k, x, gammas[k])
+        except (EdgeUnavailable, _Refused) as exc:
+            failed.append(k)
+            errors[k] = str(exc)
+            outputs.append(None)
+        else:
+            records.append(record)
+            outputs.append(output)
+        if on_inference is not None:
+            on_inference(k)
+    run = DeviceRun(
+        plan, inferences, tuple(records), tuple(failed), errors, tuple(device.decisions),
+        tuple(outputs), predicted, measured, system.inferences_per_update,
+        elapsed_s=time.monotonic() - first,
+    )  # fmt: skip
+    if verify:
+        match, diff = _verify(edge, inputs, outputs)
+        run = DeviceRun(**{**run.__dict__, "outputs_match": match, "max_abs_diff": diff})
+    return run
+
+
+def _verify(
+    edge: _EdgeClient, inputs: list[Tensors], outputs: list[Tensors | None]
+) -> tuple[bool | None, float | None]:
+    """Every completed output against the unsplit model's on the edge (None: edge gone)."""
+    match, worst = True, 0.0
+    for x, out in zip(inputs, outputs, strict=True):
+        if out is None:
+            continue
+        specs = [(tuple(t.shape), t.dtype) for t in out]
+        try:
+            response = edge.request("POST", "/reference", content=encode_tensors(x))
+            reference = decode_tensors(response.content, specs)
+        except (EdgeUnavailable, _Refused, WireError):
+            return None, None
+        for a, b in zip(out, reference, strict=True):
+            if a.is_floating_point():
+                worst = max(worst, float((a - b).abs().max()) if a.numel() else 0.0)
+            match = match and torch.allclose(a, b, rtol=RTOL, atol=ATOL)
+    return match, worst
+
+
+class _Device:
+    """One device's inference loop: decisions, local layers, uploads, accounting."""
+
+    def __init__(
+        self,
+        system: System,
+        layered: LayeredModel,
+        edge: _EdgeClient,
+        plan: DevicePlan,
+        emulate: bool,
+    ) -> None:
+        self.system = system
+        self.layered = layered
+        self.edge = edge
+        self.policy = plan.policy
+        self.emulate = emulate
+        self.decisions: list[Decision] = []
+        self.n_layers = layered.n_layers
+        self._started = 0.0  # this inference's start (time.monotonic) and emulated time so far
+        self._budget = 0.0
+
+    def _wait(self, seconds: float) -> None:
+        """Advance the emulated clock of this inference by ``seconds`` and sleep until it.
+
+        Pacing against one clock per inference (not per step) keeps a late wake-up of one
+        sleep from being added again at the next step; every step still ends no earlier than
+        the modelled time of everything up to it."""
+        self._budget += seconds
+        if self.emulate:
+            pace(self._started, self._budget)
+
+    def _layer(self, layer: int, values: Tensors) -> Tensors:
+        with torch.no_grad():
+            out: Tensors = self.layered.stages[layer - 1](*values)
+        self._wait(self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
+        return out
+
+    def upload_seconds(self, stage: int, snr: float) -> float:
+        """``I_n / (W log2(1 + gamma_n))``."""
+        rate = self.system.device.bandwidth_hz * math.log2(1.0 + snr)
+        return self.system.layers.input_bits[stage - 1] / rate
+
+    def _upload(self, stage: int, snr: float, values: Tensors) -> tuple[Tensors, float, float]:
+        """Send the activation before layer ``stage``: the output, upload and edge seconds."""
+        started = time.monotonic()
+        body = encode_tensors(values)
+        self._wait(self.upload_seconds(stage, snr))
+        response = self.edge.request(
+            "POST",
+            "/infer",
+            params={"stage": stage, "emulate": int(self.emulate)},
+            content=body,
+        )
+        total = time.monotonic() - started
+        edge_s = float(response.headers.get(SERVICE_HEADER, 0.0))
+        try:
+            output = decode_tensors(response.content, self.layered.crossings[self.n_layers])
+        except WireError as exc:
+            raise _Refused(f"the edge's output: {exc}") from None
+        return output, max(total - edge_s, 0.0), edge_s
+
+    def infer(
+        self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
+    ) -> tuple[Tensors, InferenceRecord]:
+        started = self._started = time.monotonic()
+        self._budget = 0.0
+        values, local, n = x, False, 1
+        upload_s = edge_s = 0.0
+        while n <= self.n_layers:
+            gamma = float(snr[n - 1])
+            if not self.policy.upload(n, gamma):
+                self.decisions.append(Decision(k, n, gamma, "continue"))
+                values = self._layer(n, values)
+                n += 1
+                continue
+            self.decisions.append(Decision(k, n, gamma, "upload"))
+            try:
+                values, upload_s, edge_s = self._upload(n, gamma, values)
+                break
+            except EdgeUnavailable:
+                if self.policy.placement < self.n_layers:
+                    raise
+                local = True  # every layer is here: finish without the edge
+                for layer in range(n, self.n_layers + 1):
+                    self.decisions.append(Decision(k, layer, float(snr[layer - 1]), "continue"))
+                    values = self._layer(layer, values)
+                n = self.n_layers + 1
+        if n == self.n_layers + 1:
+            gamma = float(snr[n - 1])
+            self.decisions.append(Decision(k, n, gamma, "finish"))
+            try:
+                _, upload_s, edge_s = self._upload(n, gamma, values)
+            except EdgeUnavailable:
+                local = True  # the output is here; only its delivery failed
+        latency = time.monotonic() - started
+        return values, self._record(k, n, float(snr[n - 1]), latency, upload_s, edge_s, local)
+
+    def _record(
+        self, k: int, split: int, gamma: float, latency: float, upload_s: float, edge_s: float,
+        local: bool,
+    ) -> InferenceRecord:  # fmt: skip
+        s = self.system
+        cycles = s.layers.cycles
+        device_cycles = float(sum(cycles[: split - 1]))
+        energy = (
+            s.device.kappa * s.device.cpu_hz**2 * device_cycles + s.device.tx_power_w * upload_s
+        )
+        modelled_latency = (
+            device_cycles / s.device.cpu_hz
+            + float(sum(cycles[split - 1 :])) / s.edge.cpu_hz
+            + self.upload_seconds(split, gamma)
+        )
+        return InferenceRecord(
+            index=k,
+            split=split,
+            snr=gamma,
+            latency_s=latency,
+            energy_j=energy,
+            cost=s.time_weight * latency + s.energy_weight * energy,
+            modelled_latency_s=modelled_latency,
+            modelled_cost=float(s.eta(split, gamma)),
+            upload_s=upload_s,
+            edge_s=edge_s,
+            local=local,
+        )

@@ -1,0 +1,116 @@
+"""Emulating planned infrastructure: pacing stages to planned times, and the planned times.
+
+A stage (a node's compute, a link's transfer) emulates a capacity by taking *at least* the time
+that capacity would need: it does its real work, then sleeps until ``started + planned``. The
+sleep blocks in the kernel (no busy-wait), so stages that share few cores leave them to the
+stages that compute. Real work slower than planned is never hidden: the stage then takes its
+real time.
+
+Examples
+--------
+>>> import time
+>>> started = time.monotonic()
+>>> pace(started, 0.02) - started >= 0.02
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.plan import Plan, stage_delays
+from inferplan.network.network import Network
+from inferplan.profiles.profile import Profile
+
+__all__ = ["Server", "pace", "planned_times"]
+
+
+def pace(started: float, at_least_s: float) -> float:
+    """Sleep until ``started + at_least_s`` (``time.monotonic`` seconds); return the time then.
+
+    Returns at once if that moment has passed. ``time.sleep`` may wake a little early on some
+    systems, so the sleep repeats until the moment is reached.
+    """
+    now = time.monotonic()
+    deadline = started + at_least_s
+    while now < deadline:
+        time.sleep(deadline - now)
+        now = time.monotonic()
+    return now
+
+
+class Server:
+    """One stage serving one item at a time, each for at least ``seconds`` when given.
+
+    Item ``i`` starts when it has arrived and item ``i - 1`` has ended,
+    ``start_i = max(arrived_i, end_{i-1})``. With ``seconds`` (emulation) it ends at
+    ``end_i = start_i + seconds``, the schedule a server of that capacity keeps, and
+    :meth:`finish` sleeps until then. Ends are counted on that schedule, not from when the sleep
+    happened to return, so a late wake-up (a busy machine) delays one item, not every later
+    one; idle time is never banked. Without ``seconds`` an item ends when :meth:`finish` is
+    called. Either way ``finish(start) - start``, the time the stage held the item, is at least
+    ``seconds``.
+
+    Examples
+    --------
+    >>> server = Server(0.01)
+    >>> t0 = time.monotonic()
+    >>> held = []
+    >>> for _ in range(3):  # three items queued at t0
+    ...     start = server.start(t0)
+    ...     held.append(server.finish(start) - start)
+    >>> min(held) >= 0.01, time.monotonic() - t0 >= 0.03
+    (True, True)
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self._free_at = -math.inf
+
+    def start(self, arrived: float) -> float:
+        """When the item that arrived at ``arrived`` starts: ``max(arrived, end of the last)``."""
+        return max(arrived, self._free_at)
+
+    def finish(self, start: float) -> float:
+        """End the item that started at ``start``; return the time then."""
+        if self.seconds is None:
+            self._free_at = time.monotonic()
+            return self._free_at
+        self._free_at = start + self.seconds
+        return pace(start, self.seconds)
+
+
+def planned_times(
+    network: Network, profile: Profile, plan: Plan
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The planned time per inference of each path node and each path link (seconds).
+
+    Node ``path[l]`` computes its blocks in ``Q / (C + x)`` (its work over its capacity after
+    the plan's upgrade; 0 for a node that only forwards), link ``path[l] -> path[l+1]`` sends the
+    activation after ``partition[l]`` in ``D / (B + y)``: the planner's own
+    :func:`~inferplan.codesign.plan.stage_delays`, so the plan's interval is their maximum.
+    The plan must fit the network and profile (see :func:`~inferplan.codesign.planfile.check_plan`).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net = inferplan.load_network("examples/network.json")
+    >>> vgg = inferplan.load_profile("vgg16")
+    >>> plan = inferplan.provision(net, vgg, interval=0.05)
+    >>> nodes, links = planned_times(net, vgg, plan)
+    >>> abs(max(nodes + links) - plan.interval) < 1e-12
+    True
+    """
+    inst = compile_instance(network, profile, require_acyclic=False)
+    index = {v: k for k, v in enumerate(inst.node_ids)}
+    capacity = inst.capacity.copy()
+    for node, amount in plan.node_upgrades.items():
+        capacity[index[node]] += amount
+    bandwidth = inst.bandwidth.copy()
+    for up in plan.link_upgrades:
+        bandwidth[inst.link_index(index[up.source], index[up.target])] += up.amount
+    path = [index[v] for v in plan.path]
+    compute, transfer = stage_delays(inst, path, plan.partition, capacity, bandwidth)
+    return tuple(float(t) for t in compute), tuple(float(t) for t in transfer)

@@ -1,0 +1,108 @@
+"""Timing a model's blocks on this machine: the seconds per block of a measured profile.
+
+Each block runs as its own stage (:mod:`inferplan.runtime.split`) on a sample input, after a
+warm-up, several times; a block's time is the median of its runs. Dividing its FLOPs by it
+gives the machine's effective FLOP/s on that block.
+
+Examples
+--------
+>>> import torch
+>>> from inferplan.runtime.split import trace_model
+>>> net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+>>> traced = trace_model(net, [(1, 64)])
+>>> seconds = measure_blocks(traced, (torch.randn(1, 64),), repeats=3)
+>>> len(seconds) == traced.profile.n_blocks and all(s > 0 for s in seconds)
+True
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from inferplan.errors import InvalidArgument
+from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.from_torch import load_module_factory
+from inferplan.profiles.profile import Profile
+from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+
+__all__ = ["build_model", "measure_blocks", "measured_profile", "random_inputs"]
+
+Shape = tuple[int, ...]
+
+
+def build_model(spec: str, *, seed: int = 0, dtype: str = "float32") -> Any:
+    """The model ``module.path:factory`` with real weights on the CPU, seeded, in ``eval()``
+    mode, its floating-point weights in ``dtype``."""
+    torch.manual_seed(seed)
+    model = load_module_factory(spec, device="cpu").eval()
+    return model if dtype == "float32" else model.to(TensorSpec((), dtype).torch_dtype)
+
+
+def random_inputs(
+    input_shapes: Sequence[Shape],
+    count: int,
+    *,
+    seed: int = 0,
+    dtype: str = "float32",
+    input_dtypes: Sequence[str | None] = (),
+) -> list[tuple[torch.Tensor, ...]]:
+    """``count`` seeded inputs: normal floats, or 0s and 1s for integer inputs (valid ids for
+    any embedding)."""
+    generator = torch.Generator().manual_seed(seed)
+    kinds = [*input_dtypes, *[None] * len(input_shapes)]
+    out = []
+    for _ in range(count):
+        one = []
+        for shape, kind in zip(input_shapes, kinds, strict=False):
+            torch_dtype = TensorSpec((), kind or dtype).torch_dtype
+            if torch_dtype.is_floating_point:
+                one.append(torch.randn(shape, generator=generator).to(torch_dtype))
+            else:
+                one.append(torch.randint(0, 2, shape, generator=generator, dtype=torch_dtype))
+        out.append(tuple(one))
+    return out
+
+
+def measure_blocks(
+    traced: TracedModel, inputs: Sequence[torch.Tensor], *, warmup: int = 3, repeats: int = 10
+) -> tuple[float, ...]:
+    """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs)."""
+    if repeats < 1 or warmup < 0:
+        raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
+    split = traced.split(range(traced.profile.n_blocks + 1))
+    times: list[list[float]] = [[] for _ in split.stages]
+    with torch.inference_mode():
+        for run in range(warmup + repeats):
+            values = tuple(inputs)
+            for k, stage in enumerate(split.stages):
+                started = time.perf_counter()
+                values = stage(*values)
+                if run >= warmup:
+                    times[k].append(time.perf_counter() - started)
+    return tuple(statistics.median(t) for t in times)
+
+
+def measured_profile(
+    spec: str,
+    input_shapes: Sequence[Shape],
+    *,
+    blocks: BlockSpec = None,
+    dtype: str = "float32",
+    input_dtypes: Sequence[str | None] = (),
+    seed: int = 0,
+    warmup: int = 3,
+    repeats: int = 10,
+) -> Profile:
+    """The profile of ``module.path:factory`` with the seconds of each block measured here."""
+    model = build_model(spec, seed=seed, dtype=dtype)
+    traced = trace_model(model, input_shapes, blocks=blocks, dtype=dtype,
+                         input_dtypes=input_dtypes, name=spec.rpartition(":")[2])  # fmt: skip
+    (sample,) = random_inputs(input_shapes, 1, seed=seed, dtype=dtype, input_dtypes=input_dtypes)
+    seconds = measure_blocks(traced, sample, warmup=warmup, repeats=repeats)
+    return replace(traced.profile, seconds=seconds)

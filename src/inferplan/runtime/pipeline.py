@@ -1,0 +1,807 @@
+"""A co-design plan carried out: the model split at the plan's cuts, one ``torch.distributed``
+process per path node, ``K`` inputs streamed through them as a pipeline, measured beside the
+plan's prediction.
+
+Every path node is a process (rank ``l`` runs ``path[l]``); a node that holds blocks runs its
+stage module (:mod:`inferplan.runtime.split`), a node that only forwards relays the tensors.
+Ranks talk point to point (``send`` / ``recv``) through ``torch.distributed`` (gloo on CPU,
+NCCL on GPUs). Rank 0, the source, is also the coordinator: it builds the model once (seeded),
+splits it, hands each rank exactly its stage module, feeds the inputs, and at the end gathers
+the measurements and outputs and checks them against the unsplit model.
+
+Inside a rank three activities overlap, as the pipeline model assumes: receiving (a thread that
+always has a ``recv`` posted), computing (the main thread), and sending over the outgoing link
+(a thread). With ``emulate`` each node stage serves an inference for at least its planned
+``Q / (C + x)`` and each link for at least ``D / (B + y)``
+(:func:`~inferplan.runtime.emulate.planned_times`), sleeping on the schedule a server of that
+capacity keeps (:class:`~inferplan.runtime.emulate.Server`).
+The source keeps at most one inference in flight per stage (node or link) plus one for the
+acknowledgement on its way back, enough to keep every stage busy; the last rank acknowledges
+each output to the source, which times the latency on its own clock (so latency needs no
+synchronised clocks across machines).
+
+:func:`run_plan` launches the ranks itself on ``127.0.0.1``; :func:`run_stage` is one rank,
+the entry point under ``torchrun`` (``inferplan run`` calls it when started by ``torchrun``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import math
+import os
+import pickle
+import queue
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+import torch
+import torch.distributed as dist
+
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.planfile import check_plan
+from inferplan.codesign.provision import provision
+from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
+from inferplan.network.network import Network
+from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.from_torch import load_module_factory, profile_module
+from inferplan.profiles.profile import Profile
+from inferplan.runtime.emulate import Server, planned_times
+from inferplan.runtime.measure import build_model, measure_blocks, random_inputs
+from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+
+__all__ = [
+    "RunReport",
+    "RunRequest",
+    "StageCancelled",
+    "StageFailed",
+    "StageReport",
+    "resolve",
+    "run_plan",
+    "run_stage",
+    "under_launcher",
+]
+
+Shape = tuple[int, ...]
+Progress = Callable[[int], None]
+
+DATA, ACK = 1, 2  # message tags: activations go down the path, acknowledgements to the source
+DEFAULT_INFERENCES = 40
+_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+_RUN_DIR = "INFERPLAN_RUN_DIR"  # set by run_plan for the ranks it launches
+
+
+class StageFailed(InferplanError):
+    """A stage raised, died or hung: the whole run was stopped."""
+
+
+class StageCancelled(InferplanError):
+    """This rank stopped because the coordinator (rank 0) could not start the run."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run: a model, a network, and a plan or a target to plan for.
+
+    Attributes
+    ----------
+    network
+        The network the plan runs on (capacities give the planned stage times).
+    model
+        The PyTorch model as ``module.path:factory`` (or ``file.py:factory``).
+    input_shapes, input_dtypes, blocks, dtype
+        As for ``inferplan profile``: they define the profile, its blocks and valid cuts.
+    plan
+        The plan to carry out, or ``None`` to plan for ``interval`` with ``method``.
+    interval, method
+        The target interval (s) and the planner, when ``plan`` is ``None``.
+    inferences
+        ``K``, the number of inputs streamed (default: those in ``inputs``, else 40).
+    warmup
+        Inferences before the steady state that the interval and stage times are measured on.
+    inputs, outputs
+        A ``.pt`` file with one tensor whose first dimension indexes the inputs; where to save
+        the outputs, stacked in input order.
+    emulate
+        Pace stages to the plan's capacities; ``None``: when every rank runs on one machine.
+    seed
+        Seeds the model's weights and the random inputs.
+    timeout_s
+        How long a rank waits for a peer (and the launcher for any progress) before giving up.
+    """
+
+    network: Network
+    model: str
+    input_shapes: tuple[Shape, ...]
+    input_dtypes: tuple[str | None, ...] = ()
+    blocks: BlockSpec = None
+    dtype: str = "float32"
+    plan: Plan | None = None
+    interval: float | None = None
+    method: str = "psg"
+    inferences: int | None = None
+    warmup: int = 5
+    inputs: str | None = None
+    outputs: str | None = None
+    emulate: bool | None = None
+    seed: int = 0
+    timeout_s: float = 60.0
+    plan_source: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A request checked and planned: its profile, plan, stage times and number of inputs."""
+
+    request: RunRequest
+    profile: Profile
+    plan: Plan
+    node_s: tuple[float, ...]
+    link_s: tuple[float, ...]
+    inferences: int
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """One stage of the pipeline: a node's compute or a link's transfer, per inference.
+
+    ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
+    forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
+    measured on this machine predict for the node.
+    """
+
+    kind: str
+    id: str
+    predicted_s: float
+    measured_s: float
+    blocks: tuple[int, int] | None = None
+    profiled_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "id": self.id}
+        if self.blocks is not None:
+            out["blocks"] = list(self.blocks)
+        out["predicted_s"] = self.predicted_s
+        out["measured_s"] = self.measured_s
+        if self.profiled_s is not None:
+            out["profiled_s"] = self.profiled_s
+        return out
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run measured beside its plan (``to_dict()`` is ``inferplan run --json``)."""
+
+    plan: Plan
+    inferences: int
+    warmup: int
+    emulated: bool
+    predicted_interval: float
+    measured_interval: float
+    latency_median_s: float
+    latency_p95_s: float
+    stages: tuple[StageReport, ...]
+    outputs_match: bool
+    max_abs_diff: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(),
+            "inferences": self.inferences,
+            "warmup": self.warmup,
+            "emulated": self.emulated,
+            "predicted_interval": self.predicted_interval,
+            "measured_interval": self.measured_interval,
+            "latency_s": {"median": self.latency_median_s, "p95": self.latency_p95_s},
+            "stages": [s.to_dict() for s in self.stages],
+            "outputs_match": self.outputs_match,
+            "max_abs_diff": self.max_abs_diff,
+        }
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def _profile(request: RunRequest, model: Any) -> Profile:
+    return profile_module(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                          input_dtypes=request.input_dtypes,
+                          name=request.model.rpartition(":")[2]).profile  # fmt: skip
+
+
+def _load_inputs(request: RunRequest) -> torch.Tensor | None:
+    """The inputs file's tensor, checked against the (single) input shape."""
+    if request.inputs is None:
+        return None
+    where = request.inputs
+    if len(request.input_shapes) != 1:
+        raise InvalidArgument("an inputs file holds one tensor: it needs a model with one input",
+                              source=where)  # fmt: skip
+    try:
+        data = torch.load(where, weights_only=True)
+    except FileNotFoundError:
+        raise InvalidFile("file not found", source=where) from None
+    except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
+        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
+                          source=where) from None  # fmt: skip
+    if not isinstance(data, torch.Tensor):
+        raise InvalidFile(f"must hold one tensor, got {type(data).__name__}", source=where)
+    shape = request.input_shapes[0]
+    one = tuple(data.shape[1:])
+    if one != shape and not (shape[0] == 1 and one == shape[1:]):
+        want = "x".join(map(str, shape))
+        raise InvalidFile(f"must be K inputs of shape {want} (first dimension K), got a tensor of "
+                          f"shape {'x'.join(map(str, data.shape))}", source=where)  # fmt: skip
+    if data.shape[0] < 1:
+        raise InvalidFile("holds no inputs (first dimension 0)", source=where)
+    return data.reshape(data.shape[0], *shape)
+
+
+def resolve(request: RunRequest) -> Resolved:
+    """Check ``request`` and plan it: profile the model (on the meta device), read or make the
+    plan, and count the inputs. Raises :class:`InferplanError` subclasses for bad input."""
+    profile = _profile(request, load_module_factory(request.model))
+    if request.plan is not None:
+        check_plan(request.network, profile, request.plan, source=request.plan_source)
+        plan = request.plan
+    else:
+        plan = provision(request.network, profile, interval=request.interval,
+                         method=request.method)  # fmt: skip
+    node_s, link_s = planned_times(request.network, profile, plan)
+    data = _load_inputs(request)
+    count = request.inferences
+    if data is not None:
+        if count is not None and count != data.shape[0]:
+            raise InvalidArgument(f"{count} inferences asked for but the inputs file holds "
+                                  f"{data.shape[0]} inputs", field="inferences")  # fmt: skip
+        count = int(data.shape[0])
+    count = DEFAULT_INFERENCES if count is None else count
+    if request.warmup < 0:
+        raise InvalidArgument(f"must be non-negative, got {request.warmup}", field="warmup")
+    if count < request.warmup + 2:
+        raise InvalidArgument(
+            f"{count} inferences leave fewer than 2 after {request.warmup} of warm-up: the "
+            "interval needs two outputs",
+            field="inferences",
+        )
+    if request.outputs is not None and not Path(request.outputs).parent.is_dir():
+        raise InvalidArgument("its folder does not exist", source=request.outputs,
+                              field="outputs")  # fmt: skip
+    if not (math.isfinite(request.timeout_s) and request.timeout_s > 0):
+        raise InvalidArgument(f"must be positive, got {request.timeout_s}", field="timeout")
+    return Resolved(request, profile, plan, node_s, link_s, count)
+
+
+# --------------------------------------------------------------------------- the ranks
+
+
+@dataclass(frozen=True)
+class _Role:
+    """What one rank does: its node, blocks, the tensors it receives, planned times."""
+
+    rank: int
+    node: str
+    blocks: tuple[int, int]
+    receives: tuple[TensorSpec, ...]
+    node_s: float
+    link_s: float | None  # the link to the next rank; None for the last
+
+    @property
+    def label(self) -> str:
+        return _stage_label(self.rank, self.node, *self.blocks)
+
+
+def _stage_label(rank: int, node: str, first: int, last: int) -> str:
+    held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
+    return f"stage {rank} (node {node!r}, {held})"
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """Rank 0's broadcast: every rank's role and the run's shape."""
+
+    roles: tuple[_Role, ...]
+    inferences: int
+    warmup: int
+    emulate: bool | None
+    timeout_s: float
+    error: str | None = None
+
+
+@dataclass
+class _Measured:
+    """What a rank measured (monotonic seconds on its own clock)."""
+
+    node_busy: list[float] = field(default_factory=list)
+    link_busy: list[float] = field(default_factory=list)
+    done_at: list[float] = field(default_factory=list)
+    outputs: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
+
+
+def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], list[int]]:
+    plan = resolved.plan
+    cuts = [0, *sorted(set(plan.partition) - {0})]
+    roles = []
+    for k, (node, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
+        first = plan.partition[k - 1] if k else 0
+        link = resolved.link_s[k] if k < len(plan.path) - 1 else None
+        receives = traced.crossing(first)
+        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link))
+    return tuple(roles), cuts
+
+
+def _leaves(value: Any) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(t for item in value for t in _leaves(item))
+    if isinstance(value, dict):
+        return tuple(t for item in value.values() for t in _leaves(item))
+    return ()
+
+
+def _compare(model: Any, inputs: Sequence[tuple[torch.Tensor, ...]],
+             outputs: Sequence[tuple[torch.Tensor, ...]]) -> tuple[bool, float]:  # fmt: skip
+    """Whether the pipeline's outputs equal the unsplit model's (float32 tolerances)."""
+    match, worst = True, 0.0
+    with torch.inference_mode():
+        for args, got in zip(inputs, outputs, strict=True):
+            want = _leaves(model(*args))
+            if len(want) != len(got):
+                return False, math.inf
+            for a, b in zip(got, want, strict=True):
+                if a.shape != b.shape or a.dtype != b.dtype:
+                    return False, math.inf
+                diff = (a.double() - b.double()).abs()
+                worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
+                match = match and torch.allclose(a.double(), b.double(), rtol=1.3e-6, atol=1e-5)
+    return match, worst
+
+
+def _fail(label: str, exc: BaseException) -> NoReturn:
+    """Report a stage's failure as one line and end the process at once: its peers may be
+    blocked in a transfer that would never return."""
+    cause = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    line = f"{label} failed: {cause}"
+    run_dir = os.environ.get(_RUN_DIR)
+    if run_dir:
+        with contextlib.suppress(OSError):
+            Path(run_dir, f"error-{os.environ.get('RANK', '0')}.txt").write_text(line)
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+def _thread(label: str, target: Callable[[], None]) -> threading.Thread:
+    def guarded() -> None:
+        try:
+            target()
+        except BaseException as exc:  # any failure ends the stage (and so the run)
+            _fail(label, exc)
+
+    thread = threading.Thread(target=guarded, daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_for(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> None:
+    """``recv`` from rank ``src``; a timeout says which stage fell silent."""
+    try:
+        dist.recv(tensor, src, tag=tag)
+    except RuntimeError as exc:
+        if "timed out" not in str(exc).lower():
+            raise
+        what = "data" if tag == DATA else "acknowledgement"
+        raise TimeoutError(f"no {what} from stage {src} for {timeout_s:g} s") from None
+
+
+def _recv(specs: Sequence[TensorSpec], src: int, timeout_s: float) -> tuple[torch.Tensor, ...]:
+    tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
+    for t in tensors:
+        _wait_for(t, src, DATA, timeout_s)
+    return tensors
+
+
+def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate: bool,
+              inputs: Sequence[tuple[torch.Tensor, ...]],
+              progress: Progress | None) -> tuple[_Measured, list[float]]:  # fmt: skip
+    """Run this rank's part of the pipeline; rank 0 also returns each inference's latency."""
+    rank, world, count = role.rank, len(setup.roles), setup.inferences
+    last = rank == world - 1
+    mine = _Measured()
+    # items carry the time they arrived, when the stage could have started on them
+    inbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
+    outbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
+    started_at = [0.0] * count
+    latency = [0.0] * count
+    # in flight: one inference per stage (world nodes, world - 1 links) and one acknowledgement
+    window = threading.Semaphore(2 * world)
+    threads = []
+
+    def acknowledged(i: int) -> None:
+        latency[i] = time.monotonic() - started_at[i]
+        window.release()
+        if progress is not None:
+            progress(i + 1)
+
+    if rank == 0:
+
+        def feed() -> None:
+            for i in range(count):
+                window.acquire()
+                started_at[i] = time.monotonic()
+                inbox.put((started_at[i], inputs[i]))
+
+        def acks() -> None:
+            index = torch.zeros(1, dtype=torch.int64)
+            for i in range(count):
+                _wait_for(index, world - 1, ACK, setup.timeout_s)
+                if int(index) != i:
+                    raise RuntimeError(f"acknowledgement {int(index)} arrived for inference {i}")
+                acknowledged(i)
+
+        if progress is not None:
+            progress(0)  # every rank is ready: the stream starts
+        threads.append(_thread(role.label, feed))
+        if world > 1:
+            threads.append(_thread(role.label, acks))
+    else:
+
+        def receive() -> None:
+            for _ in range(count):
+                values = _recv(role.receives, rank - 1, setup.timeout_s)
+                inbox.put((time.monotonic(), values))
+
+        threads.append(_thread(role.label, receive))
+    if not last:
+        link_label = f"link {role.node!r} -> {setup.roles[rank + 1].node!r}"
+
+        def send() -> None:
+            link = Server(role.link_s if emulate else None)
+            for _ in range(count):
+                arrived, values = outbox.get()
+                start = link.start(arrived)
+                if emulate:  # the data leaves when the emulated transfer is over
+                    link.finish(start)
+                for t in values:
+                    dist.send(t.contiguous(), rank + 1, tag=DATA)
+                if not emulate:
+                    link.finish(start)
+                mine.link_busy.append(time.monotonic() - start)
+
+        threads.append(_thread(link_label, send))
+
+    node = Server(role.node_s if emulate else None)
+    with torch.inference_mode():
+        for i in range(count):
+            arrived, values = inbox.get()
+            start = node.start(arrived)
+            if stage is not None:
+                values = stage(*values)
+            now = node.finish(start)
+            mine.node_busy.append(now - start)
+            if last:
+                mine.done_at.append(now)
+                mine.outputs.append(tuple(t.clone() for t in values))
+                if world > 1:
+                    dist.send(torch.tensor([i], dtype=torch.int64), 0, tag=ACK)
+                else:
+                    acknowledged(i)
+            else:
+                outbox.put((now, values))
+    for thread in threads:
+        thread.join()
+    return mine, latency
+
+
+def _median_after(values: Sequence[float], warmup: int) -> float:
+    steady = list(values[warmup:]) or list(values)
+    return statistics.median(steady)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    low, high = math.floor(k), math.ceil(k)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any], Any]:
+    resolved = resolve(request)
+    if world != len(resolved.plan.path):
+        raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
+                              f"many processes, not {world}", field="processes")  # fmt: skip
+    model = build_model(request.model, seed=request.seed, dtype=request.dtype)
+    traced = trace_model(model, request.input_shapes, blocks=request.blocks,
+                         dtype=request.dtype, input_dtypes=request.input_dtypes,
+                         name=request.model.rpartition(":")[2])  # fmt: skip
+    if traced.profile != resolved.profile:
+        raise InvalidArgument("the model built with real weights profiles differently from its "
+                              "meta-device build", field="model")  # fmt: skip
+    roles, cuts = _roles(traced, resolved)
+    split = traced.split(cuts)
+    by_first = dict(zip(cuts, split.stages, strict=False))
+    modules = [by_first.get(r.blocks[0]) if r.blocks[1] > r.blocks[0] else None for r in roles]
+    setup = _Setup(roles, resolved.inferences, request.warmup, request.emulate,
+                   request.timeout_s)  # fmt: skip
+    return setup, model, modules, (resolved, traced)
+
+
+def run_stage(
+    request: RunRequest | None, *, progress: Progress | None = None, timeout_s: float = 60.0
+) -> RunReport | None:
+    """Run this process as one rank of the pipeline (``torch.distributed`` env: ``RANK``,
+    ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, as ``torchrun`` sets them).
+
+    Rank 0 needs the ``request`` (the others may pass ``None``: rank 0 sends them their part)
+    and returns the :class:`RunReport`; the other ranks return ``None``. ``timeout_s`` bounds
+    every wait for a peer where there is no ``request`` to take it from. On one machine use
+    :func:`run_plan`, which starts the ranks itself.
+
+    Raises
+    ------
+    InferplanError
+        On rank 0, for bad input (the same checks as :func:`resolve`).
+    StageCancelled
+        On the other ranks, when rank 0 could not start the run.
+    """
+    missing = [name for name in _ENV if name not in os.environ]
+    if missing:
+        raise InvalidArgument(f"not started by torchrun: {', '.join(missing)} not set",
+                              field="environment")  # fmt: skip
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    timeout = request.timeout_s if request is not None else timeout_s
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+    label = f"stage {rank}"
+    try:
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
+    except Exception as exc:  # rendezvous failures surface as many kinds of error
+        _fail(label, exc)
+    try:
+        return _run_rank(request, rank, world, progress)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _run_rank(request: RunRequest | None, rank: int, world: int,
+              progress: Progress | None) -> RunReport | None:  # fmt: skip
+    error: InferplanError | None = None
+    header: list[Any] = [None]
+    modules: list[Any] = [None] * world
+    if rank == 0:
+        assert request is not None
+        try:
+            setup, model, modules, (resolved, traced) = _setup_rank0(request, world)
+            header = [setup]
+        except InferplanError as exc:
+            error = exc
+            header = [_Setup((), 0, 0, None, 0.0, error=str(exc))]
+    dist.broadcast_object_list(header, src=0)
+    setup = header[0]
+    if setup.error is not None:
+        if error is not None:
+            raise error
+        raise StageCancelled(setup.error)
+    mine: list[Any] = [None]
+    dist.scatter_object_list(mine, modules if rank == 0 else None, src=0)
+    stage = mine[0]
+    role = setup.roles[rank]
+    hosts: list[Any] = [None] * world
+    dist.all_gather_object(hosts, socket.gethostname())
+    emulate = setup.emulate if setup.emulate is not None else len(set(hosts)) == 1
+    try:
+        inputs: list[tuple[torch.Tensor, ...]] = []
+        profiled: tuple[float, ...] = ()
+        if request is not None and rank == 0:
+            data = _load_inputs(request)
+            count = setup.inferences
+            inputs = (
+                [(t,) for t in data[:count]]
+                if data is not None
+                else random_inputs(request.input_shapes, count, seed=request.seed,
+                                   dtype=request.dtype, input_dtypes=request.input_dtypes)
+            )  # fmt: skip
+            if not emulate:
+                profiled = measure_blocks(traced, inputs[0])
+        dist.barrier()
+        measured, latency = _pipeline(role, setup, stage, emulate, inputs, progress)
+    except BaseException as exc:  # a stage that raises ends the run
+        _fail(role.label, exc)
+    gathered: list[Any] = [None] * world if rank == 0 else []
+    dist.gather_object(measured, gathered if rank == 0 else None, dst=0)
+    if rank != 0:
+        return None
+    report = _report(resolved, setup, emulate, gathered, latency, profiled, model, inputs)
+    return report
+
+
+def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Measured],
+            latency: list[float], profiled: tuple[float, ...], model: Any,
+            inputs: list[tuple[torch.Tensor, ...]]) -> RunReport:  # fmt: skip
+    warmup = setup.warmup
+    stages: list[StageReport] = []
+    for role, measured in zip(setup.roles, gathered, strict=True):
+        first, last = role.blocks
+        stages.append(StageReport(
+            "node", role.node, role.node_s, _median_after(measured.node_busy, warmup),
+            blocks=(first, last),
+            profiled_s=math.fsum(profiled[first:last]) if profiled else None,
+        ))  # fmt: skip
+        if role.link_s is not None:
+            nxt = setup.roles[role.rank + 1].node
+            stages.append(StageReport("link", f"{role.node}->{nxt}", role.link_s,
+                                      _median_after(measured.link_busy, warmup)))  # fmt: skip
+    done = gathered[-1].done_at
+    interval = (done[-1] - done[warmup]) / (len(done) - 1 - warmup)
+    outputs = gathered[-1].outputs
+    match, worst = _compare(model, inputs, outputs)
+    request = resolved.request
+    if request.outputs is not None:
+        stacked = [torch.stack([out[k] for out in outputs]) for k in range(len(outputs[0]))]
+        torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), request.outputs)
+    steady = latency[warmup:]
+    return RunReport(
+        plan=resolved.plan,
+        inferences=setup.inferences,
+        warmup=warmup,
+        emulated=emulate,
+        predicted_interval=max(s.predicted_s for s in stages),
+        measured_interval=interval,
+        latency_median_s=statistics.median(steady),
+        latency_p95_s=_percentile(steady, 0.95),
+        stages=tuple(stages),
+        outputs_match=match,
+        max_abs_diff=worst,
+    )
+
+
+# --------------------------------------------------------------------------- local launch
+
+
+def under_launcher() -> bool:
+    """Whether this process was started as a rank (by ``torchrun`` or :func:`run_plan`)."""
+    return all(name in os.environ for name in _ENV)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In a launched rank: be killed if the launcher dies, and ignore the terminal's Ctrl-C
+    (the launcher stops every rank itself)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 2.0) -> None:
+    """Stop every rank still running: SIGTERM to its process group, SIGKILL after a grace."""
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunReport:
+    """Carry out ``request`` on this machine: one process per path node on ``127.0.0.1``.
+
+    Checks and plans the request first (bad input raises before any process starts), then
+    launches the ranks (``python -m inferplan.runtime.stage``), shows ``progress`` (inferences
+    done), and stops every rank if one fails, hangs for ``timeout_s`` or the caller is
+    interrupted.
+
+    Raises
+    ------
+    InferplanError
+        For bad input (see :func:`resolve`).
+    StageFailed
+        If a stage raised, died or hung; the message names the stage and the cause.
+    """
+    resolved = resolve(request)
+    fixed = replace(
+        request,
+        plan=resolved.plan,
+        inferences=resolved.inferences,
+        inputs=str(Path(request.inputs).resolve()) if request.inputs else None,
+        outputs=str(Path(request.outputs).resolve()) if request.outputs else None,
+    )
+    world = len(resolved.plan.path)
+    with tempfile.TemporaryDirectory(prefix="inferplan-run-") as tmp:
+        run_dir = Path(tmp)
+        (run_dir / "request.pkl").write_bytes(pickle.dumps(fixed))
+        env = {**os.environ, _RUN_DIR: tmp, "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(world),
+               "LOCAL_WORLD_SIZE": str(world)}  # fmt: skip
+        env.pop("TORCHELASTIC_RUN_ID", None)
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for rank in range(world):
+                with open(run_dir / f"log-{rank}.txt", "wb") as log:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "inferplan.runtime.stage", str(run_dir)],
+                        env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True, preexec_fn=_die_with_parent,
+                    ))  # fmt: skip
+            _watch(procs, resolved, run_dir, progress)
+        finally:
+            _stop(procs)
+        result = run_dir / "result.pkl"
+        report: RunReport = pickle.loads(result.read_bytes())
+        return report
+
+
+def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir: Path,
+           progress: Progress | None) -> None:  # fmt: skip
+    """Wait for every rank; raise StageFailed on the first failure or a stall."""
+    timeout = resolved.request.timeout_s
+    done, last_change = 0, math.inf  # the clock runs once the stream has started
+    progress_file = run_dir / "progress"
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [k for k, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            raise StageFailed(_failure(procs, failed, run_dir, resolved))
+        if all(c == 0 for c in codes):
+            if not (run_dir / "result.pkl").exists():
+                raise StageFailed("the run ended without a result from stage 0")
+            return
+        with contextlib.suppress(OSError):
+            ticks = progress_file.read_bytes()  # "s" when the stream starts, "." per inference
+            if ticks and last_change == math.inf:
+                last_change = time.monotonic()
+            if ticks.count(b".") != done:
+                done, last_change = ticks.count(b"."), time.monotonic()
+                if progress is not None:
+                    progress(done)
+        if time.monotonic() - last_change > timeout:
+            raise StageFailed(f"no inference completed for {timeout:g} s: a stage hung "
+                              f"({done} of {resolved.inferences} done)")  # fmt: skip
+        time.sleep(0.05)
+
+
+def _failure(
+    procs: Sequence[subprocess.Popen[bytes]], failed: list[int], run_dir: Path, resolved: Resolved
+) -> str:
+    """One line naming the stage that failed first and its cause. A rank killed by a signal
+    is the cause (its peers then fail on the broken connection); otherwise the first report."""
+    time.sleep(0.2)  # let the stages that fail in turn finish writing their reports
+    for p in procs:
+        p.poll()
+    plan = resolved.plan
+
+    def label(k: int) -> str:
+        return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
+
+    died = [k for k, p in enumerate(procs) if p.returncode is not None and p.returncode < 0]
+    if died:
+        code = procs[died[0]].returncode
+        assert code is not None
+        return f"{label(died[0])} died: {signal.Signals(-code).name}"
+    reports = sorted(run_dir.glob("error-*.txt"), key=lambda f: f.stat().st_mtime_ns)
+    if reports:
+        return reports[0].read_text().strip()
+    k = failed[0]
+    log = (run_dir / f"log-{k}.txt").read_text(errors="replace").strip().splitlines()
+    return f"{label(k)} failed: {log[-1] if log else f'exit code {procs[k].returncode}'}"

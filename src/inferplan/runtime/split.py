@@ -1,0 +1,218 @@
+"""A PyTorch model cut at its profile's valid cuts into stage modules (extra ``torch``).
+
+The model is traced with :mod:`torch.fx` exactly as :func:`~inferplan.profiles.from_torch.
+profile_module` traces it, and every operation runs in the block the profile places it in
+(:attr:`GraphProfile.placement`): the stages are the profile's blocks, regrouped at the
+requested cuts. A cut may carry several tensors (a skip connection, a U-Net's encoder
+outputs); all of them travel, in a fixed order (:meth:`SplitModel.crossing`). Values made from
+weights alone (constants) never travel: each stage computes those it needs. Each stage is a
+``torch.fx.GraphModule`` that holds exactly the submodules and parameters its operations use,
+so its ``state_dict()`` is its part of the weights.
+
+Examples
+--------
+>>> import torch
+>>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+<torch._C.Generator object at ...>
+>>> net = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+>>> split = split_model(net, [(1, 8)], cuts=[0, 1, 2])
+>>> split.profile.flops
+(64.0, 16.0)
+>>> split.crossing(1)
+(TensorSpec(shape=(1, 4), dtype='float32'),)
+>>> x = torch.randn(1, 8)
+>>> (hidden,) = split.stages[0](x)
+>>> (out,) = split.stages[1](hidden)
+>>> torch.allclose(out, net(x))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import torch
+from torch.fx import Graph, GraphModule, symbolic_trace
+
+from inferplan.errors import InvalidArgument, InvalidProfile
+from inferplan.profiles.cuts import BlockSpec, GraphProfile
+from inferplan.profiles.from_torch import profile_module
+from inferplan.profiles.profile import Profile
+
+__all__ = ["SplitModel", "TensorSpec", "TracedModel", "split_model", "trace_model"]
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype (``float32``, ``int64``, ...) of a tensor crossing a cut."""
+
+    shape: Shape
+    dtype: str
+
+    @property
+    def torch_dtype(self) -> Any:
+        """The ``torch.dtype`` of this tensor."""
+        return getattr(torch, self.dtype)
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    """A model cut into stages at ``cuts`` (profile cut indices ``0 = c_0 < ... < c_k = N``).
+
+    Attributes
+    ----------
+    profile
+        The model's profile, exactly as :func:`profile_module` gives it.
+    cuts
+        The cuts, ``c_0..c_k``.
+    stages
+        ``k`` modules; stage ``i`` computes blocks ``c_i + 1 .. c_{i+1}``. Its ``forward`` takes
+        the tensors crossing ``c_i`` (stage 0: the model's inputs) and returns a tuple of the
+        tensors crossing ``c_{i+1}`` (the last stage: the model's outputs).
+    """
+
+    profile: Profile
+    cuts: tuple[int, ...]
+    stages: tuple[torch.nn.Module, ...]
+    _crossing: dict[int, tuple[TensorSpec, ...]]
+
+    def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
+        """The tensors crossing profile cut ``cut`` (``0..N``), in the order stages pass them."""
+        if cut not in self._crossing:
+            raise InvalidArgument(f"no cut {cut}: the profile has cuts 0..{self.profile.n_blocks}")
+        return self._crossing[cut]
+
+    def run(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Run every stage in order on ``inputs`` (one process): the model's outputs."""
+        values: tuple[torch.Tensor, ...] = tuple(inputs)
+        for stage in self.stages:
+            values = stage(*values)
+        return values
+
+
+class TracedModel:
+    """A model traced once, ready to be split at any set of its profile's cuts.
+
+    Use :func:`trace_model` to make one; :meth:`split` cuts it.
+    """
+
+    def __init__(self, module: torch.nn.Module, traced: GraphProfile) -> None:
+        self.graph_module = symbolic_trace(module)  # the same trace profile_module made
+        self.traced = traced
+        self.profile = traced.profile
+        self._kept = [c.index for c in traced.cuts if c.kept]
+        nodes = list(self.graph_module.graph.nodes)
+        self._order = {node.name: k for k, node in enumerate(nodes)}
+        outputs = next(n for n in nodes if n.op == "output").all_input_nodes
+        self._outputs = [n.name for n in outputs]
+
+    def crossing_names(self, cut: int) -> tuple[str, ...]:
+        """Names of the values crossing profile cut ``cut``: the model's inputs at 0, its
+        outputs (in the order it returns them) at ``N``, otherwise in the order they are made."""
+        tensors = self.traced.cuts[self._kept[cut]].tensors
+        if cut == self.profile.n_blocks:
+            return tuple(self._outputs)
+        return tuple(sorted((t.name for t in tensors), key=self._order.__getitem__))
+
+    def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
+        """The tensors crossing profile cut ``cut``, in the order stages pass them."""
+        info = {t.name: t for t in self.traced.cuts[self._kept[cut]].tensors}
+        specs = []
+        for name in self.crossing_names(cut):
+            t = info[name]
+            if t.shape is None:
+                raise InvalidProfile(
+                    f"cut {cut} carries {name!r}, a {t.dtype} rather than a tensor: a stage "
+                    "boundary can only pass tensors",
+                    field="cuts",
+                )
+            specs.append(TensorSpec(t.shape, t.dtype))
+        return tuple(specs)
+
+    def split(self, cuts: Sequence[int]) -> SplitModel:
+        """Cut the model at the profile cuts ``cuts`` (``0 = c_0 < ... < c_k = N``)."""
+        n = self.profile.n_blocks
+        cuts = tuple(int(c) for c in cuts)
+        if len(cuts) < 2 or cuts[0] != 0 or cuts[-1] != n:
+            raise InvalidArgument(
+                f"cuts must run from 0 to N = {n}, got {list(cuts)}", field="cuts"
+            )
+        if any(b <= a for a, b in pairwise(cuts)):
+            raise InvalidArgument(f"cuts must increase, got {list(cuts)}", field="cuts")
+        crossing = {c: self.crossing(c) for c in range(n + 1)}
+        stages = tuple(self._stage(a, b) for a, b in pairwise(cuts))
+        return SplitModel(self.profile, cuts, stages, crossing)
+
+    def _stage(self, first: int, last: int) -> GraphModule:
+        placement, constants = self.traced.placement, self.traced.constants
+        low, high = self._kept[first], self._kept[last]
+        nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
+        own = {n.name for n in nodes
+               if n.name not in constants and low < placement[n.name] <= high}  # fmt: skip
+        needed: set[str] = set()
+        stack = [i for n in nodes if n.name in own for i in n.all_input_nodes]
+        while stack:  # the constants this stage's operations read, and what they come from
+            node = stack.pop()
+            if node.name in constants and node.name not in needed:
+                needed.add(node.name)
+                stack.extend(node.all_input_nodes)
+        graph = Graph()
+        env: dict[str, Any] = {}
+        for name in self.crossing_names(first):
+            env[name] = graph.placeholder(name)
+        for node in nodes:
+            if node.name in own or node.name in needed:
+                env[node.name] = graph.node_copy(node, lambda arg: env[arg.name])
+        graph.output(tuple(env[name] for name in self.crossing_names(last)))
+        return GraphModule(self.graph_module, graph, class_name=f"Stage{first}to{last}")
+
+
+def trace_model(
+    model: torch.nn.Module,
+    input_shapes: Sequence[Shape],
+    *,
+    blocks: BlockSpec = None,
+    dtype: str = "float32",
+    input_dtypes: Sequence[str | None] = (),
+    name: str | None = None,
+) -> TracedModel:
+    """Trace ``model`` and profile it (see :func:`profile_module` for the arguments)."""
+    traced = profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
+                            input_dtypes=input_dtypes, name=name)  # fmt: skip
+    return TracedModel(model, traced)
+
+
+def split_model(
+    model: torch.nn.Module,
+    input_shapes: Sequence[Shape],
+    *,
+    blocks: BlockSpec = None,
+    cuts: Sequence[int],
+    dtype: str = "float32",
+    input_dtypes: Sequence[str | None] = (),
+) -> SplitModel:
+    """Cut ``model`` at the profile cuts ``cuts`` into stage modules that share its weights.
+
+    Parameters
+    ----------
+    model
+        A ``torch.nn.Module`` with real weights (put it in ``eval()`` mode for inference).
+    input_shapes, blocks, dtype, input_dtypes
+        As for :func:`~inferplan.profiles.from_torch.profile_module`: they define the profile
+        and so the cuts.
+    cuts
+        Increasing profile cut indices ``0 = c_0 < c_1 < ... < c_k = N``.
+
+    Returns
+    -------
+    SplitModel
+        The profile, the ``k`` stage modules and the tensors crossing each cut.
+    """
+    traced = trace_model(model, input_shapes, blocks=blocks, dtype=dtype,
+                         input_dtypes=input_dtypes)  # fmt: skip
+    return traced.split(cuts)

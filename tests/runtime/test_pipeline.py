@@ -1,0 +1,225 @@
+"""``inferplan run`` end to end: real processes on 127.0.0.1 talking through torch.distributed.
+
+Each run streams a dozen inputs through a 3-node path in a few seconds; the outputs are checked
+against the unsplit model evaluated here, the pacing against the plan's stage times computed
+here from the profile. No assertion depends on how fast this machine is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
+from inferplan.profiles.from_torch import profile_module  # noqa: E402
+
+from . import models  # noqa: E402
+from .pipeline_support import (  # noqa: E402
+    MODELS,
+    ROOT,
+    chain,
+    env,
+    finish,
+    hand_plan,
+    model_args,
+    processes_marked,
+    ranks_marked,
+    run,
+    stage_seconds,
+    start,
+    write,
+)
+
+PATH = ("s", "a", "t")
+K = 12
+
+
+def _profile(name):
+    factory, shape, blocks = getattr(models, name), MODELS[name][1], MODELS[name][2]
+    with torch.device("meta"):
+        model = factory()
+    return profile_module(model, [shape], blocks=parse_block_spec(blocks)).profile.to_dict()
+
+
+def _case(tmp, name, partition, node_s=0.02):
+    """Network, plan and inputs files for ``name`` on PATH; nodes take about ``node_s``."""
+    profile = _profile(name)
+    capacity = sum(profile["flops"]) / (len(PATH) * node_s)
+    bandwidth = max(profile["activation_bits"]) / (0.5 * node_s)
+    net = write(tmp / "net.json", chain(PATH, capacity, bandwidth))
+    plan = write(tmp / "plan.json", hand_plan(PATH, partition, profile, capacity, bandwidth))
+    shape = MODELS[name][1]
+    inputs = torch.randn(K, *shape[1:], generator=torch.Generator().manual_seed(5))
+    torch.save(inputs, tmp / "in.pt")
+    return profile, capacity, bandwidth, net, plan, inputs
+
+
+def _expected(name, inputs):
+    torch.manual_seed(0)  # the run's default seed builds the same weights
+    model = getattr(models, name)().eval()
+    with torch.inference_mode():
+        return torch.stack([model(x.unsqueeze(0)) for x in inputs])
+
+
+@pytest.fixture(scope="module")
+def resnet_run(tmp_path_factory):
+    """ResNet-style model, cuts inside residual blocks (both branches cross), emulated."""
+    tmp = tmp_path_factory.mktemp("resnet")
+    partition = [2, 4, 6]
+    profile, capacity, bandwidth, net, plan, inputs = _case(tmp, "resnet", partition)
+    code, out, err, mark = run(["run", str(net), *model_args("resnet"), "--plan", str(plan),
+                                "--inputs", str(tmp / "in.pt"), "--outputs", str(tmp / "out.pt"),
+                                "--warmup", "2", "--json"])  # fmt: skip
+    assert code == 0, err
+    return {"report": json.loads(out), "profile": profile, "partition": partition,
+            "capacity": capacity, "bandwidth": bandwidth, "inputs": inputs, "tmp": tmp,
+            "mark": mark}  # fmt: skip
+
+
+def test_split_run_outputs_equal_the_unsplit_model(resnet_run):
+    report = resnet_run["report"]
+    assert report["outputs_match"] is True
+    assert report["max_abs_diff"] <= 1e-5
+    saved = torch.load(resnet_run["tmp"] / "out.pt", weights_only=True)
+    want = _expected("resnet", resnet_run["inputs"])
+    assert saved.shape == want.shape == (K, 1, 10)
+    torch.testing.assert_close(saved, want)
+
+
+def test_report_has_one_stage_per_node_and_link_in_path_order(resnet_run):
+    report = resnet_run["report"]
+    assert set(report) >= {"plan", "inferences", "predicted_interval", "measured_interval",
+                           "latency_s", "stages", "outputs_match", "max_abs_diff"}  # fmt: skip
+    assert report["inferences"] == K
+    assert report["plan"]["path"] == list(PATH) and report["plan"]["status"] == "optimal"
+    kinds = [(s["kind"], s["id"], s.get("blocks")) for s in report["stages"]]
+    assert kinds == [("node", "s", [0, 2]), ("link", "s->a", None), ("node", "a", [2, 4]),
+                     ("link", "a->t", None), ("node", "t", [4, 6])]  # fmt: skip
+
+
+def test_emulated_stages_take_at_least_their_planned_time(resnet_run):
+    report = resnet_run["report"]
+    nodes, links = stage_seconds(resnet_run["profile"], resnet_run["partition"],
+                                 resnet_run["capacity"], resnet_run["bandwidth"])  # fmt: skip
+    planned = [nodes[0], links[0], nodes[1], links[1], nodes[2]]
+    for stage, want in zip(report["stages"], planned, strict=True):
+        assert stage["predicted_s"] == pytest.approx(want, rel=1e-12)
+        assert stage["measured_s"] >= want  # pacing never lets a stage run faster than planned
+    assert report["predicted_interval"] == pytest.approx(max(planned), rel=1e-12)
+    # an inference passes every stage in turn, each holding it at least its planned time
+    # after it arrived: its latency is at least their sum
+    assert report["latency_s"]["median"] >= sum(planned)
+    assert report["latency_s"]["p95"] >= report["latency_s"]["median"]
+
+
+def test_no_process_is_left_after_a_run(resnet_run):
+    assert processes_marked(resnet_run["mark"]) == []
+
+
+def test_unet_several_tensors_cross_a_cut_at_machine_speed(tmp_path):
+    # cut 2 carries enc1's output beside enc2's; not emulated: the report adds what the blocks'
+    # times measured on this machine predict for each node
+    partition = [1, 2, 4]
+    _, _, _, net, plan, inputs = _case(tmp_path, "unet", partition)
+    code, out, err, _ = run(["run", str(net), *model_args("unet"), "--plan", str(plan),
+                             "--inputs", str(tmp_path / "in.pt"), "--outputs",
+                             str(tmp_path / "out.pt"), "--no-emulate", "--warmup", "1",
+                             "--json"])  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["outputs_match"] is True and report["emulated"] is False
+    torch.testing.assert_close(torch.load(tmp_path / "out.pt", weights_only=True),
+                               _expected("unet", inputs))  # fmt: skip
+    nodes = [s for s in report["stages"] if s["kind"] == "node"]
+    assert all(s["profiled_s"] > 0 for s in nodes)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_same_entry_point_runs_under_torchrun_on_loopback(tmp_path):
+    partition = [1, 3, 4]
+    _, _, _, net, plan, inputs = _case(tmp_path, "mlp", partition)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "3",
+               "--master-addr", "127.0.0.1", "--master-port", str(_free_port()),
+               "-m", "inferplan", "run", str(net), *model_args("mlp"), "--plan", str(plan),
+               "--inputs", str(tmp_path / "in.pt"), "--outputs", str(tmp_path / "out.pt"),
+               "--warmup", "1", "--timeout", "60", "--json"]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=ROOT, env=env("torchrun"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    code, out, err = finish(proc)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    assert len(lines) == 1  # rank 0 alone reports
+    report = json.loads(lines[0])
+    assert report["outputs_match"] is True and report["emulated"] is True
+    assert [s["id"] for s in report["stages"]] == ["s", "s->a", "a", "a->t", "t"]
+    torch.testing.assert_close(torch.load(tmp_path / "out.pt", weights_only=True),
+                               _expected("mlp", inputs))  # fmt: skip
+
+
+def test_a_stage_that_raises_ends_the_run_with_one_line(tmp_path):
+    _, _, _, net, plan, _ = _case(tmp_path, "broken", [1, 2, 3])
+    code, _out, err, mark = run(["run", str(net), *model_args("broken"), "--plan", str(plan)])
+    assert code == 1
+    assert err.strip() == "error: stage 1 (node 'a', blocks 2..2) failed: RuntimeError: boom in fc2"
+    assert processes_marked(mark) == []
+
+
+def test_a_stage_that_hangs_ends_the_run_within_the_timeout(tmp_path):
+    _, _, _, net, plan, _ = _case(tmp_path, "hangs", [1, 2, 3])
+    code, _, err, mark = run(["run", str(net), *model_args("hangs"), "--plan", str(plan),
+                              "--timeout", "5"])  # fmt: skip
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    # whichever notices first: a stage waiting on the silent one, or the launcher
+    assert lines[0].startswith(("error: stage ", "error: no inference completed for 5 s"))
+    assert processes_marked(mark) == []
+
+
+def _started(mark, deadline_s=120):
+    """Wait until every rank of the run marked ``mark`` is up."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        ranks = ranks_marked(mark)
+        if len(ranks) == len(PATH):
+            return ranks
+        time.sleep(0.2)
+    raise AssertionError("the ranks did not start")
+
+
+def test_a_stage_that_dies_ends_the_run_and_nothing_is_left(tmp_path):
+    _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
+    proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
+                        "--inferences", "100000"])  # fmt: skip
+    ranks = _started(mark)
+    os.kill(ranks[1], signal.SIGKILL)
+    code, _out, err = finish(proc, timeout=60)
+    assert code == 1
+    assert err.strip() == "error: stage 1 (node 'a', blocks 2..3) died: SIGKILL"
+    assert processes_marked(mark) == []
+
+
+def test_ctrl_c_stops_every_stage(tmp_path):
+    _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
+    proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
+                        "--inferences", "100000"])  # fmt: skip
+    _started(mark)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends to the foreground group
+    code, _, err = finish(proc, timeout=60)
+    assert code == 130
+    assert err.strip().splitlines()[-1] == "error: interrupted: every stage was stopped"
+    assert processes_marked(mark) == []
