@@ -1,8 +1,8 @@
 """Independent brute-force oracles for the co-design problem.
 
 They enumerate every simple source-target path (networkx) and every partition vector, and
-price each deployment from the problem definition alone (MODEL.md part A), sharing no code with
-the solvers under test.
+price each deployment from the problem definition alone (docs/model.md, part A), sharing no
+code with the solvers under test.
 """
 
 from __future__ import annotations
@@ -90,3 +90,19 @@ def brute_force_interval(network: Network, profile: Profile) -> float:
         evaluate(network, profile, p, b, math.inf).interval
         for p, b in deployments(network, profile.n_blocks)
     )
+
+
+CYCLIC_NETWORK = {
+    "source": "s",
+    "target": "t",
+    "nodes": [{"id": "s", "capacity": 1e9, "price": 1e-9},
+              {"id": "a", "capacity": 5e9, "price": 1e-10},
+              {"id": "b", "capacity": 2e9, "price": 1e-9},
+              {"id": "t", "capacity": 1e10, "price": 1e-10}],
+    "links": [{"source": "s", "target": "a", "capacity": 1e8, "price": 1e-8},
+              {"source": "a", "target": "b", "capacity": 1e8, "price": 1e-8},
+              {"source": "b", "target": "a", "capacity": 1e8, "price": 1e-8},
+              {"source": "s", "target": "b", "capacity": 1e7, "price": 1e-8},
+              {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
+}  # fmt: skip
+"""A network file with a cycle on the way from source to target: s -> a <-> b -> t, s -> b."""

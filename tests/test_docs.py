@@ -68,3 +68,34 @@ def test_readme_quick_start_commands_match_ci():
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+PATH_MENTION = re.compile(r"(?<![\w/.])((?:docs|tests|examples|benchmarks|src)/[\w./-]+\.\w+)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_slug(h) for h in re.findall(r"^#+ (.*)$", page.read_text(), re.MULTILINE)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_reference_points_into_the_repository(page):
+    text = page.read_text()
+    for target in LINK.findall(text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        path, _, anchor = target.partition("#")
+        where = (page.parent / path).resolve() if path else page
+        assert where.exists(), f"{page.name}: link to {target}: no such file"
+        if anchor and where.suffix == ".md":
+            assert anchor in _anchors(where), f"{page.name}: link to {target}: no such heading"
+    for mention in PATH_MENTION.findall(text):
+        assert (ROOT / mention.rstrip(".")).exists(), f"{page.name}: {mention}: no such file"
+    for outside in ("MODEL.md", "seeds/"):
+        assert outside not in text, f"{page.name} cites {outside}, which is not in the repository"

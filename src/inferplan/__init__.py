@@ -9,57 +9,64 @@ Examples
 ('psg', 's', 't')
 """
 
-from inferplan.codesign import Deployment, Plan, provision, throughput
-from inferplan.coinference import (
-    Discrete,
-    LogNormal,
-    Nakagami,
-    PlacementPlan,
-    Rayleigh,
-    SplitPolicy,
-    System,
-    Trace,
-    compare_baselines,
-    default_system,
-    expected_costs,
-    load_system,
-    optimality_probabilities,
-    plan_placement,
-    simulate,
-    solve_stopping,
-)
-from inferplan.errors import (
-    DivergentCost,
-    Infeasible,
-    InferplanError,
-    InvalidArgument,
-    InvalidFile,
-    InvalidNetwork,
-    InvalidProfile,
-    InvalidSystem,
-    NetworkHasCycle,
-)
-from inferplan.network import (
-    LinearCost,
-    Link,
-    Network,
-    Node,
-    layered_dag,
-    load_network,
-    network_from_dict,
-    save_network,
-    tiered,
-)
-from inferplan.profiles import (
-    Profile,
-    alexnet,
-    load_profile,
-    mlp,
-    profile_from_dict,
-    resnet50,
-    save_profile,
-    vgg16,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from inferplan.codesign import Deployment, Plan, provision, throughput
+    from inferplan.coinference import (
+        Discrete,
+        LogNormal,
+        Nakagami,
+        PlacementPlan,
+        Rayleigh,
+        SplitPolicy,
+        System,
+        Trace,
+        compare_baselines,
+        default_system,
+        expected_costs,
+        load_system,
+        optimality_probabilities,
+        plan_placement,
+        simulate,
+        solve_stopping,
+    )
+    from inferplan.errors import (
+        DivergentCost,
+        Infeasible,
+        InferplanError,
+        InvalidArgument,
+        InvalidFile,
+        InvalidNetwork,
+        InvalidProfile,
+        InvalidSystem,
+        NetworkHasCycle,
+    )
+    from inferplan.network import (
+        LinearCost,
+        Link,
+        Network,
+        Node,
+        layered_dag,
+        load_network,
+        network_from_dict,
+        save_network,
+        tiered,
+    )
+    from inferplan.profiles import (
+        Profile,
+        alexnet,
+        load_profile,
+        mlp,
+        profile_from_dict,
+        resnet50,
+        save_profile,
+        vgg16,
+    )
 
 __version__ = "0.1.0"
 
@@ -111,3 +118,60 @@ __all__ = [
     "tiered",
     "vgg16",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "inferplan.codesign": ("Deployment", "Plan", "provision", "throughput"),
+        "inferplan.coinference": (
+            "Discrete",
+            "LogNormal",
+            "Nakagami",
+            "PlacementPlan",
+            "Rayleigh",
+            "SplitPolicy",
+            "System",
+            "Trace",
+            "compare_baselines",
+            "default_system",
+            "expected_costs",
+            "load_system",
+            "optimality_probabilities",
+            "plan_placement",
+            "simulate",
+            "solve_stopping",
+        ),
+        "inferplan.errors": (
+            "DivergentCost",
+            "Infeasible",
+            "InferplanError",
+            "InvalidArgument",
+            "InvalidFile",
+            "InvalidNetwork",
+            "InvalidProfile",
+            "InvalidSystem",
+            "NetworkHasCycle",
+        ),
+        "inferplan.network": (
+            "LinearCost",
+            "Link",
+            "Network",
+            "Node",
+            "layered_dag",
+            "load_network",
+            "network_from_dict",
+            "save_network",
+            "tiered",
+        ),
+        "inferplan.profiles": (
+            "Profile",
+            "alexnet",
+            "load_profile",
+            "mlp",
+            "profile_from_dict",
+            "resnet50",
+            "save_profile",
+            "vgg16",
+        ),
+    },
+)

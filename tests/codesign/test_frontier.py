@@ -15,7 +15,7 @@ import inferplan
 from inferplan.codesign import compile_instance, cost_frontier, throughput_optimal
 from inferplan.errors import InvalidArgument
 from tests.cli import app, runner
-from tests.oracles import brute_force_cost
+from tests.oracles import brute_force_cost, brute_force_interval
 from tests.strategies import small_dags, small_profiles
 
 
@@ -97,13 +97,16 @@ def test_frontier_command(tmp_path):
     assert "error: --from: the range of rates must be positive and increasing" in bad.stderr
 
 
-def test_frontier_on_a_cyclic_network_uses_the_milp_between_given_rates():
+def test_frontier_on_a_cyclic_network_uses_the_milp():
     from tests.codesign.test_milp import _ring
 
     net, vgg = _ring(), inferplan.vgg16()
     inst = compile_instance(net, vgg, require_acyclic=False)
-    with pytest.raises(InvalidArgument, match="give both ends"):
-        cost_frontier(inst, method="milp")
+    default = cost_frontier(inst, method="milp", points=3)  # from 1/T*, T* by the MILP
+    assert default.points[0].throughput == pytest.approx(
+        1.0 / brute_force_interval(net, vgg), rel=1e-6
+    )
+    assert default.points[0].cost == pytest.approx(0.0, abs=1e-9)
     front = cost_frontier(inst, low=2.0, high=12.0, points=4, method="milp")
     for point in front.points[::2]:
         assert point.cost == pytest.approx(

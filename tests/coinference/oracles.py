@@ -1,7 +1,7 @@
 """Independent brute-force references for the co-inference solvers (small discrete instances).
 
 Nothing here uses the solver's arrays (``System.stage_costs``, thresholds, ...): costs are
-recomputed from the raw parameters with the formulas of MODEL.md part B.
+recomputed from the raw parameters with the formulas of docs/model.md, part B.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import inferplan.cli.experiments as cli_experiments
+import inferplan.experiments.coinference as coinference_study
 from inferplan.errors import InvalidArgument
 from inferplan.experiments import load_spec, run_sweep
 from inferplan.experiments.coinference import (
@@ -290,7 +290,8 @@ def test_spec_errors_name_the_file_and_the_field(tmp_path, grid, message):
 def test_reproduce_command_writes_every_file(tmp_path, monkeypatch):
     # The command with a one-DNN grid: what it wires, not the full study's runtime.
     small = partial(reproduce_coinference, dnns=("mlp-32x2",), sweeps={"mean_snr": (2.0,)})
-    monkeypatch.setattr(cli_experiments, "reproduce_coinference", small)
+    # the command imports the study when it runs: replace it where it is imported from
+    monkeypatch.setattr(coinference_study, "reproduce_coinference", small)
     out = tmp_path / "repro"
     result = runner.invoke(app, ["reproduce", "coinference", "--out", str(out), "--jobs", "1",
                                  "--simulate", "100", "--seed", "3", "--json"])  # fmt: skip

@@ -21,6 +21,7 @@ from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.experiments import ResultStore, Sweep, make_points, point_id, point_seed, run_sweep
 from inferplan.experiments.space import Distribution, grid_points, sample_points
 from inferplan.experiments.store import PointRecord
+from tests.experiments.points import draw_rows
 
 ROOT = Path(__file__).parents[2]
 DRAW = "tests.experiments.points:draw"
@@ -32,15 +33,7 @@ def _sweep(n: int = 12, seed: int = 5) -> Sweep:
 
 
 def _expected_rows(sweep: Sweep) -> list[dict]:
-    # Computed here from the documented rule, independently of the engine.
-    rows = []
-    for point in sweep.points:
-        rng = np.random.default_rng(point.seed)
-        for k in range(2):
-            value = float(rng.random()) * point.params["x"]
-            rows.append({"point": point.id, "seed": point.seed, **point.params, "k": k,
-                         "value": value})  # fmt: skip
-    return rows
+    return draw_rows(sweep.points)
 
 
 def _stored_lines(out: Path) -> list[str]:
@@ -70,6 +63,16 @@ def test_seed_from_shares_seeds_between_points_that_agree_on_those_parameters():
     seeds = {(p.params["topology"], p.params["alpha"]): p.seed for p in points}
     assert seeds[0, 0.25] == seeds[0, 0.8] != seeds[1, 0.25] == seeds[1, 0.8]
     assert len({p.id for p in points}) == 4
+
+
+def test_make_points_ids_and_seeds_follow_the_documented_rules():
+    params = grid_points({"topology": [0, 1, 1], "alpha": [0.25, 0.8]})
+    for seed_from in (None, ["topology"], ["alpha", "topology"]):
+        points = make_points(params, sweep_seed=6, seed_from=seed_from)
+        assert len(points) == 4  # the repeated topology gives repeated points, dropped
+        for p in points:
+            seeded = p.params if seed_from is None else {k: p.params[k] for k in seed_from}
+            assert (p.id, p.seed) == (point_id(p.params), point_seed(6, seeded))
 
 
 @given(st.dictionaries(st.sampled_from("abc"), st.lists(st.integers(), min_size=1, max_size=3,
@@ -162,7 +165,7 @@ def test_a_directory_of_another_sweep_is_refused(tmp_path):
         run_sweep(_sweep(3, seed=2), tmp_path)
     assert str(info.value) == (
         f"{tmp_path / 'sweep.json'}: seed: holds results of a different sweep (seed was 1, now "
-        "2); rerun the same sweep to resume, or choose another --out"
+        "2); rerun the same sweep to resume, or choose another output directory"
     )
 
 
@@ -179,7 +182,7 @@ def test_joblib_processes_give_the_same_rows(tmp_path):
 
 
 def test_bad_jobs_and_function_are_refused(tmp_path):
-    with pytest.raises(InvalidArgument, match="--jobs: must be a positive number"):
+    with pytest.raises(InvalidArgument, match="jobs: must be a positive number"):
         run_sweep(_sweep(), tmp_path, jobs=0)
     bad = Sweep("tests.experiments.points:nothing", _sweep().points)
     with pytest.raises(InvalidArgument, match="has no function 'nothing'"):
@@ -196,7 +199,7 @@ def test_a_killed_process_loses_only_points_in_flight(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "inferplan", "sweep", str(spec), "--out", str(out),
                "--jobs", "1", "--quiet"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:

@@ -150,3 +150,31 @@ def test_errors_are_one_line_invalid_profile(tmp_path, monkeypatch):
         assert "\n" not in str(info.value)
     got = profile_torch("models:make", [(3, 2)]).profile
     assert got.flops == (2 * 3 * 2 * 2,) and got.name == "make"
+
+
+def test_example_tensors_give_the_same_profile_as_shapes():
+    torch = pytest.importorskip("torch")
+    from inferplan.profiles.from_torch import profile_module
+
+    net = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    by_shape = profile_module(net, [(3, 8)]).profile
+    assert profile_module(net, torch.zeros(3, 8)).profile == by_shape
+    assert profile_module(net, [torch.ones(3, 8)]).profile == by_shape
+    assert profile_module(net, (3, 8)).profile == by_shape
+    assert profile_module(net, torch.Size([3, 8])).profile == by_shape
+    # an integer example keeps its dtype (token ids), a float one takes the model's
+    emb = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 2))
+    ids = profile_module(emb, torch.zeros(2, 5, dtype=torch.int64)).profile
+    assert ids.activation_bits[0] == 2 * 5 * 64
+    half = profile_module(net, torch.zeros(3, 8), dtype="float16").profile
+    assert half.activation_bits[0] == 3 * 8 * 16
+
+
+@pytest.mark.parametrize("bad", ["1,8", 3.5, [None], [(0, 8)], [(2, "8")], {"x": (1, 8)}, [True]])
+def test_anything_else_is_an_error_saying_what_is_accepted(bad):
+    torch = pytest.importorskip("torch")
+    from inferplan.profiles.from_torch import profile_module
+
+    net = torch.nn.Sequential(torch.nn.Linear(8, 4))
+    with pytest.raises(InvalidProfile, match=r"input_shapes: .*a shape per input.*example tensor"):
+        profile_module(net, bad)

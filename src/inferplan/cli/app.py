@@ -19,9 +19,10 @@ import sys
 import typing
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
+from typer._click import _textwrap
 
 from inferplan.cli.render import print_json
 from inferplan.errors import Infeasible, InferplanError
@@ -33,13 +34,50 @@ EXIT_INVALID = 2
 EXIT_INFEASIBLE = 3
 """Exit code for a valid request that no plan can meet."""
 
+# Help is click's plain layout: flags without a type (``--json``, not ``--json <bool>``), each
+# choice list whole on its option's line, no line wider than the terminal (80 columns at most),
+# and command summaries short enough to show whole (``rich_markup_mode=None`` on every app).
+
+
+class _SpaceWrapper(_textwrap.TextWrapper):
+    """Wraps help text at spaces only: the hyphenated words of our help texts are names
+    (``psg-reference``, ``--tie-break``) that must not be split across lines."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "break_on_hyphens": False})
+
+
+_textwrap.TextWrapper = _SpaceWrapper  # type: ignore[misc]  # read by click's wrap_text
+
 app = typer.Typer(
     name="inferplan",
     help="Plan where deep-learning inference runs and what infrastructure it needs.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from inferplan import __version__
+
+        print(f"inferplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Plan where deep-learning inference runs and what infrastructure it needs."""
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

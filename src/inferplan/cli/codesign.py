@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,16 +13,18 @@ from inferplan.cli.options import (
     MethodChoice,
     NetworkArg,
     ProfileArg,
+    ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, table
-from inferplan.codesign import provision
-from inferplan.codesign import throughput as throughput_optimal
-from inferplan.network import load_network, save_network, tiered
-from inferplan.profiles import load_profile
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.units import si
+
+# Each command imports the library when it runs, so that --help answers at once.
+if TYPE_CHECKING:
+    from inferplan.codesign.plan import Bottleneck
 
 
 @app.command("provision")
@@ -31,10 +33,18 @@ def provision_command(
     network: NetworkArg,
     profile: ProfileArg,
     interval: Annotated[
-        float | None, typer.Option("--interval", help="Target output interval (s).")
+        float | None,
+        typer.Option(
+            "--interval",
+            help="Target output interval (s). Give exactly one of --interval and --throughput.",
+        ),
     ] = None,
     throughput: Annotated[
-        float | None, typer.Option("--throughput", help="Target inferences per second.")
+        float | None,
+        typer.Option(
+            "--throughput",
+            help="Target inferences per second. Give exactly one of --interval and --throughput.",
+        ),
     ] = None,
     method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
     as_json: JsonOpt = False,
@@ -55,7 +65,14 @@ def provision_command(
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
 ) -> None:
-    """Cheapest capacity upgrades (and deployment) that reach a target throughput."""
+    """Cheapest upgrades that reach a target throughput.
+
+    The compute and bandwidth to buy, and where each block of the DNN runs.
+    """
+    from inferplan.codesign.provision import provision
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput, method=method,
@@ -64,46 +81,75 @@ def provision_command(
         from inferplan.plots import plot_plan  # matplotlib only when asked for
 
         plot_plan(net, plan, plot)
+        written(plot)
     if as_json:
         print_json(plan.to_dict())
         return
-    console.print(
-        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], interval "
-        f"{si(plan.interval, 's')} (target {si(plan.target_interval, 's')}, "
-        f"{1 / plan.interval:.4g} inferences/s)"
-    )
-    rows = []
-    prev = 0
-    for node, done in zip(plan.path, plan.partition, strict=True):
-        blocks = f"{prev + 1}..{done}" if done > prev else "-"
-        rows.append([node, blocks, si(plan.node_upgrades.get(node, 0.0), "FLOP/s")])
+    console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
+    console.print(f"achieved: {_rate(plan.interval)}")
+    console.print(f"target:   {_rate(plan.target_interval)}")
+    added = {
+        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
+        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
+    }
+    console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+
+
+def _rate(interval: float) -> str:
+    return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
+
+
+def _stages(
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    bottleneck: Bottleneck | None,
+    added: dict[str, str] | None = None,
+) -> object:
+    """The deployment as its stages in order, nodes and the links between them, with the
+    blocks each runs or carries, the capacity added (if ``added``), and the bottleneck."""
+    rows, prev = [], 0
+    slowest = bottleneck.id if bottleneck else None
+    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
+        stages = [(node, f"{prev + 1}..{done}" if done > prev else "-")]
+        if k + 1 < len(path):
+            stages.append((f"{node}->{path[k + 1]}", f"after {done}"))
+        for stage, blocks in stages:
+            extra = [added.get(stage, "-")] if added is not None else []
+            rows.append([stage, blocks, *extra, "bottleneck" if stage == slowest else ""])
         prev = done
-    console.print(table("deployment", ["node", "blocks", "compute added"], rows))
-    if plan.link_upgrades:
-        console.print(table("bandwidth added", ["link", "amount"],
-                            [[f"{u.source} -> {u.target}", si(u.amount, "bit/s")]
-                             for u in plan.link_upgrades]))  # fmt: skip
+    columns = ["stage", "blocks", *(["added"] if added is not None else []), "sets interval"]
+    return table("deployment", columns, rows)
 
 
 @app.command("throughput")
 @friendly_errors
-def throughput_command(network: NetworkArg, profile: ProfileArg, as_json: JsonOpt = False) -> None:
-    """The throughput-optimal deployment under the existing capacities (T*)."""
+def throughput_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    method: Annotated[
+        ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
+    ] = "psg",
+    as_json: JsonOpt = False,
+) -> None:
+    """Throughput-optimal deployment (T*) as the network is.
+
+    Where each block runs for the least interval, buying nothing.
+    """
+    from inferplan.codesign.provision import throughput as throughput_optimal
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof)
+        best = throughput_optimal(net, prof, method=method)
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
-    rows, prev = [], 0
-    for node, done in zip(best.path, best.partition, strict=True):
-        rows.append([node, f"{prev + 1}..{done}" if done > prev else "-"])
-        prev = done
-    console.print(table("deployment", ["node", "blocks"], rows))
+    console.print(_stages(best.path, best.partition, best.bottleneck))
 
 
-generate_app = typer.Typer(help="Generate networks.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(generate_app, name="generate")
 
 
@@ -114,8 +160,12 @@ def generate_tiered(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Output file.")] = None,
 ) -> None:
     """A network of the co-design paper's study (Section IV draws)."""
+    from inferplan.network.generators import tiered
+    from inferplan.network.io import save_network
+
     net = tiered(seed=seed)
     if output is None:
         print_json(net.to_dict())
     else:
         save_network(net, output)
+        written(output)

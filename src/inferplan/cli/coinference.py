@@ -10,16 +10,12 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt
-from inferplan.cli.render import console, print_json, table
-from inferplan.coinference import (
-    FIXED_PREFIX,
-    STRATEGIES,
-    load_system,
-    plan_placement,
-    planner_names,
-    simulate,
-)
+from inferplan.cli.render import console, print_json, table, written
+from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES, planner_names
 from inferplan.units import si
+
+if TYPE_CHECKING:
+    from inferplan.coinference.channels import Channel
 
 SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
 
@@ -34,11 +30,15 @@ def _strategies_help(names: tuple[str, ...] | list[str]) -> str:
     return "; ".join(f"{n}: {STRATEGIES[n].summary}" for n in names)
 
 
-def _snr(value: float) -> str:
-    if not math.isfinite(value):
+def _threshold(value: float, channel: Channel) -> str:
+    """An upload threshold as an SNR, or ``never`` / ``always`` when the stage's channel
+    cannot reach it / is always above it (to double precision)."""
+    below = channel.below(value)
+    if below >= 1.0:
         return "never"
-    db = 10 * math.log10(value) if value > 0 else -math.inf
-    return f"{value:.4g} ({db:.1f} dB)"
+    if below <= 0.0:
+        return "always"
+    return f"{value:.4g} ({10 * math.log10(value):.1f} dB)"
 
 
 @app.command("coinfer")
@@ -54,11 +54,18 @@ def coinfer_command(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Layers to place on the device, split thresholds and the cost of every placement."""
+    """Layers to place on the device, and when to split.
+
+    Split thresholds and the expected cost of every placement.
+    """
+    from inferplan.coinference.io import load_system
+    from inferplan.coinference.strategies import plan_placement
+
     sys_ = load_system(system)
     plan = plan_placement(sys_, method=method)
     if policy_out is not None:
         policy_out.write_text(plan.policy().to_json() + "\n", encoding="utf-8")
+        written(policy_out)
     if as_json:
         print_json(plan.to_dict())
         return
@@ -81,12 +88,14 @@ def coinfer_command(
             ]
         )
     console.print(table("cost per inference by placement M", ["M", "c(M)", "E[ETC]", "Z(M)"], rows))
-    names = sys_.layers.names
+    names, channels = sys_.layers.names, sys_.channels
     split = plan.solution.split_probabilities
     rows = []
     for n, p in enumerate(split, start=1):
         where = "edge-only" if n == 1 else f"after {names[n - 2]}"
-        threshold = "forced" if n > plan.placement else _snr(plan.thresholds[n - 1])
+        threshold = (
+            "forced" if n > plan.placement else _threshold(plan.thresholds[n - 1], channels[n - 1])
+        )
         rows.append(
             [str(n), where, si(sys_.layers.input_bits[n - 1], "bit"), threshold, f"{p:.4f}"]
         )
@@ -107,6 +116,7 @@ def coinfer_simulate_command(
         list[str] | None,
         typer.Option(
             "--strategy",
+            metavar="<name>",
             help=f"Strategy to simulate (repeatable; all by default): "
             f"{', '.join(STRATEGIES)} or {FIXED_PREFIX}K (K layers on the device, always "
             "upload after them).",
@@ -118,7 +128,13 @@ def coinfer_simulate_command(
     seed: Annotated[int, typer.Option("--seed", help="Random seed.", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Monte-Carlo of many inferences: realised cost and split stages of each rule."""
+    """Monte-Carlo of many inferences under each strategy.
+
+    Realised cost and split stages of each rule, on the same channel draws.
+    """
+    from inferplan.coinference.io import load_system
+    from inferplan.coinference.simulate import simulate
+
     sys_ = load_system(system)
     result = simulate(sys_, strategy or None, inferences=inferences, seed=seed)
     if as_json:

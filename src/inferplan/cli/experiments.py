@@ -5,18 +5,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.render import console, print_json
-from inferplan.experiments.codesign import reproduce_codesign
-from inferplan.experiments.coinference import reproduce_coinference
-from inferplan.experiments.engine import Reproduction, run_sweep
-from inferplan.experiments.progress import progress_bar
-from inferplan.experiments.spec import load_spec
-from inferplan.experiments.store import write_csv, write_parquet
+
+if TYPE_CHECKING:
+    from inferplan.experiments.engine import Reproduction
 
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (resumed if it exists).")]
 JobsOpt = Annotated[
@@ -27,7 +24,9 @@ ClusterOpt = Annotated[
     str | None,
     typer.Option(
         "--cluster",
-        help="Dask scheduler address (tcp://host:8786), or 'local' for a local Dask cluster.",
+        help="Dask scheduler address (tcp://host:8786), or 'local' for a local Dask cluster "
+        "(on 127.0.0.1). A scheduler is trusted: it and its workers exchange pickled code and "
+        "data with this process.",
     ),
 ]
 WorkersOpt = Annotated[
@@ -59,31 +58,68 @@ def sweep_command(
     jobs: JobsOpt = None,
     cluster: ClusterOpt = None,
     workers: WorkersOpt = None,
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard", help="Open the Dask dashboard of a --cluster local (on 127.0.0.1)."
+        ),
+    ] = False,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a study over a grid or random sample of parameters; rerun to resume."""
+    """Run a study over a grid or sample of parameters.
+
+    Rerun the same command to resume. A point that fails is stored as failed and the others go
+    on; the command then exits with code 2 naming the failed points, and a rerun retries only
+    them. A spec's `study: package.module:function` imports that module and runs that function,
+    with the current directory first on the import path (as `python -c` would): run only specs
+    you trust.
+    """
+    from inferplan.experiments.engine import FailedPoints, run_sweep
+    from inferplan.experiments.executors import WorkerDied
+    from inferplan.experiments.progress import progress_bar
+    from inferplan.experiments.spec import load_spec
+    from inferplan.experiments.store import write_csv, write_parquet
+
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
-        outcome = _interruptible(
-            out,
-            lambda: run_sweep(
-                sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress
-            ),
-        )
+        try:
+            outcome = _interruptible(
+                out,
+                lambda: run_sweep(
+                    sweep,
+                    out,
+                    jobs=jobs,
+                    cluster=cluster,
+                    workers=workers,
+                    dashboard=dashboard,
+                    progress=progress,
+                ),
+            )
+        except WorkerDied as exc:
+            raise exc.located(str(spec)) from None
     write_csv(outcome.rows, out / "results.csv")
     parquet = write_parquet(outcome.rows, out / "results.parquet")
     if as_json:
         print_json({**outcome.to_dict(), "out": str(out)})
-        return
-    console.print(
-        f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed) in "
-        f"{outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
-        + (" and results.parquet" if parquet else "")
-    )
+    else:
+        if parquet is not None:
+            print(f"note: results.parquet not written: {parquet}", file=sys.stderr)
+        console.print(
+            f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed"
+            + (f", {len(outcome.failed)} failed" if outcome.failed else "")
+            + f") in {outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
+            + (" and results.parquet" if parquet is None else "")
+        )
+    try:
+        outcome.raise_for_failures()
+    except FailedPoints as exc:
+        raise exc.located(str(spec)) from None
 
 
-reproduce_app = typer.Typer(help="Reproduce the papers' studies.", no_args_is_help=True)
+reproduce_app = typer.Typer(
+    help="Reproduce the papers' studies.", rich_markup_mode=None, no_args_is_help=True
+)
 app.add_typer(reproduce_app, name="reproduce")
 
 
@@ -107,15 +143,30 @@ def reproduce_codesign_command(
     out: OutOpt,
     seed: Annotated[int, typer.Option("--seed", help="Sweep seed.", min=0)] = 0,
     topologies: Annotated[
-        int, typer.Option("--topologies", help="Random tiered networks.", min=1)
+        int, typer.Option("--topologies", help="Random tiered networks per draw.", min=1)
     ] = 50,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            help="Independent draws of the networks; the report gives each paper number's "
+            "spread across draws.",
+            min=1,
+        ),
+    ] = 1,
     jobs: JobsOpt = None,
     cluster: ClusterOpt = None,
     workers: WorkersOpt = None,
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-design paper's Section IV: PSG, PFP and PWF on tiered networks."""
+    """The co-design paper's Section IV study.
+
+    PSG, PFP and PWF on tiered networks.
+    """
+    from inferplan.experiments.codesign import reproduce_codesign
+    from inferplan.experiments.progress import progress_bar
+
     with progress_bar("co-design study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,
@@ -123,6 +174,7 @@ def reproduce_codesign_command(
                 out,
                 seed=seed,
                 topologies=topologies,
+                repeats=repeats,
                 jobs=jobs,
                 cluster=cluster,
                 workers=workers,
@@ -149,7 +201,14 @@ def reproduce_coinference_command(
     quiet: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """The co-inference study: 1-sla optimality, Z(M) curves, joint placement vs baselines."""
+    """The co-inference paper's study.
+
+    1-sla optimality, Z(M) curves, joint placement vs baselines.
+    """
+    from inferplan.experiments.coinference import coinference_sweep, reproduce_coinference
+    from inferplan.experiments.progress import progress_bar
+
+    coinference_sweep(seed=seed, simulate=simulate)  # checks the options before any work
     with progress_bar("co-inference study", enabled=not (quiet or as_json)) as progress:
         result = _interruptible(
             out,

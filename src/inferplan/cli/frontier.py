@@ -17,11 +17,7 @@ from inferplan.cli.options import (
     blame_network_file,
     method_help,
 )
-from inferplan.cli.render import console, print_json, table
-from inferplan.codesign import compile_instance, get_method
-from inferplan.codesign.frontier import cost_frontier
-from inferplan.network import load_network
-from inferplan.profiles import load_profile
+from inferplan.cli.render import console, print_json, table, written
 
 
 @app.command("frontier")
@@ -46,7 +42,16 @@ def frontier_command(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Least cost as a function of the target throughput, with where the deployment changes."""
+    """Least cost against target throughput.
+
+    Exact solves over a range of rates, and where the optimal deployment changes.
+    """
+    from inferplan.codesign.frontier import cost_frontier
+    from inferplan.codesign.instance import compile_instance
+    from inferplan.codesign.methods import get_method
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only)
@@ -55,6 +60,7 @@ def frontier_command(
         from inferplan.plots import plot_frontier  # matplotlib only when asked for
 
         plot_frontier(front, plot, title=f"{prof.name} on {network.name}")
+        written(plot)
     if as_json:
         print_json(front.to_dict())
         return
@@ -77,5 +83,3 @@ def frontier_command(
     ]
     console.print(table("optimal deployment by target throughput",
                         ["inferences/s", "cost", "path", "partition"], rows))  # fmt: skip
-    if plot is not None:
-        console.print(f"plot written to {plot}")

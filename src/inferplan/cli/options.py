@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from inferplan.codesign import METHODS
-from inferplan.codesign.heuristics import TIE_BREAKS
+from inferplan.codesign.methods import METHODS, TIE_BREAKS, throughput_methods
 from inferplan.errors import InvalidArgument, InvalidNetwork
 
 __all__ = [
@@ -19,9 +18,11 @@ __all__ = [
     "MethodChoice",
     "NetworkArg",
     "ProfileArg",
+    "ThroughputMethodChoice",
     "TieBreakChoice",
     "blame_network_file",
     "method_help",
+    "throughput_method_help",
 ]
 
 NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
@@ -32,11 +33,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 # The choices of --method and --tie-break are the registries' names (typer reads the Literal).
 if TYPE_CHECKING:
-    from inferplan.codesign.heuristics import TieBreak as TieBreakChoice
+    from inferplan.codesign.methods import TieBreak as TieBreakChoice
 
     MethodChoice = str
+    ThroughputMethodChoice = str
 else:
     MethodChoice = Literal[tuple(METHODS)]
+    ThroughputMethodChoice = Literal[tuple(throughput_methods())]
     TieBreakChoice = Literal[TIE_BREAKS]
 
 
@@ -44,6 +47,14 @@ def method_help(*, exact_only: bool = False) -> str:
     """The help of ``--method``: each method of the registry and what it is."""
     return "; ".join(
         f"{m.name}: {m.summary}" for m in METHODS.values() if m.exact or not exact_only
+    )
+
+
+def throughput_method_help() -> str:
+    """The help of ``throughput --method``: each method that computes T* and where it works."""
+    where = {True: "acyclic networks", False: "any network, cycles too"}
+    return "How to find T*: " + "; ".join(
+        f"{m.name} ({where[m.acyclic_only]})" for m in METHODS.values() if m.throughput
     )
 
 

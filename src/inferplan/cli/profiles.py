@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.profiles import Profile, load_profile, save_profile
-from inferplan.profiles.cuts import GraphProfile, parse_block_spec, parse_shape
 from inferplan.units import si
+
+if TYPE_CHECKING:
+    from inferplan.profiles.cuts import GraphProfile
+    from inferplan.profiles.profile import Profile
 
 
 class FlopCount(StrEnum):
@@ -26,6 +28,8 @@ def _trace(
     model: str, shapes: list[str], blocks: str | None, dtype: str, flops: FlopCount
 ) -> GraphProfile | None:
     """Trace ``model`` if it is an ONNX file or a ``module:factory``; ``None`` otherwise."""
+    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+
     parsed = [parse_shape(s) for s in shapes]
     spec = parse_block_spec(blocks)
     if model.lower().endswith(".onnx"):
@@ -57,8 +61,9 @@ def profile_command(
         "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
         "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory)."))],
     input_shapes: Annotated[list[str] | None, typer.Option(
-        "--input-shape", help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for "
-                              "several inputs.")] = None,
+        "--input-shape", metavar="<shape>",
+        help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs.",
+    )] = None,
     blocks: Annotated[str | None, typer.Option(
         "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
                          "Default: top-level modules.")] = None,
@@ -75,7 +80,9 @@ def profile_command(
                                           "(with --cuts: the whole cut report).")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
 ) -> None:  # fmt: skip
-    """Profile a DNN: FLOPs, activation size and parameters per block."""
+    """FLOPs, activations and parameters of a DNN per block."""
+    from inferplan.profiles.io import load_profile, save_profile
+
     traced = _trace(model, input_shapes or [], blocks, dtype, flops)
     if traced is None:
         given = [name for name, used in (("--input-shape", input_shapes), ("--blocks", blocks),
@@ -92,6 +99,7 @@ def profile_command(
         profile = _measure(model, input_shapes or [], blocks, dtype, traced is not None)
     if output is not None:
         save_profile(profile, output)
+        written(output)
     if as_json:
         print_json(traced.to_dict() if cuts and traced else profile.to_dict())
         return
@@ -104,6 +112,7 @@ def _measure(model: str, shapes: list[str], blocks: str | None, dtype: str, trac
              ) -> Profile:  # fmt: skip
     if not traced or model.lower().endswith(".onnx"):
         raise InvalidArgument("--measure applies to PyTorch models (module.path:factory) only")
+    from inferplan.profiles.cuts import parse_block_spec, parse_shape
     from inferplan.runtime.measure import measured_profile
 
     parsed = [parse_shape(s) for s in shapes]

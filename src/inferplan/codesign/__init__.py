@@ -1,14 +1,21 @@
 """Co-design of DNN deployment and infrastructure capacity on a network (seed paper A)."""
 
-from inferplan.codesign.frontier import Frontier, cost_frontier
-from inferplan.codesign.heuristics import solve_pfp, solve_pwf
-from inferplan.codesign.instance import CodesignInstance, compile_instance
-from inferplan.codesign.methods import METHODS, Method, get_method, method_names
-from inferplan.codesign.milp import solve_milp
-from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
-from inferplan.codesign.provision import provision, target_interval, throughput
-from inferplan.codesign.psg import reference_psg, solve_psg
-from inferplan.codesign.throughput import throughput_optimal
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from inferplan.codesign.frontier import Frontier, cost_frontier
+    from inferplan.codesign.heuristics import solve_pfp, solve_pwf
+    from inferplan.codesign.instance import CodesignInstance, compile_instance
+    from inferplan.codesign.methods import METHODS, Method, get_method, method_names
+    from inferplan.codesign.milp import solve_milp
+    from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
+    from inferplan.codesign.provision import provision, target_interval, throughput
+    from inferplan.codesign.psg import reference_psg, solve_psg
+    from inferplan.codesign.throughput import throughput_optimal
 
 __all__ = [
     "METHODS",
@@ -33,3 +40,18 @@ __all__ = [
     "throughput",
     "throughput_optimal",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "inferplan.codesign.frontier": ("Frontier", "cost_frontier"),
+        "inferplan.codesign.heuristics": ("solve_pfp", "solve_pwf"),
+        "inferplan.codesign.instance": ("CodesignInstance", "compile_instance"),
+        "inferplan.codesign.methods": ("METHODS", "Method", "get_method", "method_names"),
+        "inferplan.codesign.milp": ("solve_milp",),
+        "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
+        "inferplan.codesign.provision": ("provision", "target_interval", "throughput"),
+        "inferplan.codesign.psg": ("reference_psg", "solve_psg"),
+        "inferplan.codesign.throughput": ("throughput_optimal",),
+    },
+)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 import weakref
 from dataclasses import dataclass
 from functools import cache
@@ -71,6 +72,13 @@ IntArray = npt.NDArray[np.int64]
 # nodes at a time) is used instead.
 TABLE_ENTRIES = 4_000_000
 
+# Below this many states ``(|V| + |E|) (N + 1)`` the numpy engine solves in milliseconds, less
+# than importing numba and loading the cached kernels (about half a second): ``"auto"`` runs
+# it there, unless numba is loaded already (a process that has paid the import keeps the
+# kernels). A one-off plan on a small network, such as one ``inferplan provision``, then
+# starts without numba.
+AUTO_STATES = 1_000_000
+
 
 @cache
 def available() -> bool:
@@ -78,9 +86,10 @@ def available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def compiled_engine(engine: Engine) -> bool:
+def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> bool:
     """Whether ``engine`` asks for the compiled kernels: ``"compiled"`` always (an error
-    without numba), ``"numpy"`` never, ``"auto"`` when numba is installed.
+    without numba), ``"numpy"`` never, ``"auto"`` when numba is installed and either ``inst``
+    has at least :data:`AUTO_STATES` states or numba is already loaded.
 
     Raises
     ------
@@ -97,6 +106,10 @@ def compiled_engine(engine: Engine) -> bool:
         raise InvalidArgument(
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
+    if engine == "auto" and inst is not None and "numba" not in sys.modules:
+        states = (len(inst.node_ids) + len(inst.links)) * (inst.n_blocks + 1)
+        if states < AUTO_STATES:
+            return False
     return available()
 
 

@@ -27,6 +27,7 @@ from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.methods import METHODS, get_method
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.throughput import throughput_optimal
+from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = ["Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
@@ -123,7 +124,8 @@ def cost_frontier(
         The compiled network and profile.
     low, high
         The range of target rates; default ``1 / T*`` (the rate the network reaches as it is,
-        cost zero) to four times that (the paper's hardest ``alpha = 0.25``).
+        cost zero; ``T*`` by the MILP on a network with cycles) to four times that (the
+        paper's hardest ``alpha = 0.25``).
     points
         Evenly spaced rates of the sweep (both ends included).
     method
@@ -147,13 +149,11 @@ def cost_frontier(
         raise InvalidArgument(f"needs an exact method ({exact}), got {method!r}", field="method")
     if points < 2:
         raise InvalidArgument(f"must be at least 2, got {points}", field="points")
-    if (low is None or high is None) and not inst.acyclic:
-        raise InvalidArgument(
-            "give both ends of the range on a network with cycles (the default range starts "
-            "at T*, which needs an acyclic network)",
-            field="low",
-        )
-    base = 1.0 / throughput_optimal(inst).interval if low is None or high is None else 0.0
+    base = 0.0
+    if low is None or high is None:
+        # T* by the state graph, or on a network with cycles by the MILP
+        best = throughput_optimal(inst) if inst.acyclic else throughput_milp(inst)
+        base = 1.0 / best.interval
     low = base if low is None else low
     high = 4.0 * base if high is None else high
     if not (0 < low < high and math.isfinite(high)):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
@@ -15,21 +14,15 @@ from inferplan.codesign.plan import (
     added,
     build_plan,
     check_scale,
-    deployment_interval,
-    path_links,
     plan_from_path,
-    stage_delays,
-    stage_increments,
 )
+from inferplan.codesign.stages import stages
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
 
 FloatArray = npt.NDArray[np.float64]
 
 __all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
-
-TieBreak = Literal["solver", "keep", "random"]
-TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
 
 
 def _optimal_deployment(
@@ -45,7 +38,7 @@ def _optimal_deployment(
     if (
         tie_break == "keep"
         and current is not None
-        and deployment_interval(inst, *current, C, B) <= best.interval * (1 + INTERVAL_RTOL)
+        and stages(inst, *current).interval(C, B) <= best.interval * (1 + INTERVAL_RTOL)
     ):
         return current
     if tie_break == "random":
@@ -116,18 +109,21 @@ def solve_pwf(
     rounds = max_rounds if max_rounds is not None else 2 * (len(C) + len(B)) + 2
     path, partition = _optimal_deployment(inst, C, B, tie_break, rng)
     for round_number in range(rounds + 1):
-        compute, transfer = stage_delays(inst, path, partition, C, B)
-        delays = np.concatenate((compute, transfer))
-        interval = float(delays.max())
+        deployment = stages(inst, path, partition)
+        compute, transfer = deployment.delays(C, B)
+        delays = compute + transfer
+        interval = max(delays)
         if interval <= beta * (1 + INTERVAL_RTOL):
             break
-        below = delays[delays < interval * (1 - INTERVAL_RTOL)]
-        level = max(beta, float(below.max())) if below.size else beta
+        below = [d for d in delays if d < interval * (1 - INTERVAL_RTOL)]
+        level = max(beta, max(below)) if below else beta
         if round_number == rounds:
             level = beta
-        rho, sigma = stage_increments(inst, path, partition, level, C, B)
-        C[path] += rho
-        B[path_links(inst, path)] += sigma
+        rho, sigma = deployment.increments(level, C, B)
+        for v, amount in rho.items():
+            C[v] += amount
+        for e, amount in sigma.items():
+            B[e] += amount
         path, partition = _optimal_deployment(inst, C, B, tie_break, rng, (path, partition))
     try:
         plan = build_plan(inst, "pwf", beta, path, partition, added(C - inst.capacity),

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
@@ -20,6 +20,9 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
 from inferplan.profiles.profile import Profile
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance", "range_sums"]
 
@@ -272,6 +275,8 @@ def _pricing(costs: tuple[CapacityCost, ...]) -> Pricing:
 
 
 def _find_cycle(graph: nx.DiGraph) -> list[str]:
+    import networkx as nx  # only to name the cycle in an error
+
     cycle = nx.find_cycle(graph)
     return [str(u) for u, _ in cycle] + [str(cycle[0][0])]
 

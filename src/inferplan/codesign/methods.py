@@ -8,32 +8,51 @@ method with ``tie_break`` fixed, as the studies compare them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from inferplan.codesign.heuristics import TIE_BREAKS, solve_pfp, solve_pwf
-from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.milp import solve_milp
-from inferplan.codesign.plan import Plan
-from inferplan.codesign.psg import reference_psg, solve_psg
 from inferplan.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from inferplan.codesign.instance import CodesignInstance
+    from inferplan.codesign.plan import Plan
 
 __all__ = [
     "METHODS",
     "OPTIONS",
+    "TIE_BREAKS",
     "Method",
+    "TieBreak",
     "get_method",
     "method_label",
     "method_names",
     "resolve",
     "solve",
+    "throughput_methods",
 ]
 
 OPTIONS = ("tie_break", "seed", "time_limit")
 """Every option a method may take: ``tie_break`` and ``seed`` (which of several tied
 throughput-optimal deployments a baseline follows), ``time_limit`` (seconds an exact solver
 may take)."""
+
+TieBreak = Literal["solver", "keep", "random"]
+TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
+"""How a baseline chooses among tied throughput-optimal deployments (its ``tie_break``)."""
+
+
+@dataclass(frozen=True)
+class Solver:
+    """A solver function named by its module, imported when first called: reading the table
+    (for names, help texts and choices) loads no solver and none of its dependencies."""
+
+    module: str
+    function: str
+
+    def __call__(self, inst: CodesignInstance, *args: Any, **options: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.function)(inst, *args, **options)
 
 
 @dataclass(frozen=True)
@@ -45,7 +64,7 @@ class Method:
     name
         What users call it (``provision(..., method=name)``, ``--method name``).
     solve
-        ``solve(inst, beta, **options) -> Plan``.
+        ``solve(inst, beta, **options) -> Plan``, a :class:`Solver`.
     exact
         Whether its plans are proven optimal (status ``"optimal"``) rather than a baseline's
         (``"heuristic"``).
@@ -57,33 +76,41 @@ class Method:
         Its name in figures and reports.
     summary
         One line for help texts.
+    throughput
+        ``throughput(inst) -> Deployment``, the method's way to ``T*`` (the least interval
+        under the existing capacities), for the exact methods that have one: ``throughput(...,
+        method=name)``.
     """
 
     name: str
-    solve: Callable[..., Plan]
+    solve: Solver
     exact: bool
     acyclic_only: bool
     options: tuple[str, ...]
     label: str
     summary: str
+    throughput: Solver | None = None
 
 
 METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
-        Method(name="psg", solve=solve_psg, exact=True, acyclic_only=True, options=(),
-               label="PSG", summary="exact minimum cost (acyclic networks)"),
-        Method(name="milp", solve=solve_milp, exact=True, acyclic_only=False,
-               options=("time_limit",), label="MILP",
-               summary="exact MILP (HiGHS) on any network, cycles too"),
-        Method(name="pfp", solve=solve_pfp, exact=False, acyclic_only=True,
-               options=("tie_break", "seed"), label="PFP",
+        Method(name="psg", solve=Solver("inferplan.codesign.psg", "solve_psg"), exact=True,
+               acyclic_only=True, options=(), label="PSG",
+               summary="exact minimum cost (acyclic networks)",
+               throughput=Solver("inferplan.codesign.throughput", "throughput_optimal")),
+        Method(name="milp", solve=Solver("inferplan.codesign.milp", "solve_milp"), exact=True,
+               acyclic_only=False, options=("time_limit",), label="MILP",
+               summary="exact MILP (HiGHS) on any network, cycles too",
+               throughput=Solver("inferplan.codesign.throughput_milp", "throughput_milp")),
+        Method(name="pfp", solve=Solver("inferplan.codesign.heuristics", "solve_pfp"),
+               exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PFP",
                summary="baseline: provisioning under frozen partitioning"),
-        Method(name="pwf", solve=solve_pwf, exact=False, acyclic_only=True,
-               options=("tie_break", "seed"), label="PWF",
+        Method(name="pwf", solve=Solver("inferplan.codesign.heuristics", "solve_pwf"),
+               exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PWF",
                summary="baseline: provisioning with water-filling"),
-        Method(name="psg-reference", solve=reference_psg, exact=True, acyclic_only=True,
-               options=(), label="Algorithm 1",
+        Method(name="psg-reference", solve=Solver("inferplan.codesign.psg", "reference_psg"),
+               exact=True, acyclic_only=True, options=(), label="Algorithm 1",
                summary="the paper's Algorithm 1, scalar loops (slow; for checks)"),
     )
 }  # fmt: skip
@@ -103,6 +130,11 @@ def get_method(name: str) -> Method:
             f"unknown method {name!r} (known: {', '.join(METHODS)})", field="method"
         )
     return METHODS[name]
+
+
+def throughput_methods() -> list[str]:
+    """The methods that compute ``T*`` (``throughput(..., method=name)``)."""
+    return [m.name for m in METHODS.values() if m.throughput is not None]
 
 
 def method_names() -> list[str]:
@@ -163,4 +195,5 @@ def solve(inst: CodesignInstance, beta: float, method: str, **options: Any) -> P
             raise InvalidArgument(
                 f"method {method!r} does not take {key} (it takes: {takes})", field=key
             )
-    return chosen.solve(inst, beta, **preset, **given)
+    plan: Plan = chosen.solve(inst, beta, **preset, **given)
+    return plan

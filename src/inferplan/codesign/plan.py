@@ -1,8 +1,7 @@
-"""Results of the co-design solvers, and the arithmetic of one deployment's stages."""
+"""Results of the co-design solvers, and turning a solver's choice into a priced plan."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,11 +11,13 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
 
 __all__ = [
     "STATUSES",
+    "Bottleneck",
     "Deployment",
     "LinkUpgrade",
     "Plan",
@@ -24,12 +25,9 @@ __all__ = [
     "added",
     "build_plan",
     "check_scale",
-    "deployment_interval",
     "infeasible",
-    "path_links",
     "plan_from_path",
-    "stage_delays",
-    "stage_increments",
+    "slowest_stage",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -52,17 +50,31 @@ the plan's exact cost; the plan is the best it found, its cost exact)."""
 
 
 @dataclass(frozen=True)
+class Bottleneck:
+    """The stage that sets a deployment's output interval: a node's compute or a link's
+    transfer. ``id`` is the node id, or ``"u->v"`` for the link from ``u`` to ``v``. When
+    several stages are equally slow, the first along the path (a node before its out-link)."""
+
+    kind: Literal["node", "link"]
+    id: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "id": self.id}
+
+
+@dataclass(frozen=True)
 class Deployment:
     """A path through the network and its partition points.
 
     ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
     last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with.
+    the deployment was evaluated with, and ``bottleneck`` the stage that sets it.
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
+    bottleneck: Bottleneck | None = None
 
     @property
     def throughput(self) -> float:
@@ -75,6 +87,7 @@ class Deployment:
             "throughput": self.throughput,
             "path": list(self.path),
             "partition": list(self.partition),
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -111,6 +124,8 @@ class Plan:
         Compute (FLOP/s) added per node id; only non-zero amounts.
     link_upgrades
         Bandwidth (bit/s) added per link; only non-zero amounts.
+    bottleneck
+        The stage that sets ``interval`` after the upgrades (see :class:`Bottleneck`).
     """
 
     method: str
@@ -122,6 +137,7 @@ class Plan:
     partition: tuple[int, ...]
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
+    bottleneck: Bottleneck | None = None
 
     @property
     def feasible(self) -> bool:
@@ -142,6 +158,7 @@ class Plan:
                 {"source": u.source, "target": u.target, "amount": u.amount}
                 for u in self.link_upgrades
             ],
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
 
@@ -194,75 +211,31 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
     return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps{more}")
 
 
-def path_links(inst: CodesignInstance, path: Sequence[int]) -> list[int]:
-    """The links joining consecutive nodes of ``path`` (indices)."""
-    return [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
-
-
-def stage_delays(
+def slowest_stage(
     inst: CodesignInstance,
     path: Sequence[int],
     partition: Sequence[int],
-    capacity: FloatArray,
-    bandwidth: FloatArray,
-) -> tuple[FloatArray, FloatArray]:
-    """Compute delays of each path node and transfer delays of each path link (seconds)."""
-    D = inst.activation_bits
-    b = np.asarray(partition)
-    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
-    compute = work / capacity[list(path)]
-    links = path_links(inst, path)
-    transfer = D[b[:-1]] / bandwidth[links] if links else np.zeros(0)
-    return compute, transfer
-
-
-def deployment_interval(
-    inst: CodesignInstance,
-    path: Sequence[int],
-    partition: Sequence[int],
-    capacity: FloatArray | None = None,
-    bandwidth: FloatArray | None = None,
+    capacity: Sequence[float] | FloatArray | None = None,
+    bandwidth: Sequence[float] | FloatArray | None = None,
     *,
     links: Sequence[int] | None = None,
     added_capacity: Mapping[int, float] | None = None,
     added_bandwidth: Mapping[int, float] | None = None,
-) -> float:
-    """The output interval of ``partition`` along ``path`` (``links`` its links, when known),
-    its slowest stage (seconds), under ``capacity`` and ``bandwidth`` (the instance's own when
-    not given) plus any ``added_capacity`` and ``added_bandwidth`` (by node and link index):
-    the maximum of :func:`stage_delays`, in plain Python for the path's few stages."""
-    D, own_capacity, own_bandwidth = inst.scalars
-    C: Sequence[float] | FloatArray = own_capacity if capacity is None else capacity
-    B: Sequence[float] | FloatArray = own_bandwidth if bandwidth is None else bandwidth
-    more_C = added_capacity or {}
-    more_B = added_bandwidth or {}
-    interval, done = 0.0, 0
-    for v, b in zip(path, partition, strict=True):
-        interval = max(interval, float(inst.work(done, b) / (C[v] + more_C.get(v, 0.0))))
-        done = b
-    links = path_links(inst, path) if links is None else links
-    for e, b in zip(links, partition, strict=False):
-        interval = max(interval, float(D[b] / (B[e] + more_B.get(e, 0.0))))
-    return interval
-
-
-def stage_increments(
-    inst: CodesignInstance,
-    path: Sequence[int],
-    partition: Sequence[int],
-    interval: float,
-    capacity: FloatArray,
-    bandwidth: FloatArray,
-) -> tuple[FloatArray, FloatArray]:
-    """The least compute (per path node) and bandwidth (per path link) that bring every stage
-    of the deployment down to ``interval``: ``rho`` and ``sigma`` of the paper."""
-    D = inst.activation_bits
-    b = np.asarray(partition)
-    work = inst.work_between[np.concatenate(([0], b[:-1])), b]
-    rho = np.maximum(0.0, work / interval - capacity[list(path)])
-    links = path_links(inst, path)
-    sigma = np.maximum(0.0, D[b[:-1]] / interval - bandwidth[links]) if links else np.zeros(0)
-    return rho, sigma
+) -> tuple[float, Bottleneck]:
+    """The output interval of ``partition`` along ``path`` (``links`` its links, when known)
+    under ``capacity`` and ``bandwidth`` (the instance's own when not given) plus any
+    ``added_capacity`` and ``added_bandwidth`` (by node and link index), and the stage that
+    sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
+    deployment = stages(inst, path, partition, links)
+    _, own_capacity, own_bandwidth = inst.scalars
+    C = own_capacity if capacity is None else capacity
+    B = own_bandwidth if bandwidth is None else bandwidth
+    interval = deployment.interval(C, B, added_capacity, added_bandwidth)
+    kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
+    if kind == "node":
+        return interval, Bottleneck("node", inst.node_ids[k])
+    link = inst.links[k]
+    return interval, Bottleneck("link", f"{link.source}->{link.target}")
 
 
 def _price(cost: CapacityCost, amount: float) -> float:
@@ -324,7 +297,7 @@ def build_plan(
                     amount = cost.max_amount
                 bought[k] = amount
                 prices.append(_price(cost, amount))
-    interval = deployment_interval(
+    interval, bottleneck = slowest_stage(
         inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
     )
     return Plan(
@@ -341,6 +314,7 @@ def build_plan(
             for e, y in link_bought.items()
             if y > 0
         ),
+        bottleneck=bottleneck,
     )
 
 
@@ -364,15 +338,11 @@ def plan_from_path(
 ) -> Plan:
     """The plan that runs ``partition`` along ``path`` (node indices; ``links`` the links
     between them, when known), buying the least increments that bring every stage down to
-    ``beta``: ``rho`` and ``sigma`` of the paper, as :func:`stage_increments` computes them."""
-    D, C, B = inst.scalars
-    links = path_links(inst, path) if links is None else links
-    node_added: dict[int, float] = {}
-    done = 0
-    for v, b in zip(path, partition, strict=True):
-        node_added[v] = max(0.0, inst.work(done, b) / beta - C[v])
-        done = b
-    link_added = {e: max(0.0, D[b] / beta - B[e]) for e, b in zip(links, partition, strict=False)}
+    ``beta``: ``rho`` and ``sigma`` of the paper (:meth:`Stages.increments`)."""
+    deployment = stages(inst, path, partition, links)
+    _, C, B = inst.scalars
+    node_added, link_added = deployment.increments(beta, C, B)
     return build_plan(
-        inst, method, beta, path, partition, node_added, link_added, links, status=status
-    )
+        inst, method, beta, path, partition, node_added, link_added, deployment.links,
+        status=status,
+    )  # fmt: skip

@@ -28,7 +28,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.plan import LinkUpgrade, Plan, PlanStatus, deployment_interval
+from inferplan.codesign.plan import LinkUpgrade, Plan, PlanStatus
+from inferplan.codesign.stages import stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
@@ -130,10 +131,10 @@ def check_plan(
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
     inst = compile_instance(network, profile, require_acyclic=False)
     index = {v: k for k, v in enumerate(inst.node_ids)}
-    interval = deployment_interval(
-        inst,
-        [index[v] for v in path],
-        partition,
+    _, capacity, bandwidth = inst.scalars
+    interval = stages(inst, [index[v] for v in path], partition).interval(
+        capacity,
+        bandwidth,
         added_capacity={index[v]: x for v, x in plan.node_upgrades.items() if v in index},
         added_bandwidth={
             inst.link_index(index[u.source], index[u.target]): u.amount

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 
-from inferplan.codesign.heuristics import TieBreak
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.methods import resolve, solve
+from inferplan.codesign.methods import (
+    TieBreak,
+    get_method,
+    resolve,
+    solve,
+    throughput_methods,
+)
 from inferplan.codesign.plan import Deployment, Plan
-from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
@@ -88,8 +92,25 @@ def provision(
     return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
 
 
-def throughput(network: Network, profile: Profile) -> Deployment:
-    """The throughput-optimal deployment and its interval ``T*`` (acyclic networks).
+def throughput(network: Network, profile: Profile, *, method: str = "psg") -> Deployment:
+    """The throughput-optimal deployment and its interval ``T*``: the least output interval
+    under the existing capacities.
+
+    Parameters
+    ----------
+    network, profile
+        The compute network and the DNN.
+    method
+        ``"psg"`` (the state graph with bottleneck relaxation; acyclic networks) or
+        ``"milp"`` (exact on any network, cycles included; minimises the slowest stage): the
+        methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
+
+    Raises
+    ------
+    NetworkHasCycle
+        With ``method="psg"``, if a cycle lies on the way from source to target.
+    InvalidArgument
+        For a method that does not compute ``T*``.
 
     Examples
     --------
@@ -98,4 +119,12 @@ def throughput(network: Network, profile: Profile) -> Deployment:
     >>> best.path[0], best.path[-1], best.partition[-1]
     ('s', 't', 16)
     """
-    return throughput_optimal(compile_instance(network, profile))
+    chosen = get_method(method)
+    if chosen.throughput is None:
+        raise InvalidArgument(
+            f"method {method!r} does not compute T* (methods: {', '.join(throughput_methods())})",
+            field="method",
+        )
+    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
+    best: Deployment = chosen.throughput(inst)
+    return best

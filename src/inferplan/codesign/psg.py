@@ -223,7 +223,7 @@ def psg_path(
     """
     inst.check_acyclic("PSG")
     check_scale(inst, beta)
-    if compiled_engine(engine) and compiled.fits(inst):
+    if compiled_engine(engine, inst) and compiled.fits(inst):
         cost, path, partition, links = compiled.psg_kernel(inst, beta)
     else:
         cost, path, partition, links = _vectorised_psg(inst, beta)

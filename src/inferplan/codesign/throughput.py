@@ -18,7 +18,7 @@ import numpy.typing as npt
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Deployment, deployment_interval
+from inferplan.codesign.plan import Deployment, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 
 __all__ = ["throughput_optimal"]
@@ -52,14 +52,15 @@ def throughput_optimal(
     inst.check_acyclic("T*")
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
-    if compiled_engine(engine):
+    if compiled_engine(engine, inst):
         # the kernel's label at the target is the path's slowest stage, bit for bit
         interval, path, partition = compiled.throughput_kernel(inst, C, B)
+        _, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     else:
         path, partition = _vectorised(inst, C, B)
-        interval = deployment_interval(inst, path, partition, capacity, bandwidth)
+        interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     names = inst.node_ids
-    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval)
+    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval, bottleneck)
 
 
 def _vectorised(

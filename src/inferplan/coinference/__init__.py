@@ -10,70 +10,77 @@ Examples
 True
 """
 
-from inferplan.coinference.channels import (
-    Channel,
-    Discrete,
-    LogNormal,
-    Nakagami,
-    Rayleigh,
-    ScipyChannel,
-    Trace,
-)
-from inferplan.coinference.io import load_system, save_system, system_from_dict
-from inferplan.coinference.placement import (
-    Baselines,
-    MlpPlacement,
-    PlacementPlan,
-    compare_baselines,
-    expected_costs,
-    fixed_split_costs,
-    hybrid_placement,
-    mlp_placement,
-    one_step_placement,
-    optimal_placement,
-    optimality_probabilities,
-)
-from inferplan.coinference.policy import SplitPolicy
-from inferplan.coinference.simulate import (
-    Simulation,
-    StrategySimulation,
-    sample_snr,
-    simulate,
-)
-from inferplan.coinference.stopping import (
-    RULES,
-    StoppingSolution,
-    evaluate_thresholds,
-    one_step_etc_all,
-    one_step_terms,
-    one_step_thresholds,
-    optimal_thresholds,
-    optimality_probability,
-    solve_stopping,
-)
-from inferplan.coinference.strategies import (
-    FIXED_PREFIX,
-    STRATEGIES,
-    Decision,
-    Strategy,
-    decide,
-    get_strategy,
-    plan_placement,
-    planner_names,
-    strategy_label,
-)
-from inferplan.coinference.system import (
-    DEFAULT_CHANNEL,
-    DEFAULT_DEVICE,
-    DEFAULT_EDGE,
-    Device,
-    Edge,
-    Layers,
-    System,
-    default_system,
-    layers_from_profile,
-    mlp_layers,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from inferplan.coinference.channels import (
+        Channel,
+        Discrete,
+        LogNormal,
+        Nakagami,
+        Rayleigh,
+        ScipyChannel,
+        Trace,
+    )
+    from inferplan.coinference.io import load_system, save_system, system_from_dict
+    from inferplan.coinference.placement import (
+        Baselines,
+        MlpPlacement,
+        PlacementPlan,
+        compare_baselines,
+        expected_costs,
+        fixed_split_costs,
+        hybrid_placement,
+        mlp_placement,
+        one_step_placement,
+        optimal_placement,
+        optimality_probabilities,
+    )
+    from inferplan.coinference.policy import SplitPolicy
+    from inferplan.coinference.simulate import (
+        Simulation,
+        StrategySimulation,
+        sample_snr,
+        simulate,
+    )
+    from inferplan.coinference.stopping import (
+        RULES,
+        StoppingSolution,
+        evaluate_thresholds,
+        one_step_etc_all,
+        one_step_terms,
+        one_step_thresholds,
+        optimal_thresholds,
+        optimality_probability,
+        solve_stopping,
+    )
+    from inferplan.coinference.strategies import (
+        FIXED_PREFIX,
+        STRATEGIES,
+        Decision,
+        Strategy,
+        decide,
+        get_strategy,
+        plan_placement,
+        planner_names,
+        strategy_label,
+    )
+    from inferplan.coinference.system import (
+        DEFAULT_CHANNEL,
+        DEFAULT_DEVICE,
+        DEFAULT_EDGE,
+        Device,
+        Edge,
+        Layers,
+        System,
+        default_system,
+        layers_from_profile,
+        mlp_layers,
+    )
 
 __all__ = [
     "DEFAULT_CHANNEL",
@@ -131,3 +138,73 @@ __all__ = [
     "strategy_label",
     "system_from_dict",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "inferplan.coinference.channels": (
+            "Channel",
+            "Discrete",
+            "LogNormal",
+            "Nakagami",
+            "Rayleigh",
+            "ScipyChannel",
+            "Trace",
+        ),
+        "inferplan.coinference.io": ("load_system", "save_system", "system_from_dict"),
+        "inferplan.coinference.placement": (
+            "Baselines",
+            "MlpPlacement",
+            "PlacementPlan",
+            "compare_baselines",
+            "expected_costs",
+            "fixed_split_costs",
+            "hybrid_placement",
+            "mlp_placement",
+            "one_step_placement",
+            "optimal_placement",
+            "optimality_probabilities",
+        ),
+        "inferplan.coinference.policy": ("SplitPolicy",),
+        "inferplan.coinference.simulate": (
+            "Simulation",
+            "StrategySimulation",
+            "sample_snr",
+            "simulate",
+        ),
+        "inferplan.coinference.stopping": (
+            "RULES",
+            "StoppingSolution",
+            "evaluate_thresholds",
+            "one_step_etc_all",
+            "one_step_terms",
+            "one_step_thresholds",
+            "optimal_thresholds",
+            "optimality_probability",
+            "solve_stopping",
+        ),
+        "inferplan.coinference.strategies": (
+            "FIXED_PREFIX",
+            "STRATEGIES",
+            "Decision",
+            "Strategy",
+            "decide",
+            "get_strategy",
+            "plan_placement",
+            "planner_names",
+            "strategy_label",
+        ),
+        "inferplan.coinference.system": (
+            "DEFAULT_CHANNEL",
+            "DEFAULT_DEVICE",
+            "DEFAULT_EDGE",
+            "Device",
+            "Edge",
+            "Layers",
+            "System",
+            "default_system",
+            "layers_from_profile",
+            "mlp_layers",
+        ),
+    },
+)

@@ -20,20 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from inferplan.coinference.placement import (
-    PlacementPlan,
-    fixed_split_costs,
-    hybrid_placement,
-    one_step_placement,
-    optimal_placement,
-)
-from inferplan.coinference.policy import SplitPolicy
-from inferplan.coinference.stopping import solve_stopping
-from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
+
+# The solvers load when a strategy runs: reading the table (names, help texts, choices) loads
+# none of them, nor numpy and scipy.
+if TYPE_CHECKING:
+    from inferplan.coinference.placement import PlacementPlan
+    from inferplan.coinference.policy import SplitPolicy
+    from inferplan.coinference.system import System
 
 __all__ = [
     "FIXED_PREFIX",
@@ -135,6 +131,9 @@ def _at_stage(name: str, stage: Callable[[System], int]) -> Callable[[System], D
     """A fixed split: place ``K - 1`` layers and always upload before layer ``K``."""
 
     def decide_fixed(system: System) -> Decision:
+        from inferplan.coinference.placement import fixed_split_costs
+        from inferplan.coinference.policy import SplitPolicy
+
         k = stage(system)
         _, true = fixed_split_costs(system)
         return Decision(name, k - 1, SplitPolicy((math.inf,) * (k - 1)), float(true[k - 1]), k)
@@ -143,27 +142,43 @@ def _at_stage(name: str, stage: Callable[[System], int]) -> Callable[[System], D
 
 
 def _full_placement(system: System) -> Decision:
+    from inferplan.coinference.stopping import solve_stopping
+
     solution = solve_stopping(system, system.n_layers)
     return Decision("full-placement", system.n_layers, solution.policy(), solution.expected_cost)
 
 
+def _cheapest_stage(system: System, *, true_cost: bool) -> int:
+    """The split stage of least expected cost: as estimated from the mean SNR, or the true."""
+    from inferplan.coinference.placement import fixed_split_costs
+
+    costs = fixed_split_costs(system)[1 if true_cost else 0]
+    return min(range(len(costs)), key=lambda k: float(costs[k])) + 1
+
+
 def _mean_snr_stage(system: System) -> int:
-    return int(np.argmin(fixed_split_costs(system)[0])) + 1
+    return _cheapest_stage(system, true_cost=False)
 
 
 def _best_stage(system: System) -> int:
-    return int(np.argmin(fixed_split_costs(system)[1])) + 1
+    return _cheapest_stage(system, true_cost=True)
 
 
 def _optimal(system: System, rel_tol: float) -> PlacementPlan:
+    from inferplan.coinference.placement import optimal_placement
+
     return optimal_placement(system)
 
 
 def _one_step(system: System, rel_tol: float) -> PlacementPlan:
+    from inferplan.coinference.placement import one_step_placement
+
     return one_step_placement(system)
 
 
 def _hybrid(system: System, rel_tol: float) -> PlacementPlan:
+    from inferplan.coinference.placement import hybrid_placement
+
     return hybrid_placement(system, rel_tol=rel_tol)
 
 

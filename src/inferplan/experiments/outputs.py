@@ -17,10 +17,11 @@ def write_parquet_if_possible(
 ) -> None:
     """Write ``out/results.parquet`` when pyarrow is installed (added to ``files``), else say
     so in ``notes``."""
-    if write_parquet(rows, out / "results.parquet"):
+    why_not = write_parquet(rows, out / "results.parquet")
+    if why_not is None:
         files.append(out / "results.parquet")
     else:
-        notes.append("results.parquet not written: pyarrow is not installed")
+        notes.append(f"results.parquet not written: {why_not}")
 
 
 def can_draw(notes: list[str]) -> bool:

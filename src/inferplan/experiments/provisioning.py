@@ -23,12 +23,16 @@ Options (shared by all points): ``methods``, names from
 is ``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-optimal deployment
 drawn uniformly among the tied ones, seeded by the point's seed). Default ``[psg, pfp, pwf]``.
 
-One row per method: ``method, status, cost, ratio, runtime_s, interval, target_interval,
-t_star, path, partition``. ``status`` is the plan's (``optimal``, ``heuristic``,
-``time_limit``) or ``infeasible`` when the method has no plan within the capacity caps (then
-``cost`` and ``interval`` are empty). ``ratio`` is the cost over PSG's cost on the same
-instance (when ``psg`` is among the methods); ``runtime_s`` is the wall time of that one solver
-call, the instance being compiled and ``T*`` found once per point beforehand.
+One row per method: ``method, status, cost, ratio, runtime_s, engine, interval,
+target_interval, t_star, t_star_ties, path, partition``. ``status`` is the plan's (``optimal``,
+``heuristic``, ``time_limit``) or ``infeasible`` when the method has no plan within the
+capacity caps (then ``cost`` and ``interval`` are empty). ``ratio`` is the cost over PSG's cost
+on the same instance (when ``psg`` is among the methods); ``runtime_s`` is the wall time of
+that one solver call, the instance being compiled and ``T*`` found once per point beforehand;
+``engine`` is ``compiled`` when PSG and ``T*`` ran as numba-compiled kernels, ``numpy``
+otherwise. ``t_star_ties`` is the number of deployments that reach ``T*`` under the existing
+capacities (:class:`~inferplan.codesign.optima.OptimalDeployments`): the ties PFP and PWF
+choose among.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from inferplan.codesign import CodesignInstance, Plan, compile_instance, method_names
+from inferplan.codesign.compiled import compiled_engine
 from inferplan.codesign.methods import resolve, solve
+from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible
 from inferplan.experiments.space import distinct_known
@@ -114,11 +120,16 @@ def check_values(name: str, value: Any) -> None:
 
 
 @lru_cache(maxsize=32)
-def _instance(network: str, seed: int, dnn: str, acyclic: bool) -> tuple[CodesignInstance, float]:
-    # Consecutive points of a grid usually share the network and DNN: compile and find T* once.
+def _instance(
+    network: str, seed: int, dnn: str, acyclic: bool
+) -> tuple[CodesignInstance, float, float]:
+    # Consecutive points of a grid usually share the network and DNN: compile, find T* and
+    # count its ties once.
     net = tiered(seed=seed) if network == "tiered" else load_network(Path(network))
     inst = compile_instance(net, load_profile(dnn), require_acyclic=acyclic)
-    return inst, throughput_optimal(inst).interval
+    t_star = throughput_optimal(inst).interval
+    ties = OptimalDeployments(inst, inst.capacity, inst.bandwidth, t_star).count
+    return inst, t_star, float(round(ties)) if ties < 2**53 else ties
 
 
 def _ratio(cost: float, optimum: float) -> float:
@@ -141,7 +152,8 @@ def provisioning_point(
     p = ProvisioningParams.model_validate(params)
     methods = ProvisioningOptions.model_validate(options).methods
     acyclic = any(resolve(m)[0].acyclic_only for m in methods)
-    inst, t_star = _instance(p.network, seed, p.dnn, acyclic)
+    inst, t_star, ties = _instance(p.network, seed, p.dnn, acyclic)
+    engine = "compiled" if compiled_engine("auto") else "numpy"
     if p.alpha is not None:
         beta = p.alpha * t_star
     else:
@@ -166,9 +178,11 @@ def provisioning_point(
                 "cost": cost,
                 "ratio": _ratio(cost, best.cost) if best is not None else None,
                 "runtime_s": seconds,
+                "engine": engine,
                 "interval": found.interval if found is not None else math.nan,
                 "target_interval": beta,
                 "t_star": t_star,
+                "t_star_ties": ties,
                 "path": ">".join(found.path) if found is not None else "",
                 "partition": ",".join(map(str, found.partition)) if found is not None else "",
             }

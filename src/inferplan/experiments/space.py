@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_POINTS",
     "Distribution",
     "Point",
     "canonical_json",
     "distinct_known",
     "grid_points",
+    "linspace",
     "make_points",
     "point_id",
     "point_seed",
@@ -31,6 +33,10 @@ __all__ = [
 ]
 
 Scalar = str | int | float | bool | None
+
+#: The most points one sweep may have. A spec is sized before any point is made, and a larger
+#: one is refused with its size: a sweep's points (and its rows) are held in memory.
+MAX_POINTS = 1_000_000
 
 
 def canonical_json(params: Mapping[str, Any]) -> str:
@@ -64,7 +70,11 @@ def point_seed(sweep_seed: int, params: Mapping[str, Any]) -> int:
     >>> point_seed(0, {"topology": 3}) != point_seed(1, {"topology": 3})
     True
     """
-    entropy = [int(sweep_seed), int.from_bytes(_digest(params), "big")]
+    return _seed(sweep_seed, _digest(params))
+
+
+def _seed(sweep_seed: int, digest: bytes) -> int:
+    entropy = [int(sweep_seed), int.from_bytes(digest, "big")]
     word = np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0]
     return int(word) >> 1
 
@@ -90,11 +100,21 @@ def make_points(
     seed, e.g. every method and target of one random topology (``seed_from=["topology"]``).
     """
     points: dict[str, Point] = {}
+    shared: dict[bytes, int] = {}  # seeds by seeded digest, when points share them
     for params in params_list:
         plain = dict(params)
-        seeded = plain if seed_from is None else {k: plain.get(k) for k in seed_from}
-        pid = point_id(plain)
-        points.setdefault(pid, Point(pid, plain, point_seed(sweep_seed, seeded)))
+        digest = _digest(plain)
+        pid = digest.hex()[:16]  # point_id, from the one digest
+        if pid in points:
+            continue
+        if seed_from is None:
+            seed = _seed(sweep_seed, digest)
+        else:
+            seeded = _digest({k: plain.get(k) for k in seed_from})
+            if seeded not in shared:
+                shared[seeded] = _seed(sweep_seed, seeded)
+            seed = shared[seeded]
+        points[pid] = Point(pid, plain, seed)
     return tuple(points.values())
 
 
@@ -126,14 +146,39 @@ class Distribution:
 
     def draw(self, rng: np.random.Generator) -> Scalar:
         if self.kind == "uniform":
-            return float(rng.uniform(self.low, self.high))
+            return _uniform(rng, self.low, self.high)
         if self.kind == "log_uniform":
-            return float(np.exp(rng.uniform(math.log(self.low), math.log(self.high))))
+            value = float(np.exp(rng.uniform(math.log(self.low), math.log(self.high))))
+            # exp(log(x)) can round a hair beyond the bounds at the extremes of float.
+            return min(max(value, self.low), self.high)
         if self.kind == "integers":
+            # numpy draws from [low, high) within 64-bit integers (the spec checks the bounds).
             return int(rng.integers(int(self.low), int(self.high)))
         if self.kind == "choice":
             return self.values[int(rng.integers(len(self.values)))]
         return self.values[0]
+
+
+def _uniform(rng: np.random.Generator, low: float, high: float) -> float:
+    """``U(low, high)``, also where ``high - low`` overflows (e.g. ``[-1e308, 1e308]``): then
+    twice a draw from the halved bounds, which consumes the same one random number."""
+    if math.isfinite(high - low):
+        return float(rng.uniform(low, high))
+    return 2.0 * float(rng.uniform(low / 2, high / 2))
+
+
+def linspace(start: float, stop: float, count: int) -> list[float]:
+    """``numpy.linspace(start, stop, count)`` as floats, also where ``stop - start`` overflows
+    (then twice the halved bounds' linspace, which has the same endpoints).
+
+    Examples
+    --------
+    >>> linspace(-1e308, 1e308, 3)
+    [-1e+308, 0.0, 1e+308]
+    """
+    if math.isfinite(stop - start):
+        return [float(x) for x in np.linspace(start, stop, count)]
+    return [2.0 * float(x) for x in np.linspace(start / 2, stop / 2, count)]
 
 
 def sample_points(

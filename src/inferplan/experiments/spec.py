@@ -27,20 +27,22 @@ excluded) or ``{linspace: [start, stop, count]}``. Sample parameters are a singl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferplan.documents import field_path, read_document, validate_document
 from inferplan.errors import InferplanError, InvalidFile
 from inferplan.experiments.engine import Sweep, resolve_function
 from inferplan.experiments.space import (
+    MAX_POINTS,
     Distribution,
     Scalar,
     grid_points,
+    linspace,
     make_points,
     sample_points,
 )
@@ -73,81 +75,189 @@ def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _numbers(spec: Any, count: int | tuple[int, int], where: str) -> list[float]:
+# Values quoted in messages are shortened, so that a huge or aliased structure (a YAML alias
+# bomb) cannot make an error message itself explode.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 2, 6, 6
+_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 60, 40, 60
+
+
+def _show(value: Any) -> str:
+    return _SHORT.repr(value)
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**15 else f"about 1e{len(str(n)) - 1}"
+
+
+def _too_many() -> str:
+    return f"more than the {MAX_POINTS:,} points a sweep may have; split it into smaller sweeps"
+
+
+def _numbers(spec: Any, count: int | tuple[int, int], where: str) -> list[int | float]:
+    """A list of ``count`` finite numbers (integers of any size stay exact)."""
     lo, hi = (count, count) if isinstance(count, int) else count
     ok = (
         isinstance(spec, list)
         and lo <= len(spec) <= hi
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in spec)
-        and all(math.isfinite(x) for x in spec)
+        and all(isinstance(x, int) or math.isfinite(x) for x in spec)
     )
     if not ok:
         size = str(lo) if lo == hi else f"{lo} or {hi}"
-        raise InvalidFile(f"must be a list of {size} finite numbers, got {spec!r}", field=where)
-    return [x for x in spec]
+        raise InvalidFile(
+            f"must be a list of {size} finite numbers, got {_show(spec)}", field=where
+        )
+    return list(spec)
+
+
+def _floats(values: list[int | float], spec: Any, where: str) -> list[float]:
+    try:
+        return [float(x) for x in values]
+    except OverflowError:
+        raise InvalidFile(
+            f"must be numbers within floating point (about 1.8e308), got {_show(spec)}", field=where
+        ) from None
+
+
+def _integers(values: list[int | float], what: str, spec: Any, where: str) -> list[int]:
+    if not all(isinstance(x, int) or float(x).is_integer() for x in values):
+        raise InvalidFile(f"{what}, got {_show(spec)}", field=where)
+    return [int(x) for x in values]
+
+
+def _range_length(start: int, stop: int, step: int) -> int:
+    # len(range(...)) overflows beyond sys.maxsize; this does not.
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
+
+def _check_values_finite(values: list[Any], where: str) -> None:
+    for k, item in enumerate(values):
+        if not _is_scalar(item):
+            raise InvalidFile(
+                f"must be a number, a string or a boolean, got {_show(item)}", field=f"{where}[{k}]"
+            )
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InvalidFile(f"must be a finite number, got {item}", field=f"{where}[{k}]")
+
+
+Axis = tuple[int, Callable[[], Sequence[Scalar]]]
+
+
+def _axis(value: Any, where: str) -> Axis:
+    """Check one grid axis (or ``choice``) and size it; its values are made only when asked
+    for, so that a huge grid is refused before any of it is built."""
+    if _is_scalar(value):
+        _check_values_finite([value], where)
+        return 1, lambda: [value]
+    if isinstance(value, list):
+        if not value:
+            raise InvalidFile("must not be empty", field=where)
+        _check_values_finite(value, where)
+        return len(value), lambda: list(value)
+    if not isinstance(value, Mapping):
+        raise InvalidFile(f"must be a value, a list or a mapping, got {_show(value)}", field=where)
+    kind, spec = _single(value, where, ("range", "linspace"))
+    field = f"{where}.{kind}"
+    if kind == "range":
+        bounds = _integers(
+            _numbers(spec, (2, 3), field), "must be integers with a non-zero step", spec, field
+        )
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise InvalidFile(
+                f"must be integers with a non-zero step, got {_show(spec)}", field=field
+            )
+        start, stop, step = (*bounds, 1) if len(bounds) == 2 else bounds
+        count = _range_length(start, stop, step)
+        make: Callable[[], Sequence[Scalar]] = lambda: list(range(start, stop, step))  # noqa: E731
+    else:
+        numbers = _numbers(spec, 3, field)
+        given = numbers[2]
+        if not ((isinstance(given, int) or given.is_integer()) and given >= 1):
+            raise InvalidFile(f"count must be a positive integer, got {given!r}", field=field)
+        first, last = _floats(numbers[:2], spec, field)
+        count = int(given)
+        make = lambda: linspace(first, last, count)  # noqa: E731
+    if count == 0:
+        raise InvalidFile(f"gives no values ({_show(spec)})", field=field)
+    if count > MAX_POINTS:
+        raise InvalidFile(f"gives {_count(count)} values, {_too_many()}", field=field)
+    return count, make
 
 
 def _single(value: Mapping[str, Any], where: str, kinds: Sequence[str]) -> tuple[str, Any]:
     if len(value) != 1 or next(iter(value)) not in kinds:
         raise InvalidFile(
-            f"must be a value, a list or one of {{{', '.join(kinds)}: ...}}, got {dict(value)!r}",
+            f"must be a value, a list or one of {{{', '.join(kinds)}: ...}}, got {_show(value)}",
             field=where,
         )
     return next(iter(value.items()))
 
 
-def _axis(value: Any, where: str) -> list[Scalar]:
-    if _is_scalar(value):
-        return [value]
-    if isinstance(value, list):
-        if not value:
-            raise InvalidFile("must not be empty", field=where)
-        for k, item in enumerate(value):
-            if not _is_scalar(item):
-                raise InvalidFile(
-                    f"must be a number, a string or a boolean, got {item!r}", field=f"{where}[{k}]"
-                )
-        return list(value)
-    if isinstance(value, Mapping):
-        kind, spec = _single(value, where, ("range", "linspace"))
-        if kind == "range":
-            bounds = _numbers(spec, (2, 3), f"{where}.range")
-            if not all(float(x).is_integer() for x in bounds) or (
-                len(bounds) == 3 and bounds[2] == 0
-            ):
-                raise InvalidFile(
-                    f"must be integers with a non-zero step, got {spec!r}", field=f"{where}.range"
-                )
-            out: list[Scalar] = list(range(*(int(x) for x in bounds)))
-        else:
-            start, stop, count = _numbers(spec, 3, f"{where}.linspace")
-            if not (float(count).is_integer() and count >= 1):
-                raise InvalidFile(
-                    f"count must be a positive integer, got {count!r}", field=f"{where}.linspace"
-                )
-            out = [float(x) for x in np.linspace(start, stop, int(count))]
-        if not out:
-            raise InvalidFile(f"gives no values ({spec!r})", field=f"{where}.{kind}")
-        return out
-    raise InvalidFile(f"must be a value, a list or a mapping, got {value!r}", field=where)
+#: 64-bit integers: what numpy draws from, and what a Parquet column holds.
+_INT64 = 2**63
 
 
 def _distribution(value: Any, where: str) -> Distribution:
     if _is_scalar(value):
+        _check_values_finite([value], where)
         return Distribution("fixed", values=(value,))
     if not isinstance(value, Mapping):
-        raise InvalidFile(f"must be a value or a distribution, got {value!r}", field=where)
+        raise InvalidFile(f"must be a value or a distribution, got {_show(value)}", field=where)
     kind, spec = _single(value, where, ("uniform", "log_uniform", "integers", "choice"))
+    field = f"{where}.{kind}"
     if kind == "choice":
-        return Distribution("choice", values=tuple(_axis(spec, f"{where}.choice")))
-    low, high = _numbers(spec, 2, f"{where}.{kind}")
-    if not low < high:
-        raise InvalidFile(f"low must be below high, got {spec!r}", field=f"{where}.{kind}")
-    if kind == "log_uniform" and low <= 0:
-        raise InvalidFile(f"bounds must be positive, got {spec!r}", field=f"{where}.{kind}")
-    if kind == "integers" and not (float(low).is_integer() and float(high).is_integer()):
-        raise InvalidFile(f"bounds must be integers, got {spec!r}", field=f"{where}.{kind}")
-    return Distribution(kind, low=low, high=high)
+        return Distribution("choice", values=tuple(_axis(spec, field)[1]()))
+    numbers = _numbers(spec, 2, field)
+    if kind == "integers":
+        low, high = _integers(numbers, "bounds must be integers", spec, field)
+        if not -_INT64 <= low < high <= _INT64:
+            raise InvalidFile(
+                f"bounds must be 64-bit integers, -2**63 <= low < high <= 2**63, got {_show(spec)}",
+                field=field,
+            )
+        return Distribution(kind, low=low, high=high)
+    low_f, high_f = _floats(numbers, spec, field)
+    if not low_f < high_f:
+        raise InvalidFile(f"low must be below high, got {_show(spec)}", field=field)
+    if kind == "log_uniform" and low_f <= 0:
+        raise InvalidFile(f"bounds must be positive, got {_show(spec)}", field=field)
+    return Distribution(kind, low=low_f, high=high_f)
+
+
+#: The most values the options of a sweep may hold (counting repeats of an aliased value).
+MAX_OPTION_VALUES = 100_000
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    """Options are plain JSON (they go into ``sweep.json``): finite numbers, string keys, and
+    at most :data:`MAX_OPTION_VALUES` values, counted without expanding shared (aliased) ones."""
+    stack: list[tuple[str, Any]] = [("options", options)]
+    seen = 0
+    while stack:
+        where, value = stack.pop()
+        seen += 1
+        if seen > MAX_OPTION_VALUES:
+            raise InvalidFile(
+                f"hold more than {MAX_OPTION_VALUES:,} values (a YAML alias bomb?)", field="options"
+            )
+        if isinstance(value, Mapping):
+            for key in value:
+                if not isinstance(key, str):
+                    raise InvalidFile(f"keys must be strings, got {_show(key)}", field=where)
+            stack.extend((f"{where}.{k}", v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{k}]", v) for k, v in reversed(list(enumerate(value))))
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise InvalidFile(f"must be a finite number, got {value}", field=where)
+        elif not _is_scalar(value):
+            raise InvalidFile(
+                f"must be a number, a string, a boolean, null, a list or a mapping, got "
+                f"{_show(value)}",
+                field=where,
+            )
 
 
 def _pydantic_field(exc: ValidationError) -> tuple[str, str]:
@@ -178,11 +288,12 @@ def sweep_from_spec(spec: SweepSpec, *, source: str | None = None) -> Sweep:
 
 
 def _sweep(spec: SweepSpec) -> Sweep:
+    _check_options(spec.options)
     study = STUDIES.get(spec.study)
     if study is None:
         if ":" not in spec.study:
             raise InvalidFile(
-                f"unknown study {spec.study!r} (known: {', '.join(STUDIES)}, or "
+                f"unknown study {_show(spec.study)} (known: {', '.join(STUDIES)}, or "
                 "package.module:function)",
                 field="study",
             )
@@ -199,9 +310,18 @@ def _sweep(spec: SweepSpec) -> Sweep:
         if not spec.grid:
             raise InvalidFile("must name at least one parameter", field="grid")
         prefix = "grid"
-        params = grid_points({k: _axis(v, f"grid.{k}") for k, v in spec.grid.items()})
+        axes = {k: _axis(v, f"grid.{k}") for k, v in spec.grid.items()}
+        size = math.prod(count for count, _ in axes.values())
+        if size > MAX_POINTS:
+            product = " x ".join(
+                f"{_count(count)} {k!r}" for k, (count, _) in axes.items() if count > 1
+            )
+            raise InvalidFile(f"has {_count(size)} points ({product}), {_too_many()}", field="grid")
+        params = grid_points({k: make() for k, (_, make) in axes.items()})
     else:
         assert spec.sample is not None
+        if spec.sample.size > MAX_POINTS:
+            raise InvalidFile(f"is {_count(spec.sample.size)}, {_too_many()}", field="sample.size")
         prefix = "sample.parameters"
         dists = {
             k: _distribution(v, f"sample.parameters.{k}") for k, v in spec.sample.parameters.items()

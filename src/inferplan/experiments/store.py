@@ -3,21 +3,30 @@
 Layout of a sweep directory::
 
     DIR/sweep.json          what was run (study, function, seed, options); checked on resume
+    DIR/sweep.lock          held by the process running the sweep; says which process that is
     DIR/shards/part-0001.jsonl, part-0002.jsonl, ...
-                            one JSON line per finished point, one new shard per run
+                            one JSON line per finished (or failed) point, one new shard per run
+    DIR/failures.csv        the points that failed in the last run, with their errors
 
-A line holds a whole point (``{"point", "seed", "params", "rows"}``) and is written with one
-``write`` and flushed at once, so a point is either stored whole or not at all. A process killed
-mid-write leaves at most a truncated last line, which reading ignores: that point is simply run
-again. Shards are never rewritten, so nothing already stored can be lost by a later run.
+A line holds a whole point (``{"point", "seed", "params", "rows"}``, plus ``"error"`` and
+``"traceback"`` for a point that raised) and is written with one ``write`` and flushed at once,
+so a point is either stored whole or not at all. A process killed mid-write leaves at most a
+truncated last line (possibly cut inside a UTF-8 character), which reading ignores: that point
+is simply run again. Shards are never rewritten, so nothing already stored can be lost by a
+later run. Every other file is written whole or not at all (a temporary file renamed over it).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import socket
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -28,6 +37,7 @@ __all__ = [
     "PointRecord",
     "ResultStore",
     "ShardWriter",
+    "atomic_path",
     "write_csv",
     "write_parquet",
 ]
@@ -37,20 +47,26 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class PointRecord:
-    """The stored outcome of one point: its id, seed, parameters and result rows."""
+    """The stored outcome of one point: its id, seed, parameters and result rows; or, for a
+    point that raised, no rows and the one-line ``error`` (with its ``traceback``)."""
 
     point: str
     seed: int
     params: Mapping[str, Any]
     rows: tuple[Row, ...]
+    error: str | None = None
+    traceback: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "point": self.point,
             "seed": self.seed,
             "params": dict(self.params),
             "rows": list(self.rows),
         }
+        if self.error is not None:
+            data |= {"error": self.error, "traceback": self.traceback}
+        return data
 
     def flat_rows(self) -> list[Row]:
         """The rows with the point's id, seed and parameters in front."""
@@ -63,9 +79,71 @@ def _record(data: Any) -> PointRecord:
         raise ValueError("not a point record")
     if not (isinstance(data["rows"], list) and all(isinstance(r, dict) for r in data["rows"])):
         raise ValueError("rows must be a list of objects")
+    error, trace = data.get("error"), data.get("traceback")
+    if not (isinstance(error, str | None) and isinstance(trace, str | None)):
+        raise ValueError("error must be a string")
     return PointRecord(
-        str(data["point"]), int(data["seed"]), dict(data["params"]), tuple(data["rows"])
+        str(data["point"]),
+        int(data["seed"]),
+        dict(data["params"]),
+        tuple(data["rows"]),
+        error,
+        trace,
     )
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; renamed over ``path`` when the block ends
+    normally, so that ``path`` holds either its old content or the whole new one.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> with atomic_path(target) as tmp:
+    ...     _ = tmp.write_text("whole")
+    >>> target.read_text()
+    'whole'
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield temporary
+        with temporary.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def _try_lock(handle: IO[str]) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder() -> str:
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    command = " ".join(sys.argv)[:200]
+    return f"pid {os.getpid()} on {socket.gethostname()}, since {started}: {command}"
 
 
 class ShardWriter:
@@ -128,14 +206,13 @@ class ResultStore:
         return ShardWriter(self.shard_dir / f"part-{max(numbers, default=0) + 1:04d}.jsonl")
 
     def _read_shard(self, path: Path) -> Iterator[PointRecord]:
-        text = path.read_text(encoding="utf-8")
-        lines = text.split("\n")
+        lines = path.read_bytes().split(b"\n")
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                yield _record(json.loads(line))
-            except (ValueError, TypeError) as exc:
+                yield _record(json.loads(line.decode("utf-8")))
+            except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
                 if number == len(lines):
                     # The last line has no newline: a write cut short by a killed process.
                     return
@@ -143,16 +220,74 @@ class ResultStore:
                     f"line {number} is not a point record ({exc})", source=str(path)
                 ) from None
 
-    def finished(self) -> dict[str, PointRecord]:
-        """Every stored point by id (the first stored wins if a point was stored twice)."""
-        out: dict[str, PointRecord] = {}
+    def _load(self) -> tuple[dict[str, PointRecord], dict[str, PointRecord]]:
+        finished: dict[str, PointRecord] = {}
+        failed: dict[str, PointRecord] = {}
         for path in self.shards():
             for record in self._read_shard(path):
-                out.setdefault(record.point, record)
-        return out
+                if record.error is None:
+                    finished.setdefault(record.point, record)
+                else:
+                    failed[record.point] = record  # the latest failure
+        return finished, {k: v for k, v in failed.items() if k not in finished}
+
+    def finished(self) -> dict[str, PointRecord]:
+        """Every point stored as finished, by id (the first stored wins if a point was stored
+        twice)."""
+        return self._load()[0]
+
+    def failed(self) -> dict[str, PointRecord]:
+        """Every point whose last run failed and that has not finished since, by id."""
+        return self._load()[1]
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold ``sweep.lock`` for the length of the block (released by the OS if the process
+        dies), so that two sweeps never run in one directory at once.
+
+        Raises
+        ------
+        InvalidArgument
+            If another process holds it; the message says which.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with (self.directory / "sweep.lock").open("a+", encoding="utf-8") as handle:
+            if not _try_lock(handle):
+                handle.seek(0)
+                holder = " ".join(handle.read(400).split()) or "a process that is starting"
+                raise InvalidArgument(
+                    f"another sweep is running in this directory ({holder}); wait for it to "
+                    "end or choose another output directory",
+                    source=str(self.directory),
+                )
+            handle.seek(0)
+            handle.truncate()
+            handle.write(_holder() + "\n")
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                handle.truncate()
+
+    def write_failures(self, failed: Sequence[PointRecord]) -> Path | None:
+        """Write ``failures.csv`` (point, seed, parameters, error) if any point failed, else
+        remove a stale one; return its path if written."""
+        path = self.directory / "failures.csv"
+        if not failed:
+            path.unlink(missing_ok=True)
+            return None
+        write_csv(
+            [{"point": r.point, "seed": r.seed, **r.params, "error": r.error} for r in failed],
+            path,
+        )
+        return path
 
     def check_manifest(self, manifest: Mapping[str, Any]) -> None:
         """Write ``sweep.json``, or check that the stored one describes the same sweep.
+
+        A ``sweep.json`` that cannot be read in a directory without stored points (a crash
+        while an older version wrote it) is written again.
 
         Raises
         ------
@@ -160,22 +295,36 @@ class ResultStore:
             If the directory holds results of a different sweep.
         """
         path = self.directory / "sweep.json"
-        plain = json.loads(json.dumps(manifest))
-        if not path.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(plain, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            return
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InvalidFile(
-                f"cannot read the sweep description ({exc})", source=str(path)
+            plain = json.loads(json.dumps(manifest, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument(
+                f"must be plain JSON with finite numbers ({exc})", field="options"
             ) from None
+        stored: Any = None
+        if path.exists():
+            try:
+                stored = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(stored, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError) as exc:
+                stored = None
+                if self.shards():
+                    raise InvalidFile(
+                        f"cannot read the sweep description ({exc}); it describes the stored "
+                        "points: restore it, or choose another output directory",
+                        source=str(path),
+                    ) from None
+        if stored is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _write_text(path, json.dumps(plain, indent=2, sort_keys=True) + "\n")
+            return
         for key in sorted(set(plain) | set(stored)):
             if stored.get(key) != plain.get(key):
                 raise InvalidArgument(
                     f"holds results of a different sweep ({key} was {stored.get(key)!r}, now "
-                    f"{plain.get(key)!r}); rerun the same sweep to resume, or choose another --out",
+                    f"{plain.get(key)!r}); rerun the same sweep to resume, or choose another "
+                    "output directory",
                     source=str(path),
                     field=key,
                 )
@@ -189,22 +338,29 @@ def _columns(rows: Sequence[Row]) -> list[str]:
 
 
 def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str] | None = None) -> None:
-    """Write ``rows`` as CSV (columns in first-seen order unless given; floats exactly)."""
+    """Write ``rows`` as CSV (columns in first-seen order unless given; floats exactly), whole
+    or not at all."""
     names = list(columns) if columns is not None else _columns(rows)
-    with Path(path).open("w", encoding="utf-8", newline="") as handle:
-        out = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
-        out.writeheader()
-        out.writerows(rows)
+    with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as out:
+        table = csv.DictWriter(out, fieldnames=names, extrasaction="ignore")
+        table.writeheader()
+        table.writerows(rows)
 
 
-def write_parquet(rows: Sequence[Row], path: str | Path) -> bool:
-    """Write ``rows`` as Parquet if pyarrow is installed; return whether it was written."""
+def write_parquet(rows: Sequence[Row], path: str | Path) -> str | None:
+    """Write ``rows`` as Parquet, whole or not at all; return ``None`` if written, else why not
+    (pyarrow is not installed, or a column does not fit Parquet, e.g. integers beyond 64
+    bits)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        return False
+        return "pyarrow is not installed"
     names = _columns(rows)
-    table = pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
-    pq.write_table(table, str(path))
-    return True
+    try:
+        table = pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
+    except (pa.ArrowException, OverflowError) as exc:
+        return f"the rows do not fit Parquet ({' '.join(str(exc).split())[:200]})"
+    with atomic_path(path) as temporary:
+        pq.write_table(table, str(temporary))
+    return None

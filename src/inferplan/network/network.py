@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from inferplan.errors import InvalidNetwork
 from inferplan.network.costs import CapacityCost, LinearCost
+
+if TYPE_CHECKING:
+    import networkx as nx  # loaded by the conversions only: planning does not need it
 
 __all__ = ["Link", "Network", "Node"]
 
@@ -127,7 +128,7 @@ class Network:
         if self.source == self.target:
             raise InvalidNetwork(f"source and target must differ, both are {self.source!r}",
                                  field="target")  # fmt: skip
-        if not nx.has_path(self.graph, self.source, self.target):
+        if self.target not in self._reachable(self.source, forward=True):
             raise InvalidNetwork(
                 f"target {self.target!r} is unreachable from source {self.source!r}",
                 field="target",
@@ -144,13 +145,29 @@ class Network:
 
     def on_path_nodes(self) -> tuple[str, ...]:
         """Ids of the nodes on some source-target path, in file order."""
-        forward = nx.descendants(self.graph, self.source) | {self.source}
-        backward = nx.ancestors(self.graph, self.target) | {self.target}
-        keep = forward & backward
+        keep = self._reachable(self.source, forward=True)
+        keep &= self._reachable(self.target, forward=False)
         return tuple(node.id for node in self.nodes if node.id in keep)
+
+    def _reachable(self, start: str, *, forward: bool) -> set[str]:
+        """The nodes reachable from ``start`` along the links (against them if not
+        ``forward``), ``start`` included."""
+        step: dict[str, list[str]] = {}
+        for link in self.links:
+            tail, head = (link.source, link.target) if forward else (link.target, link.source)
+            step.setdefault(tail, []).append(head)
+        seen, stack = {start}, [start]
+        while stack:
+            for w in step.get(stack.pop(), ()):
+                if w not in seen:
+                    seen.add(w)
+                    stack.append(w)
+        return seen
 
     def to_networkx(self) -> nx.DiGraph:
         """Nodes with ``capacity``/``price`` (and ``cost``) attributes; links likewise."""
+        import networkx as nx
+
         graph = nx.DiGraph(source=self.source, target=self.target)
         for node in self.nodes:
             graph.add_node(node.id, capacity=node.capacity, price=node.price, cost=node.cost)

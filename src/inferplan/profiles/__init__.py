@@ -4,11 +4,18 @@ Traced profiles of real models live behind optional extras: :mod:`inferplan.prof
 (``torch``) and :mod:`inferplan.profiles.from_onnx` (``onnx``).
 """
 
-from inferplan.profiles.cuts import Cut, GraphProfile
-from inferplan.profiles.io import load_profile, profile_from_dict, save_profile
-from inferplan.profiles.profile import Profile
-from inferplan.profiles.transformers import decoder_lm, vit
-from inferplan.profiles.zoo import alexnet, builtin_profile, mlp, resnet50, vgg16
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from inferplan.profiles.cuts import Cut, GraphProfile
+    from inferplan.profiles.io import load_profile, profile_from_dict, save_profile
+    from inferplan.profiles.profile import Profile
+    from inferplan.profiles.transformers import decoder_lm, vit
+    from inferplan.profiles.zoo import alexnet, builtin_profile, mlp, resnet50, vgg16
 
 __all__ = [
     "Cut",
@@ -25,3 +32,14 @@ __all__ = [
     "vgg16",
     "vit",
 ]
+
+export_lazily(
+    __name__,
+    {
+        "inferplan.profiles.cuts": ("Cut", "GraphProfile"),
+        "inferplan.profiles.io": ("load_profile", "profile_from_dict", "save_profile"),
+        "inferplan.profiles.profile": ("Profile",),
+        "inferplan.profiles.transformers": ("decoder_lm", "vit"),
+        "inferplan.profiles.zoo": ("alexnet", "builtin_profile", "mlp", "resnet50", "vgg16"),
+    },
+)

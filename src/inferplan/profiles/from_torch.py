@@ -76,9 +76,47 @@ def _describe(name: str, value: Any, constant: bool) -> TensorInfo:
     return TensorInfo(name, None, type(value).__name__, bits, constant)
 
 
+def _example_inputs(inputs: Any, float_dtype: Any, input_dtypes: Sequence[str | None]) -> list[Any]:
+    """Meta-device stand-ins for the inputs given as shapes or example tensors (see
+    :func:`profile_module`)."""
+    accepted = ("a shape per input, e.g. [(1, 3, 224, 224)], or example tensors "
+                "(a tensor, or a list of them)")  # fmt: skip
+    if isinstance(inputs, torch.Tensor):
+        inputs = [inputs]
+    elif (
+        isinstance(inputs, tuple | list | torch.Size)
+        and inputs
+        and all(isinstance(d, int) and not isinstance(d, bool) for d in inputs)
+    ):
+        inputs = [tuple(inputs)]  # one shape
+    if isinstance(inputs, tuple | list) and not inputs:
+        raise InvalidProfile("give the shape of each input, or example tensors",
+                             field="input_shapes")  # fmt: skip
+    if not isinstance(inputs, tuple | list):
+        raise InvalidProfile(f"expected {accepted}, got {type(inputs).__name__}",
+                             field="input_shapes")  # fmt: skip
+    kinds = [*input_dtypes, *[None] * len(inputs)]
+    args = []
+    for item, kind in zip(inputs, kinds, strict=False):
+        if isinstance(item, torch.Tensor):
+            shape = tuple(item.shape)
+            floating = item.is_floating_point()
+            item_dtype = _dtype(kind) if kind else (float_dtype if floating else item.dtype)
+        elif (
+            isinstance(item, tuple | list | torch.Size)
+            and item
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in item)
+        ):
+            shape, item_dtype = tuple(item), _dtype(kind) if kind else float_dtype
+        else:
+            raise InvalidProfile(f"bad input {item!r}: expected {accepted}", field="input_shapes")
+        args.append(torch.empty(shape, dtype=item_dtype, device="meta"))
+    return args
+
+
 def profile_module(
     module: Any,
-    input_shapes: Sequence[Shape],
+    input_shapes: Sequence[Shape] | Sequence[Any] | Any,
     *,
     blocks: BlockSpec = None,
     dtype: str = "float32",
@@ -92,7 +130,11 @@ def profile_module(
     module
         A ``torch.nn.Module`` (on any device; best built under ``torch.device("meta")``).
     input_shapes
-        One shape per positional input, e.g. ``[(1, 3, 224, 224)]``.
+        The positional inputs, as fvcore and torchinfo take them: one shape per input
+        (``[(1, 3, 224, 224)]``, or one shape ``(1, 3, 224, 224)`` for a single input), or
+        example tensors (a tensor, or a list of them; only their shapes and dtypes are used,
+        floating-point ones in ``dtype``). Anything else is an :class:`InvalidProfile` saying
+        what is accepted.
     blocks
         ``None`` for the top-level children, a depth, or groups of module names (one block per
         group); operations outside the listed modules join the block that made their input.
@@ -110,19 +152,13 @@ def profile_module(
     >>> result = profile_module(net, [(1, 8)])
     >>> result.profile.flops, result.profile.activation_bits
     ((64.0, 16.0), (256.0, 128.0, 64.0))
+    >>> profile_module(net, torch.zeros(1, 8)).profile == result.profile  # an example tensor
+    True
     """
     if not isinstance(module, torch.nn.Module):
         raise InvalidProfile(f"expected a torch.nn.Module, got {type(module).__name__}")
     float_dtype = _dtype(dtype)
-    if not input_shapes:
-        raise InvalidProfile("give the shape of each input", field="input_shapes")
-    args = []
-    kinds = [*input_dtypes, *[None] * len(input_shapes)]
-    for shape, kind in zip(input_shapes, kinds, strict=False):
-        if not shape or any(not isinstance(d, int) or d < 1 for d in shape):
-            raise InvalidProfile(f"bad input shape {shape!r}", field="input_shapes")
-        args.append(torch.empty(shape, dtype=_dtype(kind) if kind else float_dtype,
-                                device="meta"))  # fmt: skip
+    args = _example_inputs(input_shapes, float_dtype, input_dtypes)
     label = name or type(module).__name__
 
     try:

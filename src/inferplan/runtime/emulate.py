@@ -20,7 +20,8 @@ import math
 import time
 
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.plan import Plan, stage_delays
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.stages import stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
@@ -90,7 +91,7 @@ def planned_times(
     Node ``path[l]`` computes its blocks in ``Q / (C + x)`` (its work over its capacity after
     the plan's upgrade; 0 for a node that only forwards), link ``path[l] -> path[l+1]`` sends the
     activation after ``partition[l]`` in ``D / (B + y)``: the planner's own
-    :func:`~inferplan.codesign.plan.stage_delays`, so the plan's interval is their maximum.
+    :meth:`~inferplan.codesign.stages.Stages.delays`, so the plan's interval is their maximum.
     The plan must fit the network and profile (see :func:`~inferplan.codesign.planfile.check_plan`).
 
     Examples
@@ -112,5 +113,5 @@ def planned_times(
     for up in plan.link_upgrades:
         bandwidth[inst.link_index(index[up.source], index[up.target])] += up.amount
     path = [index[v] for v in plan.path]
-    compute, transfer = stage_delays(inst, path, plan.partition, capacity, bandwidth)
-    return tuple(float(t) for t in compute), tuple(float(t) for t in transfer)
+    compute, transfer = stages(inst, path, plan.partition).delays(capacity, bandwidth)
+    return tuple(compute), tuple(transfer)

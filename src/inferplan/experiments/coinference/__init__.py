@@ -32,7 +32,8 @@ the optimal rule does); ``record = "strategy"``, one per planner and baseline: `
 per inference), ``placement`` (``M``), ``split_stage`` (fixed splits), ``saving``
 (``1 - Z_joint / cost``, ``Z_joint`` the exact optimum), ``runtime_s`` and
 ``stage_evaluations`` (planners), ``closed_form_placement`` (``1sla`` on an equal-width MLP) and
-``sim_mean``, ``sim_ci_low``, ``sim_ci_high`` when simulating.
+``sim_mean``, ``sim_ci_low``, ``sim_ci_high`` and ``sim_confidence`` (the interval's level) when
+simulating.
 
 **The reproduction** (:func:`reproduce_coinference`, ``inferplan reproduce coinference``):
 AlexNet, VGG-16 and ``mlp-1024x8``, each swept one parameter at a time around the default

@@ -57,6 +57,7 @@ def reproduce_coinference(
     out = Path(out)
     sweep = coinference_sweep(seed=seed, dnns=dnns, sweeps=sweeps, simulate=simulate)
     outcome = run_sweep(sweep, out, jobs=jobs, cluster=cluster, workers=workers, progress=progress)
+    outcome.raise_for_failures()
     rows = list(outcome.rows)
     curves, savings, sweep_rows = curve_summary(rows), savings_summary(rows), sweep_summary(rows)
     files = [out / name for name in ("results.csv", "curves.csv", "savings.csv", "sweeps.csv")]

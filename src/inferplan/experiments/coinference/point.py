@@ -262,7 +262,10 @@ def coinference_point(
         for name in strategies:
             result = sim[name]
             strategies[name].update(
-                sim_mean=result.mean_cost, sim_ci_low=result.ci_low, sim_ci_high=result.ci_high
+                sim_mean=result.mean_cost,
+                sim_ci_low=result.ci_low,
+                sim_ci_high=result.ci_high,
+                sim_confidence=opts.confidence,
             )
     for name, values in strategies.items():
         cost = float(values["cost"])
@@ -280,6 +283,7 @@ def coinference_point(
                 "sim_mean": values.get("sim_mean"),
                 "sim_ci_low": values.get("sim_ci_low"),
                 "sim_ci_high": values.get("sim_ci_high"),
+                "sim_confidence": values.get("sim_confidence"),
             }
         )
     return rows

@@ -13,18 +13,23 @@ from inferplan.coinference import (
     DEFAULT_CHANNEL,
     DEFAULT_DEVICE,
     DEFAULT_EDGE,
+    STRATEGIES,
+    Layers,
     Rayleigh,
     planner_names,
     strategy_label,
 )
 from inferplan.coinference.system import (
+    DEFAULT_BITS_PER_ELEMENT,
     DEFAULT_DOWNLINK_BPS,
     DEFAULT_ENERGY_WEIGHT,
     DEFAULT_INFERENCES_PER_UPDATE,
+    DEFAULT_INPUT_BITS_PER_ELEMENT,
 )
 from inferplan.experiments.coinference.point import (
     BASELINES,
     mlp_shape,
+    profile_layers,
 )
 from inferplan.experiments.coinference.summary import (
     PARAM_NAMES,
@@ -38,10 +43,22 @@ from inferplan.experiments.coinference.summary import (
     swept_parameters,
 )
 from inferplan.experiments.engine import SweepOutcome
+from inferplan.units import si
 
 __all__ = [
+    "PAPER_OPTIMALITY",
+    "SIGNIFICANT_SAVING",
     "coinference_report",
+    "feature_sentence",
+    "monte_carlo_sentence",
+    "optimality_verdict",
+    "savings_verdict",
 ]
+
+#: The paper's claim: 1-sla is optimal with probability "as high as 0.9" in AlexNet for any M.
+PAPER_OPTIMALITY = 0.9
+#: A saving counts as significant when its median over the sweep points reaches this share.
+SIGNIFICANT_SAVING = 0.05
 
 
 def _fmt_value(parameter: str, value: float) -> str:
@@ -52,6 +69,13 @@ def _fmt_value(parameter: str, value: float) -> str:
     if parameter == "inferences_per_update":
         return f"{int(value)}"
     return f"{value:g}"
+
+
+def _span(values: Sequence[float]) -> str:
+    """``0.822–0.904``, or ``1`` when every value is exactly 1."""
+    if all(v == 1.0 for v in values):
+        return "1"
+    return f"{min(values):.3f}–{max(values):.3f}"
 
 
 def _pct(x: float) -> str:
@@ -78,8 +102,13 @@ def _defaults_section() -> list[str]:
         f"| downlink R_d | {DEFAULT_DOWNLINK_BPS / 1e6:g} Mbit/s |",
         f"| K | {DEFAULT_INFERENCES_PER_UPDATE} |",
         f"| beta_e | {DEFAULT_ENERGY_WEIGHT:g} |",
-        f"| channel | Rayleigh, mean SNR {DEFAULT_CHANNEL.mean_snr:g} (10 dB), outage floor "
-        f"{DEFAULT_CHANNEL.min_snr:g} (-6 dB), i.i.d. across stages |",
+        f"| channel | Rayleigh, mean SNR {_fmt_value('mean_snr', DEFAULT_CHANNEL.mean_snr)}, "
+        + (
+            f"outage floor {_fmt_value('mean_snr', DEFAULT_CHANNEL.min_snr)}"
+            if DEFAULT_CHANNEL.min_snr
+            else "no outage floor"
+        )
+        + ", i.i.d. across stages |",
         "",
         "Costs are the energy-time cost per inference, `beta_t` s + `beta_e` J, plus the "
         "model download time per inference.",
@@ -251,23 +280,16 @@ def _findings_section(
             for k, v in default_values().items()
             if worst[k] != v
         ]
-        verdict = (
-            "Agrees."
-            if min(alex) >= 0.85
-            else "Agrees in part: 1-sla is right most of the time, but at our defaults the "
-            "probability falls below 0.9 once several layers are placed, because more stages "
-            "give more chances for the two rules to part."
-        )
+        verdict = optimality_verdict(alex)
         lines += [
             '1. *"The optimality probability of the 1-sla model splitting strategy is as high '
             'as 0.9 in the AlexNet for any model placement decision."* Ours, default system: '
-            f"{min(alex):.3f}–{max(alex):.3f} over M = 0..{len(alex) - 1} (1 at M <= 1, "
-            f"{min(alex[2:]) if len(alex) > 2 else math.nan:.3f}–"
-            f"{max(alex[2:]) if len(alex) > 2 else math.nan:.3f} for M >= 2); over every "
+            f"{min(alex):.3f}–{max(alex):.3f} over M = 0..{len(alex) - 1} "
+            f"({_span(alex[:2])} at M <= 1"
+            + (f", {_span(alex[2:])} for M >= 2" if len(alex) > 2 else "")
+            + "); over every "
             f"AlexNet point of the sweeps the minimum is {float(worst['p_1sla_optimal']):.3f} "
-            f"(M = {worst['M']}, {', '.join(moved) or 'default system'}), where the optimal "
-            "rule keeps computing towards a small feature map several layers ahead, which a "
-            f"one-stage look-ahead cannot see. {verdict}",
+            f"(M = {worst['M']}, {', '.join(moved) or 'default system'}). {verdict}",
             "",
         ]
     low = [
@@ -297,7 +319,15 @@ def _findings_section(
             if b in pooled and pooled[b]["frac_better"] == 0
         ]
         sentences.append(
-            f"   - {dnn_name(dnn)}: median saving over {parts}."
+            f"   - {dnn_name(dnn)}: median saving over {parts}. "
+            + feature_sentence(
+                dnn,
+                profile_layers(dnn),
+                _strategy_rows(rows, "optimal"),
+                widths=None
+                if mlp_shape(dnn)
+                else (DEFAULT_INPUT_BITS_PER_ELEMENT, DEFAULT_BITS_PER_ELEMENT),
+            )
             + (
                 f" It never beats {', '.join(never)} across our sweeps: the joint plan "
                 "then coincides with that baseline."
@@ -311,7 +341,7 @@ def _findings_section(
         "against each baseline, over all sweep points):",
         *sentences,
         "",
-        "   " + _savings_verdict(savings, dnns),
+        "   " + savings_verdict(savings, dnns),
         "",
     ]
     mlp = [d for d in dnns if mlp_shape(d) is not None]
@@ -334,44 +364,161 @@ def _findings_section(
             "",
             "5. *Section IV-C: the MLP's 1-sla placement has a closed form.* Ours: the closed "
             f"form gives the enumerated 1-sla M* at {agree} of {len(sla)} MLP points."
-            + (" Agrees." if sla and agree == len(sla) else ""),
+            + (
+                " Agrees."
+                if sla and agree == len(sla)
+                else " Disagrees at some points."
+                if sla
+                else ""
+            ),
             "",
         ]
     return lines
 
 
-def _savings_verdict(savings: Sequence[Mapping[str, Any]], dnns: Sequence[str]) -> str:
-    pooled = {
-        (s["dnn"], s["baseline"]): float(s["median_saving"])
-        for s in savings
-        if s["parameter"] == "all"
-    }
-    # "Significant": a median saving of at least 5 % over the cheapest simple alternative.
-    simple = ("edge-only", "device-only", "full-placement", "best-fixed-split")
-    least = {
-        dnn: min(pooled[dnn, b] for b in simple if (dnn, b) in pooled)
-        for dnn in dnns
-        if any((dnn, b) in pooled for b in simple)
-    }
-    strong = [dnn_name(d) for d, v in least.items() if v >= 0.05]
-    weak = [dnn_name(d) for d, v in least.items() if v < 0.05]
-    if not weak:
-        return (
-            f"Agrees: the median saving over every baseline is at least 5 % for "
-            f"{', '.join(strong)}."
+def feature_sentence(
+    dnn: str,
+    layers: Layers,
+    optimal_rows: Sequence[Mapping[str, Any]],
+    *,
+    widths: tuple[float, float] | None = None,
+) -> str:
+    """Where the DNN's features first get smaller than its raw input, and how often the joint
+    plan (``optimal_rows``, the ``optimal`` strategy's rows) uploads the raw input (M = 0).
+    ``widths``: bits per element of the input and of the features, when they differ by design.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import Layers
+    >>> layers = Layers(cycles=(1.0, 1.0), input_bits=(8.0, 32.0, 4.0), param_bits=(1.0, 1.0))
+    >>> text = feature_sentence("x", layers, [{"profile": "x", "placement": 0}])
+    >>> text[:60]
+    'Its raw input is 8 bit; the first feature smaller than it is'
+    >>> text[-60:]
+    'e joint plan uploads the raw input (M = 0) at 1 of 1 points.'
+    """
+    bits = layers.input_bits
+    coded = (
+        f" ({widths[0]:g} bits per element, against {widths[1]:g} for every feature)"
+        if widths
+        else ""
+    )
+    smaller = [n for n in range(1, len(bits)) if bits[n] < bits[0]]
+    if smaller:
+        n = smaller[0]
+        where = (
+            f"the first feature smaller than it is the output of layer {n} "
+            f"({si(bits[n], 'bit')}), so a split inside uploads less only after {n} "
+            f"layer{'s' if n > 1 else ''} on the device"
         )
+    else:
+        where = "no feature or output is smaller, so no split inside uploads less"
+    mine = [r for r in optimal_rows if r["profile"] == dnn]
+    edge = sum(int(r["placement"]) == 0 for r in mine)
     return (
-        (
-            f"Agrees for {', '.join(strong)} (median saving >= 5 % over every baseline). "
-            if strong
-            else ""
-        )
-        + f"For {', '.join(weak)} the joint plan coincides with a simple baseline (mostly "
-        "edge-only: upload the raw input at once) at many of our sweep points, so its median "
-        "saving over that baseline is below 5 %, though it reaches the maxima above where "
-        "splitting inside the network pays (its savings over device-only and full placement "
-        "are listed above). Whether the saving is significant depends on the DNN and the system, "
-        "and the paper's parameters are not known to us."
+        f"Its raw input is {si(bits[0], 'bit')}{coded}; {where}. The joint plan uploads the raw "
+        f"input (M = 0) at {edge} of {len(mine)} points."
+    )
+
+
+def optimality_verdict(probabilities: Sequence[float]) -> str:
+    """The verdict on the paper's 0.9 claim from the optimality probabilities over ``M``.
+
+    Examples
+    --------
+    >>> optimality_verdict([1.0, 1.0, 0.95])
+    'Agrees: at least 0.9 for every M.'
+    >>> optimality_verdict([1.0, 1.0, 0.95, 0.85, 0.8])
+    'Agrees in part: at least 0.9 for M <= 2, below 0.9 at M = 3, 4.'
+    """
+    low = [m for m, p in enumerate(probabilities) if p < PAPER_OPTIMALITY]
+    if not low:
+        return f"Agrees: at least {PAPER_OPTIMALITY:g} for every M."
+    head = (
+        f"Agrees in part: at least {PAPER_OPTIMALITY:g} for M <= {low[0] - 1}, "
+        if low[0] > 0
+        else "Disagrees: "
+    )
+    return head + f"below {PAPER_OPTIMALITY:g} at M = {', '.join(map(str, low))}."
+
+
+def _least_saving(
+    pooled: Mapping[tuple[str, str], Mapping[str, Any]], dnn: str, baselines: Sequence[str]
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The baseline the joint plan saves least over (by median), with its savings row."""
+    mine = [(b, pooled[dnn, b]) for b in baselines if (dnn, b) in pooled]
+    return min(mine, key=lambda hit: float(hit[1]["median_saving"])) if mine else None
+
+
+def savings_verdict(savings: Sequence[Mapping[str, Any]], dnns: Sequence[str]) -> str:
+    """The verdict on "significantly reduces the cost", against the fixed strategies and
+    against the 1-sla plan separately: per DNN, the least median saving of the joint plan over
+    the group against :data:`SIGNIFICANT_SAVING`, and how often the joint plan is no cheaper
+    than that baseline."""
+    pooled = {(s["dnn"], s["baseline"]): s for s in savings if s["parameter"] == "all"}
+    planners = [b for b in BASELINES if STRATEGIES[b].planner]
+    groups = {
+        "the fixed strategies (" + ", ".join(b for b in BASELINES if b not in planners) + ")": [
+            b for b in BASELINES if b not in planners
+        ],
+        "the 1-sla plan": planners,
+    }
+    threshold = _pct(SIGNIFICANT_SAVING)
+    sentences = []
+    for label, baselines in groups.items():
+        strong, weak = [], []
+        for dnn in dnns:
+            least = _least_saving(pooled, dnn, baselines)
+            if least is None:
+                continue
+            closest, row = least
+            if float(row["median_saving"]) >= SIGNIFICANT_SAVING:
+                strong.append(dnn_name(dnn))
+                continue
+            weak.append(
+                f"{dnn_name(dnn)}, whose median saving over {strategy_label(closest)} is only "
+                f"{_pct(float(row['median_saving']))}: the joint plan is no cheaper than it at "
+                f"{1 - float(row['frac_better']):.0%} of the {row['points']} points (maximum "
+                f"saving {_pct(float(row['max_saving']))})"
+            )
+        if not strong and not weak:
+            continue
+        parts = []
+        if strong:
+            parts.append(
+                f"agrees for {', '.join(strong)} (median saving at least {threshold} over each)"
+            )
+        if weak:
+            parts.append(f"not for {'; '.join(weak)}")
+        sentences.append(f"Against {label}: " + "; ".join(parts) + ".")
+    return " ".join(
+        [
+            *sentences,
+            "Whether the saving is significant depends on the DNN and the system, and the "
+            "paper's parameters are not known to us.",
+        ]
+    )
+
+
+def monte_carlo_sentence(simulated: Sequence[Mapping[str, Any]]) -> str:
+    """How often the analytic cost falls outside the simulated confidence interval, against
+    how often it would by chance at the rows' confidence level."""
+    outside = [
+        r for r in simulated
+        if not float(r["sim_ci_low"]) <= float(r["cost"]) <= float(r["sim_ci_high"])
+    ]  # fmt: skip
+    if all(r.get("sim_confidence") is not None for r in simulated):
+        expected = sum(1 - float(r["sim_confidence"]) for r in simulated)
+        levels = sorted({float(r["sim_confidence"]) for r in simulated})
+        level = " / ".join(f"{100 * c:g} %" for c in levels)
+        chance = f" (about {expected:.1f} expected by chance)"
+    else:
+        level, chance = "", ""
+    worst = max(abs(float(r["sim_mean"]) / float(r["cost"]) - 1) for r in simulated)
+    return (
+        f"The analytic cost lies outside the simulated {level + ' ' if level else ''}confidence "
+        f"interval in {len(outside)} of {len(simulated)} cases{chance}; the largest relative "
+        f"gap between simulated mean and analytic cost is {_pct(worst)}."
     )
 
 
@@ -381,20 +528,12 @@ def _simulation_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     ]  # fmt: skip
     if not simulated:
         return []
-    outside = [
-        r for r in simulated
-        if not float(r["sim_ci_low"]) <= float(r["cost"]) <= float(r["sim_ci_high"])
-    ]  # fmt: skip
-    worst = max(abs(float(r["sim_mean"]) / float(r["cost"]) - 1) for r in simulated)
     return [
         "",
         "## Monte-Carlo check",
         "",
-        f"Every strategy at every point was also simulated (the point's seed, common random "
-        f"numbers across strategies). The analytic cost lies outside the simulated 99.9 % "
-        f"confidence interval in {len(outside)} of {len(simulated)} cases (about "
-        f"{len(simulated) / 1000:.1f} expected by chance); the largest relative gap between "
-        f"simulated mean and analytic cost is {_pct(worst)}.",
+        "Every strategy at every point was also simulated (the point's seed, common random "
+        "numbers across strategies). " + monte_carlo_sentence(simulated),
     ]
 
 

@@ -8,6 +8,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from inferplan.coinference import (
     DEFAULT_CHANNEL,
     DEFAULT_DEVICE,
@@ -148,10 +150,15 @@ def coinference_sweep(
     [5.0, 10.0, 20.0]
     """
     params = _sweep_params(dnns, sweeps)
+    try:
+        options = CoinferenceOptions(simulate=simulate).model_dump()
+    except ValidationError as exc:
+        message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise InvalidArgument(f"{message}, got {simulate!r}", field="simulate") from None
     return Sweep(
         function="inferplan.experiments.coinference:coinference_point",
         points=make_points(params, sweep_seed=seed),
-        options=CoinferenceOptions(simulate=simulate).model_dump(),
+        options=options,
         seed=seed,
         study="reproduce-coinference",
     )

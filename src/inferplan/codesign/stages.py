@@ -1,0 +1,144 @@
+"""The stages of one deployment: what each does, how long it takes, and what makes it faster.
+
+A deployment (a source-target path and a partition) runs as a pipeline of stages: each path
+node ``v`` computes its blocks, ``w_v`` FLOPs taking ``w_v / C_v`` seconds, and each path link
+``e`` carries the activation after the blocks done so far, ``D_b`` bits taking ``D_b / B_e``
+seconds. The slowest stage sets the output interval. To reach an interval ``beta`` a stage
+needs ``rho_v = max(0, w_v / beta - C_v)`` more compute or ``sigma_e = max(0, D_b / beta -
+B_e)`` more bandwidth.
+
+This is the one place that arithmetic is written: plans, the baselines, ``T*`` read-backs,
+plan files and the runtime's pacing all call it. Plain Python over the path's few stages: on
+the paper's networks numpy's cost per call would outweigh the work.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.codesign.instance import CodesignInstance
+
+__all__ = ["Stages", "stages"]
+
+Capacities = Sequence[float] | npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The stages of a deployment (indices into a :class:`CodesignInstance`).
+
+    Attributes
+    ----------
+    nodes, work
+        Each path node and the FLOPs it computes (``0`` for a node that only forwards).
+    links, bits
+        Each path link and the bits it carries.
+    """
+
+    nodes: tuple[int, ...]
+    work: tuple[float, ...]
+    links: tuple[int, ...]
+    bits: tuple[float, ...]
+
+    def delays(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> tuple[list[float], list[float]]:
+        """Seconds per node stage and per link stage under ``capacity`` and ``bandwidth`` (per
+        node and link index) plus any ``added_capacity`` and ``added_bandwidth``."""
+        more_c = added_capacity or {}
+        more_b = added_bandwidth or {}
+        compute = [
+            float(w / (capacity[v] + more_c.get(v, 0.0)))
+            for v, w in zip(self.nodes, self.work, strict=True)
+        ]
+        transfer = [
+            float(d / (bandwidth[e] + more_b.get(e, 0.0)))
+            for e, d in zip(self.links, self.bits, strict=True)
+        ]
+        return compute, transfer
+
+    def interval(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> float:
+        """The output interval: the slowest stage's delay (seconds)."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        return max(compute + transfer)
+
+    def bottleneck(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> tuple[Literal["node", "link"], int]:
+        """The stage that sets the interval, ``("node", v)`` or ``("link", e)``: the first along
+        the path (node, link, node, ...) among equally slow stages."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        slowest = max(compute + transfer)
+        for k, v in enumerate(self.nodes):
+            if compute[k] == slowest:
+                return "node", v
+            if k < len(self.links) and transfer[k] == slowest:
+                return "link", self.links[k]
+        raise AssertionError("the slowest stage is one of the stages")  # pragma: no cover
+
+    def increments(
+        self, interval: float, capacity: Capacities, bandwidth: Capacities
+    ) -> tuple[dict[int, float], dict[int, float]]:
+        """The least compute per path node and bandwidth per path link that bring every
+        stage down to ``interval``: ``rho`` and ``sigma`` of the paper, by node and link."""
+        rho = {
+            v: max(0.0, w / interval - float(capacity[v]))
+            for v, w in zip(self.nodes, self.work, strict=True)
+        }
+        sigma = {
+            e: max(0.0, d / interval - float(bandwidth[e]))
+            for e, d in zip(self.links, self.bits, strict=True)
+        }
+        return rho, sigma
+
+
+def stages(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    links: Sequence[int] | None = None,
+) -> Stages:
+    """The stages of ``partition`` along ``path`` (node indices; ``links`` the links between
+    them, when known). ``partition[l]`` is the number of blocks done up to ``path[l]``.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance
+    >>> inst = compile_instance(inferplan.tiered(seed=1), inferplan.vgg16())
+    >>> best = inferplan.throughput(inst.network, inst.profile)
+    >>> path = [inst.node_ids.index(v) for v in best.path]
+    >>> s = stages(inst, path, best.partition)
+    >>> s.interval(inst.capacity, inst.bandwidth) == best.interval
+    True
+    """
+    if links is None:
+        links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
+    done = [0, *partition[:-1]]
+    bits = inst.activation_bits
+    return Stages(
+        nodes=tuple(int(v) for v in path),
+        work=tuple(inst.work(i, j) for i, j in zip(done, partition, strict=True)),
+        links=tuple(int(e) for e in links),
+        bits=tuple(float(bits[b]) for b in partition[: len(links)]),
+    )

@@ -1,0 +1,32 @@
+"""The stage arithmetic of one deployment, against the definitions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inferplan.codesign import compile_instance
+from inferplan.codesign.stages import stages
+from tests.oracles import deployments, evaluate
+from tests.strategies import small_dags, small_profiles
+
+
+@settings(max_examples=60, deadline=None)
+@given(net=small_dags(max_nodes=5), profile=small_profiles(max_blocks=4), data=st.data())
+def test_delays_interval_and_increments_follow_the_definitions(net, profile, data):
+    inst = compile_instance(net, profile)
+    path, partition = data.draw(st.sampled_from(list(deployments(net, profile.n_blocks))))
+    index = {v: k for k, v in enumerate(inst.node_ids)}
+    s = stages(inst, [index[v] for v in path], partition)
+    oracle = evaluate(net, profile, path, partition, 1.0)
+    assert s.interval(inst.capacity, inst.bandwidth) == pytest.approx(oracle.interval, rel=1e-12)
+    kind, where = s.bottleneck(inst.capacity, inst.bandwidth)
+    compute, transfer = s.delays(inst.capacity, inst.bandwidth)
+    slowest = compute[s.nodes.index(where)] if kind == "node" else transfer[s.links.index(where)]
+    assert slowest == max(compute + transfer)
+    # Buying the increments for an interval reaches exactly that interval (or better).
+    beta = 0.5 * oracle.interval
+    rho, sigma = s.increments(beta, inst.capacity, inst.bandwidth)
+    assert all(x >= 0 for x in [*rho.values(), *sigma.values()])
+    assert s.interval(inst.capacity, inst.bandwidth, rho, sigma) <= beta * (1 + 1e-9)
