@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import inferplan
+from inferplan.codesign import throughput_optimal
+from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import InvalidArgument, NetworkHasCycle
+from tests.codesign.test_milp import wide_range_instances
 from tests.oracles import CYCLIC_NETWORK, brute_force_interval, evaluate
 from tests.strategies import small_dags, small_networks, small_profiles
 
@@ -49,3 +53,14 @@ def test_psg_t_star_on_a_cycle_points_at_the_milp():
     with pytest.raises(NetworkHasCycle, match="method 'milp'"):
         inferplan.throughput(net, inferplan.vgg16())
     assert inferplan.throughput(net, inferplan.vgg16(), method="milp").interval > 0
+
+
+@pytest.mark.parametrize("spread", [0, 60], ids=["realistic", "spread-60-decades"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_milp_t_star_equals_the_state_graph_on_wide_ranges(spread, data):
+    """Capacities, bandwidths and prices over real-world ranges and 60 decades wider: delays
+    are compared, never scaled, so T* is the state graph's to the bit (the earlier
+    formulation, scaled to one unit, refused 55 of 60 such instances)."""
+    inst, _ = data.draw(wide_range_instances(spread))
+    assert throughput_milp(inst).interval == throughput_optimal(inst).interval

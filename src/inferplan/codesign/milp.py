@@ -49,7 +49,7 @@ from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, p
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
 
-__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "solve_milp"]
+__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "StateFlow", "solve_milp"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -68,19 +68,28 @@ CERTIFIED_GAP = 1e-8
 MAX_ROUNDS = 8
 
 
-class _StateFlow:
-    """The MILP's columns (``y`` then ``z``) with their exact costs, and its constraints."""
+class StateFlow:
+    """A simple path through the state graph as a MILP: its columns (``y`` then ``z``) with a
+    weight each (``cost``), and its constraints (see the module docstring).
 
-    def __init__(self, inst: CodesignInstance, beta: float) -> None:
+    ``node_weight[v, i, j]`` weighs ``y[v, i, j]`` and ``link_weight[e, j]`` weighs ``z[e, j]``
+    (every link); a transition weighing ``inf`` gets no column. The co-design MILP weighs them
+    by their prices, T* on any network (:mod:`~inferplan.codesign.throughput_milp`) by their
+    delays.
+    """
+
+    def __init__(
+        self, inst: CodesignInstance, node_weight: FloatArray, link_weight: FloatArray
+    ) -> None:
         V, W, N = len(inst.node_ids), inst.n_blocks + 1, inst.n_blocks
-        node_cost = node_cost_table(inst, np.arange(V), beta)
+        node_cost = node_weight.copy()
         # the source receives nothing but the input, the target sends nothing but the output
         node_cost[inst.source, 1:, :] = np.inf
         node_cost[inst.target, :, :N] = np.inf
         yv, yi, yj = np.nonzero(np.isfinite(node_cost))
         links = np.arange(len(inst.links))
         links = links[(inst.link_dst != inst.source) & (inst.link_src != inst.target)]
-        link_cost = link_cost_table(inst, links, beta)
+        link_cost = link_weight[links]
         row, zj = np.nonzero(np.isfinite(link_cost))
         ze = links[row]
         self.inst = inst
@@ -106,11 +115,16 @@ class _StateFlow:
         )  # each node at most once
 
     def solve(
-        self, keep: npt.NDArray[np.bool_], scale: float, time_limit: float | None
+        self,
+        keep: npt.NDArray[np.bool_],
+        scale: float,
+        time_limit: float | None,
+        *,
+        objective: bool = True,
     ) -> tuple[int, FloatArray | None, float, str]:
-        """HiGHS on the columns ``keep`` with costs divided by ``scale``: scipy's status, the
-        chosen columns (all columns, 0 where dropped), the lower bound (unscaled) and the
-        message."""
+        """HiGHS on the columns ``keep`` with costs divided by ``scale`` (or none at all, a
+        question of feasibility, without ``objective``): scipy's status, the chosen columns
+        (all columns, 0 where dropped), the lower bound (unscaled) and the message."""
         options: dict[str, float | bool] = {
             "presolve": False,  # its reductions compare costs to a tolerance of their own
             "mip_rel_gap": MIP_REL_GAP,
@@ -125,7 +139,7 @@ class _StateFlow:
         with warnings.catch_warnings():  # options scipy does not know go to HiGHS, with a warning
             warnings.filterwarnings("ignore", "Unrecognized options", OptimizeWarning)
             result = linprog(
-                self.cost[cols] / scale,
+                self.cost[cols] / scale if objective else np.zeros(cols.size),
                 A_ub=self.once[:, cols],
                 b_ub=np.ones(self.once.shape[0]),
                 A_eq=self.balance[:, cols],
@@ -200,7 +214,9 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
         raise InvalidArgument(f"must be a positive finite number of seconds, got {time_limit!r}",
                               field="time_limit")  # fmt: skip
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    flow = _StateFlow(inst, beta)
+    every = np.arange(len(inst.node_ids))
+    flow = StateFlow(inst, node_cost_table(inst, every, beta),
+                     link_cost_table(inst, np.arange(len(inst.links)), beta))  # fmt: skip
     best: Plan | None = None
     status: PlanStatus = "uncertified"
     scale = float(flow.cost.max(initial=0.0)) or 1.0
