@@ -113,9 +113,9 @@ def test_every_placement_cost_is_exact_where_it_fits_in_floating_point(system):
     for method in ("optimal", "1sla", "hybrid"):
         if best > FLOAT_MAX:
             with pytest.raises(InvalidSystem, match="every placement costs more than"):
-                plan_placement(system, method)
+                plan_placement(system, method=method)
         elif best < 1e307 and method != "1sla":
-            plan = plan_placement(system, method)
+            plan = plan_placement(system, method=method)
             assert plan.expected_cost == pytest.approx(float(best), rel=1e-9, abs=1e-300)
 
 
