@@ -45,8 +45,8 @@ from functools import cache
 from typing import Any, Literal, get_args
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.errors import InvalidArgument
 
@@ -64,8 +64,6 @@ __all__ = [
 Engine = Literal["auto", "compiled", "numpy"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 # Nodes whose cost has no piecewise-linear form are priced into ``(W, W)`` tables before the
 # kernel runs; beyond this many table entries in all, the numpy solver (which prices a few

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
@@ -19,8 +19,6 @@ from inferplan.codesign.plan import (
 from inferplan.codesign.stages import stages
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
-
-FloatArray = npt.NDArray[np.float64]
 
 __all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance", "range_sums"]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

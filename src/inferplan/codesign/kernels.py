@@ -13,21 +13,11 @@ from collections.abc import Callable
 from typing import TypeVar, cast
 
 import numpy as np
-import numpy.typing as npt
 
-__all__ = [
-    "free_window",
-    "link_cost",
-    "link_step",
-    "piece_cost",
-    "piece_window",
-    "psg",
-    "table_step",
-    "throughput",
-]
+from inferplan.arrays import FloatArray, IntArray
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+__all__ = ["psg", "throughput"]  # the entry points; the rest are their steps
+
 F = TypeVar("F", bound=Callable[..., object])
 
 try:

@@ -44,6 +44,7 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.optimize import OptimizeWarning, linprog
 
+from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
 from inferplan.codesign.psg import link_cost_table, node_cost_table
@@ -51,8 +52,6 @@ from inferplan.errors import InvalidArgument
 
 __all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "StateFlow", "solve_milp"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 # HiGHS stops when the gap to its best bound is below this fraction of the objective; the
 # default 1e-4 would let a plan 0.01 % above the optimum through.

@@ -20,11 +20,11 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 
 __all__ = ["OptimalDeployments"]
 
-FloatArray = npt.NDArray[np.float64]
 
 # A transition whose delay is within this relative slack of T counts as reaching T.
 SLACK = 1e-9

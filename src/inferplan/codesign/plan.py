@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InvalidArgument
@@ -30,7 +30,6 @@ __all__ = [
     "slowest_stage",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 # Relative slack when comparing an achieved interval with a target: increments are computed to
 # hit the target exactly, and floating-point rounding may land a hair above it.

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
@@ -51,8 +51,6 @@ __all__ = [
     "take_min",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 # A compute step: (generation, labels of its nodes) -> (after-compute labels, the i attaining).
 Stage = Callable[[Generation, FloatArray], tuple[FloatArray, IntArray]]
 

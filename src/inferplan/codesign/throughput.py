@@ -13,8 +13,8 @@ candidate delays, compared, never recomputed), so the rule does not depend on th
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
@@ -22,9 +22,6 @@ from inferplan.codesign.plan import Deployment, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 
 __all__ = ["throughput_optimal"]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def throughput_optimal(

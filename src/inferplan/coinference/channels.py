@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from scipy import integrate, optimize, special, stats
 
+from inferplan.arrays import FloatArray
 from inferplan.errors import DivergentCost, InvalidSystem
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "inv_log2",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 _LN2 = math.log(2.0)
 # quad settings: relative accuracy well below anything a plan or a simulation can resolve.

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.coinference.policy import SplitPolicy
 from inferplan.coinference.stopping import (
     StoppingSolution,
@@ -45,8 +45,6 @@ __all__ = [
     "optimal_placement",
     "optimality_probabilities",
 ]
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def expected_costs(system: System, *, rule: str = "optimal") -> FloatArray:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from scipy import stats
 
+from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import inv_log2
 from inferplan.coinference.policy import SplitPolicy
 from inferplan.coinference.strategies import STRATEGIES, decide
@@ -26,7 +26,6 @@ from inferplan.errors import InvalidArgument
 
 __all__ = ["MAX_SIMULATED_COSTS", "Simulation", "StrategySimulation", "sample_snr", "simulate"]
 
-FloatArray = npt.NDArray[np.float64]
 
 _QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
 # Rows per chunk: bounds memory (N + 1 doubles per row) while keeping numpy calls large.

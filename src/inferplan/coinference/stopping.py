@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.coinference.policy import SplitPolicy
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
@@ -38,7 +38,6 @@ __all__ = [
     "threshold_at",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 RULES = ("optimal", "1sla")
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import Channel, Rayleigh, channel_sequence
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
@@ -48,8 +48,6 @@ __all__ = [
     "layers_from_profile",
     "mlp_layers",
 ]
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def _check(value: float, name: str, *, positive: bool = True) -> float:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
+
+from inferplan.arrays import FloatArray
 
 __all__ = [
     "CapacityCost",
@@ -31,7 +32,6 @@ __all__ = [
     "segments",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 # A request within this relative distance above a whole number of modules counts as that
 # number: ``3 * 0.1 / 0.1`` is ``3.0000000000000004`` in floating point and must not buy four.
