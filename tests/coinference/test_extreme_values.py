@@ -253,3 +253,22 @@ def test_simulation_statistics_of_huge_costs_do_not_overflow():
         sim = simulate(system, ["edge-only"], inferences=1000, seed=0)["edge-only"]
     assert sim.mean_cost == pytest.approx(sim.analytic_cost, rel=1e-9)
     assert math.isfinite(sim.std_cost)
+
+
+def test_a_stage_never_stopped_at_weighs_nothing_when_probabilities_sum_below_one():
+    # These probabilities are normalised but their float sum is 1 - 1.1e-16: computing the stop
+    # mass as 1 - P(continue) once added 1.1e-16 of a 1e308-cost stage per stage (a relative
+    # error of 1e-8 on a 1e300 cost). The rule never stops at stages 1 and 2 here.
+    channel = Discrete((0.05, 200.0), (0.7831247865667008, 0.21687521343329932))
+    assert math.fsum(channel.prob) < 1.0
+    system = System(
+        Device(cpu_hz=1e-300, kappa=0.0, tx_power_w=0.0, bandwidth_hz=1e-308),
+        Edge(1e-308),
+        Layers((0.0, 1.0), (1e-300, 1e-300, 1e-300), (0.0, 0.0)),
+        channel,
+        downlink_bps=1e-308,
+        inferences_per_update=1,
+        energy_weight=0.0,
+    )
+    exact = _exact_z(system, 2)
+    assert expected_costs(system)[2] == pytest.approx(float(exact), rel=1e-12)

@@ -107,6 +107,12 @@ class Channel(ABC):
     def below(self, threshold: float) -> float:
         """``P(gamma < threshold)``; 1 for an infinite threshold."""
 
+    def at_or_above(self, threshold: float) -> float:
+        """``P(gamma >= threshold)``; 0 for an infinite threshold. Laws whose probabilities
+        are a rounded sum compute it directly rather than as ``1 - below``, so that a stage the
+        rule never stops at weighs nothing however large its cost."""
+        return 1.0 - self.below(threshold)
+
     @abstractmethod
     def partial_inv_log(self, threshold: float) -> float:
         """``E[1 / log2(1 + gamma) ; gamma >= threshold]``; 0 for an infinite threshold.
@@ -181,8 +187,14 @@ class Discrete(Channel):
         return np.asarray(self.snr), np.asarray(self.prob)
 
     def below(self, threshold: float) -> float:
+        if math.isinf(threshold):
+            return 1.0
         snr, prob = self._arrays()
         return float(prob[snr < threshold].sum())
+
+    def at_or_above(self, threshold: float) -> float:
+        snr, prob = self._arrays()
+        return float(prob[snr >= threshold].sum())
 
     def partial_inv_log(self, threshold: float) -> float:
         snr, prob = self._arrays()
@@ -232,6 +244,9 @@ class Trace(Channel):
 
     def below(self, threshold: float) -> float:
         return self._levels.below(threshold)
+
+    def at_or_above(self, threshold: float) -> float:
+        return self._levels.at_or_above(threshold)
 
     def partial_inv_log(self, threshold: float) -> float:
         return self._levels.partial_inv_log(threshold)

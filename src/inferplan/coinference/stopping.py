@@ -61,12 +61,10 @@ def _stage(system: System, n: int, threshold: float) -> tuple[float, float]:
     """``(P(gamma_n < t), E[eta_n(gamma_n); gamma_n >= t])`` for stage ``n`` (1-based)."""
     a, b = system.stage_costs
     channel = system.channels[n - 1]
-    below = channel.below(threshold)
-    if below >= 1.0:
+    below, stop = channel.below(threshold), channel.at_or_above(threshold)
+    if below >= 1.0 or stop <= 0.0:  # the rule never stops here
         return 1.0, 0.0
-    return below, _times(1.0 - below, a[n - 1]) + _times(
-        channel.partial_inv_log(threshold), b[n - 1]
-    )
+    return below, _times(stop, a[n - 1]) + _times(channel.partial_inv_log(threshold), b[n - 1])
 
 
 def _forced(system: System, n: int) -> float:
