@@ -353,8 +353,21 @@ def test_device_run_command(tmp_path):
                        edge.url, "--token-file", str(wrong), "--inferences", "1"])  # fmt: skip
         assert result.exit_code == 2
         assert "401: missing or wrong bearer token" in result.stderr
+        torch.save(torch.zeros(3, 15), tmp_path / "shape.pt")
+        torch.save({"x": inputs}, tmp_path / "dict.pt")
+        torch.save(inputs.double(), tmp_path / "double.pt")
+        bad_inputs = [
+            (["--inputs", str(tmp_path / "shape.pt")],
+             f"{tmp_path / 'shape.pt'}: must be K inputs of shape 1x16 (first dimension K)"),
+            (["--inputs", str(tmp_path / "dict.pt")],
+             f"{tmp_path / 'dict.pt'}: must hold one tensor, got dict"),
+            (["--inputs", str(tmp_path / "double.pt")],
+             f"{tmp_path / 'double.pt'}: inputs are torch.float64, the model takes float32"),
+            (["--inputs", str(tmp_path / "in.pt"), "--inferences", "9"],
+             "--inferences: 9 inferences but"),
+        ]
         for bad, message in ((["--method", "sometimes"], "--method: unknown strategy 'sometimes'"),
-                             (["--blocks", "nothing"], "error:")):  # fmt: skip
+                             (["--blocks", "nothing"], "error:"), *bad_inputs):  # fmt: skip
             result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge",
                            edge.url, *bad])  # fmt: skip
             assert result.exit_code == 2 and message in result.stderr

@@ -126,34 +126,16 @@ def serve_command(
 
 
 def _load_inputs(path: Path, layered: LayeredModel, inferences: int | None) -> list[Any]:
-    import torch
+    from inferplan.runtime.measure import load_inputs
 
     if len(layered.crossings[0]) != 1:
-        raise InvalidArgument("--inputs takes models with one input", field="--inputs")
+        raise InvalidArgument("an inputs file takes models with one input", field="inputs")
     (shape, dtype), = layered.crossings[0]  # fmt: skip
-    try:
-        data = torch.load(path, weights_only=True)
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=str(path)) from None
-    except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
-        raise InvalidFile(f"not a tensor file ({type(exc).__name__})", source=str(path)) from None
-    if not isinstance(data, torch.Tensor) or data.ndim < 1:
-        raise InvalidFile("must hold one tensor whose first dimension indexes the inputs",
-                          source=str(path))  # fmt: skip
-    rest = tuple(data.shape[1:])
-    if rest == tuple(shape):
-        items = [x for x in data]
-    elif shape[0] == 1 and rest == tuple(shape[1:]):
-        items = [x.unsqueeze(0) for x in data]
-    else:
-        raise InvalidFile(f"inputs of shape {'x'.join(map(str, rest))}, the model takes "
-                          f"{'x'.join(map(str, shape))}", source=str(path))  # fmt: skip
-    if str(data.dtype).removeprefix("torch.") != dtype:
-        raise InvalidFile(f"inputs are {data.dtype}, the model takes {dtype}", source=str(path))
-    if inferences is not None and inferences > len(items):
-        raise InvalidArgument(f"{inferences} inferences but {path} holds {len(items)} inputs",
-                              field="--inferences")  # fmt: skip
-    return [(x.contiguous(),) for x in items[:inferences]]
+    data = load_inputs(path, tuple(shape), dtype=dtype)
+    if inferences is not None and inferences > len(data):
+        raise InvalidArgument(f"{inferences} inferences but {path} holds {len(data)} inputs",
+                              field="inferences")  # fmt: skip
+    return [(x.contiguous(),) for x in data[:inferences]]
 
 
 def _read_snr(path: Path) -> Any:

@@ -1,4 +1,7 @@
-"""Timing a model's blocks on this machine: the seconds per block of a measured profile.
+"""Real models and inputs for the runtime, and timing a model's blocks on this machine.
+
+:func:`build_model` builds the weights, :func:`random_inputs` and :func:`load_inputs` give the
+inputs of a run. The seconds per block of a measured profile:
 
 Each block runs as its own stage (:mod:`inferplan.runtime.split`) on a sample input, after a
 warm-up, several times; a block's time is the median of its runs. Dividing its FLOPs by it
@@ -21,17 +24,18 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from inferplan.errors import InvalidArgument
+from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
-__all__ = ["build_model", "measure_blocks", "measured_profile", "random_inputs"]
+__all__ = ["build_model", "load_inputs", "measure_blocks", "measured_profile", "random_inputs"]
 
 Shape = tuple[int, ...]
 
@@ -42,6 +46,40 @@ def build_model(spec: str, *, seed: int = 0, dtype: str = "float32") -> Any:
     torch.manual_seed(seed)
     model = load_module_factory(spec, device="cpu").eval()
     return model if dtype == "float32" else model.to(TensorSpec((), dtype).torch_dtype)
+
+
+def load_inputs(path: str | Path, shape: Shape, *, dtype: str | None = None) -> torch.Tensor:
+    """The inputs file ``path`` as a ``K x shape`` tensor.
+
+    The file holds one tensor (read with ``torch.load(weights_only=True)``: nothing is
+    unpickled) whose first dimension indexes ``K >= 1`` inputs, each of ``shape`` or of
+    ``shape`` without its batch dimension of 1; ``dtype``, when given, is checked too.
+
+    Raises
+    ------
+    InvalidFile
+        Naming the file and what is wrong with it.
+    """
+    where = str(path)
+    try:
+        data = torch.load(where, weights_only=True)
+    except FileNotFoundError:
+        raise InvalidFile("file not found", source=where) from None
+    except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
+        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
+                          source=where) from None  # fmt: skip
+    if not isinstance(data, torch.Tensor):
+        raise InvalidFile(f"must hold one tensor, got {type(data).__name__}", source=where)
+    one = tuple(data.shape[1:])
+    if data.ndim < 1 or (one != shape and not (shape[0] == 1 and one == shape[1:])):
+        want = "x".join(map(str, shape))
+        raise InvalidFile(f"must be K inputs of shape {want} (first dimension K), got a tensor of "
+                          f"shape {'x'.join(map(str, data.shape))}", source=where)  # fmt: skip
+    if data.shape[0] < 1:
+        raise InvalidFile("holds no inputs (first dimension 0)", source=where)
+    if dtype is not None and str(data.dtype).removeprefix("torch.") != dtype:
+        raise InvalidFile(f"inputs are {data.dtype}, the model takes {dtype}", source=where)
+    return data.reshape(data.shape[0], *shape)
 
 
 def random_inputs(

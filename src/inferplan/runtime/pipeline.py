@@ -52,13 +52,13 @@ import torch.distributed as dist
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.planfile import check_plan
 from inferplan.codesign.provision import provision
-from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
+from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.emulate import Server, planned_times
-from inferplan.runtime.measure import build_model, measure_blocks, random_inputs
+from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
 __all__ = [
@@ -227,24 +227,7 @@ def _load_inputs(request: RunRequest) -> torch.Tensor | None:
     if len(request.input_shapes) != 1:
         raise InvalidArgument("an inputs file holds one tensor: it needs a model with one input",
                               source=where)  # fmt: skip
-    try:
-        data = torch.load(where, weights_only=True)
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=where) from None
-    except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
-        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
-                          source=where) from None  # fmt: skip
-    if not isinstance(data, torch.Tensor):
-        raise InvalidFile(f"must hold one tensor, got {type(data).__name__}", source=where)
-    shape = request.input_shapes[0]
-    one = tuple(data.shape[1:])
-    if one != shape and not (shape[0] == 1 and one == shape[1:]):
-        want = "x".join(map(str, shape))
-        raise InvalidFile(f"must be K inputs of shape {want} (first dimension K), got a tensor of "
-                          f"shape {'x'.join(map(str, data.shape))}", source=where)  # fmt: skip
-    if data.shape[0] < 1:
-        raise InvalidFile("holds no inputs (first dimension 0)", source=where)
-    return data.reshape(data.shape[0], *shape)
+    return load_inputs(where, request.input_shapes[0])
 
 
 def resolve(request: RunRequest) -> Resolved:
