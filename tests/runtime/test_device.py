@@ -357,14 +357,22 @@ def test_device_run_command(tmp_path):
         torch.save({"x": inputs}, tmp_path / "dict.pt")
         torch.save(inputs.double(), tmp_path / "double.pt")
         bad_inputs = [
-            (["--inputs", str(tmp_path / "shape.pt")],
-             f"{tmp_path / 'shape.pt'}: must be K inputs of shape 1x16 (first dimension K)"),
-            (["--inputs", str(tmp_path / "dict.pt")],
-             f"{tmp_path / 'dict.pt'}: must hold one tensor, got dict"),
-            (["--inputs", str(tmp_path / "double.pt")],
-             f"{tmp_path / 'double.pt'}: inputs are torch.float64, the model takes float32"),
-            (["--inputs", str(tmp_path / "in.pt"), "--inferences", "9"],
-             "--inferences: 9 inferences but"),
+            (
+                ["--inputs", str(tmp_path / "shape.pt")],
+                f"{tmp_path / 'shape.pt'}: must be K inputs of shape 1x16 (first dimension K)",
+            ),
+            (
+                ["--inputs", str(tmp_path / "dict.pt")],
+                f"{tmp_path / 'dict.pt'}: must hold one tensor, got dict",
+            ),
+            (
+                ["--inputs", str(tmp_path / "double.pt")],
+                f"{tmp_path / 'double.pt'}: inputs are torch.float64, the model takes float32",
+            ),
+            (
+                ["--inputs", str(tmp_path / "in.pt"), "--inferences", "9"],
+                "--inferences: 9 inferences but",
+            ),
         ]
         for bad, message in ((["--method", "sometimes"], "--method: unknown strategy 'sometimes'"),
                              (["--blocks", "nothing"], "error:"), *bad_inputs):  # fmt: skip
