@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -40,7 +40,7 @@ INTERVAL_RTOL = 1e-9
 CAP_RTOL = 1e-9
 
 PlanStatus = Literal["optimal", "heuristic", "time_limit", "uncertified"]
-STATUSES: tuple[PlanStatus, ...] = ("optimal", "heuristic", "time_limit", "uncertified")
+STATUSES: tuple[PlanStatus, ...] = get_args(PlanStatus)
 """What a plan's cost is known to be: ``optimal`` (an exact method proved it), ``heuristic``
 (a baseline's plan, no claim of optimality), ``time_limit`` (an exact method stopped at its time
 limit; the best plan found so far), ``uncertified`` (an exact method finished but could not

@@ -24,8 +24,8 @@ is ``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-opti
 drawn uniformly among the tied ones, seeded by the point's seed). Default ``[psg, pfp, pwf]``.
 
 One row per method: ``method, status, cost, ratio, runtime_s, engine, interval,
-target_interval, t_star, t_star_ties, path, partition``. ``status`` is the plan's (``optimal``,
-``heuristic``, ``time_limit``) or ``infeasible`` when the method has no plan within the
+target_interval, t_star, t_star_ties, path, partition``. ``status`` is the plan's (one of
+:data:`inferplan.codesign.STATUSES`) or ``infeasible`` when the method has no plan within the
 capacity caps (then ``cost`` and ``interval`` are empty). ``ratio`` is the cost over PSG's cost
 on the same instance (when ``psg`` is among the methods); ``runtime_s`` is the wall time of
 that one solver call, the instance being compiled and ``T*`` found once per point beforehand;
