@@ -5,9 +5,11 @@ Every edge is a real ``inferplan edge serve`` process on 127.0.0.1; devices are 
 
 (a) emulated runs of ``mlp-1024x8`` (examples/edge-mlp.yaml) and ``alexnet``
     (examples/edge-alexnet.yaml) for each method: measured mean cost per inference with its
-    95 % CI beside the analytic ``E[eta_S]``, the transport overhead (measured minus modelled
-    cost of the same inferences), whether ``E[eta_S] + overhead`` lies in the CI, and the
-    overhead's share of the per-inference time.
+    95 % CI beside the analytic ``E[eta_S]``, the overhead (measured minus modelled cost of
+    the same inferences), whether ``E[eta_S] + overhead`` lies in the CI, the latency over
+    the model as a share of the per-inference time and split into its parts: upload
+    (transport the modelled upload could not hide), edge (the edge's service time over its
+    modelled compute) and device.
 (b) the transport overhead alone, without emulation: per-request time of an edge-only
     inference on the MLP minus the edge's own service time (HTTP round trip, safetensors both
     ways).
@@ -27,10 +29,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -60,16 +61,17 @@ class Edge:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the edge for {model} exited")
             try:
-                httpx.get(self.url + "/health", timeout=2)
+                urllib.request.urlopen(self.url + "/health", timeout=2).close()
                 return
-            except httpx.TransportError:
+            except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError("the edge did not start") from None
                 time.sleep(0.3)
 
     def stats(self) -> dict[str, Any]:
-        return dict(httpx.get(self.url + "/stats", timeout=10).json())
+        with urllib.request.urlopen(self.url + "/stats", timeout=10) as answer:
+            return dict(json.load(answer))
 
     def stop(self) -> None:
         os.killpg(self.process.pid, signal.SIGTERM)
@@ -93,17 +95,20 @@ def _device(model: str) -> tuple[Any, Any]:
     return load_model_system(MODELS[model], layered.profile), layered
 
 
-def emulated(quick: bool) -> None:
+def emulated(quick: bool, models: tuple[str, ...] = tuple(MODELS)) -> None:
     from inferplan.runtime.device import run_device
     from inferplan.runtime.layered import build_layers
 
     print("(a) emulated runs: measured beside expected (cost = 0.5 s + 0.5 J per inference)\n")
     print(
         "| model | method | M | K | latency ms | mean cost (95 % CI) | E[eta_S] | overhead "
-        "| E + overhead in CI | overhead / latency | splits | outputs equal |"
+        "| E + overhead in CI | overhead / latency | of it ms: upload, edge, device "
+        "| upload / latency | splits | outputs equal |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for model, count in (("mlp-1024x8", 60 if quick else 300), ("alexnet", 20 if quick else 80)):
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    counts = {"mlp-1024x8": 60 if quick else 300, "alexnet": 20 if quick else 80}
+    for model in models:
+        count = counts[model]
         system, _ = _device(model)
         with Edge(model) as edge:
             for method in METHODS:
@@ -115,10 +120,15 @@ def emulated(quick: bool) -> None:
                 shifted = d["expected_cost"] + d["overhead_cost"]
                 inside = "yes" if low <= shifted <= high else "no"
                 splits = ", ".join(f"{n}:{c}" for n, c in d["splits"].items())
+                upload = d["overhead_parts_s"]["upload"]
+                parts = ", ".join(
+                    f"{1e3 * d['overhead_parts_s'][p]:.2f}" for p in ("upload", "edge", "device")
+                )
                 print(f"| {model} | {method} | {d['placement']} | {count} | "
                       f"{1e3 * d['mean_latency_s']:.1f} | {d['mean_cost']:.5f} "
                       f"({low:.5f}-{high:.5f}) | {d['expected_cost']:.5f} | "
                       f"{d['overhead_cost']:.5f} | {inside} | {100 * d['overhead_share']:.1f} % | "
+                      f"{parts} | {100 * upload / d['mean_latency_s']:.1f} % | "
                       f"{splits} | {d['outputs_match']} |", flush=True)  # fmt: skip
     print()
 
@@ -207,13 +217,16 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, metavar=("URL", "MODEL", "K", "SEED"),
                         help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--only", choices=("a", "b", "c"), help="run one table")
+    parser.add_argument("--model", choices=tuple(MODELS), help="table (a) for one model only")
     args = parser.parse_args()
     if args.worker:
         url, model, count, seed = args.worker
         worker(url, model, int(count), int(seed))
         return
     sys.path.insert(0, str(ROOT / "src"))
-    for key, part in (("a", emulated), ("b", overhead), ("c", concurrent)):
+    if args.only in (None, "a"):
+        emulated(args.quick, (args.model,) if args.model else tuple(MODELS))
+    for key, part in (("b", overhead), ("c", concurrent)):
         if args.only in (None, key):
             part(args.quick)
 

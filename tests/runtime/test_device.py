@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("httpx")
-pytest.importorskip("fastapi")
+pytest.importorskip("starlette")
 
 from inferplan.coinference import (  # noqa: E402
     evaluate_thresholds,
@@ -307,10 +306,15 @@ def test_emulated_run_is_paced_and_accounted_by_the_model(tmp_path):
         assert record.modelled_latency_s == pytest.approx(floor)
         assert record.latency_s >= floor  # paced: at least the modelled time
         assert record.upload_s + record.edge_s <= record.latency_s
+        # The real transfer lies inside the modelled upload, which it never shortens.
+        assert upload <= record.upload_s
+        assert record.edge_s >= sum(cycles[n - 1 :]) / 1.0e8
         energy = 1e-28 * f_l**2 * sum(cycles[: n - 1]) + 0.1 * record.upload_s
         assert record.energy_j == pytest.approx(energy)
         assert record.cost == pytest.approx(0.5 * record.latency_s + 0.5 * energy)
         assert record.modelled_cost == pytest.approx(float(system.eta(n, gamma)))
+    parts = run.overhead_parts()  # paced: neither the upload nor the edge beats the model
+    assert parts["upload"] >= 0 and parts["edge"] >= 0
 
 
 def _cli(args):
@@ -426,3 +430,33 @@ def test_blocks_option_reaches_the_split(tmp_path):
         run = run_device(system, layered, edge.url, method="1sla", inferences=4, emulate=False)
     assert run.failed == () and run.outputs_match is True
     assert oracle.n_layers == layered.n_layers
+
+
+def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_path):
+    from inferplan.runtime.device import EdgeUnavailable, _EdgeClient
+
+    with running_edge(tmp_path) as (edge, _):
+        client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+        try:
+            assert client.request("GET", "/health").json()["layers"] == 4
+            first = client._connection
+            assert first is not None
+            first.sock.close()  # what an edge's idle timeout leaves behind: a dead connection
+            assert client.request("GET", "/health").status == 200  # retries=0: no retry left
+            assert client._connection is not first
+        finally:
+            client.close()
+    # A fresh connection that fails is a failed attempt: with retries=0 the edge is down.
+    client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+    with pytest.raises(EdgeUnavailable, match="unreachable"):
+        client.request("GET", "/health")
+
+
+@pytest.mark.parametrize(
+    "url", ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port"]
+)
+def test_an_edge_url_that_is_not_http_host_port_is_one_clear_error(tmp_path, url):
+    system, layered = _system(tmp_path)
+    with pytest.raises(InvalidArgument, match="edge") as info:
+        run_device(system, layered, url, inferences=1, emulate=False)
+    assert "\n" not in str(info.value)

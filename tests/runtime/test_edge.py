@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
-pytest.importorskip("fastapi")
+pytest.importorskip("starlette")
 
 from inferplan.errors import InvalidArgument  # noqa: E402
 from inferplan.runtime.edge import read_token  # noqa: E402
@@ -94,6 +94,11 @@ def _bad_requests(url: str) -> list[tuple[httpx.Response, int, str]]:
         (httpx.get(f"{url}/layers/5"), 404, "layer must be in 1..4"),
         (post(f"{url}/infer", params={"stage": 2}, content=b"x" * 5000), 413, "over the limit"),
         (post(f"{url}/reference", content=good), 400, "shape 1x32, expected 1x16"),
+        (post(f"{url}/infer", params={"stage": 2, "emulate": "maybe"}, content=good), 422,
+         "emulate: must be 0 or 1"),
+        (httpx.get(f"{url}/layers/two"), 404, "layer must be in 1..4, got 'two'"),
+        (httpx.get(f"{url}/nothing"), 404, "GET /nothing: Not Found"),
+        (httpx.get(f"{url}/infer"), 405, "GET /infer: Method Not Allowed"),
     ]  # fmt: skip
 
 

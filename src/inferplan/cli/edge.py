@@ -52,9 +52,8 @@ TokenOpt = Annotated[Path | None, typer.Option(
 
 def _runtime() -> None:
     try:
-        import fastapi  # noqa: F401
-        import httpx  # noqa: F401
         import safetensors  # noqa: F401
+        import starlette  # noqa: F401
         import torch  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
@@ -97,7 +96,7 @@ def serve_command(
 ) -> None:  # fmt: skip
     """Serve layers to devices and finish their inferences.
 
-    A FastAPI app on uvicorn: devices download the weights of the layers they place and upload
+    A Starlette app on uvicorn: devices download the weights of the layers they place and upload
     activations for the edge to finish.
     """
     _runtime()
@@ -269,7 +268,8 @@ def _print(run: DeviceRun) -> None:
         ["modelled cost of these draws", g(d["modelled_cost"]), "", ""],
         ["latency (s)", g(d["mean_latency_s"]), "", ""],
         ["energy (J)", g(d["mean_energy_j"]), "", ""],
-        ["transport overhead (s)", g(d["overhead_s"]), "", ""],
+        ["latency over the model (s)", g(d["overhead_s"]), "", ""],
+        *([f"  of it: {part}", g(value), "", ""] for part, value in d["overhead_parts_s"].items()),
         ["download (s)", g(d["download_s"]["measured"]), g(d["download_s"]["predicted"]), ""],
     ]  # fmt: skip
     console.print(table("measured beside expected", ["", "measured", "expected", "95 % CI"],

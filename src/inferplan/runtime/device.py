@@ -21,13 +21,16 @@ that a device holding all ``N`` layers finishes the inference locally, any other
 
 from __future__ import annotations
 
+import http.client
+import json
 import math
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 import torch
@@ -39,6 +42,7 @@ from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
 from inferplan.runtime.wire import (
+    SERVICE_HEADER,
     WireError,
     decode_state,
     decode_tensors,
@@ -59,7 +63,6 @@ ACTIONS = ("continue", "upload", "finish")
 deliver the output it computed."""
 
 Tensors = tuple[torch.Tensor, ...]
-SERVICE_HEADER = "X-Service-Seconds"
 #: Float32 tolerance of the split outputs against the unsplit model's.
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -101,6 +104,9 @@ class InferenceRecord:
         ``beta_t latency + beta_e energy``.
     modelled_latency_s, modelled_cost
         What the model gives for this split and SNR (``eta_n(gamma_n)``).
+    modelled_upload_s, modelled_edge_s
+        The model's upload time ``I_n / (W log2(1 + gamma_n))`` and edge time
+        ``sum_{i>=n} L_i / f_c``, two of the three parts of ``modelled_latency_s``.
     upload_s, edge_s
         Measured upload time (request and answer, without the edge's work) and the edge's
         own service time.
@@ -116,6 +122,8 @@ class InferenceRecord:
     cost: float
     modelled_latency_s: float
     modelled_cost: float
+    modelled_upload_s: float
+    modelled_edge_s: float
     upload_s: float
     edge_s: float
     local: bool = False
@@ -163,6 +171,17 @@ class DeviceRun:
         inferences: what transport (HTTP, serialisation) and pacing slack add."""
         return self.mean_cost - self._mean("modelled_cost")
 
+    def overhead_parts(self) -> dict[str, float]:
+        """Where the latency went over the model, mean seconds per completed inference:
+        ``upload`` (measured minus modelled upload: HTTP and serialisation the modelled
+        upload could not hide), ``edge`` (the edge's service time minus its modelled
+        compute) and ``device`` (the rest: the device's layers and scheduling). They add up
+        to the latency minus the modelled latency."""
+        upload = self._mean("upload_s") - self._mean("modelled_upload_s")
+        edge = self._mean("edge_s") - self._mean("modelled_edge_s")
+        total = self._mean("latency_s") - self._mean("modelled_latency_s")
+        return {"device": total - upload - edge, "upload": upload, "edge": edge}
+
     def split_counts(self) -> dict[int, int]:
         """How many completed inferences split at each stage."""
         counts: dict[int, int] = {}
@@ -196,6 +215,7 @@ class DeviceRun:
             "mean_energy_j": num(self._mean("energy_j")),
             "overhead_s": num(overhead),
             "overhead_share": num(overhead / latency) if latency > 0 else None,
+            "overhead_parts_s": {part: num(value) for part, value in self.overhead_parts().items()},
             "download_s": {
                 "predicted": self.download_predicted_s,
                 "measured": self.download_measured_s,
@@ -210,8 +230,28 @@ class DeviceRun:
         }
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """An HTTP answer of the edge: status, reason, headers (lower-case names), body."""
+
+    status: int
+    reason: str
+    headers: dict[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
 class _EdgeClient:
-    """HTTP to the edge with a bounded exponential back-off on unreachable / 5xx."""
+    """HTTP/1.1 to the edge over one keep-alive connection (``http.client``), with a bounded
+    exponential back-off on an unreachable edge or a 5xx.
+
+    The standard library's client, not a richer one: a device makes one request at a time, and
+    its per-request cost is what the emulation must hide inside the modelled upload
+    (``docs/device-edge.md``, Measured). A connection the edge closed while idle is reopened
+    at once; only a failure on a fresh connection counts as an attempt.
+    """
 
     def __init__(
         self,
@@ -223,44 +263,100 @@ class _EdgeClient:
         backoff_s: float,
         max_backoff_s: float = 2.0,
     ) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidArgument(f"must be http://HOST:PORT, got {url!r}", field="edge")
+        try:
+            port = parts.port
+        except ValueError:
+            raise InvalidArgument(f"bad port in {url!r}", field="edge") from None
         self.url = url.rstrip("/")
-        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, port
+        self._prefix = parts.path.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._timeout = timeout_s
+        self._connection: http.client.HTTPConnection | None = None
         self._retries = retries
         self._backoff = backoff_s
         self._max_backoff = max_backoff_s
         self._down = False  # after a failed round of retries: one attempt until it answers
 
     def close(self) -> None:
-        self._client.close()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _connect(self) -> http.client.HTTPConnection:
+        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        connection = kind(self._host, self._port, timeout=self._timeout)
+        connection.connect()
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection
+
+    def _exchange(self, method: str, target: str, content: bytes | None) -> _Answer:
+        """One request and its answer; on a reused connection the edge closed, reconnect once."""
+        reused = self._connection is not None
+        for _ in range(2):
+            if self._connection is None:
+                self._connection = self._connect()
+            try:
+                self._connection.request(method, target, body=content, headers=self._headers)
+                response = self._connection.getresponse()
+                answer = _Answer(
+                    response.status,
+                    response.reason,
+                    {k.lower(): v for k, v in response.getheaders()},
+                    response.read(),
+                )
+            except (OSError, http.client.HTTPException):
+                self.close()
+                if not reused:
+                    raise
+                reused = False  # a stale keep-alive connection: try once on a fresh one
+                continue
+            if answer.headers.get("connection", "").lower() == "close":
+                self.close()
+            return answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, int] | None = None,
+        content: bytes | None = None,
+    ) -> _Answer:
+        target = self._prefix + path
+        if params:
+            target += "?" + urllib.parse.urlencode(params)
         attempts = 1 if self._down else 1 + self._retries
         reason = ""
         for attempt in range(attempts):
             try:
-                response = self._client.request(method, path, **kwargs)
-            except httpx.TransportError as exc:
+                answer = self._exchange(method, target, content)
+            except (OSError, http.client.HTTPException) as exc:
                 reason = f"edge {self.url} unreachable ({type(exc).__name__})"
             else:
-                if response.status_code < 500:
+                if answer.status < 500:
                     self._down = False
-                    if response.status_code >= 400:
-                        raise _Refused(f"edge answered {response.status_code}: {_detail(response)}")
-                    return response
-                reason = f"edge answered {response.status_code}: {_detail(response)}"
+                    if answer.status >= 400:
+                        raise _Refused(f"edge answered {answer.status}: {_detail(answer)}")
+                    return answer
+                reason = f"edge answered {answer.status}: {_detail(answer)}"
             if attempt + 1 < attempts:
                 time.sleep(min(self._backoff * 2**attempt, self._max_backoff))
         self._down = True
         raise EdgeUnavailable(reason)
 
 
-def _detail(response: httpx.Response) -> str:
+def _detail(answer: _Answer) -> str:
     try:
-        detail = response.json().get("detail")
+        detail = answer.json().get("detail")
     except (ValueError, AttributeError):
         detail = None
-    return str(detail) if detail else response.reason_phrase
+    return str(detail) if detail else answer.reason
 
 
 def _check_edge_model(edge: _EdgeClient, layered: LayeredModel) -> None:
@@ -520,22 +616,32 @@ class _Device:
         return self.system.layers.input_bits[stage - 1] / rate
 
     def _upload(self, stage: int, snr: float, values: Tensors) -> tuple[Tensors, float, float]:
-        """Send the activation before layer ``stage``: the output, upload and edge seconds."""
+        """Send the activation before layer ``stage``: the output, upload and edge seconds.
+
+        The request leaves at once: the real transfer (loopback HTTP, both serialisations) is
+        part of the modelled upload, not added to it. Emulated, the step then lasts at least
+        the modelled upload plus the edge's own service time (which the edge paced to at
+        least its modelled compute): the upload takes ``max(real, modelled)``, as a device
+        step does, and the edge's part is never hidden inside it."""
         started = time.monotonic()
-        body = encode_tensors(values)
-        self._wait(self.upload_seconds(stage, snr))
         response = self.edge.request(
             "POST",
             "/infer",
             params={"stage": stage, "emulate": int(self.emulate)},
-            content=body,
+            content=encode_tensors(values),
         )
-        total = time.monotonic() - started
-        edge_s = float(response.headers.get(SERVICE_HEADER, 0.0))
         try:
+            edge_s = float(response.headers.get(SERVICE_HEADER.lower(), 0.0))
             output = decode_tensors(response.content, self.layered.crossings[self.n_layers])
-        except WireError as exc:
-            raise _Refused(f"the edge's output: {exc}") from None
+        except (ValueError, WireError) as exc:
+            raise _Refused(f"the edge's answer: {exc}") from None
+        if not (math.isfinite(edge_s) and edge_s >= 0):
+            raise _Refused(f"the edge's answer: {SERVICE_HEADER} is {edge_s}")
+        floor = self.upload_seconds(stage, snr) + edge_s
+        self._wait(floor)  # the inference's clock ...
+        if self.emulate:
+            pace(started, floor)  # ... and this step's own, so the upload lasts at least I/r
+        total = time.monotonic() - started
         return output, max(total - edge_s, 0.0), edge_s
 
     def infer(
@@ -584,11 +690,9 @@ class _Device:
         energy = (
             s.device.kappa * s.device.cpu_hz**2 * device_cycles + s.device.tx_power_w * upload_s
         )
-        modelled_latency = (
-            device_cycles / s.device.cpu_hz
-            + float(sum(cycles[split - 1 :])) / s.edge.cpu_hz
-            + self.upload_seconds(split, gamma)
-        )
+        modelled_upload = self.upload_seconds(split, gamma)
+        modelled_edge = float(sum(cycles[split - 1 :])) / s.edge.cpu_hz
+        modelled_latency = device_cycles / s.device.cpu_hz + modelled_upload + modelled_edge
         return InferenceRecord(
             index=k,
             split=split,
@@ -598,6 +702,8 @@ class _Device:
             cost=s.time_weight * latency + s.energy_weight * energy,
             modelled_latency_s=modelled_latency,
             modelled_cost=float(s.eta(split, gamma)),
+            modelled_upload_s=modelled_upload,
+            modelled_edge_s=modelled_edge,
             upload_s=upload_s,
             edge_s=edge_s,
             local=local,

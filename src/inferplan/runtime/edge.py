@@ -1,4 +1,4 @@
-"""The edge server of device-edge co-inference: an HTTP service (FastAPI on uvicorn).
+"""The edge server of device-edge co-inference: an HTTP service (Starlette on uvicorn).
 
 It holds the whole model with real weights, split into one stage per layer, and serves
 
@@ -32,6 +32,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -40,9 +41,11 @@ import anyio
 import numpy as np
 import torch
 import uvicorn
-from fastapi import Depends, FastAPI, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from inferplan.coinference import System
 from inferplan.errors import InvalidArgument
@@ -50,6 +53,7 @@ from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import LayeredModel
 from inferplan.runtime.wire import (
     CONTENT_TYPE,
+    SERVICE_HEADER,
     WireError,
     decode_tensors,
     encode_state,
@@ -66,7 +70,6 @@ __all__ = [
 ]
 
 DEFAULT_HOST = "127.0.0.1"
-SERVICE_HEADER = "X-Service-Seconds"
 
 
 def read_token(path: str | Path) -> str:
@@ -193,13 +196,30 @@ class EdgeService:
         return summary
 
 
-def _one_line(exc: RequestValidationError) -> str:
-    first = exc.errors()[0] if exc.errors() else {}
-    where = ".".join(str(p) for p in first.get("loc", ()))
-    return f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
+def _query_int(request: Request, name: str) -> int:
+    text = request.query_params.get(name)
+    if text is None:
+        raise _HttpError(422, f"{name}: missing query parameter")
+    try:
+        return int(text)
+    except ValueError:
+        raise _HttpError(422, f"{name}: must be an integer, got {text!r}") from None
+
+
+def _query_flag(request: Request, name: str) -> bool:
+    text = request.query_params.get(name, "0").lower()
+    if text not in _TRUE + _FALSE:
+        raise _HttpError(422, f"{name}: must be 0 or 1, got {text!r}")
+    return text in _TRUE
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(service: EdgeService, *, token: str | None = None) -> Starlette:
     """The HTTP application around ``service``; with ``token`` every request needs
     ``Authorization: Bearer <token>``.
 
@@ -213,20 +233,7 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
     >>> sorted(r.path for r in app.routes if r.path.startswith(("/l", "/i")))
     ['/infer', '/layers/{layer}']
     """
-
-    def authorise(request: Request) -> None:
-        if token is not None:
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                raise _HttpError(401, "missing or wrong bearer token")
-
-    app = FastAPI(
-        title="inferplan edge",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        dependencies=[Depends(authorise)],
-    )
+    expected = f"Bearer {token}".encode() if token is not None else None
 
     def error(status: int, detail: str) -> JSONResponse:
         if status != 401:
@@ -234,18 +241,23 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
-    @app.exception_handler(_HttpError)
-    async def http_error(request: Request, exc: _HttpError) -> JSONResponse:
-        return error(exc.status, exc.detail)
+    def route(path: str, endpoint: Endpoint, method: str = "GET") -> Route:
+        """``endpoint`` behind the token check, its errors answered with one line."""
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error(422, _one_line(exc))
+        async def guarded(request: Request) -> Response:
+            if expected is not None:
+                given = request.headers.get("authorization", "").encode()
+                if not hmac.compare_digest(given, expected):
+                    return error(401, "missing or wrong bearer token")
+            try:
+                return await endpoint(request)
+            except _HttpError as exc:
+                return error(exc.status, exc.detail)
+            except Exception as exc:  # the model itself failed: a 500, and keep serving
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                return error(500, f"{type(exc).__name__}: {reason}".rstrip(": "))
 
-    @app.exception_handler(Exception)
-    async def failed(request: Request, exc: Exception) -> JSONResponse:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return error(500, f"{type(exc).__name__}: {reason}".rstrip(": "))
+        return Route(path, guarded, methods=[method])
 
     async def body_of(request: Request) -> bytes:
         limit = service.max_body_bytes
@@ -260,21 +272,24 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "model": service.layered.name, "layers": service.n_layers}
+    async def health(request: Request) -> Response:
+        layers = service.n_layers
+        return JSONResponse({"status": "ok", "model": service.layered.name, "layers": layers})
 
-    @app.get("/model")
-    async def model() -> dict[str, Any]:
-        return service.layered.describe()
+    async def model(request: Request) -> Response:
+        return JSONResponse(service.layered.describe())
 
-    @app.get("/stats")
-    async def stats() -> dict[str, Any]:
-        return service.stats()
+    async def stats(request: Request) -> Response:
+        return JSONResponse(service.stats())
 
-    @app.get("/layers/{layer}")
-    async def layers(layer: int, emulate: bool = False) -> Response:
+    async def layers(request: Request) -> Response:
         started = time.monotonic()
+        text = request.path_params["layer"]
+        try:
+            layer = int(text)
+        except ValueError:
+            raise _HttpError(404, f"layer must be in 1..{service.n_layers}, got {text!r}") from None
+        emulate = _query_flag(request, "emulate")
         data = await anyio.to_thread.run_sync(service.layer_weights, layer)
         if emulate:
             await anyio.sleep(
@@ -282,8 +297,8 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
             )
         return Response(data, media_type=CONTENT_TYPE)
 
-    @app.post("/infer")
-    async def infer(request: Request, stage: int = Query(...), emulate: bool = False) -> Response:
+    async def infer(request: Request) -> Response:
+        stage, emulate = _query_int(request, "stage"), _query_flag(request, "emulate")
         body = await body_of(request)
         received = time.monotonic()  # the edge's time runs from here (the thread hop included)
 
@@ -293,19 +308,44 @@ def create_app(service: EdgeService, *, token: str | None = None) -> FastAPI:
         data, seconds = await anyio.to_thread.run_sync(work)
         return Response(data, media_type=CONTENT_TYPE, headers={SERVICE_HEADER: f"{seconds:.9f}"})
 
-    @app.post("/reference")
     async def reference(request: Request) -> Response:
         body = await body_of(request)
         data = await anyio.to_thread.run_sync(service.reference, body)
         return Response(data, media_type=CONTENT_TYPE)
 
-    return app
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        detail = exc.detail if isinstance(exc, HTTPException) else "not found"
+        return error(status, f"{request.method} {request.url.path}: {detail}")
+
+    return Starlette(
+        routes=[
+            route("/health", health),
+            route("/model", model),
+            route("/stats", stats),
+            route("/layers/{layer}", layers),
+            route("/infer", infer, "POST"),
+            route("/reference", reference, "POST"),
+        ],
+        exception_handlers={HTTPException: not_found},
+    )
 
 
-def serve(app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
+KEEP_ALIVE_S = 120
+"""How long an idle device connection stays open (uvicorn's default, 5 s, would make a device
+that pauses between inferences reconnect)."""
+
+
+def _config(app: Starlette, **options: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S, **options
+    )
+
+
+def serve(app: Starlette, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
     """Run ``app`` on ``host:port`` (uvicorn, one process) until SIGINT or SIGTERM, then return
     after a graceful shutdown. Call it from the main thread."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    config = _config(app, host=host, port=port)
     # uvicorn re-raises the signal that stopped it once it has shut down; return instead.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
@@ -325,19 +365,19 @@ class BackgroundEdge:
     >>> from inferplan.runtime.layered import ModelSpec, build_layers
     >>> service = EdgeService(build_layers(ModelSpec("mlp-8x3"), weights=True),
     ...                       default_system(layers=mlp_layers(8, 3)))
-    >>> import httpx
+    >>> import json, urllib.request
     >>> with BackgroundEdge(create_app(service)) as edge:
-    ...     httpx.get(edge.url + "/health").json()["layers"]
+    ...     json.load(urllib.request.urlopen(edge.url + "/health"))["layers"]
     3
     """
 
-    def __init__(self, app: FastAPI, *, host: str = DEFAULT_HOST, timeout_s: float = 30.0):
+    def __init__(self, app: Starlette, *, host: str = DEFAULT_HOST, timeout_s: float = 30.0):
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, 0))
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://{host}:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        config = _config(app, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True

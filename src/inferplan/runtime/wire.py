@@ -32,6 +32,7 @@ from inferplan.errors import InvalidArgument
 
 __all__ = [
     "CONTENT_TYPE",
+    "SERVICE_HEADER",
     "WireError",
     "decode_state",
     "decode_tensors",
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 CONTENT_TYPE = "application/vnd.safetensors"
+SERVICE_HEADER = "X-Service-Seconds"
+"""The header of an ``/infer`` answer that carries the edge's service time in seconds."""
 
 Spec = tuple[Sequence[int], Any]
 """The expected ``(shape, dtype)`` of one tensor; ``dtype`` a ``torch.dtype`` or its name."""
