@@ -105,7 +105,7 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
     if engine == "auto" and inst is not None and "numba" not in sys.modules:
-        states = (len(inst.node_ids) + len(inst.links)) * (inst.n_blocks + 1)
+        states = (len(inst.node_ids) + inst.n_links) * (inst.n_blocks + 1)
         if states < AUTO_STATES:
             return False
     return available()
@@ -139,13 +139,6 @@ class KernelArrays:
 _ARRAYS: weakref.WeakKeyDictionary[CodesignInstance, KernelArrays] = weakref.WeakKeyDictionary()
 
 
-def _csr(groups: tuple[IntArray, ...]) -> tuple[IntArray, IntArray]:
-    ptr = np.zeros(len(groups) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([g.size for g in groups])
-    flat = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, dtype=np.int64)
-    return ptr, flat
-
-
 def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     """The kernels' arrays for ``inst`` (built once per instance)."""
     if inst in _ARRAYS:
@@ -170,10 +163,8 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
             node_cap.append(pieces.cap)
         seg_ptr.append(len(starts))
     pricing = inst.link_pricing
-    link_table = np.full(len(inst.links), -1, dtype=np.int64)
+    link_table = np.full(inst.n_links, -1, dtype=np.int64)
     link_table[pricing.other] = np.arange(pricing.other.size)
-    out_ptr, out_links = _csr(inst.out_links)
-    in_ptr, in_links = _csr(inst.in_links)
     node_columns = (
         np.array(seg_ptr, dtype=np.int64),
         np.array(starts, dtype=np.float64),
@@ -185,7 +176,7 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     W = inst.n_blocks + 1
     work_t = np.ascontiguousarray(inst.work_between.T)
     network = (work_t, inst.activation_bits, inst.source, inst.target)
-    adjacency = (out_ptr, out_links, in_ptr, in_links)
+    adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
     arrays = KernelArrays(
         table_nodes=np.array(table_nodes, dtype=np.int64),
         table_links=pricing.other,
