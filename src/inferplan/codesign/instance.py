@@ -407,8 +407,8 @@ def compile_instance(
     acyclic = topo is not None
     if topo is None:
         if require_acyclic:
-            ids = [network.node_ids[k] for k in keep.tolist()]
-            cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(ids)))
+            kept = [network.node_ids[k] for k in keep.tolist()]
+            cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(kept)))
             raise NetworkHasCycle(
                 f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
                 "exact only on acyclic networks (method 'milp' solves cyclic ones)",

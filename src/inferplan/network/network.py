@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -98,8 +98,31 @@ def _first_repeat(values: Sequence[Any]) -> int:
     return len(values)
 
 
+class Labels(Sequence[str]):
+    """Text stored as codes into a list of distinct ``values`` (``values[codes[k]]`` is item
+    ``k``): how tables store the endpoints of half a million links among a few thousand
+    node ids, looked up once per distinct id."""
+
+    def __init__(self, codes: IntArray, values: Sequence[str]) -> None:
+        self.codes, self.values = codes, values
+
+    def __len__(self) -> int:
+        return self.codes.size
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[str]: ...
+    def __getitem__(self, k: int | slice) -> str | Sequence[str]:
+        if isinstance(k, slice):
+            return [self.values[c] for c in self.codes[k].tolist()]
+        return self.values[int(self.codes[k])]
+
+
 def _positions(names: Sequence[str], index: Mapping[str, int]) -> IntArray:
     """The position of each name in ``index``, ``-1`` for a name it lacks."""
+    if isinstance(names, Labels):
+        return _positions(names.values, index)[names.codes]
     if not names:
         return np.zeros(0, dtype=np.int64)
     try:
@@ -120,7 +143,10 @@ def _bad_price(values: FloatArray) -> npt.NDArray[np.bool_]:
 def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
     """Compressed rows of links by one end (``ends``, a node ``0..n-1`` per link): the links
     whose end is node ``v`` are ``order[start[v]:start[v + 1]]``, in increasing order."""
-    order = np.argsort(ends, kind="stable")
+    if bool(np.all(ends[1:] >= ends[:-1])):  # already grouped, as files often are
+        order = np.arange(ends.size, dtype=np.int64)
+    else:
+        order = np.argsort(ends, kind="stable")
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(ends, minlength=n), out=start[1:])
     return start, order
@@ -131,6 +157,7 @@ def reachable(start: IntArray, heads: IntArray, origin: int) -> npt.NDArray[np.b
     the compressed rows ``start`` (see :func:`adjacency`), are ``heads``: one breadth-first
     frontier at a time, each expanded by numpy at once."""
     seen = np.zeros(start.size - 1, dtype=bool)
+    stamp = np.zeros(start.size - 1, dtype=np.int64)
     seen[origin] = True
     frontier = np.array([origin], dtype=np.int64)
     while frontier.size:
@@ -144,7 +171,9 @@ def reachable(start: IntArray, heads: IntArray, origin: int) -> npt.NDArray[np.b
         nxt = heads[offsets]
         nxt = nxt[~seen[nxt]]
         seen[nxt] = True
-        frontier = np.unique(nxt)
+        # each new node once, without sorting: keep the occurrence whose stamp survives
+        stamp[nxt] = np.arange(nxt.size)
+        frontier = nxt[stamp[nxt] == np.arange(nxt.size)]
     return seen
 
 
@@ -308,9 +337,10 @@ class Network:
             raise InvalidNetwork("link columns of different lengths", field="links")
         tail, head = _positions(link_source, index), _positions(link_target, index)
         key = tail * max(n, 1) + head
-        order = np.argsort(key, kind="stable")
         repeated = np.zeros(key.size, dtype=bool)
-        repeated[order[1:][key[order][1:] == key[order][:-1]]] = True
+        if not np.all(key[1:] > key[:-1]):  # links in increasing order have no repeats
+            order = np.argsort(key, kind="stable")
+            repeated[order[1:][key[order][1:] == key[order][:-1]]] = True
         _raise_first(len(link_source), [
             (_first(tail < 0), lambda k: InvalidNetwork(
                 f"source {link_source[k]!r} is not a node of the network", field=link_where(k))),
