@@ -204,9 +204,17 @@ class CodesignInstance:
         return _pricing(net.link_price, net.link_costs, self.link_positions)
 
     @cached_property
-    def node_segments(self) -> tuple[Segments | None, ...]:
-        """The piecewise-linear form of each node's cost (``None`` where it has none)."""
-        return tuple(segments(c) for c in self.node_costs)
+    def node_segments(self) -> dict[int, Segments | None]:
+        """The piecewise-linear form of the cost of each node that has its own cost
+        function, by index (``None`` where it has none); every other node's cost is linear in
+        its price."""
+        return {v: segments(self.node_costs[v]) for v in self.costed_nodes.tolist()}
+
+    @cached_property
+    def costed_nodes(self) -> IntArray:
+        """The nodes that have their own cost function, in increasing order."""
+        own = list(self.network.node_costs)
+        return np.flatnonzero(np.isin(self.node_positions, own)) if own else _NONE
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
@@ -350,6 +358,9 @@ def _pricing(prices: FloatArray, costs: Mapping[int, CapacityCost], positions: I
                 other.append(k)
     return Pricing(price=price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)),
                    other=np.array(other, dtype=np.int64))  # fmt: skip
+
+
+_NONE: IntArray = np.zeros(0, dtype=np.int64)
 
 
 def _rows(start: IntArray, order: IntArray) -> tuple[IntArray, ...]:

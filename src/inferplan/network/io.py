@@ -306,10 +306,10 @@ def save_network(
     >>> net = inferplan.tiered(seed=1)
     >>> inferplan.save_network(net, f, tables=True)
     >>> print(f.read_text())
+    links: net.links.parquet
+    nodes: net.nodes.parquet
     source: s
     target: t
-    nodes: net.nodes.parquet
-    links: net.links.parquet
     <BLANKLINE>
     >>> inferplan.load_network(f) == net
     True

@@ -77,21 +77,24 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     InvalidNetwork
         Naming an unknown or missing column.
     """
-    _pyarrow_needed(path)
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    import pyarrow.parquet as pq
-
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
         raise InvalidFile("a table must be a .parquet or .csv file", source=str(path))
+    _pyarrow_needed(path)
+    import pyarrow as pa
+
     try:
         if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
             table = pq.read_table(path)
         else:
+            import pyarrow.csv as pa_csv
+
             text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
+            # only an empty cell is missing: "nan" is a number (refused as one)
             table = pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(
-                column_types=text, strings_can_be_null=True))  # fmt: skip
+                column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
     except FileNotFoundError:
         raise InvalidFile("file not found", source=str(path)) from None
     except (OSError, pa.ArrowException) as exc:
@@ -149,8 +152,10 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any] |
 
 
 def _number(value: Any) -> Any:
-    """A CSV cell's number, or the cell as it is when it is not one (so that it is refused
-    as the listed form refuses it)."""
+    """A CSV cell's number (a float: CSV does not tell ``2`` from ``2.0``), or the cell as
+    it is when it is not one (so that it is refused as the listed form refuses it)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     try:
         return float(value) if isinstance(value, str) else value
     except ValueError:
