@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -366,6 +367,8 @@ def test_lookups_make_one_element_and_networks_stay_immutable():
     with pytest.raises(ValueError, match="read-only"):
         net.node_capacity[0] = 1.0
     assert np.array_equal(net.link_capacity, [e.capacity for e in net.links])
+    again = pickle.loads(pickle.dumps(inst))  # the lookups pickle with the instance
+    assert again.links[2] == inst.links[2] and again.network == net
 
 
 def test_cli_plans_from_tables_equal_plans_from_json(tmp_path):

@@ -136,20 +136,26 @@ class CodesignInstance:
     @cached_property
     def links(self) -> Sequence[Link]:
         """Each link as a :class:`~inferplan.network.network.Link` (made when looked up)."""
-        positions = self.link_positions.tolist()
-        return Lookup(len(positions), lambda e: self.network.link(positions[e]))
+        return Lookup(self.n_links, self._link)
 
     @cached_property
     def node_costs(self) -> Sequence[CapacityCost]:
         """Each node's cost function (made when looked up)."""
-        positions = self.node_positions.tolist()
-        return Lookup(len(positions), lambda v: self.network.node_cost(positions[v]))
+        return Lookup(len(self.node_ids), self._node_cost)
 
     @cached_property
     def link_costs(self) -> Sequence[CapacityCost]:
         """Each link's cost function (made when looked up)."""
-        positions = self.link_positions.tolist()
-        return Lookup(len(positions), lambda e: self.network.link_cost(positions[e]))
+        return Lookup(self.n_links, self._link_cost)
+
+    def _link(self, e: int) -> Link:
+        return self.network.link(int(self.link_positions[e]))
+
+    def _node_cost(self, v: int) -> CapacityCost:
+        return self.network.node_cost(int(self.node_positions[v]))
+
+    def _link_cost(self, e: int) -> CapacityCost:
+        return self.network.link_cost(int(self.link_positions[e]))
 
     @cached_property
     def out_links(self) -> tuple[IntArray, ...]:

@@ -201,6 +201,11 @@ def _plain_network(data: object) -> Network | None:
     links = _plain_elements(data[links_key], _LINK_FIELDS)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
+    return _from_plain(nodes, links, source, target)
+
+
+def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
+    """The network of plain columns (see :func:`_plain_elements`)."""
     return Network.from_columns(
         node_ids=nodes["id"],
         node_capacity=nodes["capacity"],
@@ -342,17 +347,7 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
         nodes = tables.plain_columns(read["nodes"], tables.NODE_COLUMNS)
         links = tables.plain_columns(read["links"], tables.LINK_COLUMNS)
         if nodes is not None and links is not None:
-            return Network.from_columns(
-                node_ids=nodes["id"],
-                node_capacity=nodes["capacity"],
-                node_price=nodes["price"],
-                link_source=links["source"],
-                link_target=links["target"],
-                link_capacity=links["capacity"],
-                link_price=links["price"],
-                source=doc.source,
-                target=doc.target,
-            )
+            return _from_plain(nodes, links, doc.source, doc.target)
         listed = {
             "source": doc.source,
             "target": doc.target,

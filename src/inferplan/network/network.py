@@ -310,8 +310,23 @@ class Network:
         """Validate the columns (the first bad element in file order, checked as one element
         at a time would be) and set them."""
 
-        def shown(column: str, values: FloatArray, k: int) -> object:
-            return raw[column][k] if column in raw else float(values[k])
+        def numbers(
+            kind: str, where: Callable[[int], str], capacity: FloatArray, price: FloatArray
+        ) -> list[tuple[int, Callable[[int], InvalidNetwork]]]:
+            """The checks of the ``capacity`` and ``price`` columns of nodes or links."""
+
+            def shown(column: str, values: FloatArray, k: int) -> object:
+                name = f"{kind}.{column}"
+                return raw[name][k] if name in raw else float(values[k])
+
+            return [
+                (_first(_bad_capacity(capacity)), lambda k: InvalidNetwork(
+                    "capacity must be a positive finite number, got "
+                    f"{shown('capacity', capacity, k)!r}", field=f"{where(k)}.capacity")),
+                (_first(_bad_price(price)), lambda k: InvalidNetwork(
+                    "price must be a non-negative finite number, got "
+                    f"{shown('price', price, k)!r}", field=f"{where(k)}.price")),
+            ]  # fmt: skip
 
         n = len(ids)
         index = dict(zip(ids, range(n), strict=True))
@@ -325,13 +340,7 @@ class Network:
         _raise_first(n, [
             (n if len(index) == n else _first_repeat(ids),
              lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
-            (_first(_bad_capacity(node_capacity)), lambda k: InvalidNetwork(
-                f"capacity must be a positive finite number, got "
-                f"{shown('nodes.capacity', node_capacity, k)!r}",
-                field=f"{node_where(k)}.capacity")),
-            (_first(_bad_price(node_price)), lambda k: InvalidNetwork(
-                f"price must be a non-negative finite number, got "
-                f"{shown('nodes.price', node_price, k)!r}", field=f"{node_where(k)}.price")),
+            *numbers("nodes", node_where, node_capacity, node_price),
         ])  # fmt: skip
         if not len(link_source) == len(link_target) == link_capacity.size == link_price.size:
             raise InvalidNetwork("link columns of different lengths", field="links")
@@ -351,13 +360,7 @@ class Network:
             (_first(repeated), lambda k: InvalidNetwork(
                 f"duplicate link {link_source[k]!r}->{link_target[k]!r} (at most one link per "
                 "direction)", field=link_where(k))),
-            (_first(_bad_capacity(link_capacity)), lambda k: InvalidNetwork(
-                f"capacity must be a positive finite number, got "
-                f"{shown('links.capacity', link_capacity, k)!r}",
-                field=f"{link_where(k)}.capacity")),
-            (_first(_bad_price(link_price)), lambda k: InvalidNetwork(
-                f"price must be a non-negative finite number, got "
-                f"{shown('links.price', link_price, k)!r}", field=f"{link_where(k)}.price")),
+            *numbers("links", link_where, link_capacity, link_price),
         ])  # fmt: skip
         for end, name in (("source", source), ("target", target)):
             if name not in index:
