@@ -9,6 +9,7 @@ import pickle
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import networkx as nx
 import numpy as np
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import Infeasible, InvalidFile, InvalidNetwork, Link, Network, NetworkHasCycle, Node
 from inferplan.codesign import compile_instance
+from inferplan.network import network as network_module
 from tests.cli import app, runner
 from tests.strategies import small_dags, small_networks, small_profiles
 
@@ -322,10 +324,13 @@ def test_column_wise_validation_matches_checking_each_element(nodes, links, sour
 @settings(max_examples=200, deadline=None)
 @given(net=st.one_of(small_dags(max_nodes=8), small_networks(max_nodes=6)),
        shuffle=st.randoms(use_true_random=False))  # fmt: skip
-def test_compiled_order_reachability_and_adjacency_match_networkx(net, shuffle):
+@pytest.mark.parametrize("few_links", [0, 2_000])  # numpy frontiers; a plain search
+def test_compiled_order_reachability_and_adjacency_match_networkx(net, shuffle, few_links):
     nodes = list(net.nodes)
     shuffle.shuffle(nodes)  # file order need not be topological
-    net = Network(nodes, net.links, net.source, net.target)
+    with mock.patch.object(network_module, "_FEW_LINKS", few_links):
+        net = Network(nodes, net.links, net.source, net.target)
+        assert net.on_path is not None
     graph = nx.DiGraph([(e.source, e.target) for e in net.links])
     keep = (nx.descendants(graph, net.source) | {net.source}) & (
         nx.ancestors(graph, net.target) | {net.target}

@@ -152,13 +152,27 @@ def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
     return start, order
 
 
+_FEW_LINKS = 2_000
+
+
 def reachable(start: IntArray, heads: IntArray, origin: int) -> npt.NDArray[np.bool_]:
     """Nodes reachable from ``origin`` (included) along links whose heads, in the order of
     the compressed rows ``start`` (see :func:`adjacency`), are ``heads``: one breadth-first
-    frontier at a time, each expanded by numpy at once."""
+    frontier at a time, each expanded by numpy at once (a plain search for a few links)."""
+    if heads.size <= _FEW_LINKS:  # a few links: one Python step per link beats numpy's calls
+        first, to = start.tolist(), heads.tolist()
+        found, stack = [False] * (start.size - 1), [origin]
+        found[origin] = True
+        while stack:
+            v = stack.pop()
+            for w in to[first[v] : first[v + 1]]:
+                if not found[w]:
+                    found[w] = True
+                    stack.append(w)
+        return np.array(found, dtype=bool)
     seen = np.zeros(start.size - 1, dtype=bool)
-    stamp = np.zeros(start.size - 1, dtype=np.int64)
     seen[origin] = True
+    stamp = np.zeros(start.size - 1, dtype=np.int64)
     frontier = np.array([origin], dtype=np.int64)
     while frontier.size:
         first = start[frontier]
