@@ -107,7 +107,9 @@ def layered_dag(
     # replacement from those not yet chosen.
     possible = np.concatenate([(a[:, None] * n + b[None, :]).ravel()
                                for a, b in itertools.pairwise(levels)])  # fmt: skip
-    free = np.setdiff1d(possible, pairs, assume_unique=True)
+    free = np.ones(possible.size, dtype=bool)  # both sorted, and every chosen link possible
+    free[np.searchsorted(possible, pairs)] = False
+    free = possible[free]
     extra = rng.choice(free, size=min(max(n_links - pairs.size, 0), free.size), replace=False)
     pairs = np.sort(np.concatenate((pairs, extra)))
     ids = ["s", *(f"v{k - 1}" for k in range(1, inner + 1)), "t"]
