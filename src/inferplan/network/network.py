@@ -287,7 +287,7 @@ class Network:
         ...     link_source=["s"], link_target=["t"], link_capacity=[1e8], link_price=[1e-8],
         ...     source="s", target="t")
         >>> net.links[0]
-        Link(source='s', target='t', capacity=100000000.0, price=1e-08)
+        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None)
         """
         net = cls.__new__(cls)
         net._build(
