@@ -386,3 +386,18 @@ def test_cli_plans_from_tables_equal_plans_from_json(tmp_path):
         assert result.exit_code == 0, result.output
         outputs.add(result.stdout)
     assert len(outputs) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [({"node_price": [1.0]}, "nodes: node columns of different lengths"),
+     ({"link_capacity": [1.0, 2.0]}, "links: link columns of different lengths")],
+)  # fmt: skip
+def test_columns_of_different_lengths_are_refused(change, expected):
+    columns = {
+        "node_ids": ["s", "t"], "node_capacity": [1.0, 1.0], "node_price": [1.0, 1.0],
+        "link_source": ["s"], "link_target": ["t"], "link_capacity": [1.0], "link_price": [1.0],
+    }  # fmt: skip
+    with pytest.raises(InvalidNetwork) as info:
+        Network.from_columns(**{**columns, **change}, source="s", target="t")
+    assert str(info.value) == expected

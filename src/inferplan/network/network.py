@@ -25,7 +25,7 @@ from inferplan.network.costs import CapacityCost, LinearCost
 if TYPE_CHECKING:
     import networkx as nx  # loaded by the conversions only: planning does not need it
 
-__all__ = ["Link", "Network", "Node"]
+__all__ = ["Labels", "Link", "Network", "Node", "adjacency", "reachable"]
 
 
 @dataclass(frozen=True)
@@ -351,6 +351,8 @@ class Network:
         def link_where(k: int) -> str:
             return f"links[{k}] ({link_source[k]!r}->{link_target[k]!r})"
 
+        if not n == node_capacity.size == node_price.size:
+            raise InvalidNetwork("node columns of different lengths", field="nodes")
         _raise_first(n, [
             (n if len(index) == n else _first_repeat(ids),
              lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
