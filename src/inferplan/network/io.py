@@ -1,4 +1,5 @@
-"""Network files (JSON or YAML): loading with validation, and saving."""
+"""Network files (JSON or YAML, elements listed or in tables): loading with validation, and
+saving."""
 
 from __future__ import annotations
 
