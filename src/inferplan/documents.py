@@ -4,9 +4,9 @@ This is the one place where files become plain Python data and pydantic validati
 :class:`~inferplan.errors.InferplanError` messages naming the file and the field.
 
 Every document is checked to be nested at most :data:`MAX_DEPTH` lists and mappings deep, without
-recursion: JSON data is checked after a parser that bounds its own depth (orjson) read it, or
-its text scanned before the standard library parses it, unless the caller vouches for its shape
-(a flat list of flat mappings cannot be deep); YAML is limited while it is composed and its
+recursion: JSON data is checked once parsed (both parsers refuse, with an error caught here,
+what would exhaust their stack), unless the caller vouches for its shape (a flat list of flat
+mappings cannot be deep), and its text is scanned to locate a problem; YAML is limited while it is composed and its
 data checked after aliases are resolved (an alias may nest a deep collection in another, or in
 itself). No inferplan file needs more than a few levels; the check keeps a crafted file from
 exhausting the interpreter's stack anywhere downstream.
