@@ -6,10 +6,10 @@ This is the one place where files become plain Python data and pydantic validati
 Every document is checked to be nested at most :data:`MAX_DEPTH` lists and mappings deep, without
 recursion: JSON data is checked once parsed (both parsers refuse, with an error caught here,
 what would exhaust their stack), unless the caller vouches for its shape (a flat list of flat
-mappings cannot be deep), and its text is scanned to locate a problem; YAML is limited while it is composed and its
-data checked after aliases are resolved (an alias may nest a deep collection in another, or in
-itself). No inferplan file needs more than a few levels; the check keeps a crafted file from
-exhausting the interpreter's stack anywhere downstream.
+mappings cannot be deep), and its text is scanned to locate a problem; YAML is limited while
+it is composed and its data checked after aliases are resolved (an alias may nest a deep
+collection in another, or in itself). No inferplan file needs more than a few levels; the
+check keeps a crafted file from exhausting the interpreter's stack anywhere downstream.
 """
 
 from __future__ import annotations
