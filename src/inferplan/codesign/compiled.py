@@ -105,7 +105,7 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
     if engine == "auto" and inst is not None and "numba" not in sys.modules:
-        states = (len(inst.node_ids) + len(inst.links)) * (inst.n_blocks + 1)
+        states = (len(inst.node_ids) + inst.n_links) * (inst.n_blocks + 1)
         if states < AUTO_STATES:
             return False
     return available()
@@ -139,53 +139,41 @@ class KernelArrays:
 _ARRAYS: weakref.WeakKeyDictionary[CodesignInstance, KernelArrays] = weakref.WeakKeyDictionary()
 
 
-def _csr(groups: tuple[IntArray, ...]) -> tuple[IntArray, IntArray]:
-    ptr = np.zeros(len(groups) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([g.size for g in groups])
-    flat = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, dtype=np.int64)
-    return ptr, flat
-
-
 def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     """The kernels' arrays for ``inst`` (built once per instance)."""
     if inst in _ARRAYS:
         return _ARRAYS[inst]
-    starts: list[float] = []
-    slopes: list[float] = []
-    values: list[float] = []
-    seg_ptr = [0]
-    node_cap: list[float] = []
-    node_table: list[int] = []
-    table_nodes: list[int] = []
-    for v, pieces in enumerate(inst.node_segments):
-        if pieces is None:
-            node_table.append(len(table_nodes))
-            table_nodes.append(v)
-            node_cap.append(math.inf)
-        else:
-            node_table.append(-1)
-            starts += pieces.starts
-            slopes += pieces.slopes
-            values += pieces.values
-            node_cap.append(pieces.cap)
-        seg_ptr.append(len(starts))
+    # One piece (start 0, slope the price, value 0, no cap) per node without its own cost
+    # function, set column-wise; the others' pieces, or their rows in the cost tables.
+    n = len(inst.node_ids)
+    pieces = inst.node_segments
+    count = np.ones(n, dtype=np.int64)
+    linear = np.ones(n, dtype=bool)
+    linear[list(pieces)] = False
+    for v, own in pieces.items():
+        count[v] = 0 if own is None else len(own.starts)
+    seg_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(count, out=seg_ptr[1:])
+    starts, values = np.zeros(seg_ptr[-1]), np.zeros(seg_ptr[-1])
+    slopes = np.zeros(seg_ptr[-1])
+    slopes[seg_ptr[:-1][linear]] = inst.node_pricing.price[linear]
+    node_cap = np.full(n, math.inf)
+    node_table = np.full(n, -1, dtype=np.int64)
+    table_nodes = [v for v, own in pieces.items() if own is None]
+    node_table[table_nodes] = np.arange(len(table_nodes))
+    for v, own in pieces.items():
+        if own is not None:
+            where = slice(int(seg_ptr[v]), int(seg_ptr[v + 1]))
+            starts[where], slopes[where], values[where] = own.starts, own.slopes, own.values
+            node_cap[v] = own.cap
     pricing = inst.link_pricing
-    link_table = np.full(len(inst.links), -1, dtype=np.int64)
+    link_table = np.full(inst.n_links, -1, dtype=np.int64)
     link_table[pricing.other] = np.arange(pricing.other.size)
-    out_ptr, out_links = _csr(inst.out_links)
-    in_ptr, in_links = _csr(inst.in_links)
-    node_columns = (
-        np.array(seg_ptr, dtype=np.int64),
-        np.array(starts, dtype=np.float64),
-        np.array(slopes, dtype=np.float64),
-        np.array(values, dtype=np.float64),
-        np.array(node_cap, dtype=np.float64),
-        np.array(node_table, dtype=np.int64),
-    )
+    node_columns = (seg_ptr, starts, slopes, values, node_cap, node_table)
     W = inst.n_blocks + 1
     work_t = np.ascontiguousarray(inst.work_between.T)
     network = (work_t, inst.activation_bits, inst.source, inst.target)
-    adjacency = (out_ptr, out_links, in_ptr, in_links)
+    adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
     arrays = KernelArrays(
         table_nodes=np.array(table_nodes, dtype=np.int64),
         table_links=pricing.other,

@@ -1,17 +1,21 @@
 """A network and a profile compiled into arrays: the state graph every co-design solver walks.
 
 Only nodes on some source-target path are kept, in a topological order (file order among
-equals) when the relevant part of the network is acyclic.
+equals) when the relevant part of the network is acyclic. Compiling reads the network's
+columns and builds every array with numpy: no Python object per node or link (the
+:class:`~inferplan.network.network.Link` objects and cost functions of :attr:`links`,
+:attr:`node_costs` and :attr:`link_costs` are made when an element is looked up).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -19,13 +23,43 @@ import numpy.typing as npt
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.costs import CapacityCost, Segments, segments
-from inferplan.network.network import Link, Network
+from inferplan.network.network import Link, Network, adjacency
 from inferplan.profiles.profile import Profile
 
 if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance", "range_sums"]
+
+T = TypeVar("T")
+
+
+class Lookup(Sequence[T]):
+    """A read-only sequence whose items are made when looked up (``item(k)``)."""
+
+    def __init__(self, size: int, item: Callable[[int], T]) -> None:
+        self._size, self._item = size, item
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, k: int) -> T: ...
+    @overload
+    def __getitem__(self, k: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, k: int | slice) -> T | tuple[T, ...]:
+        if isinstance(k, slice):
+            return tuple(self[j] for j in range(*k.indices(self._size)))
+        j = operator.index(k)
+        if not -self._size <= j < self._size:
+            raise IndexError(f"index {k} out of range for {self._size} items")
+        return self._item(j % self._size)
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self._item, range(self._size))
+
+    def __repr__(self) -> str:
+        return f"<{self._size} items, made when looked up>"
 
 
 @dataclass(frozen=True)
@@ -71,14 +105,19 @@ class CodesignInstance:
     profile: Profile
     node_ids: tuple[str, ...]
     capacity: FloatArray
-    node_costs: tuple[CapacityCost, ...]
-    links: tuple[Link, ...]
     link_src: IntArray
     link_dst: IntArray
     bandwidth: FloatArray
-    link_costs: tuple[CapacityCost, ...]
-    in_links: tuple[IntArray, ...]
-    out_links: tuple[IntArray, ...]
+    node_positions: IntArray
+    """Where each node sits in the network (its position in ``network.nodes``)."""
+    link_positions: IntArray
+    """Where each link sits in the network (its position in ``network.links``)."""
+    out_start: IntArray
+    """The out-links of node ``v`` are ``out_order[out_start[v]:out_start[v + 1]]``."""
+    out_order: IntArray
+    in_start: IntArray
+    """The in-links of node ``v`` are ``in_order[in_start[v]:in_start[v + 1]]``."""
+    in_order: IntArray
     work_between: FloatArray
     prefix_flops: FloatArray
     activation_bits: FloatArray
@@ -89,6 +128,44 @@ class CodesignInstance:
     @property
     def n_blocks(self) -> int:
         return self.profile.n_blocks
+
+    @property
+    def n_links(self) -> int:
+        return self.link_src.size
+
+    @cached_property
+    def links(self) -> Sequence[Link]:
+        """Each link as a :class:`~inferplan.network.network.Link` (made when looked up)."""
+        return Lookup(self.n_links, self._link)
+
+    @cached_property
+    def node_costs(self) -> Sequence[CapacityCost]:
+        """Each node's cost function (made when looked up)."""
+        return Lookup(len(self.node_ids), self._node_cost)
+
+    @cached_property
+    def link_costs(self) -> Sequence[CapacityCost]:
+        """Each link's cost function (made when looked up)."""
+        return Lookup(self.n_links, self._link_cost)
+
+    def _link(self, e: int) -> Link:
+        return self.network.link(int(self.link_positions[e]))
+
+    def _node_cost(self, v: int) -> CapacityCost:
+        return self.network.node_cost(int(self.node_positions[v]))
+
+    def _link_cost(self, e: int) -> CapacityCost:
+        return self.network.link_cost(int(self.link_positions[e]))
+
+    @cached_property
+    def out_links(self) -> tuple[IntArray, ...]:
+        """The out-links of each node, in increasing order."""
+        return _rows(self.out_start, self.out_order)
+
+    @cached_property
+    def in_links(self) -> tuple[IntArray, ...]:
+        """The in-links of each node, in increasing order."""
+        return _rows(self.in_start, self.in_order)
 
     def check_acyclic(self, solver: str) -> None:
         """Raise :class:`NetworkHasCycle` if ``solver`` (which needs a DAG) got a cycle."""
@@ -123,17 +200,27 @@ class CodesignInstance:
     @cached_property
     def node_pricing(self) -> Pricing:
         """The nodes' costs in the arrays the vectorised solvers use."""
-        return _pricing(self.node_costs)
+        net = self.network
+        return _pricing(net.node_price, net.node_costs, self.node_positions)
 
     @cached_property
     def link_pricing(self) -> Pricing:
         """The links' costs in the arrays the vectorised solvers use."""
-        return _pricing(self.link_costs)
+        net = self.network
+        return _pricing(net.link_price, net.link_costs, self.link_positions)
 
     @cached_property
-    def node_segments(self) -> tuple[Segments | None, ...]:
-        """The piecewise-linear form of each node's cost (``None`` where it has none)."""
-        return tuple(segments(c) for c in self.node_costs)
+    def node_segments(self) -> dict[int, Segments | None]:
+        """The piecewise-linear form of the cost of each node that has its own cost
+        function, by index (``None`` where it has none); every other node's cost is linear in
+        its price."""
+        return {v: segments(self.node_costs[v]) for v in self.costed_nodes.tolist()}
+
+    @cached_property
+    def costed_nodes(self) -> IntArray:
+        """The nodes that have their own cost function, in increasing order."""
+        own = list(self.network.node_costs)
+        return np.flatnonzero(np.isin(self.node_positions, own)) if own else _NONE
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
@@ -261,15 +348,29 @@ def _represents(value: float, num: int, den: int) -> bool:
     return b <= den and a * (den // b) == num
 
 
-def _pricing(costs: tuple[CapacityCost, ...]) -> Pricing:
-    prices = [c.linear_price for c in costs]
-    cap = np.array([c.max_amount for c in costs], dtype=np.float64)
-    return Pricing(
-        price=np.array([0.0 if p is None else p for p in prices], dtype=np.float64),
-        cap=cap,
-        capped=np.flatnonzero(np.isfinite(cap)),
-        other=np.array([k for k, p in enumerate(prices) if p is None], dtype=np.int64),
-    )
+def _pricing(prices: FloatArray, costs: Mapping[int, CapacityCost], positions: IntArray) -> Pricing:
+    """Pricing of the elements at ``positions`` of a network column of linear ``prices``,
+    some of which have cost functions (``costs``, by position)."""
+    price = prices[positions]
+    cap = np.full(positions.size, np.inf)
+    other = []
+    if costs:
+        for k in np.flatnonzero(np.isin(positions, list(costs))).tolist():
+            cost = costs[int(positions[k])]
+            linear = cost.linear_price
+            price[k] = 0.0 if linear is None else linear
+            cap[k] = cost.max_amount
+            if linear is None:
+                other.append(k)
+    return Pricing(price=price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)),
+                   other=np.array(other, dtype=np.int64))  # fmt: skip
+
+
+_NONE: IntArray = np.zeros(0, dtype=np.int64)
+
+
+def _rows(start: IntArray, order: IntArray) -> tuple[IntArray, ...]:
+    return tuple(np.split(order, start[1:-1]))
 
 
 def _find_cycle(graph: nx.DiGraph) -> list[str]:
@@ -279,29 +380,27 @@ def _find_cycle(graph: nx.DiGraph) -> list[str]:
     return [str(u) for u, _ in cycle] + [str(cycle[0][0])]
 
 
-def _topological_order(n: int, src: IntArray, dst: IntArray) -> list[int] | None:
+def _topological_order(n: int, src: IntArray, dst: IntArray) -> IntArray | None:
     """Kahn's algorithm taking the lowest index first (file order among equals); ``None`` if
-    the graph has a cycle."""
+    the graph has a cycle. When every link goes from a lower index to a higher one (a file
+    written in a topological order, as the generators and most tools write them), that order
+    is the identity, found without the loop."""
+    if bool(np.all(src < dst)):
+        return np.arange(n, dtype=np.int64)
     indegree = np.bincount(dst, minlength=n).tolist()
-    outs = _group(src, n)
+    start, order = adjacency(src, n)
+    first, heads = start.tolist(), dst[order].tolist()
     ready = [v for v in range(n) if indegree[v] == 0]
     heapq.heapify(ready)
-    order: list[int] = []
+    done: list[int] = []
     while ready:
         v = heapq.heappop(ready)
-        order.append(v)
-        for z in dst[outs[v]].tolist():
+        done.append(v)
+        for z in heads[first[v] : first[v + 1]]:
             indegree[z] -= 1
             if indegree[z] == 0:
                 heapq.heappush(ready, z)
-    return order if len(order) == n else None
-
-
-def _group(keys: IntArray, n: int) -> tuple[IntArray, ...]:
-    """Indices of ``keys`` equal to ``0..n-1``, each in increasing order."""
-    order = np.argsort(keys, kind="stable")
-    bounds = np.searchsorted(keys[order], np.arange(n + 1))
-    return tuple(order[bounds[k] : bounds[k + 1]] for k in range(n))
+    return np.array(done, dtype=np.int64) if len(done) == n else None
 
 
 def compile_instance(
@@ -314,46 +413,51 @@ def compile_instance(
     NetworkHasCycle
         If ``require_acyclic`` and a cycle lies on the way from source to target.
     """
-    keep = network.on_path_nodes()
-    position = {v: k for k, v in enumerate(keep)}
-    kept_links = [e for e in network.links if e.source in position and e.target in position]
-    src = np.array([position[e.source] for e in kept_links], dtype=np.int64)
-    dst = np.array([position[e.target] for e in kept_links], dtype=np.int64)
-    topo = _topological_order(len(keep), src, dst)
+    on_path = network.on_path
+    keep = np.flatnonzero(on_path)  # network positions of the kept nodes, in file order
+    kept_links = np.flatnonzero(on_path[network.link_tail] & on_path[network.link_head])
+    position = np.full(on_path.size, -1, dtype=np.int64)
+    position[keep] = np.arange(keep.size)
+    src = position[network.link_tail[kept_links]]
+    dst = position[network.link_head[kept_links]]
+    topo = _topological_order(keep.size, src, dst)
     acyclic = topo is not None
-    if topo is None and require_acyclic:
-        cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(keep)))
-        raise NetworkHasCycle(
-            f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
-            "exact only on acyclic networks (method 'milp' solves cyclic ones)",
-            field="links",
-        )
-    order = [keep[k] for k in topo] if topo is not None else list(keep)
-    index = {v: k for k, v in enumerate(order)}
-    links = tuple(kept_links)
-    link_src = np.array([index[e.source] for e in links], dtype=np.int64)
-    link_dst = np.array([index[e.target] for e in links], dtype=np.int64)
-    nodes = [network.node_by_id[v] for v in order]
+    if topo is None:
+        if require_acyclic:
+            kept = [network.node_ids[k] for k in keep.tolist()]
+            cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(kept)))
+            raise NetworkHasCycle(
+                f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
+                "exact only on acyclic networks (method 'milp' solves cyclic ones)",
+                field="links",
+            )
+        topo = np.arange(keep.size, dtype=np.int64)
+    rank = np.empty(keep.size, dtype=np.int64)
+    rank[topo] = np.arange(keep.size)
+    nodes = keep[topo]
+    link_src, link_dst = rank[src], rank[dst]
+    out_start, out_order = adjacency(link_src, keep.size)
+    in_start, in_order = adjacency(link_dst, keep.size)
+    ids = network.node_ids
     work = range_sums(profile.flops)
-    in_links = _group(link_dst, len(order))
-    out_links = _group(link_src, len(order))
     return CodesignInstance(
         network=network,
         profile=profile,
-        node_ids=tuple(order),
-        capacity=np.array([n.capacity for n in nodes], dtype=np.float64),
-        node_costs=tuple(n.capacity_cost for n in nodes),
-        links=links,
+        node_ids=tuple(ids[k] for k in nodes.tolist()),
+        capacity=network.node_capacity[nodes],
         link_src=link_src,
         link_dst=link_dst,
-        bandwidth=np.array([e.capacity for e in links], dtype=np.float64),
-        link_costs=tuple(e.capacity_cost for e in links),
-        in_links=in_links,
-        out_links=out_links,
+        bandwidth=network.link_capacity[kept_links],
+        node_positions=nodes,
+        link_positions=kept_links,
+        out_start=out_start,
+        out_order=out_order,
+        in_start=in_start,
+        in_order=in_order,
         work_between=work,
         prefix_flops=work[0].copy(),
         activation_bits=np.asarray(profile.activation_bits, dtype=np.float64),
-        source=index[network.source],
-        target=index[network.target],
+        source=int(rank[position[network.node_position[network.source]]]),
+        target=int(rank[position[network.node_position[network.target]]]),
         acyclic=acyclic,
     )

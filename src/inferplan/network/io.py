@@ -1,17 +1,20 @@
-"""Network files (JSON or YAML): loading with validation, and saving."""
+"""Network files (JSON or YAML, elements listed or in tables): loading with validation, and
+saving."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from inferplan.documents import read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidNetwork
 from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
-from inferplan.network.network import Link, Network, Node
+from inferplan.network.network import Network
 
 __all__ = ["cost_from_dict", "load_network", "network_from_dict", "save_network"]
 
@@ -122,6 +125,15 @@ class _NetworkFile(BaseModel):
     links: list[_LinkEntry] = Field(validation_alias=AliasChoices("links", "edges"))
 
 
+class _TablesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    target: str
+    nodes: str
+    links: str = Field(validation_alias=AliasChoices("links", "edges"))
+
+
 def _cost(entry: _NodeEntry | _LinkEntry, where: str) -> tuple[float, CapacityCost | None]:
     if entry.cost is None:
         if entry.price is None:
@@ -132,25 +144,129 @@ def _cost(entry: _NodeEntry | _LinkEntry, where: str) -> tuple[float, CapacityCo
     return price, cost
 
 
-def network_from_dict(data: object, *, source: str | None = None) -> Network:
-    """Build a :class:`Network` from network-file data, naming ``source`` in errors."""
-    doc = validate_document(_NetworkFile, data, source=source, error=InvalidNetwork)
+def _prices(
+    entries: Sequence[_NodeEntry | _LinkEntry], where: Callable[[int], str]
+) -> tuple[list[float], dict[int, CapacityCost]]:
+    prices, costs = [], {}
+    for k, entry in enumerate(entries):
+        price, cost = _cost(entry, where(k))
+        prices.append(price)
+        if cost is not None:
+            costs[k] = cost
+    return prices, costs
+
+
+_NODE_FIELDS = ("id", "capacity", "price")
+_LINK_FIELDS = ("source", "target", "capacity", "price")
+_TEXT_FIELDS = ("id", "source", "target")
+
+
+def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | None:
+    """The columns of a list of elements that each have exactly ``fields``, of the types the
+    file format asks for (text ids, numbers within the floating-point range), or ``None``
+    when any element differs: then the elements are validated one by one."""
+    if not isinstance(items, list) or set(map(type, items)) - {dict}:
+        return None
+    if items and set(map(len, items)) != {len(fields)}:
+        return None
     try:
-        nodes = []
-        for k, n in enumerate(doc.nodes):
-            price, cost = _cost(n, f"nodes[{k}] ({n.id!r})")
-            nodes.append(Node(n.id, n.capacity, price, cost))
-        links = []
-        for k, e in enumerate(doc.links):
-            price, cost = _cost(e, f"links[{k}] ({e.source!r}->{e.target!r})")
-            links.append(Link(e.source, e.target, e.capacity, price, cost))
-        return Network(nodes=tuple(nodes), links=tuple(links), source=doc.source, target=doc.target)
+        columns = {name: [item[name] for item in items] for name in fields}
+    except KeyError:
+        return None
+    out: dict[str, Any] = {}
+    for name, column in columns.items():
+        if name in _TEXT_FIELDS:
+            if not set(map(type, column)) <= {str}:
+                return None
+            out[name] = column
+            continue
+        if not set(map(type, column)) <= {int, float}:
+            return None
+        try:
+            out[name] = np.array(column, dtype=np.float64)
+        except OverflowError:
+            return None
+    return out
+
+
+def _plain_network(data: object) -> Network | None:
+    """The network of a document in the plain shape (no cost functions, every field as
+    :func:`_plain_elements` wants it), built column-wise; ``None`` for any other document."""
+    if not isinstance(data, dict) or len(data) != 4:
+        return None
+    links_key = "links" if "links" in data else "edges"
+    if set(data) != {"source", "target", "nodes", links_key}:
+        return None
+    source, target = data["source"], data["target"]
+    nodes = _plain_elements(data["nodes"], _NODE_FIELDS)
+    links = _plain_elements(data[links_key], _LINK_FIELDS)
+    if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
+        return None
+    return _from_plain(nodes, links, source, target)
+
+
+def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
+    """The network of plain columns (see :func:`_plain_elements`)."""
+    return Network.from_columns(
+        node_ids=nodes["id"],
+        node_capacity=nodes["capacity"],
+        node_price=nodes["price"],
+        link_source=links["source"],
+        link_target=links["target"],
+        link_capacity=links["capacity"],
+        link_price=links["price"],
+        source=source,
+        target=target,
+    )
+
+
+def network_from_dict(
+    data: object, *, source: str | None = None, folder: str | Path | None = None
+) -> Network:
+    """Build a :class:`Network` from network-file data, naming ``source`` in errors.
+
+    ``nodes`` and ``links`` are lists of elements, or both names of tables (Parquet or CSV
+    files, relative to ``folder``, the current directory by default; see
+    :func:`load_network`).
+    """
+    try:
+        if isinstance(data, dict) and any(
+            isinstance(data.get(key), str) for key in ("nodes", "links", "edges")
+        ):
+            return _from_tables(data, source, Path(folder or "."))
+        plain = _plain_network(data)
+        if plain is not None:
+            return plain
+        doc = validate_document(_NetworkFile, data, source=source, error=InvalidNetwork)
+        node_price, node_costs = _prices(doc.nodes, lambda k: f"nodes[{k}] ({doc.nodes[k].id!r})")
+        link_price, link_costs = _prices(
+            doc.links, lambda k: f"links[{k}] ({doc.links[k].source!r}->{doc.links[k].target!r})"
+        )
+        return Network.from_columns(
+            node_ids=[n.id for n in doc.nodes],
+            node_capacity=[n.capacity for n in doc.nodes],
+            node_price=node_price,
+            link_source=[e.source for e in doc.links],
+            link_target=[e.target for e in doc.links],
+            link_capacity=[e.capacity for e in doc.links],
+            link_price=link_price,
+            source=doc.source,
+            target=doc.target,
+            node_costs=node_costs,
+            link_costs=link_costs,
+        )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
 
 
 def load_network(path: str | Path) -> Network:
-    """Read a network file (JSON or YAML).
+    """Read a network file (JSON or YAML), its elements listed or in tables.
+
+    A network file lists its ``nodes`` and ``links``, or names two tables (Parquet or CSV
+    files, relative to the network file; reading them needs pyarrow,
+    ``pip install 'inferplan[tables]'``) that hold them one row each: see
+    :func:`save_network` and ``docs/codesign-scale.md``. Either way every element is
+    validated, and an error names the file, the element and what is wrong.
 
     Examples
     --------
@@ -163,9 +279,90 @@ def load_network(path: str | Path) -> Network:
     >>> inferplan.load_network(f).target
     't'
     """
-    return network_from_dict(read_document(path), source=str(path))
+    path = Path(path)
+    found: list[Network] = []
+
+    def plain(data: object) -> bool:  # the common shape, built as it is checked
+        try:
+            network = _plain_network(data)
+        except InferplanError as exc:
+            raise exc.located(str(path)) from None
+        found.extend([network] if network is not None else [])
+        return network is not None
+
+    data = read_document(path, shallow=plain)
+    if found:
+        return found[0]
+    return network_from_dict(data, source=str(path), folder=path.parent)
 
 
-def save_network(network: Network, path: str | Path) -> None:
-    """Write ``network`` in the network-file format (JSON or YAML by suffix)."""
-    write_document(network.to_dict(), path)
+def save_network(
+    network: Network, path: str | Path, *, tables: bool | Literal["parquet", "csv"] = False
+) -> None:
+    """Write ``network`` in the network-file format (JSON or YAML by suffix).
+
+    With ``tables`` (``True`` or ``"parquet"``, or ``"csv"``) the nodes and links go to two
+    tables beside the file, ``<stem>.nodes.parquet`` and ``<stem>.links.parquet`` (or
+    ``.csv``), which the file names: the form for large networks (needs pyarrow).
+
+    Examples
+    --------
+    >>> import inferplan, pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "net.yaml"
+    >>> net = inferplan.tiered(seed=1)
+    >>> inferplan.save_network(net, f, tables=True)
+    >>> print(f.read_text())
+    links: net.links.parquet
+    nodes: net.nodes.parquet
+    source: s
+    target: t
+    <BLANKLINE>
+    >>> inferplan.load_network(f) == net
+    True
+    """
+    if not tables:
+        write_document(network.to_dict(), path)
+        return
+    from inferplan.network.tables import write_tables
+
+    path = Path(path)
+    nodes, links = write_tables(network, path, "csv" if tables == "csv" else "parquet")
+    write_document(
+        {"source": network.source, "target": network.target, "nodes": nodes, "links": links},
+        path,
+    )
+
+
+def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Network:
+    """The network whose elements are in the tables ``data`` names; an element's error
+    names its table."""
+    from inferplan.network import tables
+
+    doc = validate_document(_TablesFile, data, source=source, error=InvalidNetwork)
+    files = {"nodes": folder / doc.nodes, "links": folder / doc.links}
+    read = {
+        "nodes": tables.read_table(files["nodes"], tables.NODE_COLUMNS),
+        "links": tables.read_table(files["links"], tables.LINK_COLUMNS),
+    }
+    try:
+        nodes = tables.plain_columns(read["nodes"], tables.NODE_COLUMNS)
+        links = tables.plain_columns(read["links"], tables.LINK_COLUMNS)
+        if nodes is not None and links is not None:
+            return _from_plain(nodes, links, doc.source, doc.target)
+        listed = {
+            "source": doc.source,
+            "target": doc.target,
+            **{
+                kind: tables.table_elements(
+                    read[kind], columns, csv=files[kind].suffix.lower() == ".csv"
+                )
+                for kind, columns in (("nodes", tables.NODE_COLUMNS),
+                                      ("links", tables.LINK_COLUMNS))
+            },
+        }  # fmt: skip
+        return network_from_dict(listed)
+    except InferplanError as exc:
+        kind = (exc.field or "").split("[")[0]
+        if kind in files:
+            exc.located(str(files[kind]))
+        raise

@@ -1,33 +1,31 @@
-"""The :class:`Network` value: compute nodes, directed links, a source and a target."""
+"""The :class:`Network` value: compute nodes, directed links, a source and a target.
+
+A network keeps its elements as columns (a list of ids, numpy arrays of numbers and link
+endpoints, the few explicit cost functions by position), validated column-wise: a network of
+half a million links costs no Python object per element. :attr:`Network.nodes` and
+:attr:`Network.links` build the :class:`Node` and :class:`Link` objects when first asked for.
+"""
 
 from __future__ import annotations
 
-import math
+import contextlib
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import InvalidNetwork
 from inferplan.network.costs import CapacityCost, LinearCost
 
 if TYPE_CHECKING:
     import networkx as nx  # loaded by the conversions only: planning does not need it
 
-__all__ = ["Link", "Network", "Node"]
-
-
-def _check_capacity(value: float, where: str) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise InvalidNetwork(
-            f"capacity must be a positive finite number, got {value!r}", field=where
-        )
-
-
-def _check_price(value: float, where: str) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-        raise InvalidNetwork(
-            f"price must be a non-negative finite number, got {value!r}", field=where
-        )
+__all__ = ["Labels", "Link", "Network", "Node", "adjacency", "reachable"]
 
 
 @dataclass(frozen=True)
@@ -68,14 +66,142 @@ class Link:
         return f"{self.source!r}->{self.target!r}"
 
 
-@dataclass(frozen=True)
+def _floats(values: Sequence[object]) -> FloatArray:
+    """``values`` as floats, NaN (which no check accepts) for anything that is not an ``int``
+    or ``float`` or is beyond the floating-point range."""
+    if set(map(type, values)) <= {float, int}:
+        try:
+            return np.array(values, dtype=np.float64)
+        except OverflowError:
+            pass
+    out = np.full(len(values), np.nan)
+    for k, value in enumerate(values):
+        if isinstance(value, int | float):
+            with contextlib.suppress(OverflowError):
+                out[k] = float(value)
+    return out
+
+
+def _first(mask: npt.NDArray[np.bool_]) -> int:
+    """The first index where ``mask`` holds, or its length if none."""
+    k = int(mask.argmax()) if mask.size else 0
+    return k if mask.size and mask[k] else mask.size
+
+
+def _first_repeat(values: Sequence[Any]) -> int:
+    """The first index whose value occurred before, or the length if none."""
+    seen: set[Any] = set()
+    for k, value in enumerate(values):
+        if value in seen:
+            return k
+        seen.add(value)
+    return len(values)
+
+
+class Labels(Sequence[str]):
+    """Text stored as codes into a list of distinct ``values`` (``values[codes[k]]`` is item
+    ``k``): how tables store the endpoints of half a million links among a few thousand
+    node ids, looked up once per distinct id."""
+
+    def __init__(self, codes: IntArray, values: Sequence[str]) -> None:
+        self.codes, self.values = codes, values
+
+    def __len__(self) -> int:
+        return self.codes.size
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[str]: ...
+    def __getitem__(self, k: int | slice) -> str | Sequence[str]:
+        if isinstance(k, slice):
+            return [self.values[c] for c in self.codes[k].tolist()]
+        return self.values[int(self.codes[k])]
+
+
+def _positions(names: Sequence[str], index: Mapping[str, int]) -> IntArray:
+    """The position of each name in ``index``, ``-1`` for a name it lacks."""
+    if isinstance(names, Labels):
+        return _positions(names.values, index)[names.codes]
+    if not names:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        found = operator.itemgetter(*names)(index)
+    except (KeyError, TypeError):
+        return np.array([index.get(v, -1) for v in names], dtype=np.int64)
+    return np.array(found if len(names) > 1 else (found,), dtype=np.int64)
+
+
+def _bad_capacity(values: FloatArray) -> npt.NDArray[np.bool_]:
+    return ~(np.isfinite(values) & (values > 0))
+
+
+def _bad_price(values: FloatArray) -> npt.NDArray[np.bool_]:
+    return ~(np.isfinite(values) & (values >= 0))
+
+
+def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
+    """Compressed rows of links by one end (``ends``, a node ``0..n-1`` per link): the links
+    whose end is node ``v`` are ``order[start[v]:start[v + 1]]``, in increasing order."""
+    if bool(np.all(ends[1:] >= ends[:-1])):  # already grouped, as files often are
+        order = np.arange(ends.size, dtype=np.int64)
+    else:
+        order = np.argsort(ends, kind="stable")
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=n), out=start[1:])
+    return start, order
+
+
+_FEW_LINKS = 2_000
+
+
+def reachable(start: IntArray, heads: IntArray, origin: int) -> npt.NDArray[np.bool_]:
+    """Nodes reachable from ``origin`` (included) along links whose heads, in the order of
+    the compressed rows ``start`` (see :func:`adjacency`), are ``heads``: one breadth-first
+    frontier at a time, each expanded by numpy at once (a plain search for a few links)."""
+    if heads.size <= _FEW_LINKS:  # a few links: one Python step per link beats numpy's calls
+        first, to = start.tolist(), heads.tolist()
+        found, stack = [False] * (start.size - 1), [origin]
+        found[origin] = True
+        while stack:
+            v = stack.pop()
+            for w in to[first[v] : first[v + 1]]:
+                if not found[w]:
+                    found[w] = True
+                    stack.append(w)
+        return np.array(found, dtype=bool)
+    seen = np.zeros(start.size - 1, dtype=bool)
+    seen[origin] = True
+    stamp = np.zeros(start.size - 1, dtype=np.int64)
+    frontier = np.array([origin], dtype=np.int64)
+    while frontier.size:
+        first = start[frontier]
+        counts = start[frontier + 1] - first
+        total = int(counts.sum())
+        if not total:
+            break
+        # the links of every frontier node, as one index array
+        offsets = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
+        nxt = heads[offsets]
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        # each new node once, without sorting: keep the occurrence whose stamp survives
+        stamp[nxt] = np.arange(nxt.size)
+        frontier = nxt[stamp[nxt] == np.arange(nxt.size)]
+    return seen
+
+
 class Network:
     """A directed compute network with a source and a target.
 
     Validated on construction: unique node ids, links between known nodes, no self-loops or
     duplicate links, positive finite capacities, non-negative finite prices, distinct source
     and target, and a path from source to target. Nodes and links off every source-target path
-    are legal and ignored by the planners.
+    are legal and ignored by the planners. Immutable.
+
+    Build it from :class:`Node` and :class:`Link` objects, or from columns with
+    :meth:`from_columns` (no object per element; what loading large files and
+    :func:`~inferplan.network.generators.layered_dag` use).
 
     Examples
     --------
@@ -87,52 +213,269 @@ class Network:
     ('s', 't')
     """
 
-    nodes: tuple[Node, ...]
-    links: tuple[Link, ...]
+    node_ids: tuple[str, ...]
+    """Node ids in file order."""
+    node_capacity: FloatArray
+    """Compute capacity of each node (FLOP/s), in file order."""
+    node_price: FloatArray
+    """Price per FLOP/s added of each node (its linear price)."""
+    link_tail: IntArray
+    """Position (in :attr:`node_ids`) of each link's source, in file order."""
+    link_head: IntArray
+    """Position of each link's target."""
+    link_capacity: FloatArray
+    """Bandwidth of each link (bit/s)."""
+    link_price: FloatArray
+    """Price per bit/s added of each link (its linear price)."""
+    node_costs: Mapping[int, CapacityCost]
+    """The nodes that have a cost function, by position (the others cost their price)."""
+    link_costs: Mapping[int, CapacityCost]
+    """The links that have a cost function, by position."""
     source: str
     target: str
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        object.__setattr__(self, "links", tuple(self.links))
-        seen: set[str] = set()
-        for k, node in enumerate(self.nodes):
-            where = f"nodes[{k}] ({node.id!r})"
-            if node.id in seen:
-                raise InvalidNetwork(f"duplicate node id {node.id!r}", field=where)
-            seen.add(node.id)
-            _check_capacity(node.capacity, f"{where}.capacity")
-            _check_price(node.price, f"{where}.price")
-        pairs: set[tuple[str, str]] = set()
-        for k, link in enumerate(self.links):
-            where = f"links[{k}] ({link.label})"
-            for end in ("source", "target"):
-                if getattr(link, end) not in seen:
-                    raise InvalidNetwork(
-                        f"{end} {getattr(link, end)!r} is not a node of the network", field=where
-                    )
-            if link.source == link.target:
-                raise InvalidNetwork("self-loop: a link must join two different nodes", field=where)
-            if (link.source, link.target) in pairs:
-                raise InvalidNetwork(
-                    f"duplicate link {link.label} (at most one link per direction)", field=where
-                )
-            pairs.add((link.source, link.target))
-            _check_capacity(link.capacity, f"{where}.capacity")
-            _check_price(link.price, f"{where}.price")
-        for end in ("source", "target"):
-            if getattr(self, end) not in seen:
-                raise InvalidNetwork(
-                    f"{getattr(self, end)!r} is not a node of the network", field=end
-                )
-        if self.source == self.target:
-            raise InvalidNetwork(f"source and target must differ, both are {self.source!r}",
-                                 field="target")  # fmt: skip
-        if self.target not in self._reachable(self.source, forward=True):
-            raise InvalidNetwork(
-                f"target {self.target!r} is unreachable from source {self.source!r}",
-                field="target",
+    def __init__(
+        self, nodes: Iterable[Node], links: Iterable[Link], source: str, target: str
+    ) -> None:
+        nodes, links = tuple(nodes), tuple(links)
+        raw = {
+            "nodes.capacity": [n.capacity for n in nodes],
+            "nodes.price": [n.price for n in nodes],
+            "links.capacity": [e.capacity for e in links],
+            "links.price": [e.price for e in links],
+        }
+        self._build(
+            [n.id for n in nodes],
+            _floats(raw["nodes.capacity"]),
+            _floats(raw["nodes.price"]),
+            [e.source for e in links],
+            [e.target for e in links],
+            _floats(raw["links.capacity"]),
+            _floats(raw["links.price"]),
+            source,
+            target,
+            {k: n.cost for k, n in enumerate(nodes) if n.cost is not None},
+            {k: e.cost for k, e in enumerate(links) if e.cost is not None},
+            raw,
+        )
+        self.__dict__["nodes"], self.__dict__["links"] = nodes, links
+
+    @classmethod
+    def from_columns(
+        cls,
+        *,
+        node_ids: Sequence[str],
+        node_capacity: npt.ArrayLike,
+        node_price: npt.ArrayLike,
+        link_source: Sequence[str],
+        link_target: Sequence[str],
+        link_capacity: npt.ArrayLike,
+        link_price: npt.ArrayLike,
+        source: str,
+        target: str,
+        node_costs: Mapping[int, CapacityCost] | None = None,
+        link_costs: Mapping[int, CapacityCost] | None = None,
+    ) -> Network:
+        """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
+        endpoints by node id), and the cost functions of the elements that have one, by
+        position. Validated as the constructor validates, with the same messages.
+
+        Examples
+        --------
+        >>> net = Network.from_columns(
+        ...     node_ids=["s", "t"], node_capacity=[1e9, 1e10], node_price=[1e-9, 1e-10],
+        ...     link_source=["s"], link_target=["t"], link_capacity=[1e8], link_price=[1e-8],
+        ...     source="s", target="t")
+        >>> net.links[0]
+        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None)
+        """
+        net = cls.__new__(cls)
+        net._build(
+            list(node_ids),
+            np.asarray(node_capacity, dtype=np.float64),
+            np.asarray(node_price, dtype=np.float64),
+            link_source,
+            link_target,
+            np.asarray(link_capacity, dtype=np.float64),
+            np.asarray(link_price, dtype=np.float64),
+            source,
+            target,
+            dict(node_costs or {}),
+            dict(link_costs or {}),
+            {},
+        )
+        return net
+
+    def _build(
+        self,
+        ids: list[str],
+        node_capacity: FloatArray,
+        node_price: FloatArray,
+        link_source: Sequence[str],
+        link_target: Sequence[str],
+        link_capacity: FloatArray,
+        link_price: FloatArray,
+        source: str,
+        target: str,
+        node_costs: dict[int, CapacityCost],
+        link_costs: dict[int, CapacityCost],
+        raw: Mapping[str, Sequence[object]],
+    ) -> None:
+        """Validate the columns (the first bad element in file order, checked as one element
+        at a time would be) and set them."""
+
+        def numbers(
+            kind: str, where: Callable[[int], str], capacity: FloatArray, price: FloatArray
+        ) -> list[tuple[int, Callable[[int], InvalidNetwork]]]:
+            """The checks of the ``capacity`` and ``price`` columns of nodes or links."""
+
+            def shown(column: str, values: FloatArray, k: int) -> object:
+                name = f"{kind}.{column}"
+                return raw[name][k] if name in raw else float(values[k])
+
+            return [
+                (_first(_bad_capacity(capacity)), lambda k: InvalidNetwork(
+                    "capacity must be a positive finite number, got "
+                    f"{shown('capacity', capacity, k)!r}", field=f"{where(k)}.capacity")),
+                (_first(_bad_price(price)), lambda k: InvalidNetwork(
+                    "price must be a non-negative finite number, got "
+                    f"{shown('price', price, k)!r}", field=f"{where(k)}.price")),
+            ]  # fmt: skip
+
+        n = len(ids)
+        index = dict(zip(ids, range(n), strict=True))
+
+        def node_where(k: int) -> str:
+            return f"nodes[{k}] ({ids[k]!r})"
+
+        def link_where(k: int) -> str:
+            return f"links[{k}] ({link_source[k]!r}->{link_target[k]!r})"
+
+        if not n == node_capacity.size == node_price.size:
+            raise InvalidNetwork("node columns of different lengths", field="nodes")
+        _raise_first(n, [
+            (n if len(index) == n else _first_repeat(ids),
+             lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
+            *numbers("nodes", node_where, node_capacity, node_price),
+        ])  # fmt: skip
+        if not len(link_source) == len(link_target) == link_capacity.size == link_price.size:
+            raise InvalidNetwork("link columns of different lengths", field="links")
+        tail, head = _positions(link_source, index), _positions(link_target, index)
+        key = tail * max(n, 1) + head
+        repeated = np.zeros(key.size, dtype=bool)
+        if not np.all(key[1:] > key[:-1]):  # links in increasing order have no repeats
+            order = np.argsort(key, kind="stable")
+            repeated[order[1:][key[order][1:] == key[order][:-1]]] = True
+        _raise_first(len(link_source), [
+            (_first(tail < 0), lambda k: InvalidNetwork(
+                f"source {link_source[k]!r} is not a node of the network", field=link_where(k))),
+            (_first(head < 0), lambda k: InvalidNetwork(
+                f"target {link_target[k]!r} is not a node of the network", field=link_where(k))),
+            (_first(tail == head), lambda k: InvalidNetwork(
+                "self-loop: a link must join two different nodes", field=link_where(k))),
+            (_first(repeated), lambda k: InvalidNetwork(
+                f"duplicate link {link_source[k]!r}->{link_target[k]!r} (at most one link per "
+                "direction)", field=link_where(k))),
+            *numbers("links", link_where, link_capacity, link_price),
+        ])  # fmt: skip
+        for end, name in (("source", source), ("target", target)):
+            if name not in index:
+                raise InvalidNetwork(f"{name!r} is not a node of the network", field=end)
+        if source == target:
+            raise InvalidNetwork(f"source and target must differ, both are {source!r}",
+                                field="target")  # fmt: skip
+        values = {
+            "node_ids": tuple(ids),
+            "node_capacity": node_capacity,
+            "node_price": node_price,
+            "link_tail": tail,
+            "link_head": head,
+            "link_capacity": link_capacity,
+            "link_price": link_price,
+            "node_costs": node_costs,
+            "link_costs": link_costs,
+            "source": source,
+            "target": target,
+            "node_position": index,
+        }
+        self.__dict__.update(values)
+        for array in (node_capacity, node_price, tail, head, link_capacity, link_price):
+            array.flags.writeable = False
+        if not self.from_source[index[target]]:
+            raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
+                                field="target")  # fmt: skip
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Network is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Network is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal ids, endpoints, capacities and prices, source and target (as
+        :class:`Node` and :class:`Link` compare, cost functions are not compared)."""
+        if not isinstance(other, Network):
+            return NotImplemented
+        ends = (self.source, self.target, self.node_ids)
+        return (
+            ends == (other.source, other.target, other.node_ids)
+            and all(
+                np.array_equal(getattr(self, a), getattr(other, a))
+                for a in ("node_capacity", "node_price", "link_tail", "link_head",
+                          "link_capacity", "link_price")
             )
+        )  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.target, self.node_ids, self.link_tail.size))
+
+    def __repr__(self) -> str:
+        return (
+            f"Network(<{len(self.node_ids)} nodes>, <{self.link_tail.size} links>, "
+            f"source={self.source!r}, target={self.target!r})"
+        )
+
+    def node(self, k: int) -> Node:
+        """The node at position ``k`` (file order)."""
+        if "nodes" in self.__dict__:
+            node: Node = self.__dict__["nodes"][k]
+            return node
+        return Node(self.node_ids[k], float(self.node_capacity[k]), float(self.node_price[k]),
+                    self.node_costs.get(k))  # fmt: skip
+
+    def link(self, k: int) -> Link:
+        """The link at position ``k`` (file order)."""
+        if "links" in self.__dict__:
+            link: Link = self.__dict__["links"][k]
+            return link
+        ids = self.node_ids
+        return Link(ids[self.link_tail[k]], ids[self.link_head[k]], float(self.link_capacity[k]),
+                    float(self.link_price[k]), self.link_costs.get(k))  # fmt: skip
+
+    def node_cost(self, k: int) -> CapacityCost:
+        """The cost function of the node at position ``k``."""
+        cost = self.node_costs.get(k)
+        return cost if cost is not None else LinearCost(float(self.node_price[k]))
+
+    def link_cost(self, k: int) -> CapacityCost:
+        """The cost function of the link at position ``k``."""
+        cost = self.link_costs.get(k)
+        return cost if cost is not None else LinearCost(float(self.link_price[k]))
+
+    @cached_property
+    def nodes(self) -> tuple[Node, ...]:
+        """The nodes as :class:`Node` objects (built on first use)."""
+        return tuple(self.node(k) for k in range(len(self.node_ids)))
+
+    @cached_property
+    def links(self) -> tuple[Link, ...]:
+        """The links as :class:`Link` objects (built on first use)."""
+        return tuple(self.link(k) for k in range(self.link_tail.size))
+
+    @cached_property
+    def node_position(self) -> Mapping[str, int]:
+        """The position of each node id."""
+        return {v: k for k, v in enumerate(self.node_ids)}
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -143,26 +486,22 @@ class Network:
     def node_by_id(self) -> dict[str, Node]:
         return {node.id: node for node in self.nodes}
 
+    @cached_property
+    def from_source(self) -> npt.NDArray[np.bool_]:
+        """Whether each node (file order) is reachable from the source."""
+        start, order = adjacency(self.link_tail, len(self.node_ids))
+        return reachable(start, self.link_head[order], self.node_position[self.source])
+
+    @cached_property
+    def on_path(self) -> npt.NDArray[np.bool_]:
+        """Whether each node (file order) lies on some source-target path."""
+        start, order = adjacency(self.link_head, len(self.node_ids))
+        to_target = reachable(start, self.link_tail[order], self.node_position[self.target])
+        return self.from_source & to_target
+
     def on_path_nodes(self) -> tuple[str, ...]:
         """Ids of the nodes on some source-target path, in file order."""
-        keep = self._reachable(self.source, forward=True)
-        keep &= self._reachable(self.target, forward=False)
-        return tuple(node.id for node in self.nodes if node.id in keep)
-
-    def _reachable(self, start: str, *, forward: bool) -> set[str]:
-        """The nodes reachable from ``start`` along the links (against them if not
-        ``forward``), ``start`` included."""
-        step: dict[str, list[str]] = {}
-        for link in self.links:
-            tail, head = (link.source, link.target) if forward else (link.target, link.source)
-            step.setdefault(tail, []).append(head)
-        seen, stack = {start}, [start]
-        while stack:
-            for w in step.get(stack.pop(), ()):
-                if w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-        return seen
+        return tuple(self.node_ids[k] for k in np.flatnonzero(self.on_path).tolist())
 
     def to_networkx(self) -> nx.DiGraph:
         """Nodes with ``capacity``/``price`` (and ``cost``) attributes; links likewise."""
@@ -204,25 +543,27 @@ class Network:
 
     def to_dict(self) -> dict[str, Any]:
         """The network in the network-file format."""
+        ids = self.node_ids
+        nodes = [
+            {"id": v, "capacity": c, "price": p}
+            for v, c, p in zip(
+                ids, self.node_capacity.tolist(), self.node_price.tolist(), strict=True
+            )
+        ]
+        links = [{"source": ids[u], "target": ids[v], "capacity": c, "price": p}
+                 for u, v, c, p in zip(self.link_tail.tolist(), self.link_head.tolist(),
+                                       self.link_capacity.tolist(), self.link_price.tolist(),
+                                       strict=True)]  # fmt: skip
+        for elements, costs in ((nodes, self.node_costs), (links, self.link_costs)):
+            for k, cost in costs.items():
+                elements[k]["cost"] = cost.to_dict()
+        return {"source": self.source, "target": self.target, "nodes": nodes, "links": links}
 
-        def element(base: dict[str, Any], cost: CapacityCost | None) -> dict[str, Any]:
-            if cost is not None:
-                base["cost"] = cost.to_dict()
-            return base
 
-        return {
-            "source": self.source,
-            "target": self.target,
-            "nodes": [
-                element({"id": n.id, "capacity": n.capacity, "price": n.price}, n.cost)
-                for n in self.nodes
-            ],
-            "links": [
-                element(
-                    {"source": e.source, "target": e.target, "capacity": e.capacity,
-                     "price": e.price},
-                    e.cost,
-                )
-                for e in self.links
-            ],
-        }  # fmt: skip
+def _raise_first(size: int, checks: list[tuple[int, Callable[[int], InvalidNetwork]]]) -> None:
+    """Raise the error of the check that fails at the lowest index below ``size`` (the
+    earliest check among those failing there), if any fails: the error that checking one
+    element at a time would raise. Each check gives its first failing index, or ``size``."""
+    k, error = min(checks, key=lambda check: check[0])
+    if k < size:
+        raise error(k)

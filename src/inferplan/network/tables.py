@@ -1,0 +1,256 @@
+"""Networks as tables: nodes and links one row each, in Parquet or CSV files (via pyarrow).
+
+A network file may name two tables instead of listing its elements (see
+:func:`~inferplan.network.io.load_network`)::
+
+    source: s
+    target: t
+    nodes: net.nodes.parquet    # columns: id, capacity, price, and cost columns
+    links: net.links.parquet    # columns: source, target, capacity, price, and cost columns
+
+A cost function is flat columns: ``cost_kind`` (``linear``, ``modules``, ``tiers`` or empty),
+``cost_size``, ``cost_price`` (linear and modules), ``cost_max``, and for tiers the lists
+``cost_upto`` and ``cost_tier_price`` (list columns in Parquet; in CSV numbers separated by
+``;``). A table with no cost functions, no empty cells and columns of the right types is read
+column-wise, without a Python object per row; any other is turned into the listed form and
+validated element by element, so that every problem is reported as it is for a listed network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from inferplan.errors import InvalidFile, InvalidNetwork
+from inferplan.network.costs import CapacityCost
+from inferplan.network.network import Labels, Network
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "COST_COLUMNS",
+    "LINK_COLUMNS",
+    "LIST_SEPARATOR",
+    "NODE_COLUMNS",
+    "plain_columns",
+    "read_table",
+    "table_elements",
+    "write_tables",
+]
+
+NODE_COLUMNS = ("id", "capacity", "price")
+"""The columns of a table of nodes (besides :data:`COST_COLUMNS`)."""
+LINK_COLUMNS = ("source", "target", "capacity", "price")
+"""The columns of a table of links (besides :data:`COST_COLUMNS`)."""
+COST_COLUMNS = ("cost_kind", "cost_size", "cost_price", "cost_max", "cost_upto",
+                "cost_tier_price")  # fmt: skip
+"""The optional columns of a cost function (its ``kind``, ``size``, ``price``, ``max``, and a
+tiered cost's ``upto`` and ``price`` lists)."""
+LIST_SEPARATOR = ";"
+"""What separates the numbers of a list in a CSV cell (``1e9;2e9``)."""
+
+_TEXT = ("id", "source", "target", "cost_kind")
+_LISTS = ("cost_upto", "cost_tier_price")
+
+
+def _pyarrow_needed(path: Path) -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise InvalidFile(
+            "reading or writing tables needs pyarrow: pip install 'inferplan[tables]'",
+            source=str(path),
+        ) from None
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
+    """Read a Parquet or CSV table (by suffix) and check its column names against
+    ``columns`` (an element's own) and :data:`COST_COLUMNS`.
+
+    Raises
+    ------
+    InvalidFile
+        If the file is missing, unreadable or of another kind.
+    InvalidNetwork
+        Naming an unknown or missing column.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise InvalidFile("a table must be a .parquet or .csv file", source=str(path))
+    _pyarrow_needed(path)
+    import pyarrow as pa
+
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        else:
+            import pyarrow.csv as pa_csv
+
+            text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
+            # only an empty cell is missing: "nan" is a number (refused as one)
+            table = pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(
+                column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
+    except FileNotFoundError:
+        raise InvalidFile("file not found", source=str(path)) from None
+    except (OSError, pa.ArrowException) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidFile(f"cannot read table ({problem})", source=str(path)) from None
+    known = (*columns, *COST_COLUMNS)
+    for name in table.column_names:
+        if name not in known:
+            raise InvalidNetwork(
+                f"unknown column {name!r} (known: {', '.join(known)})", source=str(path)
+            )
+    for name in columns[:-1]:
+        if name not in table.column_names:
+            raise InvalidNetwork(f"missing column {name!r}", source=str(path))
+    if "price" not in table.column_names and "cost_kind" not in table.column_names:
+        raise InvalidNetwork("missing column 'price' (give 'price' or 'cost_kind')",
+                             source=str(path))  # fmt: skip
+    return table
+
+
+def plain_columns(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``columns`` of ``table`` as a list of text or a float array each, when it has no
+    cost functions, no empty cells, text in its text columns and numbers in the others;
+    ``None`` otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    if "price" not in names or any(
+        table[name].null_count < len(table) for name in COST_COLUMNS if name in names
+    ):
+        return None
+    out: dict[str, Any] = {}
+    for name in columns:
+        column = table[name]
+        kind = column.type
+        if column.null_count:
+            return None
+        if name in _TEXT:
+            if pa.types.is_dictionary(kind):
+                column, kind = column.cast(kind.value_type), kind.value_type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                return None
+            if name == "id":
+                out[name] = column.to_pylist()
+                continue
+            coded = pc.dictionary_encode(column).combine_chunks()
+            out[name] = Labels(coded.indices.to_numpy().astype(np.int64),
+                               coded.dictionary.to_pylist())  # fmt: skip
+        elif pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            out[name] = pc.cast(column, pa.float64()).to_numpy()
+        else:
+            return None
+    return out
+
+
+def _number(value: Any) -> Any:
+    """A CSV cell's number (a float: CSV does not tell ``2`` from ``2.0``), or the cell as
+    it is when it is not one (so that it is refused as the listed form refuses it)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+def table_elements(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> list[dict[str, Any]]:
+    """The rows of ``table`` as the elements of a listed network (an empty cell is a missing
+    field; a cost function from the cost columns when ``cost_kind`` is given)."""
+    elements = []
+    for row in table.to_pylist():
+        if csv:
+            row = {
+                name: (
+                    [_number(x) for x in value.split(LIST_SEPARATOR)]
+                    if name in _LISTS and isinstance(value, str)
+                    else value
+                    if name in _TEXT
+                    else _number(value)
+                )
+                for name, value in row.items()
+            }
+        element = {name: row[name] for name in columns if row.get(name) is not None}
+        if row.get("cost_kind") is not None:
+            tiers = row["cost_kind"] == "tiers"
+            cost = {
+                "kind": row["cost_kind"],
+                "size": row.get("cost_size"),
+                "price": row.get("cost_tier_price" if tiers else "cost_price"),
+                "max": row.get("cost_max"),
+                "upto": row.get("cost_upto"),
+            }
+            element["cost"] = {key: value for key, value in cost.items() if value is not None}
+        elements.append(element)
+    return elements
+
+
+def _cost_columns(costs: dict[int, CapacityCost], size: int, csv: bool) -> dict[str, list[Any]]:
+    """The cost columns of the elements with ``costs`` (none when no element has one)."""
+    if not costs:
+        return {}
+    out: dict[str, list[Any]] = {name: [None] * size for name in COST_COLUMNS}
+    for k, cost in costs.items():
+        form = cost.to_dict()
+        tiers = form["kind"] == "tiers"
+        for key, value in form.items():
+            name = "cost_tier_price" if tiers and key == "price" else f"cost_{key}"
+            if isinstance(value, list) and csv:
+                value = LIST_SEPARATOR.join(repr(float(x)) for x in value)
+            out[name][k] = value
+    return out
+
+
+def write_tables(network: Network, path: Path, form: Literal["parquet", "csv"]) -> tuple[str, str]:
+    """Write the nodes and links of ``network`` to ``<stem>.nodes.<form>`` and
+    ``<stem>.links.<form>`` beside ``path``; return their names."""
+    _pyarrow_needed(path)
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    ids = pa.array(network.node_ids, pa.string())
+    csv = form == "csv"
+    tables = {
+        "nodes": {
+            "id": ids,
+            "capacity": network.node_capacity,
+            "price": network.node_price,
+            **_cost_columns(dict(network.node_costs), len(network.node_ids), csv),
+        },
+        "links": {
+            "source": ids.take(pa.array(network.link_tail)),
+            "target": ids.take(pa.array(network.link_head)),
+            "capacity": network.link_capacity,
+            "price": network.link_price,
+            **_cost_columns(dict(network.link_costs), network.link_tail.size, csv),
+        },
+    }
+    names = []
+    for kind, columns in tables.items():
+        target = path.with_name(f"{path.stem}.{kind}.{form}")
+        table = pa.table({name: _column(values) for name, values in columns.items()})
+        if csv:
+            pa_csv.write_csv(table, target)
+        else:
+            pq.write_table(table, target)
+        names.append(target.name)
+    return names[0], names[1]
+
+
+def _column(values: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(values, list) and any(isinstance(v, list) for v in values):
+        return pa.array(values, pa.list_(pa.float64()))
+    if isinstance(values, list) and all(v is None or isinstance(v, float) for v in values):
+        return pa.array(values, pa.float64())
+    return values if not isinstance(values, np.ndarray) else pa.array(values)
