@@ -236,8 +236,14 @@ def build_profile(
     inputs: Sequence[str],
     outputs: Sequence[str],
     warnings: Sequence[str] = (),
+    *,
+    state: frozenset[str] = frozenset(),
 ) -> GraphProfile:
-    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`."""
+    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`.
+
+    ``state`` names inputs that live with the block first using them (a layer's KV cache): they
+    cross only the cuts between that block and a later one that uses them too.
+    """
     order: list[str] = []
     for op in ops:
         if op.owner is not None and op.owner not in order:
@@ -259,7 +265,8 @@ def build_profile(
         if op.owner is not None:
             block[k] = index[op.owner]
         else:
-            block[k] = max([1, *(made.get(v, 0) for v in op.inputs if v not in constant)])
+            block[k] = max([1, *(made.get(v, 0) for v in op.inputs
+                                 if v not in constant and v not in state)])  # fmt: skip
         for v in op.outputs:
             made[v] = block[k]
     users: dict[str, list[int]] = {}
@@ -272,6 +279,8 @@ def build_profile(
             users.setdefault(v, []).append(block[k])
     for v in outputs:
         users.setdefault(v, []).append(m + 1)
+    for v in state:
+        made[v] = min(users.get(v, [0]))
 
     crossing: list[list[str]] = [[] for _ in range(m + 1)]
     backward: list[str | None] = [None] * (m + 1)

@@ -183,7 +183,7 @@ def trace_model(
 ) -> TracedModel:
     """Trace ``model`` and profile it (see :func:`profile_module` for the arguments)."""
     traced = profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
-                            input_dtypes=input_dtypes, name=name)  # fmt: skip
+                            input_dtypes=input_dtypes, name=name, tracer="fx")  # fmt: skip
     return TracedModel(model, traced)
 
 
