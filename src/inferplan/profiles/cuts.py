@@ -257,24 +257,32 @@ def build_profile(
     for op in ops:
         if all(v in constant for v in op.inputs):
             constant.update(op.outputs)
+    # What free operations make from state alone (a cache rebuilt from its tensors) is state.
+    resident = set(state)
+    for op in ops:
+        if (op.owner is None and any(v in resident for v in op.inputs)
+                and all(v in resident or v in constant for v in op.inputs)):  # fmt: skip
+            resident.update(op.outputs)
+    fixed = constant | resident
 
-    # Free operations run as early as their inputs allow; constant ones where first needed.
+    # Free operations run as early as their inputs allow; constant and state ones where first
+    # needed.
     made: dict[str, int] = dict.fromkeys(inputs, 0)
     block: list[int] = [0] * len(ops)
     for k, op in enumerate(ops):
         if op.owner is not None:
             block[k] = index[op.owner]
         else:
-            block[k] = max([1, *(made.get(v, 0) for v in op.inputs
-                                 if v not in constant and v not in state)])  # fmt: skip
+            block[k] = max([1, *(made.get(v, 0) for v in op.inputs if v not in fixed)])
         for v in op.outputs:
             made[v] = block[k]
     users: dict[str, list[int]] = {}
     for k in reversed(range(len(ops))):
         op = ops[k]
-        if op.owner is None and all(v in constant for v in op.outputs):
+        if op.owner is None and all(v in fixed for v in op.outputs):
             needed = [b for v in op.outputs for b in users.get(v, [])]
             block[k] = min(needed, default=block[k])
+            made.update(dict.fromkeys(op.outputs, block[k]))
         for v in op.inputs:
             users.setdefault(v, []).append(block[k])
     for v in outputs:

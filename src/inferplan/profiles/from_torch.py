@@ -54,13 +54,15 @@ __all__ = [
     "load_module_factory",
     "profile_module",
     "profile_torch",
+    "torch_dtype",
 ]
 
 Shape = tuple[int, ...]
 Tracer = Literal["export", "fx"]
 
 
-def _dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
+    """The ``torch.dtype`` named ``name`` (``float32``, ``fp16``, ``bf16``, ``int64``, ...)."""
     aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
                "fp64": "float64", "double": "float64", "float": "float32"}  # fmt: skip
     dtype = getattr(torch, aliases.get(name.lower(), name.lower()), None)
@@ -104,14 +106,15 @@ def _stand_in(item: Any, kind: str | None, float_dtype: Any, accepted: str) -> A
     """A meta-device tensor for one input given as a shape or an example tensor."""
     if isinstance(item, torch.Tensor):
         floating = item.is_floating_point()
-        item_dtype = _dtype(kind) if kind else (float_dtype if floating else item.dtype)
+        item_dtype = torch_dtype(kind) if kind else (float_dtype if floating else item.dtype)
         return torch.empty(tuple(item.shape), dtype=item_dtype, device="meta")
     if (
         isinstance(item, tuple | list | torch.Size)
         and item
         and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in item)
     ):
-        return torch.empty(tuple(item), dtype=_dtype(kind) if kind else float_dtype, device="meta")
+        item_dtype = torch_dtype(kind) if kind else float_dtype
+        return torch.empty(tuple(item), dtype=item_dtype, device="meta")
     raise InvalidProfile(f"bad input {item!r}: expected {accepted}", field="input_shapes")
 
 
@@ -209,7 +212,7 @@ def profile_module(
         raise InvalidProfile(f"expected a torch.nn.Module, got {type(module).__name__}")
     if tracer not in ("export", "fx"):
         raise InvalidProfile(f"must be 'export' or 'fx', got {tracer!r}", field="tracer")
-    float_dtype = _dtype(dtype)
+    float_dtype = torch_dtype(dtype)
     args, kwargs = _example_inputs(input_shapes, float_dtype, input_dtypes)
     label = name or type(module).__name__
     if tracer == "fx":
