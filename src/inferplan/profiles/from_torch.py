@@ -329,9 +329,18 @@ def _assemble_fx(
 
 
 def _module_path(node: Any) -> list[str]:
-    """The qualified names of the modules an operation runs in, outermost first."""
+    """The qualified names of the modules an operation runs in, outermost first.
+
+    Containers that are never called (a ``ModuleList``) are not on the recorded stack; they are
+    added from the names (``layers.0.attn`` is inside ``layers`` and ``layers.0``), so that depths
+    count name levels.
+    """
     stack = node.meta.get("nn_module_stack") or {}
-    return [qualified for qualified, _ in stack.values() if qualified]
+    path: dict[str, None] = {}
+    for qualified, _ in stack.values():
+        parts = qualified.split(".") if qualified else []
+        path.update(dict.fromkeys(".".join(parts[: k + 1]) for k in range(len(parts))))
+    return list(path)
 
 
 def _attribute(root: Any, target: str) -> Any:
