@@ -593,7 +593,7 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
 
 def profile_torch(
     spec: str,
-    input_shapes: Sequence[Shape],
+    input_shapes: Sequence[Shape] | Mapping[str, Shape],
     *,
     blocks: BlockSpec = None,
     dtype: str = "float32",
