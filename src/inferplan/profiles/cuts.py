@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -34,6 +34,8 @@ __all__ = [
     "Operation",
     "TensorInfo",
     "build_profile",
+    "free_containers",
+    "module_path",
     "owner_of",
     "parse_block_spec",
     "parse_factory_spec",
@@ -195,6 +197,25 @@ def parse_block_spec(text: str | None) -> BlockSpec:
     return groups
 
 
+def module_path(names: Sequence[str]) -> list[str]:
+    """The modules enclosing an operation, outermost first, from the qualified names a tracer
+    recorded (``''`` for the root is dropped).
+
+    Containers that are never called (a ``ModuleList``) are not recorded; they are added from
+    the names, so that depths count name levels.
+
+    Examples
+    --------
+    >>> module_path(["", "layers.0", "layers.0.attn"])
+    ['layers', 'layers.0', 'layers.0.attn']
+    """
+    path: dict[str, None] = {}
+    for qualified in names:
+        parts = qualified.split(".") if qualified else []
+        path.update(dict.fromkeys(".".join(parts[: k + 1]) for k in range(len(parts))))
+    return list(path)
+
+
 def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
     """The candidate block of an operation inside the modules ``path`` (outermost first)."""
     if not path:
@@ -206,6 +227,26 @@ def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
             if name in group:
                 return "+".join(group)
     return None
+
+
+def free_containers(ops: Sequence[Operation], spec: BlockSpec) -> list[Operation]:
+    """At a depth (or the default top level), an operation of a module whose submodules are
+    blocks themselves is free rather than a block around them: it runs where its inputs are
+    made (a model's own ``forward`` code between its layers would otherwise make one block
+    that comes both before and after them).
+
+    Examples
+    --------
+    >>> ops = [Operation("pos", "m", (), ("p",), 0.0),
+    ...        Operation("l0", "m.h.0", ("p",), ("a",), 1.0)]
+    >>> [op.owner for op in free_containers(ops, 3)]
+    [None, 'm.h.0']
+    """
+    if spec is not None and not isinstance(spec, int):
+        return list(ops)
+    names = {op.owner for op in ops if op.owner is not None}
+    containers = {b for b in names if any(o.startswith(b + ".") for o in names)}
+    return [replace(op, owner=None) if op.owner in containers else op for op in ops]
 
 
 def check_block_names(spec: BlockSpec, known: set[str], *, per_group: bool = False) -> None:

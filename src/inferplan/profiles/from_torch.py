@@ -44,6 +44,8 @@ from inferplan.profiles.cuts import (
     TensorInfo,
     build_profile,
     check_block_names,
+    free_containers,
+    module_path,
     owner_of,
     parse_factory_spec,
 )
@@ -325,22 +327,13 @@ def _assemble_fx(
     check_block_names(blocks, scopes)
     if not scopes:  # a module without submodules is one block
         ops = [replace(op, owner=label) for op in ops]
-    return build_profile(label, ops, values, inputs, outputs)
+    return build_profile(label, free_containers(ops, blocks), values, inputs, outputs)
 
 
 def _module_path(node: Any) -> list[str]:
-    """The qualified names of the modules an operation runs in, outermost first.
-
-    Containers that are never called (a ``ModuleList``) are not on the recorded stack; they are
-    added from the names (``layers.0.attn`` is inside ``layers`` and ``layers.0``), so that depths
-    count name levels.
-    """
+    """The qualified names of the modules an operation runs in, outermost first."""
     stack = node.meta.get("nn_module_stack") or {}
-    path: dict[str, None] = {}
-    for qualified, _ in stack.values():
-        parts = qualified.split(".") if qualified else []
-        path.update(dict.fromkeys(".".join(parts[: k + 1]) for k in range(len(parts))))
-    return list(path)
+    return module_path([qualified for qualified, _ in stack.values()])
 
 
 def _attribute(root: Any, target: str) -> Any:
@@ -416,8 +409,8 @@ class ExportedGraph:
         check_block_names(blocks, scopes)
         if not scopes:  # a module without submodules is one block
             ops = [replace(op, owner=label) for op in ops]
-        return build_profile(label, ops, self.values, self.inputs, self.outputs, warnings,
-                             state=self.state)  # fmt: skip
+        return build_profile(label, free_containers(ops, blocks), self.values, self.inputs,
+                             self.outputs, warnings, state=self.state)  # fmt: skip
 
 
 def _meta_module(module: Any, float_dtype: Any) -> Any:
