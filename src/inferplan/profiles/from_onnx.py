@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import onnx
-from onnx import shape_inference
+from onnx import TensorProto, shape_inference
 
 from inferplan.errors import InvalidProfile
 from inferplan.profiles.cuts import (
@@ -368,7 +368,7 @@ def _profile(
                     unsized[node.op_type] = unsized.get(node.op_type, 0) + 1
         params = 0
         for v in node.input:
-            if v in weights and v not in counted:
+            if v in weights and v not in counted and _is_weight(weights[v]):
                 counted.add(v)
                 params += math.prod(weights[v].dims)
         ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
@@ -395,6 +395,17 @@ def _profile(
         if not warnings:
             raise
         raise InvalidProfile(f"{exc.message}: {'; '.join(warnings)}", field=exc.field) from None
+
+
+_FLOATING = frozenset(
+    [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE]
+)
+
+
+def _is_weight(tensor: Any) -> bool:
+    """Whether an initializer counts as parameters: floating point and not a scalar (exporters
+    also store shapes, indices and scalar constants as initializers)."""
+    return tensor.data_type in _FLOATING and len(tensor.dims) > 0
 
 
 def _counts(nodes: dict[str, int]) -> str:

@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -469,7 +470,9 @@ def export_graph(
     was_training = meta.training
     meta.eval()
     try:
-        program = torch.export.export(meta, tuple(args), dict(kwargs), strict=False)
+        with warnings.catch_warnings():  # advice to the model's author (register_buffer, ...)
+            warnings.simplefilter("ignore", UserWarning)
+            program = torch.export.export(meta, tuple(args), dict(kwargs), strict=False)
     except GuardOnDataDependentSymNode:
         raise InvalidProfile(
             f"cannot export {label} with torch.export: its forward branches on the value of a "
