@@ -23,10 +23,11 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+from tests.profiles import reference_models as ref  # noqa: E402
+
 from inferplan.profiles import decoder_lm, resnet50, vgg16  # noqa: E402
 from inferplan.profiles.from_torch import profile_module  # noqa: E402
 from inferplan.profiles.from_transformers import build_model, profile_transformers  # noqa: E402
-from tests.profiles import reference_models as ref  # noqa: E402
 
 SEQ = 128
 
@@ -63,13 +64,21 @@ def transformers_rows(quick: bool) -> list[tuple[str, Any, float, float, float]]
              "num_key_value_heads": 4, "intermediate_size": 2816, "vocab_size": 32000}  # fmt: skip
     kw = dict(layers=2, hidden=1024, heads=16, kv_heads=4, ffn_hidden=2816, gated_mlp=True,
               vocab_size=32000, seq_len=SEQ)  # fmt: skip
-    cases += [("Llama-style 2x1024 GQA", "LlamaConfig", llama, "prefill",
-               decoder_lm(**kw).total_flops)]  # type: ignore[arg-type]
+    cases += [
+        ("Llama-style 2x1024 GQA", "LlamaConfig", llama, "prefill", decoder_lm(**kw).total_flops)
+    ]  # type: ignore[arg-type]
     if not quick:
         seven = dict(layers=32, hidden=4096, heads=32, ffn_hidden=11008, gated_mlp=True,
                      vocab_size=32000, seq_len=2048)  # fmt: skip
-        cases += [("LLaMA-7B-shaped", "LlamaConfig", {"max_position_embeddings":
-                   4096}, "prefill", decoder_lm(**seven).total_flops)]  # type: ignore[arg-type]
+        cases += [
+            (
+                "LLaMA-7B-shaped",
+                "LlamaConfig",
+                {"max_position_embeddings": 4096},
+                "prefill",
+                decoder_lm(**seven).total_flops,
+            )
+        ]  # type: ignore[arg-type]
     rows = []
     for label, config, overrides, phase, analytic in cases:
         seq = 2048 if "7B" in label else SEQ

@@ -137,6 +137,14 @@ def test_bad_configs_are_one_line_errors():
         assert "\n" not in str(info.value)
 
 
+def test_a_context_beyond_the_position_table_is_a_warning():
+    within = profile_transformers("GPT2Config", GPT2, seq_len=40, cache_len=63, phase="decode")
+    assert within.warnings == ()  # 63 cached + 1 new = 64 positions
+    over = profile_transformers("GPT2Config", GPT2, seq_len=65)
+    assert over.warnings == ("65 tokens exceed the config's max_position_embeddings (64): the "
+                             "model cannot run them as configured",)  # fmt: skip
+
+
 def test_model_class_and_blocks_can_be_chosen():
     got = profile_transformers("BertConfig", BERT, seq_len=8, model_class="BertForMaskedLM",
                                blocks=(("bert.embeddings", "bert.encoder"), ("cls",)))  # fmt: skip

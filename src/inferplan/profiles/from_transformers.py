@@ -259,24 +259,32 @@ def profile_transformers(
     label = name or type(model.config).__name__.removesuffix("Config") + f"-{phase}"
     accepts = inspect.signature(model.forward).parameters
     tokens = seq_len if phase == "prefill" else 1
+    cached = (cache_len or seq_len) if phase == "decode" else 0
     kwargs: dict[str, Any] = {
         "input_ids": torch.zeros(batch, tokens, dtype=torch.int64, device="meta")
     }
     if phase == "decode":
         with _quiet():
-            cache = _decode_cache(model, batch, cache_len or seq_len)
+            cache = _decode_cache(model, batch, cached)
         _register_cache(cache)
         kwargs["cache" if "cache" in accepts else "past_key_values"] = cache
     if attention_mask:
-        context = tokens + (cache_len or seq_len if phase == "decode" else 0)
-        kwargs["attention_mask"] = torch.ones(batch, context, dtype=torch.int64, device="meta")
+        kwargs["attention_mask"] = torch.ones(batch, tokens + cached, dtype=torch.int64,
+                                              device="meta")  # fmt: skip
     if "use_cache" in accepts:
         kwargs["use_cache"] = phase == "decode"
     if "logits_to_keep" in accepts:
         kwargs["logits_to_keep"] = 1
     with _quiet():
         graph = export_graph(model, [], kwargs, float_dtype=float_dtype, label=label)
+    # The meta device checks no index: a position table too short for the context would go
+    # unnoticed.
+    limit = getattr(model.config, "max_position_embeddings", None)
+    warnings = []
+    if isinstance(limit, int) and tokens + cached > limit:
+        warnings.append(f"{tokens + cached} tokens exceed the config's max_position_embeddings "
+                        f"({limit}): the model cannot run them as configured")  # fmt: skip
     layers = _layer_list(model)
     if blocks is not None or layers is None:
-        return graph.profile(label, lambda path: owner_of(path, blocks), blocks)
-    return graph.profile(label, layer_blocks(layers, graph.module_order()))
+        return graph.profile(label, lambda path: owner_of(path, blocks), blocks, warnings)
+    return graph.profile(label, layer_blocks(layers, graph.module_order()), warnings=warnings)
