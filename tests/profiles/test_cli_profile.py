@@ -90,10 +90,10 @@ def test_cut_report(models):
     report = json.loads(result.stdout)
     assert [sorted(t["name"] for t in c["tensors"]) for c in report["cuts"]] == [
         ["x"],
-        ["a"],
-        ["a", "b"],
+        ["conv2d"],  # the exported graph's names: a's output
+        ["conv2d", "conv2d_1"],  # after b, a's output crosses too
         ["flatten"],
-        ["head"],
+        ["linear"],
     ]
     table = _run(["profile", "mymodels:Skip", "--input-shape", "1,3,8,8", "--cuts"])
     assert "candidate cuts" in table.stdout and "kept" in table.stdout
@@ -188,3 +188,55 @@ def test_help_states_the_trust_boundary():
     assert (
         "IMPORTS AND RUNS that Python code, with the current directory first on the import" in text
     )
+
+
+TINY_GPT2 = ["--config", "n_layer=2", "--config", "n_embd=64", "--config", "n_head=4",
+             "--config", "vocab_size=100"]  # fmt: skip
+
+
+def test_transformers_config_prefill_and_decode():
+    pytest.importorskip("transformers")
+    from inferplan.profiles.from_transformers import profile_transformers
+
+    config = {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 100}
+    for extra, kw in (([], {}), (["--decode", "--cache-len", "20", "--batch", "2"],
+                                 {"phase": "decode", "cache_len": 20, "batch": 2})):  # fmt: skip
+        result = _run(["profile", "transformers:GPT2Config", *TINY_GPT2, "--seq-len", "8",
+                       *extra, "--json"])  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        want = profile_transformers("GPT2Config", config, seq_len=8, **kw).profile
+        assert json.loads(result.stdout) == want.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["transformers:GPT2Config", *TINY_GPT2], "give the tokens per sequence (--seq-len)"),
+        (["transformers:NoConfig", "--seq-len", "4"], "no configuration class 'NoConfig'"),
+        (["transformers:GPT2Config", "--config", "n_layers=2", "--seq-len", "4"],
+         "--config: GPT2Config has no field(s) 'n_layers'"),
+        (["transformers:GPT2Config", "--seq-len", "4", "--cache-len", "3"],
+         "--cache-len applies to --decode only"),
+        (["transformers:GPT2Config", "--seq-len", "4", "--input-shape", "1,4"],
+         "--input-shape does not apply to transformers models"),
+        (["transformers:GPT2Config", *TINY_GPT2, "--seq-len", "4", "--measure"],
+         "--measure applies to PyTorch models"),
+        (["vgg16", "--seq-len", "4"], "--seq-len apply to transformers:CONFIG_CLASS models only"),
+    ],
+)  # fmt: skip
+def test_transformers_bad_input_is_one_line_exit_2(args, message):
+    pytest.importorskip("transformers")
+    result = _run(["profile", *args])
+    assert result.exit_code == 2, result.stdout
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_keyword_inputs_on_the_command_line(models):
+    by_name = _run(["profile", "mymodels:Skip", "--input-shape", "x=1,3,8,8", "--json"])
+    assert by_name.exit_code == 0, by_name.stderr
+    plain = _run(["profile", "mymodels:Skip", "--input-shape", "1,3,8,8", "--json"])
+    assert json.loads(by_name.stdout) == json.loads(plain.stdout)
+    mixed = _run(["profile", "mymodels:Merge", "--input-shape", "p=1,8,4,4", "--input-shape",
+                  "1,8,4,4"])  # fmt: skip
+    assert mixed.exit_code == 2 and "name every input (name=shape) or none" in mixed.stderr

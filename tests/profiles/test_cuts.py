@@ -92,3 +92,30 @@ def test_owner_of_and_specs():
             parse_block_spec(bad)
     with pytest.raises(InvalidProfile, match="input_shapes"):
         parse_shape("1,0,3")
+
+
+def test_state_stays_with_its_first_user_and_crosses_only_to_later_users():
+    from inferplan.profiles.cuts import Operation, TensorInfo, build_profile
+
+    def info(name, bits):
+        return TensorInfo(name, (1,), "float32", bits)
+
+    values = {v: info(v, b) for v, b in
+              (("x", 8.0), ("k1", 100.0), ("k2", 1000.0), ("h1", 8.0), ("h2", 8.0),
+               ("h3", 8.0), ("kk", 1000.0))}  # fmt: skip
+    ops = [
+        Operation("a", "l1", ("x", "k1"), ("h1",), 1.0),
+        Operation("copy", None, ("k2",), ("kk",), 0.0),  # made from state alone: state
+        Operation("b", "l2", ("h1", "kk"), ("h2",), 1.0),
+        Operation("c", "l3", ("h2", "kk"), ("h3",), 1.0),  # reads l2's cache too
+    ]
+    got = build_profile("m", ops, values, ["x"], ["h3"], state=frozenset({"k1", "k2"}))
+    assert [sorted(t.name for t in c.tensors) for c in got.cuts] == [
+        ["x"],
+        ["h1"],
+        ["h2", "kk"],
+        ["h3"],
+    ]
+    assert got.placement["copy"] == 2
+    plain = build_profile("m", ops, values, ["x", "k1", "k2"], ["h3"])
+    assert sorted(t.name for t in plain.cuts[0].tensors) == ["k1", "k2", "x"]

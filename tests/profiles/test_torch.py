@@ -84,8 +84,11 @@ def test_unet_skips_cross_every_cut_between_encoder_and_decoder():
     assert got.profile.activation_bits == tuple(
         32.0 * n for n in (3 * 16 * 16, e1, e1 + e2, e1 + d2, out)
     )
-    names = [sorted(t.name for t in c.tensors) for c in got.cuts]
-    assert names[2] == ["enc1", "enc2_1"]
+    # after enc2: enc1's output (the skip to dec1) and enc2's
+    assert sorted(t.shape for t in got.cuts[2].tensors) == [(1, 8, 16, 16), (1, 16, 8, 8)]
+    fx = profile_module(_meta(ref.TinyUNet), [(1, 3, 16, 16)], tracer="fx")
+    assert fx.profile == got.profile
+    assert sorted(t.name for t in fx.cuts[2].tensors) == ["enc1", "enc2_1"]
 
 
 def test_a_module_called_twice_makes_the_cuts_between_invalid():
@@ -170,7 +173,7 @@ def test_example_tensors_give_the_same_profile_as_shapes():
     assert half.activation_bits[0] == 3 * 8 * 16
 
 
-@pytest.mark.parametrize("bad", ["1,8", 3.5, [None], [(0, 8)], [(2, "8")], {"x": (1, 8)}, [True]])
+@pytest.mark.parametrize("bad", ["1,8", 3.5, [None], [(0, 8)], [(2, "8")], {"x": "1,8"}, [True]])
 def test_anything_else_is_an_error_saying_what_is_accepted(bad):
     torch = pytest.importorskip("torch")
     from inferplan.profiles.from_torch import profile_module
@@ -178,3 +181,32 @@ def test_anything_else_is_an_error_saying_what_is_accepted(bad):
     net = torch.nn.Sequential(torch.nn.Linear(8, 4))
     with pytest.raises(InvalidProfile, match=r"input_shapes: .*a shape per input.*example tensor"):
         profile_module(net, bad)
+
+
+def test_keyword_inputs_profile_as_positional_ones_and_name_a_bad_keyword():
+    net = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    by_position = profile_module(net, [(3, 8)]).profile
+    assert profile_module(net, {"input": (3, 8)}).profile == by_position
+    assert profile_module(net, {"input": torch.zeros(3, 8)}).profile == by_position
+    with pytest.raises(InvalidProfile, match=r"does not run on input shape x=3x8: .*'input'"):
+        profile_module(net, {"x": (3, 8)})
+    with pytest.raises(InvalidProfile, match="keyword inputs need names"):
+        profile_module(net, {1: (3, 8)})
+    with pytest.raises(InvalidProfile, match="tracer='fx' takes positional inputs only"):
+        profile_module(net, {"input": (3, 8)}, tracer="fx")
+
+
+def test_data_dependent_control_flow_fails_with_a_line_saying_why():
+    class Branchy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x) if x.sum() > 0 else x
+
+    with pytest.raises(InvalidProfile) as info:
+        profile_module(_meta(Branchy), [(2, 4)])
+    message = str(info.value)
+    assert "branches on the value of a tensor" in message and "torch.cond" in message
+    assert "\n" not in message

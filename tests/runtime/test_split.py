@@ -55,9 +55,12 @@ def test_every_split_equals_the_unsplit_model(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_profile_is_the_profile_of_profile_module(name):
     model, shape, blocks = _model(name)
-    n = profile_module(model, [shape], blocks=blocks).profile.n_blocks
+    # the runtime splits torch.fx's graph: its profile is profile_module's with tracer="fx"
+    n = profile_module(model, [shape], blocks=blocks, tracer="fx").profile.n_blocks
     split = split_model(model, [shape], blocks=blocks, cuts=[0, n])
-    assert split.profile == profile_module(model, [shape], blocks=blocks).profile
+    assert split.profile == profile_module(model, [shape], blocks=blocks, tracer="fx").profile
+    exported = profile_module(model, [shape], blocks=blocks).profile
+    assert exported.flops == split.profile.flops and exported.params == split.profile.params
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,6 +15,8 @@ from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import si
 
+Shape = tuple[int, ...]
+
 if TYPE_CHECKING:
     from inferplan.profiles.cuts import GraphProfile
     from inferplan.profiles.profile import Profile
@@ -24,16 +27,81 @@ class FlopCount(StrEnum):
     all = "all"
 
 
+@dataclass(frozen=True)
+class _Transformer:
+    """The options of a ``transformers:CONFIG_CLASS`` model."""
+
+    config: list[str]
+    seq_len: int | None
+    batch: int
+    decode: bool
+    cache_len: int | None
+    attention_mask: bool
+    model_class: str | None
+
+    def given(self) -> list[str]:
+        return [name for name, used in (
+            ("--config", self.config), ("--seq-len", self.seq_len is not None),
+            ("--batch", self.batch != 1), ("--decode", self.decode),
+            ("--cache-len", self.cache_len is not None),
+            ("--attention-mask", self.attention_mask),
+            ("--model-class", self.model_class is not None)) if used]  # fmt: skip
+
+
+def _profile_transformers(model: str, hf: _Transformer, shapes: list[str], blocks: str | None,
+                          dtype: str, flops: FlopCount) -> GraphProfile:  # fmt: skip
+    from inferplan.profiles.cuts import parse_block_spec
+
+    if shapes or flops is not FlopCount.matrix:
+        given = "--input-shape" if shapes else "--flops"
+        raise InvalidArgument(f"{given} does not apply to transformers models (use --seq-len)")
+    if hf.seq_len is None:
+        raise InvalidArgument("give the tokens per sequence (--seq-len)", field="--seq-len")
+    if hf.cache_len is not None and not hf.decode:
+        raise InvalidArgument("--cache-len applies to --decode only", field="--cache-len")
+    try:
+        from inferplan.profiles.from_transformers import (
+            parse_config_overrides,
+            profile_transformers,
+        )
+    except ImportError:
+        raise InvalidProfile("transformers models need torch and transformers "
+                             "(pip install 'inferplan[transformers]')") from None  # fmt: skip
+    return profile_transformers(
+        model.removeprefix("transformers:"), parse_config_overrides(hf.config),
+        seq_len=hf.seq_len, batch=hf.batch, phase="decode" if hf.decode else "prefill",
+        cache_len=hf.cache_len, attention_mask=hf.attention_mask, model_class=hf.model_class,
+        blocks=parse_block_spec(blocks), dtype=dtype,
+    )  # fmt: skip
+
+
 def _trace(
-    model: str, shapes: list[str], blocks: str | None, dtype: str, flops: FlopCount
+    model: str,
+    shapes: list[str],
+    blocks: str | None,
+    dtype: str,
+    flops: FlopCount,
+    hf: _Transformer,
 ) -> GraphProfile | None:
-    """Trace ``model`` if it is an ONNX file or a ``module:factory``; ``None`` otherwise."""
+    """Trace ``model`` if it is an ONNX file, a ``transformers:CONFIG_CLASS`` or a
+    ``module:factory``; ``None`` otherwise."""
     from inferplan.documents import path_exists
     from inferplan.profiles.cuts import parse_block_spec, parse_factory_spec, parse_shape
 
-    parsed = [parse_shape(s) for s in shapes]
+    if model.startswith("transformers:"):
+        return _profile_transformers(model, hf, shapes, blocks, dtype, flops)
+    if hf.given():
+        raise InvalidArgument(f"{', '.join(hf.given())} apply to transformers:CONFIG_CLASS "
+                              "models only")  # fmt: skip
+    names = [s.partition("=")[0].strip() if "=" in s else None for s in shapes]
+    parsed = [parse_shape(s.partition("=")[2] if "=" in s else s) for s in shapes]
+    if any(names) and not all(name and name.isidentifier() for name in names):
+        raise InvalidArgument("name every input (name=shape) or none", field="--input-shape")
     spec = parse_block_spec(blocks)
     if model.lower().endswith(".onnx"):
+        if any(names):
+            raise InvalidArgument("ONNX inputs are given in order, without names",
+                                  field="--input-shape")  # fmt: skip
         if dtype != "float32" or any(kind for _, kind in parsed):
             raise InvalidArgument("ONNX models carry their own dtypes", field="dtype")
         try:
@@ -50,7 +118,11 @@ def _trace(
                                  ) from None  # fmt: skip
         if flops is not FlopCount.matrix:
             raise InvalidArgument("PyTorch models count matrix FLOPs only", field="--flops")
-        return profile_torch(model, [s for s, _ in parsed], blocks=spec, dtype=dtype,
+        dims = [s for s, _ in parsed]
+        inputs: list[Shape] | dict[str, Shape] = dims
+        if any(names):
+            inputs = {str(name): dim for name, dim in zip(names, dims, strict=True)}
+        return profile_torch(model, inputs, blocks=spec, dtype=dtype,
                              input_dtypes=[d for _, d in parsed])  # fmt: skip
     return None
 
@@ -60,13 +132,15 @@ def _trace(
 def profile_command(
     model: Annotated[str, typer.Argument(help=(
         "A built-in name (vgg16, resnet50, alexnet, mlp-WxD), a profile file, an ONNX file "
-        "(.onnx) or a PyTorch module as module.path:factory (or file.py:factory). The last "
-        "IMPORTS AND RUNS that Python code, with the current directory first on the import "
-        "path (as python -c does): use it only with code you trust. No other name is "
-        "imported."))],
+        "(.onnx), a transformers model as transformers:CONFIG_CLASS (e.g. "
+        "transformers:GPT2Config, built from the config with no weights), or a PyTorch module "
+        "as module.path:factory (or file.py:factory). The last IMPORTS AND RUNS that Python "
+        "code, with the current directory first on the import path (as python -c does): use "
+        "it only with code you trust. No other name is imported."))],
     input_shapes: Annotated[list[str] | None, typer.Option(
         "--input-shape", metavar="<shape>",
-        help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs.",
+        help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs. "
+             "PyTorch keyword inputs: input_ids=1x128:int64.",
     )] = None,
     blocks: Annotated[str | None, typer.Option(
         "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
@@ -80,6 +154,27 @@ def profile_command(
     measure: Annotated[bool, typer.Option(
         "--measure", help="PyTorch: time each block on this machine (real weights, warm-up, "
                           "median of repeats) and add seconds and FLOP/s per block.")] = False,
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", metavar="<key=value>",
+        help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
+    )] = None,
+    seq_len: Annotated[int | None, typer.Option(
+        "--seq-len", help="transformers: tokens per sequence (prompt, or KV cache in decode).",
+    )] = None,
+    batch: Annotated[int, typer.Option(
+        "--batch", help="transformers: sequences per inference.")] = 1,
+    decode: Annotated[bool, typer.Option(
+        "--decode", help="transformers: profile one decode step with a KV cache.")] = False,
+    cache_len: Annotated[int | None, typer.Option(
+        "--cache-len", help="transformers: tokens in the KV cache (default: --seq-len).",
+    )] = None,
+    attention_mask: Annotated[bool, typer.Option(
+        "--attention-mask", help="transformers: pass an attention mask (padded batches).",
+    )] = False,
+    model_class: Annotated[str | None, typer.Option(
+        "--model-class", help="transformers: the model class (default: the causal LM of a "
+                              "decoder, the base model of an encoder), e.g. BertForMaskedLM.",
+    )] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the profile file format "
                                           "(with --cuts: the whole cut report).")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
@@ -87,7 +182,9 @@ def profile_command(
     """FLOPs, activations and parameters of a DNN per block."""
     from inferplan.profiles.io import load_profile, save_profile
 
-    traced = _trace(model, input_shapes or [], blocks, dtype, flops)
+    hf = _Transformer(config or [], seq_len, batch, decode, cache_len, attention_mask,
+                      model_class)  # fmt: skip
+    traced = _trace(model, input_shapes or [], blocks, dtype, flops, hf)
     if traced is None:
         given = [name for name, used in (("--input-shape", input_shapes), ("--blocks", blocks),
                  ("--cuts", cuts), ("--dtype", dtype != "float32"),
@@ -114,7 +211,7 @@ def profile_command(
 
 def _measure(model: str, shapes: list[str], blocks: str | None, dtype: str, traced: bool
              ) -> Profile:  # fmt: skip
-    if not traced or model.lower().endswith(".onnx"):
+    if not traced or model.lower().endswith(".onnx") or model.startswith("transformers:"):
         raise InvalidArgument("--measure applies to PyTorch models (module.path:factory) only")
     from inferplan.profiles.cuts import parse_block_spec, parse_shape
     from inferplan.runtime.measure import measured_profile

@@ -1,7 +1,8 @@
 """DNN profiles: the :class:`Profile` value, built-in models and profile files.
 
 Traced profiles of real models live behind optional extras: :mod:`inferplan.profiles.from_torch`
-(``torch``) and :mod:`inferplan.profiles.from_onnx` (``onnx``).
+(``torch``), :mod:`inferplan.profiles.from_transformers` (``transformers``) and
+:mod:`inferplan.profiles.from_onnx` (``onnx``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -34,6 +34,8 @@ __all__ = [
     "Operation",
     "TensorInfo",
     "build_profile",
+    "free_containers",
+    "module_path",
     "owner_of",
     "parse_block_spec",
     "parse_factory_spec",
@@ -195,6 +197,25 @@ def parse_block_spec(text: str | None) -> BlockSpec:
     return groups
 
 
+def module_path(names: Sequence[str]) -> list[str]:
+    """The modules enclosing an operation, outermost first, from the qualified names a tracer
+    recorded (``''`` for the root is dropped).
+
+    Containers that are never called (a ``ModuleList``) are not recorded; they are added from
+    the names, so that depths count name levels.
+
+    Examples
+    --------
+    >>> module_path(["", "layers.0", "layers.0.attn"])
+    ['layers', 'layers.0', 'layers.0.attn']
+    """
+    path: dict[str, None] = {}
+    for qualified in names:
+        parts = qualified.split(".") if qualified else []
+        path.update(dict.fromkeys(".".join(parts[: k + 1]) for k in range(len(parts))))
+    return list(path)
+
+
 def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
     """The candidate block of an operation inside the modules ``path`` (outermost first)."""
     if not path:
@@ -206,6 +227,26 @@ def owner_of(path: Sequence[str], spec: BlockSpec) -> str | None:
             if name in group:
                 return "+".join(group)
     return None
+
+
+def free_containers(ops: Sequence[Operation], spec: BlockSpec) -> list[Operation]:
+    """At a depth (or the default top level), an operation of a module whose submodules are
+    blocks themselves is free rather than a block around them: it runs where its inputs are
+    made (a model's own ``forward`` code between its layers would otherwise make one block
+    that comes both before and after them).
+
+    Examples
+    --------
+    >>> ops = [Operation("pos", "m", (), ("p",), 0.0),
+    ...        Operation("l0", "m.h.0", ("p",), ("a",), 1.0)]
+    >>> [op.owner for op in free_containers(ops, 3)]
+    [None, 'm.h.0']
+    """
+    if spec is not None and not isinstance(spec, int):
+        return list(ops)
+    names = {op.owner for op in ops if op.owner is not None}
+    containers = {b for b in names if any(o.startswith(b + ".") for o in names)}
+    return [replace(op, owner=None) if op.owner in containers else op for op in ops]
 
 
 def check_block_names(spec: BlockSpec, known: set[str], *, per_group: bool = False) -> None:
@@ -236,8 +277,14 @@ def build_profile(
     inputs: Sequence[str],
     outputs: Sequence[str],
     warnings: Sequence[str] = (),
+    *,
+    state: frozenset[str] = frozenset(),
 ) -> GraphProfile:
-    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`."""
+    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`.
+
+    ``state`` names inputs that live with the block first using them (a layer's KV cache): they
+    cross only the cuts between that block and a later one that uses them too.
+    """
     order: list[str] = []
     for op in ops:
         if op.owner is not None and op.owner not in order:
@@ -251,27 +298,38 @@ def build_profile(
     for op in ops:
         if all(v in constant for v in op.inputs):
             constant.update(op.outputs)
+    # What free operations make from state alone (a cache rebuilt from its tensors) is state.
+    resident = set(state)
+    for op in ops:
+        if (op.owner is None and any(v in resident for v in op.inputs)
+                and all(v in resident or v in constant for v in op.inputs)):  # fmt: skip
+            resident.update(op.outputs)
+    fixed = constant | resident
 
-    # Free operations run as early as their inputs allow; constant ones where first needed.
+    # Free operations run as early as their inputs allow; constant and state ones where first
+    # needed.
     made: dict[str, int] = dict.fromkeys(inputs, 0)
     block: list[int] = [0] * len(ops)
     for k, op in enumerate(ops):
         if op.owner is not None:
             block[k] = index[op.owner]
         else:
-            block[k] = max([1, *(made.get(v, 0) for v in op.inputs if v not in constant)])
+            block[k] = max([1, *(made.get(v, 0) for v in op.inputs if v not in fixed)])
         for v in op.outputs:
             made[v] = block[k]
     users: dict[str, list[int]] = {}
     for k in reversed(range(len(ops))):
         op = ops[k]
-        if op.owner is None and all(v in constant for v in op.outputs):
+        if op.owner is None and all(v in fixed for v in op.outputs):
             needed = [b for v in op.outputs for b in users.get(v, [])]
             block[k] = min(needed, default=block[k])
+            made.update(dict.fromkeys(op.outputs, block[k]))
         for v in op.inputs:
             users.setdefault(v, []).append(block[k])
     for v in outputs:
         users.setdefault(v, []).append(m + 1)
+    for v in state:
+        made[v] = min(users.get(v, [0]))
 
     crossing: list[list[str]] = [[] for _ in range(m + 1)]
     backward: list[str | None] = [None] * (m + 1)

@@ -8,21 +8,24 @@ softmax, reductions; estimates per element). ``flops="matrix"`` (the default) pr
 ``flops="all"`` their sum. Operators without a formula are named in the result's warnings, never
 silently counted as zero.
 
-Blocks follow the module scopes that exporters write into node names (``/layer1/layer1.0/Add``
-is inside ``layer1`` and ``layer1.0``, as PyTorch's exporter names them): top-level scopes by
-default, a depth, or groups of scope names. A graph without scoped names has one candidate block
-per node. See :mod:`inferplan.profiles.cuts` for how blocks become valid cuts.
+Blocks follow the module scopes exporters record: PyTorch's current exporter
+(``torch.onnx.export(..., dynamo=True)``) in each node's metadata
+(``pkg.torch.onnx.name_scopes``), its older one in node names (``/layer1/layer1.0/Add`` is
+inside ``layer1`` and ``layer1.0``). Top-level scopes by default, a depth, or groups of scope
+names. A graph with neither has one candidate block per node. See
+:mod:`inferplan.profiles.cuts` for how blocks become valid cuts.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import onnx
-from onnx import shape_inference
+from onnx import TensorProto, shape_inference
 
 from inferplan.errors import InvalidProfile
 from inferplan.profiles.cuts import (
@@ -32,6 +35,8 @@ from inferplan.profiles.cuts import (
     TensorInfo,
     build_profile,
     check_block_names,
+    free_containers,
+    module_path,
     owner_of,
 )
 
@@ -96,6 +101,17 @@ def _attention(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
     return 2.0 * scores * (q[2] + out[2]), 3.0 * scores * heads
 
 
+def _recurrent(node: Any, ins: Shapes, outs: Shapes) -> tuple[float, float]:
+    """LSTM, GRU, RNN: each step multiplies the input by ``W`` and the hidden state by ``R``
+    (``gates * hidden`` rows each), per direction."""
+    x, w, r = [*ins, None, None, None][:3]
+    if x is None or w is None or r is None:
+        raise _Unsized
+    seq, batch = (x[1], x[0]) if _attr(node, "layout", 0) else (x[0], x[1])
+    directions, rows = w[0], w[1]
+    return 2.0 * seq * batch * directions * rows * (w[2] + r[2]), 0.0
+
+
 def _per_output(cost: float) -> Formula:
     return lambda node, ins, outs: (0.0, cost * _numel(outs[0]))
 
@@ -123,12 +139,20 @@ Expand EyeLike Flatten Gather GatherElements GatherND Identity NonZero OneHot Pa
 ScatterElements ScatterND Shape Size Slice SpaceToDepth Split Squeeze Tile Transpose Trilu
 Unsqueeze"""
 
+MATRIX_OPERATORS = frozenset(
+    ["Conv", "ConvTranspose", "Gemm", "MatMul", "Attention", "LSTM", "GRU", "RNN"]
+)
+"""The operators with matrix FLOPs (the default count)."""
+
 FORMULAS: dict[str, Formula] = {
     "Conv": _conv,
     "ConvTranspose": _conv_transpose,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "Attention": _attention,
+    "LSTM": _recurrent,
+    "GRU": _recurrent,
+    "RNN": _recurrent,
     "MaxPool": _pool,
     "AveragePool": _pool,
     "LpPool": _pool,
@@ -174,6 +198,24 @@ def _scopes(name: str) -> list[str]:
             part = f"{path[-1]}.{part}"
         path.append(part)
     return path
+
+
+_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+def _recorded_scopes(node: Any) -> list[str] | None:
+    """The modules enclosing a node as the dynamo exporter records them in its metadata
+    (``['', 'layer1', 'layer1.0', 'conv2d']``: the root, the modules, the operation), or
+    ``None`` if the node has no such record."""
+    for prop in node.metadata_props:
+        if prop.key == _NAME_SCOPES:
+            try:
+                scopes = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                return None
+            if isinstance(scopes, list) and all(isinstance(x, str) for x in scopes):
+                return module_path(scopes[:-1])
+    return None
 
 
 def _load(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
@@ -293,15 +335,18 @@ def _profile(
     for t in graph.initializer:
         values[t.name] = TensorInfo(t.name, tuple(t.dims), "weight", None, constant=True)
 
+    recorded = [_recorded_scopes(node) for node in graph.node]
+    from_metadata = any(path for path in recorded)
     scoped = any("/" in node.name for node in graph.node)
     ops: list[Operation] = []
     missing: dict[str, int] = {}
-    unsized: list[str] = []
+    unsized: dict[str, int] = {}
     counted: set[str] = set()
     scopes: set[str] = set()
     for k, node in enumerate(graph.node):
         label = node.name or f"{node.op_type}_{k}"
-        path = _scopes(node.name) if scoped else [label]
+        scoped_path = _scopes(node.name) if scoped else [label]
+        path = (recorded[k] or []) if from_metadata else scoped_path
         scopes.update(path)
         for v in [*node.input, *node.output]:
             values.setdefault(v, TensorInfo(v, None, "unknown", None))
@@ -319,25 +364,49 @@ def _profile(
                 matrix, other = formula(node, ins, outs)
                 work = matrix + (other if flops == "all" else 0.0)
             except _Unsized:
-                unsized.append(label)
+                if flops == "all" or node.op_type in MATRIX_OPERATORS:
+                    unsized[node.op_type] = unsized.get(node.op_type, 0) + 1
         params = 0
         for v in node.input:
-            if v in weights and v not in counted:
+            if v in weights and v not in counted and _is_weight(weights[v]):
                 counted.add(v)
                 params += math.prod(weights[v].dims)
         ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
                              tuple(node.output), work, params))  # fmt: skip
+    if from_metadata or scoped:
+        ops = free_containers(ops, blocks)
     # Exporters fuse modules away (batch-norm into the convolution before it): a group only
     # needs one of its modules to remain.
     check_block_names(blocks, scopes, per_group=True)
 
     warnings = []
     if missing:
-        listed = ", ".join(f"{op} ({n} node{'s' if n > 1 else ''})" for op, n in missing.items())
-        warnings.append(f"no FLOP formula for {listed}: their work is not counted")
+        warnings.append(f"no FLOP formula for {_counts(missing)}: their work is not counted")
     if unsized:
-        more = f" and {len(unsized) - 3} more" if len(unsized) > 3 else ""
-        warnings.append(f"unknown shapes, work not counted: {', '.join(unsized[:3])}{more}")
+        warnings.append(
+            f"shape inference left dimensions symbolic for {_counts(unsized)}: their work is not "
+            "counted; export the model with fixed input shapes (no dynamic axes)"
+        )
     label = name or (Path(source).stem if source else graph.name or "onnx-model")
-    return build_profile(label, ops, values, [v.name for v in inputs],
-                         [v.name for v in graph.output], warnings)  # fmt: skip
+    try:
+        return build_profile(label, ops, values, [v.name for v in inputs],
+                             [v.name for v in graph.output], warnings)  # fmt: skip
+    except InvalidProfile as exc:
+        if not warnings:
+            raise
+        raise InvalidProfile(f"{exc.message}: {'; '.join(warnings)}", field=exc.field) from None
+
+
+_FLOATING = frozenset(
+    [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE]
+)
+
+
+def _is_weight(tensor: Any) -> bool:
+    """Whether an initializer counts as parameters: floating point and not a scalar (exporters
+    also store shapes, indices and scalar constants as initializers)."""
+    return tensor.data_type in _FLOATING and len(tensor.dims) > 0
+
+
+def _counts(nodes: dict[str, int]) -> str:
+    return ", ".join(f"{op} ({n} node{'s' if n > 1 else ''})" for op, n in nodes.items())

@@ -1,28 +1,40 @@
-"""Profile any PyTorch ``nn.Module`` from a sample input shape (optional extra ``torch``).
+"""Profile any PyTorch ``nn.Module`` from sample inputs (optional extra ``torch``).
 
-The module is traced with :mod:`torch.fx` and run once on the ``meta`` device: tensors have
-shapes and dtypes but no storage, so even a large model costs no memory and almost no time.
-FLOPs come from :class:`torch.utils.flop_counter.FlopCounterMode` (matrix products and
-convolutions, 2 FLOPs per multiply-accumulate; elementwise work, normalisation and pooling are
-not counted, as in the built-in profiles). Activation sizes are those of the tensors crossing
-each cut, at their own dtype. Blocks are the top-level children by default, or modules at a
-given depth, or the user's groups of module names; see :mod:`inferplan.profiles.cuts` for how
-blocks become valid cuts.
+The module is captured with :func:`torch.export.export` (non-strict) and run once on the
+``meta`` device: tensors have shapes and dtypes but no storage, so even a large model costs no
+memory and almost no time. FLOPs come from
+:class:`torch.utils.flop_counter.FlopCounterMode` (matrix products and convolutions, 2 FLOPs per
+multiply-accumulate; elementwise work, normalisation and pooling are not counted, as in the
+built-in profiles). Each operation belongs to the modules recorded in the exported graph's
+``nn_module_stack``. Activation sizes are those of the tensors crossing each cut, at their own
+dtype. Blocks are the top-level children by default, or modules at a given depth, or the user's
+groups of module names; see :mod:`inferplan.profiles.cuts` for how blocks become valid cuts.
+``tracer="fx"`` uses :func:`torch.fx.symbolic_trace` instead, whose graph the runtime splits into
+stages (:mod:`inferplan.runtime.split`).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
+from torch.export.graph_signature import (
+    ConstantArgument,
+    InputKind,
+    OutputKind,
+    TensorArgument,
+)
 from torch.fx import Interpreter, symbolic_trace
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from torch.utils.flop_counter import FlopCounterMode
 
 from inferplan.errors import InvalidProfile
@@ -33,16 +45,27 @@ from inferplan.profiles.cuts import (
     TensorInfo,
     build_profile,
     check_block_names,
+    free_containers,
+    module_path,
     owner_of,
     parse_factory_spec,
 )
 
-__all__ = ["load_module_factory", "profile_module", "profile_torch"]
+__all__ = [
+    "ExportedGraph",
+    "export_graph",
+    "load_module_factory",
+    "profile_module",
+    "profile_torch",
+    "torch_dtype",
+]
 
 Shape = tuple[int, ...]
+Tracer = Literal["export", "fx"]
 
 
-def _dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
+    """The ``torch.dtype`` named ``name`` (``float32``, ``fp16``, ``bf16``, ``int64``, ...)."""
     aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
                "fp64": "float64", "double": "float64", "float": "float32"}  # fmt: skip
     dtype = getattr(torch, aliases.get(name.lower(), name.lower()), None)
@@ -77,11 +100,34 @@ def _describe(name: str, value: Any, constant: bool) -> TensorInfo:
     return TensorInfo(name, None, type(value).__name__, bits, constant)
 
 
-def _example_inputs(inputs: Any, float_dtype: Any, input_dtypes: Sequence[str | None]) -> list[Any]:
-    """Meta-device stand-ins for the inputs given as shapes or example tensors (see
-    :func:`profile_module`)."""
-    accepted = ("a shape per input, e.g. [(1, 3, 224, 224)], or example tensors "
-                "(a tensor, or a list of them)")  # fmt: skip
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _stand_in(item: Any, kind: str | None, float_dtype: Any, accepted: str) -> Any:
+    """A meta-device tensor for one input given as a shape or an example tensor."""
+    if isinstance(item, torch.Tensor):
+        floating = item.is_floating_point()
+        item_dtype = torch_dtype(kind) if kind else (float_dtype if floating else item.dtype)
+        return torch.empty(tuple(item.shape), dtype=item_dtype, device="meta")
+    if (
+        isinstance(item, tuple | list | torch.Size)
+        and item
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in item)
+    ):
+        item_dtype = torch_dtype(kind) if kind else float_dtype
+        return torch.empty(tuple(item), dtype=item_dtype, device="meta")
+    raise InvalidProfile(f"bad input {item!r}: expected {accepted}", field="input_shapes")
+
+
+def _example_inputs(
+    inputs: Any, float_dtype: Any, input_dtypes: Sequence[str | None]
+) -> tuple[list[Any], dict[str, Any]]:
+    """Meta-device stand-ins for the positional and keyword inputs given as shapes or example
+    tensors (see :func:`profile_module`)."""
+    accepted = ("a shape per input, e.g. [(1, 3, 224, 224)], example tensors (a tensor, or a "
+                "list of them), or keyword inputs {name: shape or tensor}")  # fmt: skip
     if isinstance(inputs, torch.Tensor):
         inputs = [inputs]
     elif (
@@ -90,39 +136,39 @@ def _example_inputs(inputs: Any, float_dtype: Any, input_dtypes: Sequence[str | 
         and all(isinstance(d, int) and not isinstance(d, bool) for d in inputs)
     ):
         inputs = [tuple(inputs)]  # one shape
-    if isinstance(inputs, tuple | list) and not inputs:
+    if isinstance(inputs, tuple | list | Mapping) and not inputs:
         raise InvalidProfile("give the shape of each input, or example tensors",
                              field="input_shapes")  # fmt: skip
+    if isinstance(inputs, Mapping):
+        if not all(isinstance(key, str) and key.isidentifier() for key in inputs):
+            raise InvalidProfile(f"keyword inputs need names, got {list(inputs)!r}",
+                                 field="input_shapes")  # fmt: skip
+        kinds = [*input_dtypes, *[None] * len(inputs)]
+        return [], {key: _stand_in(item, kind, float_dtype, accepted)
+                    for (key, item), kind in zip(inputs.items(), kinds, strict=False)}  # fmt: skip
     if not isinstance(inputs, tuple | list):
         raise InvalidProfile(f"expected {accepted}, got {type(inputs).__name__}",
                              field="input_shapes")  # fmt: skip
     kinds = [*input_dtypes, *[None] * len(inputs)]
-    args = []
-    for item, kind in zip(inputs, kinds, strict=False):
-        if isinstance(item, torch.Tensor):
-            shape = tuple(item.shape)
-            floating = item.is_floating_point()
-            item_dtype = _dtype(kind) if kind else (float_dtype if floating else item.dtype)
-        elif (
-            isinstance(item, tuple | list | torch.Size)
-            and item
-            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in item)
-        ):
-            shape, item_dtype = tuple(item), _dtype(kind) if kind else float_dtype
-        else:
-            raise InvalidProfile(f"bad input {item!r}: expected {accepted}", field="input_shapes")
-        args.append(torch.empty(shape, dtype=item_dtype, device="meta"))
-    return args
+    return [_stand_in(item, kind, float_dtype, accepted)
+            for item, kind in zip(inputs, kinds, strict=False)], {}  # fmt: skip
+
+
+def _shapes_text(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+    parts = ["x".join(map(str, a.shape)) for a in args]
+    parts += [f"{key}={'x'.join(map(str, a.shape))}" for key, a in kwargs.items()]
+    return " ".join(parts)
 
 
 def profile_module(
     module: Any,
-    input_shapes: Sequence[Shape] | Sequence[Any] | Any,
+    input_shapes: Sequence[Shape] | Sequence[Any] | Mapping[str, Any] | Any,
     *,
     blocks: BlockSpec = None,
     dtype: str = "float32",
     input_dtypes: Sequence[str | None] = (),
     name: str | None = None,
+    tracer: Tracer = "export",
 ) -> GraphProfile:
     """Profile ``module`` on inputs of the given shapes, without touching its weights.
 
@@ -131,20 +177,27 @@ def profile_module(
     module
         A ``torch.nn.Module`` (on any device; best built under ``torch.device("meta")``).
     input_shapes
-        The positional inputs, as fvcore and torchinfo take them: one shape per input
-        (``[(1, 3, 224, 224)]``, or one shape ``(1, 3, 224, 224)`` for a single input), or
-        example tensors (a tensor, or a list of them; only their shapes and dtypes are used,
-        floating-point ones in ``dtype``). Anything else is an :class:`InvalidProfile` saying
-        what is accepted.
+        The inputs, as fvcore and torchinfo take them: one shape per positional input
+        (``[(1, 3, 224, 224)]``, or one shape ``(1, 3, 224, 224)`` for a single input), example
+        tensors (a tensor, or a list of them), or keyword inputs as a mapping from name to shape
+        or example tensor (``{"input_ids": ids, "attention_mask": mask}``). Only shapes and
+        dtypes are used, floating-point ones in ``dtype``. Anything else is an
+        :class:`InvalidProfile` saying what is accepted.
     blocks
         ``None`` for the top-level children, a depth, or groups of module names (one block per
         group); operations outside the listed modules join the block that made their input.
     dtype
         Floating-point dtype of the weights and activations.
     input_dtypes
-        The dtype of each input where it is not ``dtype`` (e.g. ``"int64"`` for token ids).
+        The dtype of each input (in order, keyword inputs too) where it is not ``dtype`` (e.g.
+        ``"int64"`` for token ids given as a shape).
     name
         The profile's name (the module's class name by default).
+    tracer
+        ``"export"`` (:func:`torch.export.export`, the default) or ``"fx"``
+        (:func:`torch.fx.symbolic_trace`, positional inputs only; the graph the runtime splits).
+        Both count the same FLOPs; a forward whose control flow depends on tensor values fails
+        with either, with a line saying so.
 
     Examples
     --------
@@ -155,30 +208,35 @@ def profile_module(
     ((64.0, 16.0), (256.0, 128.0, 64.0))
     >>> profile_module(net, torch.zeros(1, 8)).profile == result.profile  # an example tensor
     True
+    >>> profile_module(net, {"input": (1, 8)}).profile == result.profile  # a keyword input
+    True
     """
     if not isinstance(module, torch.nn.Module):
         raise InvalidProfile(f"expected a torch.nn.Module, got {type(module).__name__}")
-    float_dtype = _dtype(dtype)
-    args = _example_inputs(input_shapes, float_dtype, input_dtypes)
+    if tracer not in ("export", "fx"):
+        raise InvalidProfile(f"must be 'export' or 'fx', got {tracer!r}", field="tracer")
+    float_dtype = torch_dtype(dtype)
+    args, kwargs = _example_inputs(input_shapes, float_dtype, input_dtypes)
     label = name or type(module).__name__
+    if tracer == "fx":
+        if kwargs:
+            raise InvalidProfile("tracer='fx' takes positional inputs only", field="input_shapes")
+        return _profile_fx(module, args, float_dtype, label, blocks)
+    graph = export_graph(module, args, kwargs, float_dtype=float_dtype, label=label)
+    return graph.profile(label, lambda path: owner_of(path, blocks), blocks)
 
+
+def _profile_fx(
+    module: Any, args: list[Any], float_dtype: Any, label: str, blocks: BlockSpec
+) -> GraphProfile:
     try:
         graph_module = symbolic_trace(module)
     except Exception as exc:  # tracing raises anything the forward raises on proxies
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InvalidProfile(f"cannot trace {label} with torch.fx: {first}") from None
+        raise InvalidProfile(f"cannot trace {label} with torch.fx: {_first_line(exc)}") from None
 
     flops: dict[str, float] = {}
     results: dict[str, Any] = {}
     counter = FlopCounterMode(display=False)
-
-    class _Recorder(Interpreter):
-        def run_node(self, node: Any) -> Any:
-            before = counter.get_total_flops()
-            out = super().run_node(node)
-            flops[node.name] = float(counter.get_total_flops() - before)
-            results[node.name] = out
-            return out
 
     class _Runner(torch.nn.Module):
         def __init__(self) -> None:
@@ -186,7 +244,7 @@ def profile_module(
             self.graph_module = graph_module
 
         def forward(self, *inputs: Any) -> Any:
-            return _Recorder(self.graph_module).run(*inputs)
+            return _Recorder(self.graph_module, counter, flops, results).run(*inputs)
 
     # Stand-ins on the meta device: the user's weights are never read, copied or moved.
     state = {
@@ -199,14 +257,29 @@ def profile_module(
         with counter:
             torch.func.functional_call(_Runner(), state, tuple(args), strict=False)
     except Exception as exc:  # any shape mismatch surfaces as some framework exception
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        shapes = " ".join("x".join(map(str, a.shape)) for a in args)
-        raise InvalidProfile(f"{label} does not run on input shape {shapes}: {first}") from None
+        raise InvalidProfile(f"{label} does not run on input shape {_shapes_text(args, {})}: "
+                             f"{_first_line(exc)}") from None  # fmt: skip
 
-    return _assemble(graph_module, label, blocks, flops, results)
+    return _assemble_fx(graph_module, label, blocks, flops, results)
 
 
-def _assemble(
+class _Recorder(Interpreter):
+    """Runs a graph, recording each node's result and the FLOPs the counter saw it do."""
+
+    def __init__(self, graph_module: Any, counter: Any, flops: dict[str, float],
+                 results: dict[str, Any]) -> None:  # fmt: skip
+        super().__init__(graph_module)
+        self.counter, self.flops, self.results = counter, flops, results
+
+    def run_node(self, node: Any) -> Any:
+        before = self.counter.get_total_flops()
+        out = super().run_node(node)
+        self.flops[node.name] = float(self.counter.get_total_flops() - before)
+        self.results[node.name] = out
+        return out
+
+
+def _assemble_fx(
     graph_module: Any,
     label: str,
     blocks: BlockSpec,
@@ -237,8 +310,7 @@ def _assemble(
         if node.op == "placeholder":
             inputs.append(node.name)
             continue
-        stack = node.meta.get("nn_module_stack") or {}
-        path = [qualified for qualified, _ in stack.values()]
+        path = _module_path(node)
         scopes.update(path)
         params = 0
         if node.op == "call_module":
@@ -256,7 +328,13 @@ def _assemble(
     check_block_names(blocks, scopes)
     if not scopes:  # a module without submodules is one block
         ops = [replace(op, owner=label) for op in ops]
-    return build_profile(label, ops, values, inputs, outputs)
+    return build_profile(label, free_containers(ops, blocks), values, inputs, outputs)
+
+
+def _module_path(node: Any) -> list[str]:
+    """The qualified names of the modules an operation runs in, outermost first."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return module_path([qualified for qualified, _ in stack.values()])
 
 
 def _attribute(root: Any, target: str) -> Any:
@@ -264,6 +342,200 @@ def _attribute(root: Any, target: str) -> Any:
     for part in target.split("."):
         value = getattr(value, part)
     return value
+
+
+@dataclass(frozen=True)
+class ExportedGraph:
+    """A module captured by :func:`export_graph` and run once on the meta device.
+
+    Attributes
+    ----------
+    graph
+        The exported ``torch.fx.Graph`` (ATen operations, weights as inputs).
+    flops
+        FLOPs of each operation, by node name, as ``FlopCounterMode`` counted them.
+    values
+        What each node holds (shape, dtype, bits); weights and constants are ``constant``.
+    params
+        Parameter count of each parameter input, by node name.
+    inputs, outputs
+        The model's tensor inputs and outputs, by node name.
+    state
+        Inputs that stay with the block using them (a KV cache), by node name.
+    """
+
+    graph: Any
+    flops: Mapping[str, float]
+    values: Mapping[str, TensorInfo]
+    params: Mapping[str, int]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    state: frozenset[str]
+
+    def module_order(self) -> list[str]:
+        """Every module that runs an operation, in order of its first operation."""
+        order: dict[str, None] = {}
+        for node in self.graph.nodes:
+            order.update(dict.fromkeys(_module_path(node)))
+        return list(order)
+
+    def profile(
+        self,
+        label: str,
+        owner: Callable[[list[str]], str | None],
+        blocks: BlockSpec = None,
+        warnings: Sequence[str] = (),
+    ) -> GraphProfile:
+        """The valid-cut profile with each operation in the block ``owner(module path)`` names
+        (``blocks``, if groups, are checked to own something)."""
+        ops: list[Operation] = []
+        scopes: set[str] = set()
+        counted: set[str] = set()
+        for node in self.graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            path = _module_path(node)
+            scopes.update(path)
+            weights = [n.name for n in node.all_input_nodes
+                       if n.name in self.params and n.name not in counted]  # fmt: skip
+            counted.update(weights)
+            ops.append(Operation(
+                name=node.name,
+                owner=owner(path),
+                inputs=tuple(n.name for n in node.all_input_nodes),
+                outputs=(node.name,),
+                flops=self.flops.get(node.name, 0.0),
+                params=sum(self.params[w] for w in weights),
+            ))  # fmt: skip
+        check_block_names(blocks, scopes)
+        if not scopes:  # a module without submodules is one block
+            ops = [replace(op, owner=label) for op in ops]
+        return build_profile(label, free_containers(ops, blocks), self.values, self.inputs,
+                             self.outputs, warnings, state=self.state)  # fmt: skip
+
+
+def _meta_module(module: Any, float_dtype: Any) -> Any:
+    """``module`` itself if its weights are already meta tensors of the right dtypes, else a
+    copy whose weights are (the original's weights are never read, copied or moved)."""
+    tensors = [*module.parameters(), *module.buffers()]
+
+    def wanted(t: Any) -> Any:
+        return float_dtype if t.is_floating_point() else t.dtype
+
+    if all(t.is_meta and t.dtype == wanted(t) for t in tensors):
+        return module
+    memo: dict[int, Any] = {}
+    for t in tensors:
+        stand_in = torch.empty_like(t, device="meta", dtype=wanted(t))
+        if isinstance(t, torch.nn.Parameter):
+            stand_in = torch.nn.Parameter(stand_in, requires_grad=t.requires_grad)
+        memo.setdefault(id(t), stand_in)  # a tied weight stays tied
+    try:
+        return copy.deepcopy(module, memo)
+    except Exception as exc:  # deepcopy raises whatever an attribute's __deepcopy__ raises
+        raise InvalidProfile(f"cannot copy {type(module).__name__} onto the meta device "
+                             f"({_first_line(exc)}): build it under torch.device('meta')"
+                             ) from None  # fmt: skip
+
+
+def _is_cache(spec: Any) -> bool:
+    # transformers' rule for cache objects: a class named ...Cache
+    return isinstance(spec.type, type) and spec.type.__name__.endswith("Cache")
+
+
+def _state_leaves(spec: Any, inside: bool = False) -> list[bool]:
+    """For each leaf of a pytree spec, whether it lies inside a cache object."""
+    inside = inside or _is_cache(spec)
+    if spec.is_leaf():
+        return [inside]
+    return [flag for child in spec.children() for flag in _state_leaves(child, inside)]
+
+
+def export_graph(
+    module: Any,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    float_dtype: Any,
+    label: str,
+) -> ExportedGraph:
+    """Capture ``module`` with :func:`torch.export.export` on meta-device inputs and count the
+    FLOPs of each operation with ``FlopCounterMode``.
+
+    Inputs and outputs inside a cache object (a class named ``...Cache``, as ``transformers``
+    names its KV caches) are *state*: an input stays with the block that first uses it, an
+    output (the updated cache) stays where it is made.
+    """
+    meta = _meta_module(module, float_dtype)
+    was_training = meta.training
+    meta.eval()
+    try:
+        with warnings.catch_warnings():  # advice to the model's author (register_buffer, ...)
+            warnings.simplefilter("ignore", UserWarning)
+            program = torch.export.export(meta, tuple(args), dict(kwargs), strict=False)
+    except GuardOnDataDependentSymNode:
+        raise InvalidProfile(
+            f"cannot export {label} with torch.export: its forward branches on the value of a "
+            "tensor (data-dependent control flow), which no graph capture can follow; rewrite "
+            "the branch with torch.cond or move it out of forward"
+        ) from None
+    except InvalidProfile:
+        raise
+    except Exception as exc:  # export surfaces the forward's own errors, of any type
+        raise InvalidProfile(f"{label} does not run on input shape {_shapes_text(args, kwargs)}"
+                             f": {_first_line(exc)}") from None  # fmt: skip
+    finally:
+        meta.train(was_training)
+
+    signature = program.graph_signature
+    kinds = {spec.arg.name: spec for spec in signature.input_specs
+             if isinstance(spec.arg, TensorArgument)}  # fmt: skip
+    fixed = {spec.arg.name: spec.arg.value for spec in signature.input_specs
+             if isinstance(spec.arg, ConstantArgument)}  # fmt: skip
+    user = [spec.arg for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT]
+    in_state = _state_leaves(program.call_spec.in_spec)
+    state = {arg.name for arg, flag in zip(user, in_state, strict=False)
+             if flag and isinstance(arg, TensorArgument)}  # fmt: skip
+    user_out = [spec.arg for spec in signature.output_specs if spec.kind == OutputKind.USER_OUTPUT]
+    out_state = _state_leaves(program.call_spec.out_spec)
+    outputs = tuple(arg.name for arg, flag in zip(user_out, out_state, strict=False)
+                    if not flag and isinstance(arg, TensorArgument))  # fmt: skip
+
+    graph = program.graph_module.graph
+    feed = []
+    for node in graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            feed.append(torch.empty_strided(val.shape, val.stride(), dtype=val.dtype,
+                                            device="meta"))  # fmt: skip
+        else:  # a Python constant the forward was called with (use_cache=True, ...)
+            feed.append(fixed.get(node.name, val))
+    flops: dict[str, float] = {}
+    results: dict[str, Any] = {}
+    counter = FlopCounterMode(display=False)
+    try:
+        with counter:
+            _Recorder(program.graph_module, counter, flops, results).run(*feed)
+    except Exception as exc:  # the exported graph ran once already; any failure is torch's
+        raise InvalidProfile(f"cannot run the exported graph of {label}: {_first_line(exc)}"
+                             ) from None  # fmt: skip
+
+    constant_kinds = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+    values = {}
+    params = {}
+    for node in graph.nodes:
+        if node.op == "output":
+            continue
+        spec = kinds.get(node.name)
+        constant = spec is not None and spec.kind in constant_kinds
+        values[node.name] = _describe(node.name, results.get(node.name), constant)
+        if spec is not None and spec.kind == InputKind.PARAMETER:
+            params[node.name] = int(results[node.name].numel())
+    inputs = tuple(arg.name for arg in user
+                   if isinstance(arg, TensorArgument) and arg.name not in state)  # fmt: skip
+    return ExportedGraph(graph, flops, values, params, inputs, outputs, frozenset(state))
 
 
 def load_module_factory(spec: str, *, device: str = "meta") -> Any:
@@ -317,7 +589,7 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
 
 def profile_torch(
     spec: str,
-    input_shapes: Sequence[Shape],
+    input_shapes: Sequence[Shape] | Mapping[str, Shape],
     *,
     blocks: BlockSpec = None,
     dtype: str = "float32",

@@ -45,6 +45,10 @@ def decoder_lm(
     kv_heads: int | None = None,
     ffn_hidden: int | None = None,
     gated_mlp: bool = False,
+    tie_embeddings: bool = False,
+    bias: bool = False,
+    layer_norm: bool = False,
+    positions: int = 0,
     phase: Literal["prefill", "decode"] = "prefill",
     token_bits: int = 32,
     name: str | None = None,
@@ -69,6 +73,15 @@ def decoder_lm(
         MLP width (``4 * hidden`` by default).
     gated_mlp
         Three MLP matrices (SwiGLU, as in LLaMA) instead of two.
+    tie_embeddings
+        The head reuses the embedding matrix (GPT-2): its ``vocab_size * hidden`` parameters are
+        counted once, in the first block.
+    bias
+        Biased projections and MLP matrices (GPT-2); biases add parameters, not counted FLOPs.
+    layer_norm
+        LayerNorm (scale and shift, ``2 hidden`` parameters) instead of RMSNorm (``hidden``).
+    positions
+        Rows of a learned position embedding (GPT-2's ``n_positions``), 0 for none (rotary).
     phase
         ``"prefill"`` or ``"decode"`` (one new token per sequence).
     token_bits
@@ -79,10 +92,17 @@ def decoder_lm(
     >>> p = decoder_lm(layers=2, hidden=64, heads=4, seq_len=16, vocab_size=100)
     >>> p.blocks, p.activation_bits[1] == 16 * 64 * 16
     (('embed+layer1', 'layer2', 'norm+head'), True)
+    >>> gpt2 = dict(layers=12, hidden=768, heads=12, vocab_size=50257, positions=1024, bias=True,
+    ...             layer_norm=True, tie_embeddings=True, seq_len=128)
+    >>> round(sum(decoder_lm(**gpt2).params) / 1e6, 2)  # GPT-2 small
+    124.44
     """
     _positive(layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, batch=batch,
               bytes_per_element=bytes_per_element, vocab_size=vocab_size,
               token_bits=token_bits)  # fmt: skip
+    if not isinstance(positions, int) or positions < 0:
+        raise InvalidProfile(f"must be a non-negative integer, got {positions!r}",
+                             field="positions")  # fmt: skip
     kv = heads if kv_heads is None else kv_heads
     ffn = 4 * hidden if ffn_hidden is None else ffn_hidden
     _positive(kv_heads=kv, ffn_hidden=ffn)
@@ -98,7 +118,10 @@ def decoder_lm(
     projections = 2 * tokens * d * (d + 2 * kv_width) + 2 * tokens * d * d
     attention = 2 * 2 * tokens * context * d  # scores Q K^T, then their product with V
     mlp = 2 * tokens * d * ffn * matrices
-    layer_params = d * (d + 2 * kv_width) + d * d + matrices * d * ffn + 2 * d
+    norm = 2 * d if layer_norm else d
+    layer_params = d * (d + 2 * kv_width) + d * d + matrices * d * ffn + 2 * norm
+    if bias:
+        layer_params += (d + 2 * kv_width) + d + (matrices - 1) * ffn + d
     bits = 8 * bytes_per_element
     return Profile(
         name=name or f"decoder-{layers}x{hidden}-{phase}",
@@ -110,9 +133,9 @@ def decoder_lm(
             float(batch * vocab_size * bits),
         ),
         params=(
-            vocab_size * d + layer_params,
+            vocab_size * d + positions * d + layer_params,
             *[layer_params] * (layers - 1),
-            d + d * vocab_size,
+            norm + (0 if tie_embeddings else d * vocab_size),
         ),
     )
 

@@ -215,7 +215,7 @@ class RunReport:
 
 def _profile(request: RunRequest, model: Any) -> Profile:
     return profile_module(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
-                          input_dtypes=request.input_dtypes,
+                          input_dtypes=request.input_dtypes, tracer="fx",
                           name=request.model.rpartition(":")[2]).profile  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """A PyTorch model cut at its profile's valid cuts into stage modules (extra ``torch``).
 
 The model is traced with :mod:`torch.fx` exactly as :func:`~inferplan.profiles.from_torch.
-profile_module` traces it, and every operation runs in the block the profile places it in
+profile_module` traces it (``tracer="fx"``), and each operation runs in its profile block
 (:attr:`GraphProfile.placement`): the stages are the profile's blocks, regrouped at the
 requested cuts. A cut may carry several tensors (a skip connection, a U-Net's encoder
 outputs); all of them travel, in a fixed order (:meth:`SplitModel.crossing`). Values made from
@@ -183,7 +183,7 @@ def trace_model(
 ) -> TracedModel:
     """Trace ``model`` and profile it (see :func:`profile_module` for the arguments)."""
     traced = profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
-                            input_dtypes=input_dtypes, name=name)  # fmt: skip
+                            input_dtypes=input_dtypes, name=name, tracer="fx")  # fmt: skip
     return TracedModel(model, traced)
 
 
