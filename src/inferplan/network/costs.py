@@ -111,7 +111,8 @@ class LinearCost:
 
     def __call__(self, amount: FloatArray) -> FloatArray:
         amount = np.asarray(amount, dtype=np.float64)
-        return _capped(amount, self.price * amount, self.max_amount)
+        with np.errstate(over="ignore"):  # an infinite price is refused by the caller
+            return _capped(amount, self.price * amount, self.max_amount)
 
     def purchase(self, amount: float) -> float:
         return amount
