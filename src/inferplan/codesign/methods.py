@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 __all__ = [
     "METHODS",
     "OPTIONS",
+    "SERVICE_METHODS",
     "TIE_BREAKS",
     "Method",
     "TieBreak",
     "get_method",
+    "get_service_method",
     "method_label",
     "method_names",
     "resolve",
@@ -51,8 +53,8 @@ class Solver:
     module: str
     function: str
 
-    def __call__(self, inst: CodesignInstance, *args: Any, **options: Any) -> Any:
-        return getattr(importlib.import_module(self.module), self.function)(inst, *args, **options)
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.function)(*args, **options)
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,39 @@ METHODS: Mapping[str, Method] = {
     )
 }  # fmt: skip
 """Every provisioning method, by name."""
+
+
+SERVICE_METHODS: Mapping[str, Method] = {
+    m.name: m
+    for m in (
+        Method(name="milp", solve=Solver("inferplan.codesign.services_milp", "solve_joint_milp"),
+               exact=True, acyclic_only=False, options=("time_limit",), label="joint MILP",
+               summary="exact joint MILP (HiGHS) on any network"),
+        Method(name="fast", solve=Solver("inferplan.codesign.services_fast", "solve_joint_fast"),
+               exact=False, acyclic_only=True, options=("seed",), label="fast",
+               summary="best responses with PSG and a proven lower bound (acyclic networks)"),
+    )
+}  # fmt: skip
+"""Every method that plans several services together (``provision_services(...,
+method=name)``, ``provision --services``): a table of its own, since its solvers take a
+:class:`~inferplan.codesign.services.JointProblem` rather than one instance. ``exact`` is
+whether its plans are proven optimal; the fast planner's plans carry a proven gap instead."""
+
+
+def get_service_method(name: str) -> Method:
+    """The method of :data:`SERVICE_METHODS` called ``name``.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming the parameter ``method`` and the known names.
+    """
+    if name not in SERVICE_METHODS:
+        raise InvalidArgument(
+            f"unknown method {name!r} for several services (known: {', '.join(SERVICE_METHODS)})",
+            field="method",
+        )
+    return SERVICE_METHODS[name]
 
 
 def get_method(name: str) -> Method:

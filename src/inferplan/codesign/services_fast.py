@@ -1,0 +1,258 @@
+"""The fast joint planner: best responses with the exact single-service PSG, and a proven
+lower bound, so that every plan states its gap (docs/services.md).
+
+**Plan.** For an order of the services, each in turn is planned by PSG against what the
+services before it already carry (a greedy start), then, round after round, each is re-planned
+against all the others (a Gauss-Seidel best response) and the new deployment kept when the
+joint cost falls, until a whole round improves nothing. A service's best response sees each
+element through its *residual* capacity and *marginal* cost: with the others' load ``L`` on an
+element of capacity ``C`` and cost ``f``, adding ``r`` more costs ``f(max(0, L + r - C)) -
+f(max(0, L - C))``, which is again a capacity and a cost function of the same kind
+(:func:`residual`), so PSG prices it exactly. Several orders (as given, reversed, and
+:data:`RANDOM_ORDERS` drawn from ``seed``) run, and the cheapest plan is kept; each is
+re-priced by :meth:`~inferplan.codesign.services.JointProblem.cost`.
+
+**Bound.** Replace every cost function by its convex envelope ``f^`` (module costs by their
+price per unit, tiers by the lower convex hull of their knots; linear and convex tiers stay).
+``h(x) = f^(max(0, x - C))`` is convex with ``h(0) = 0``, hence superadditive: ``h(a + b) >=
+h(a) + h(b)``. So any joint plan costs at least ``sum_e h_e(sum_s r_(s,e)) >= sum_s sum_e
+h_e(r_(s,e))``, and each service's inner sum is at least its own optimum under ``f^`` alone,
+which PSG computes exactly. The sum of those optima is a lower bound on the joint optimum. (The
+sum of the services' optima under the true costs is *not*: two half modules cost one module
+together and two apart.) When the plan's cost meets the bound to
+:data:`~inferplan.codesign.services.CERTIFIED_GAP`, its status is ``"optimal"``; otherwise
+``"heuristic"``, with the gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.psg import solve_psg
+from inferplan.codesign.services import (
+    CERTIFIED_GAP,
+    Choice,
+    JointProblem,
+    ServicesPlan,
+    no_joint_plan,
+)
+from inferplan.errors import Infeasible
+from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
+from inferplan.network.network import Link, Network, Node
+
+__all__ = ["RANDOM_ORDERS", "convex_envelope", "joint_lower_bound", "residual",
+           "solve_joint_fast"]  # fmt: skip
+
+RANDOM_ORDERS = 2
+"""Random service orders tried besides the given one and its reverse."""
+
+MAX_ROUNDS = 20
+"""Rounds of best responses per order, at the most."""
+
+# A residual capacity of zero (the element already full) is given as this fraction of the
+# element's capacity: networks need positive capacities. The best response then prices
+# a hair of free capacity; every plan is re-priced exactly.
+EMPTY = 1e-12
+
+
+def residual(capacity: float, load: float, cost: CapacityCost) -> tuple[float, CapacityCost]:
+    """The capacity left and the marginal cost of an element carrying ``load`` already: adding
+    ``r`` costs ``cost(max(0, load + r - capacity)) - cost(max(0, load - capacity))``, which is
+    ``f(max(0, r - capacity'))`` for the returned ``(capacity', f)`` (up to :data:`EMPTY`).
+
+    Examples
+    --------
+    >>> residual(10.0, 4.0, LinearCost(2.0))
+    (6.0, LinearCost(price=2.0, max_amount=inf))
+    >>> residual(10.0, 25.0, ModuleCost(size=10.0, price=3.0))
+    (5.0, ModuleCost(size=10.0, price=3.0, max_amount=inf))
+    """
+    if load < capacity:
+        return capacity - load, cost
+    excess = load - capacity
+    free = 0.0
+    shifted: CapacityCost
+    if isinstance(cost, ModuleCost):
+        bought = float(cost.modules(np.array([excess]))[0])
+        free = bought * cost.size - excess
+        shifted = ModuleCost(cost.size, cost.price, max(0.0, (cost.max_modules - bought) * cost.size))
+    elif isinstance(cost, TieredCost):
+        shifted = _shifted_tiers(cost, excess)
+    else:
+        price = cost.linear_price
+        assert price is not None  # JointProblem refuses function costs
+        shifted = LinearCost(price, max(0.0, cost.max_amount - excess))
+    return max(free, EMPTY * capacity), shifted
+
+
+def _shifted_tiers(cost: TieredCost, excess: float) -> CapacityCost:
+    """``x -> cost(excess + x) - cost(excess)`` as a cost function."""
+    cap = max(0.0, cost.max_amount - excess)
+    first = int(np.searchsorted(np.array(cost.upto), excess, side="right"))
+    upto = tuple(u - excess for u in cost.upto[first:])
+    prices = cost.prices[first:]
+    if not prices:  # beyond the last tier: nothing more can be added
+        return LinearCost(0.0, 0.0)
+    if not upto or len(set(prices)) == 1:
+        return LinearCost(prices[0], cap)
+    return TieredCost(upto, prices, cap)
+
+
+def convex_envelope(cost: CapacityCost, most: float) -> CapacityCost:
+    """A convex cost function no dearer than ``cost`` on ``[0, most]``: its convex envelope
+    there (``cost`` itself when already convex). Module costs become their price per unit
+    with the same cap; tiers, the lower convex hull of their knots up to ``most``.
+
+    Examples
+    --------
+    >>> convex_envelope(ModuleCost(size=10.0, price=3.0), 100.0)
+    LinearCost(price=0.3, max_amount=inf)
+    >>> convex_envelope(TieredCost(upto=(10.0,), prices=(3.0, 1.0)), 30.0)
+    LinearCost(price=1.6666666666666667, max_amount=inf)
+    """
+    if isinstance(cost, ModuleCost):
+        return LinearCost(cost.price / cost.size, cost.max_modules * cost.size)
+    if not isinstance(cost, TieredCost) or cost.convex:
+        return cost
+    end = min(most, cost.max_amount)
+    xs = [0.0, *(u for u in cost.upto if u < end), end] if end > 0 else [0.0]
+    ys = cost(np.array(xs)).tolist()
+    hull: list[tuple[float, float]] = []
+    for point in zip(xs, ys, strict=True):
+        while len(hull) >= 2 and _cross(hull[-2], hull[-1], point) <= 0:
+            hull.pop()
+        hull.append(point)
+    if len(hull) < 2:
+        return LinearCost(0.0, cost.max_amount)
+    slopes = [(y1 - y0) / (x1 - x0) for (x0, y0), (x1, y1) in zip(hull, hull[1:], strict=False)]
+    if len(slopes) == 1:
+        return LinearCost(slopes[0], cost.max_amount)
+    return TieredCost(tuple(x for x, _ in hull[1:-1]), tuple(slopes), cost.max_amount)
+
+
+def _cross(o: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+    return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+
+def _rebuilt(
+    problem: JointProblem,
+    s: int,
+    node: Sequence[tuple[float, CapacityCost]],
+    link: Sequence[tuple[float, CapacityCost]],
+) -> CodesignInstance:
+    """Service ``s``'s instance on the network with each element's capacity and cost
+    replaced."""
+    net, service = problem.network, problem.services[s]
+    own = Network(
+        nodes=tuple(Node(n.id, c, 0.0, f) for n, (c, f) in zip(net.nodes, node, strict=True)),
+        links=tuple(Link(e.source, e.target, c, 0.0, f)
+                    for e, (c, f) in zip(net.links, link, strict=True)),  # fmt: skip
+        source=service.source,
+        target=service.target,
+    )
+    return compile_instance(own, service.profile)
+
+
+def joint_lower_bound(problem: JointProblem) -> float:
+    """The sum over the services of each one's optimum alone under the convex envelopes of the
+    costs: a lower bound on the joint optimum (see the module docstring).
+
+    Raises
+    ------
+    Infeasible
+        If a service alone has no plan within the caps: then no joint plan has one either.
+    """
+    most_node = np.zeros(len(problem.network.nodes))
+    most_link = np.zeros(len(problem.network.links))
+    for s, inst in enumerate(problem.instances):  # the most any service could add anywhere
+        beta = problem.services[s].interval
+        most_node[problem.node_of[s]] += inst.work(0, inst.n_blocks) / beta
+        most_link[problem.link_of[s]] += float(inst.activation_bits.max()) / beta
+    node = [(c, convex_envelope(f, m)) for c, f, m in
+            zip(problem.capacity.tolist(), problem.node_costs, most_node.tolist(), strict=True)]  # fmt: skip
+    link = [(c, convex_envelope(f, m)) for c, f, m in
+            zip(problem.bandwidth.tolist(), problem.link_costs, most_link.tolist(), strict=True)]  # fmt: skip
+    total = []
+    for s, service in enumerate(problem.services):
+        try:
+            total.append(solve_psg(_rebuilt(problem, s, node, link), service.interval).cost)
+        except Infeasible:
+            raise no_joint_plan(problem, f"service {service.name!r} alone has none") from None
+    return math.fsum(total)
+
+
+def _best_response(problem: JointProblem, s: int, choices: Sequence[Choice | None]) -> Choice | None:
+    """Service ``s``'s cheapest deployment against the others' loads (``None``: no deployment
+    of it fits within the caps)."""
+    others = [c if t != s else None for t, c in enumerate(choices)]
+    node_load, link_load = problem.loads(others)
+    node = [residual(c, node_load.get(k, 0.0), f) if k in node_load else (c, f)
+            for k, (c, f) in enumerate(zip(problem.capacity.tolist(), problem.node_costs, strict=True))]  # fmt: skip
+    link = [residual(c, link_load.get(k, 0.0), f) if k in link_load else (c, f)
+            for k, (c, f) in enumerate(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))]  # fmt: skip
+    inst = _rebuilt(problem, s, node, link)
+    try:
+        plan: Plan = solve_psg(inst, problem.services[s].interval)
+    except Infeasible:
+        return None
+    own = problem.instances[s]
+    index = {v: k for k, v in enumerate(own.node_ids)}
+    return tuple(index[v] for v in plan.path), plan.partition
+
+
+def _descend(problem: JointProblem, order: Sequence[int]) -> tuple[float, list[Choice]] | None:
+    """A greedy start in ``order``, then best-response rounds until none improves."""
+    choices: list[Choice | None] = [None] * len(problem.services)
+    for s in order:
+        choices[s] = _best_response(problem, s, choices)
+        if choices[s] is None:
+            return None
+    done: list[Choice] = [c for c in choices if c is not None]
+    cost = problem.cost(done)
+    for _ in range(MAX_ROUNDS):
+        improved = False
+        for s in order:
+            if len(order) == 1:
+                break
+            candidate = _best_response(problem, s, done)
+            if candidate is None or candidate == done[s]:
+                continue
+            trial = [*done[:s], candidate, *done[s + 1 :]]
+            trial_cost = problem.cost(trial)
+            if trial_cost < cost * (1 - 1e-12):
+                done, cost, improved = trial, trial_cost, True
+        if not improved:
+            break
+    return cost, done
+
+
+def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
+    """The fast planner's plan and its proven lower bound (see the module docstring).
+
+    Raises
+    ------
+    Infeasible
+        If the bound proves there is no plan, or no order found one.
+    """
+    bound = joint_lower_bound(problem)
+    S = len(problem.services)
+    orders = [list(range(S))]
+    if S > 1:
+        orders.append(orders[0][::-1])
+        rng = np.random.default_rng(seed)
+        orders += [rng.permutation(S).tolist() for _ in range(RANDOM_ORDERS)]
+    best: tuple[float, list[Choice]] | None = None
+    for order in orders:
+        found = _descend(problem, order)
+        if found is not None and math.isfinite(found[0]) and (best is None or found[0] < best[0]):
+            best = found
+    if best is None:
+        raise no_joint_plan(problem, "the fast planner found none; method 'milp' decides")
+    cost, choices = best
+    status = "optimal" if cost <= bound + CERTIFIED_GAP * cost else "heuristic"
+    return problem.plan("fast", status, choices, bound)

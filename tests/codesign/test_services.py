@@ -1,0 +1,195 @@
+"""Joint provisioning of several services against an independent brute force: every simple
+path and every partition of every service, loads summed and priced from the definitions."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import inferplan
+from inferplan import Infeasible, InvalidArgument, Network, Profile
+from inferplan.codesign.services import Service, provision_services
+from tests.strategies import small_dags, small_networks, small_profiles
+
+KINDS = ("linear", "capped", "modules", "tiers")
+
+
+def _deployments(network: Network, source: str, target: str, n_blocks: int):
+    graph = nx.DiGraph()
+    graph.add_nodes_from(n.id for n in network.nodes)
+    graph.add_edges_from((e.source, e.target) for e in network.links)
+    for path in nx.all_simple_paths(graph, source, target):
+        for inner in itertools.combinations_with_replacement(range(n_blocks + 1), len(path) - 1):
+            yield tuple(path), (*inner, n_blocks)
+
+
+def _loads(profile: Profile, path, partition, beta):
+    """Per element, the rate one deployment needs: FLOPs of its blocks / beta, bits / beta."""
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    need: dict[object, float] = {}
+    prev = 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        if b > prev:
+            need[v] = need.get(v, 0.0) + math.fsum(profile.flops[prev:b]) / beta
+        if k + 1 < len(path):
+            need[(v, path[k + 1])] = profile.activation_bits[b] / beta
+        prev = b
+    del S
+    return need
+
+
+def _price(network: Network, need: dict[object, float]) -> float:
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    total = 0.0
+    for element, x in need.items():
+        item = links[element] if isinstance(element, tuple) else nodes[element]
+        excess = max(0.0, x - item.capacity)
+        if excess > 0:
+            total += float(item.capacity_cost(np.array([excess]))[0])
+    return total
+
+
+def brute_force(network: Network, services: list[Service]) -> float:
+    """The least joint cost over every combination of deployments (``inf``: none within caps)."""
+    options = [
+        [_loads(s.profile, p, b, s.interval)
+         for p, b in _deployments(network, s.source, s.target, s.profile.n_blocks)]
+        for s in services
+    ]  # fmt: skip
+    best = math.inf
+    for combo in itertools.product(*options):
+        need: dict[object, float] = {}
+        for loads in combo:
+            for k, x in loads.items():
+                need[k] = need.get(k, 0.0) + x
+        best = min(best, _price(network, need))
+    return best
+
+
+@st.composite
+def joint_instances(draw: st.DrawFn, acyclic: bool = True):
+    S = draw(st.integers(min_value=1, max_value=3))
+    most = 5 if S < 3 else 4
+    net = draw(small_dags(max_nodes=most, cost_kinds=KINDS) if acyclic
+               else small_networks(max_nodes=4, cost_kinds=KINDS))  # fmt: skip
+    graph = net.graph
+    pairs = [(u, v) for u in graph for v in nx.descendants(graph, u)]
+    services = []
+    for k in range(S):
+        source, target = draw(st.sampled_from(sorted(pairs)))
+        profile = draw(small_profiles(max_blocks=2 if S == 3 else 3))
+        beta = draw(st.floats(min_value=0.5, max_value=10.0))
+        services.append(Service(f"s{k}", profile, source, target, interval=beta))
+    return net, services
+
+
+def _check_plan(net: Network, services: list[Service], plan) -> None:
+    """The plan's loads and intervals from the definitions."""
+    need: dict[object, float] = {}
+    for s, d in zip(services, plan.services, strict=True):
+        assert d.name == s.name and d.path[0] == s.source and d.path[-1] == s.target
+        assert len(set(d.path)) == len(d.path)
+        assert d.interval <= s.interval * (1 + 1e-9)
+        for k, x in _loads(s.profile, d.path, d.partition, s.interval).items():
+            need[k] = need.get(k, 0.0) + x
+    assert plan.cost == pytest.approx(_price(net, need), rel=1e-9, abs=1e-12)
+    loads = {**plan.node_loads, **plan.link_loads}
+    assert set(loads) == set(need)
+    for k, x in need.items():
+        assert loads[k] == pytest.approx(x, rel=1e-9)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(joint_instances())
+def test_milp_and_fast_against_brute_force(case) -> None:
+    net, services = case
+    optimum = brute_force(net, services)
+    if math.isinf(optimum):
+        for method in ("milp", "fast"):
+            with pytest.raises(Infeasible):
+                provision_services(net, services, method=method)
+        return
+    exact = provision_services(net, services, method="milp")
+    assert exact.status == "optimal"
+    assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
+    assert exact.lower_bound <= optimum * (1 + 1e-6) + 1e-9
+    _check_plan(net, services, exact)
+    try:
+        fast = provision_services(net, services, method="fast")
+    except Infeasible as exc:  # the fast planner may miss a plan the caps leave; it says so
+        assert "fast planner found none" in str(exc)
+        return
+    assert fast.cost >= optimum * (1 - 1e-9) - 1e-12
+    assert fast.lower_bound <= optimum * (1 + 1e-9) + 1e-12
+    assert fast.status in ("optimal", "heuristic")
+    if fast.status == "optimal":
+        assert fast.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
+    _check_plan(net, services, fast)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(joint_instances(acyclic=False))
+def test_milp_on_cyclic_networks(case) -> None:
+    net, services = case
+    optimum = brute_force(net, services)
+    if math.isinf(optimum):
+        with pytest.raises(Infeasible):
+            provision_services(net, services, method="milp")
+        return
+    exact = provision_services(net, services, method="milp")
+    assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
+    _check_plan(net, services, exact)
+
+
+def test_one_service_is_the_single_service_problem() -> None:
+    net = inferplan.tiered(seed=4)
+    vgg = inferplan.vgg16()
+    beta = 0.4 * inferplan.throughput(net, vgg).interval
+    single = inferplan.provision(net, vgg, interval=beta)
+    for method in ("milp", "fast"):
+        joint = provision_services(net, [Service("v", vgg, "s", "t", interval=beta)],
+                                   method=method)  # fmt: skip
+        assert joint.status == "optimal"
+        assert joint.cost == pytest.approx(single.cost, rel=1e-7)
+
+
+def test_modules_shared_are_cheaper_than_apart() -> None:
+    """Two half modules cost one module together: the joint plan shares it, and the bound
+    (convex envelope) stays below."""
+    net = Network(
+        nodes=(inferplan.Node("s", 1.0, 100.0), inferplan.Node("t", 1.0, 0.0,
+               inferplan.network.ModuleCost(size=10.0, price=5.0))),
+        links=(inferplan.Link("s", "t", 1e9, 0.0),),
+        source="s", target="t",
+    )  # fmt: skip
+    p = Profile("p", flops=(5.0,), activation_bits=(1.0, 1.0))
+    services = [Service("a", p, "s", "t", interval=1.0), Service("b", p, "s", "t", interval=1.0)]
+    for method in ("milp", "fast"):
+        plan = provision_services(net, services, method=method)
+        assert plan.cost == pytest.approx(5.0)  # one module of 10 for 5 + 5 - 1 = 9 FLOP/s
+        assert plan.lower_bound <= 5.0
+    assert brute_force(net, services) == pytest.approx(5.0)
+
+
+def test_bad_services_name_the_service() -> None:
+    net = inferplan.tiered(seed=1)
+    vgg = inferplan.vgg16()
+    with pytest.raises(InvalidArgument, match="service 'b'.*'nowhere' is not a node"):
+        provision_services(net, [Service("a", vgg, "s", "t", interval=1.0),
+                                 Service("b", vgg, "nowhere", "t", interval=1.0)])  # fmt: skip
+    with pytest.raises(InvalidArgument, match="service 'a'.*duplicate service name"):
+        provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)] * 2)
+    with pytest.raises(InvalidArgument, match="service 'a'"):
+        Service("a", vgg, "s", "t", interval=-1.0)
+    with pytest.raises(InvalidArgument, match="does not take seed"):
+        provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], seed=3)
+    with pytest.raises(InvalidArgument, match="unknown method 'psg'"):
+        provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], method="psg")
