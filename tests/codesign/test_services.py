@@ -182,10 +182,10 @@ def test_modules_shared_are_cheaper_than_apart() -> None:
 def test_bad_services_name_the_service() -> None:
     net = inferplan.tiered(seed=1)
     vgg = inferplan.vgg16()
-    with pytest.raises(InvalidArgument, match="service 'b'.*'nowhere' is not a node"):
+    with pytest.raises(InvalidArgument, match=r"service .b.*.nowhere. is not a node"):
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0),
                                  Service("b", vgg, "nowhere", "t", interval=1.0)])  # fmt: skip
-    with pytest.raises(InvalidArgument, match="service 'a'.*duplicate service name"):
+    with pytest.raises(InvalidArgument, match=r"service .a.*duplicate service name"):
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)] * 2)
     with pytest.raises(InvalidArgument, match="service 'a'"):
         Service("a", vgg, "s", "t", interval=-1.0)

@@ -62,8 +62,11 @@ class Service:
         where = f"service {self.name!r}"
         if not self.name:
             raise InvalidArgument("a service needs a non-empty name", field="name")
-        if not (isinstance(self.interval, int | float) and math.isfinite(self.interval)
-                and self.interval > 0):  # fmt: skip
+        if not (
+            isinstance(self.interval, int | float)
+            and math.isfinite(self.interval)
+            and self.interval > 0
+        ):
             raise InvalidArgument(
                 f"interval must be a positive finite number, got {self.interval!r}", field=where
             )
@@ -148,12 +151,14 @@ class ServicesPlan:
             "gap": self.gap,
             "services": [s.to_dict() for s in self.services],
             "node_upgrades": dict(self.node_upgrades),
-            "link_upgrades": [{"source": u, "target": v, "amount": x}
-                              for (u, v), x in self.link_upgrades.items()],  # fmt: skip
+            "link_upgrades": [
+                {"source": u, "target": v, "amount": x} for (u, v), x in self.link_upgrades.items()
+            ],
             "loads": {
                 "nodes": dict(self.node_loads),
-                "links": [{"source": u, "target": v, "load": x}
-                          for (u, v), x in self.link_loads.items()],  # fmt: skip
+                "links": [
+                    {"source": u, "target": v, "load": x} for (u, v), x in self.link_loads.items()
+                ],
             },
         }
 
@@ -189,8 +194,10 @@ class JointProblem:
         self.instances: tuple[CodesignInstance, ...] = tuple(
             _compile(network, s, require_acyclic) for s in services
         )
-        self.node_of = tuple(np.array([node_index[v] for v in inst.node_ids], dtype=np.int64)
-                             for inst in self.instances)  # fmt: skip
+        self.node_of = tuple(
+            np.array([node_index[v] for v in inst.node_ids], dtype=np.int64)
+            for inst in self.instances
+        )
         self.link_of = tuple(
             np.array([link_index[(e.source, e.target)] for e in inst.links], dtype=np.int64)
             for inst in self.instances
@@ -236,10 +243,12 @@ class JointProblem:
     def cost(self, choices: Sequence[Choice]) -> float:
         """The exact price of ``choices`` (``inf`` when a cap is exceeded)."""
         node, link = self.loads(choices)
-        prices = [_price(self.node_costs[k], max(0.0, x - self.capacity[k]))
-                  for k, x in node.items()]  # fmt: skip
-        prices += [_price(self.link_costs[k], max(0.0, x - self.bandwidth[k]))
-                   for k, x in link.items()]  # fmt: skip
+        prices = [
+            _price(self.node_costs[k], max(0.0, x - self.capacity[k])) for k, x in node.items()
+        ]
+        prices += [
+            _price(self.link_costs[k], max(0.0, x - self.bandwidth[k])) for k, x in link.items()
+        ]
         return math.fsum(prices)
 
     def plan(
@@ -267,8 +276,11 @@ class JointProblem:
                 amount = cost.purchase(excess)
                 if amount > cost.max_amount:
                     if amount > cost.max_amount * (1 + CAP_RTOL):
-                        what = (f"node {self.network.nodes[k].id!r}" if side == 0
-                                else f"link {self.network.links[k].label}")  # fmt: skip
+                        what = (
+                            f"node {self.network.nodes[k].id!r}"
+                            if side == 0
+                            else f"link {self.network.links[k].label}"
+                        )
                         raise no_joint_plan(
                             self,
                             f"the services need {amount:.6g} more on {what}, which can add at "
@@ -282,16 +294,26 @@ class JointProblem:
         for s, (path, partition) in enumerate(choices):
             inst, service = self.instances[s], self.services[s]
             run = stages(inst, path, partition)
-            shares = [service.interval * node[int(self.node_of[s][v])]
-                      / (self.capacity[self.node_of[s][v]] + bought[0].get(int(self.node_of[s][v]), 0.0))
-                      for v, w in zip(run.nodes, run.work, strict=True) if w > 0]  # fmt: skip
-            shares += [service.interval * link[int(self.link_of[s][e])]
-                       / (self.bandwidth[self.link_of[s][e]] + bought[1].get(int(self.link_of[s][e]), 0.0))
-                       for e, d in zip(run.links, run.bits, strict=True) if d > 0]  # fmt: skip
-            deployments.append(ServiceDeployment(
-                name=service.name, path=tuple(inst.node_ids[v] for v in path),
-                partition=tuple(int(b) for b in partition),
-                interval=float(max(shares, default=0.0)), target_interval=service.interval))  # fmt: skip
+            nodes_of, links_of = self.node_of[s], self.link_of[s]
+            shares = [
+                service.interval * node[k] / (self.capacity[k] + bought[0].get(k, 0.0))
+                for k, w in zip(nodes_of[list(run.nodes)].tolist(), run.work, strict=True)
+                if w > 0
+            ]
+            shares += [
+                service.interval * link[k] / (self.bandwidth[k] + bought[1].get(k, 0.0))
+                for k, d in zip(links_of[list(run.links)].tolist(), run.bits, strict=True)
+                if d > 0
+            ]
+            deployments.append(
+                ServiceDeployment(
+                    name=service.name,
+                    path=tuple(inst.node_ids[v] for v in path),
+                    partition=tuple(int(b) for b in partition),
+                    interval=float(max(shares, default=0.0)),
+                    target_interval=service.interval,
+                )
+            )
         for d in deployments:
             assert d.interval <= d.target_interval * (1 + INTERVAL_RTOL), d
         nodes, links = self.network.nodes, self.network.links
@@ -302,8 +324,9 @@ class JointProblem:
             lower_bound=min(max(lower_bound, 0.0), cost_total),
             services=tuple(deployments),
             node_upgrades={nodes[k].id: x for k, x in sorted(bought[0].items()) if x > 0},
-            link_upgrades={(links[k].source, links[k].target): x
-                           for k, x in sorted(bought[1].items()) if x > 0},  # fmt: skip
+            link_upgrades={
+                (links[k].source, links[k].target): x for k, x in sorted(bought[1].items()) if x > 0
+            },
             node_loads={nodes[k].id: x for k, x in sorted(node.items())},
             link_loads={(links[k].source, links[k].target): x for k, x in sorted(link.items())},
         )
@@ -426,5 +449,3 @@ def no_joint_plan(problem: JointProblem, detail: str = "") -> Infeasible:
     targets = ", ".join(f"{s.name} {s.interval:g} s" for s in problem.services)
     more = f" ({detail})" if detail else ""
     return Infeasible(f"no plan serves every service ({targets}) within the capacity caps{more}")
-
-

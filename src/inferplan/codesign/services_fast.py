@@ -26,13 +26,16 @@ together and two apart.) When the plan's cost meets the bound to
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from inferplan.codesign.instance import CodesignInstance, compile_instance
-from inferplan.codesign.plan import Plan
+from inferplan.arrays import FloatArray
+from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.plan import Plan, PlanStatus
 from inferplan.codesign.psg import solve_psg
 from inferplan.codesign.services import (
     CERTIFIED_GAP,
@@ -42,11 +45,14 @@ from inferplan.codesign.services import (
     no_joint_plan,
 )
 from inferplan.errors import Infeasible
-from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
-from inferplan.network.network import Link, Network, Node
+from inferplan.network.costs import (
+    CapacityCost,
+    LinearCost,
+    ModuleCost,
+    TieredCost,
+)
 
-__all__ = ["RANDOM_ORDERS", "convex_envelope", "joint_lower_bound", "residual",
-           "solve_joint_fast"]  # fmt: skip
+__all__ = ["RANDOM_ORDERS", "convex_envelope", "envelope_bound", "residual", "solve_joint_fast"]
 
 RANDOM_ORDERS = 2
 """Random service orders tried besides the given one and its reverse."""
@@ -80,7 +86,9 @@ def residual(capacity: float, load: float, cost: CapacityCost) -> tuple[float, C
     if isinstance(cost, ModuleCost):
         bought = float(cost.modules(np.array([excess]))[0])
         free = bought * cost.size - excess
-        shifted = ModuleCost(cost.size, cost.price, max(0.0, (cost.max_modules - bought) * cost.size))
+        shifted = ModuleCost(
+            cost.size, cost.price, max(0.0, (cost.max_modules - bought) * cost.size)
+        )
     elif isinstance(cost, TieredCost):
         shifted = _shifted_tiers(cost, excess)
     else:
@@ -129,7 +137,7 @@ def convex_envelope(cost: CapacityCost, most: float) -> CapacityCost:
         hull.append(point)
     if len(hull) < 2:
         return LinearCost(0.0, cost.max_amount)
-    slopes = [(y1 - y0) / (x1 - x0) for (x0, y0), (x1, y1) in zip(hull, hull[1:], strict=False)]
+    slopes = [(y1 - y0) / (x1 - x0) for (x0, y0), (x1, y1) in itertools.pairwise(hull)]
     if len(slopes) == 1:
         return LinearCost(slopes[0], cost.max_amount)
     return TieredCost(tuple(x for x, _ in hull[1:-1]), tuple(slopes), cost.max_amount)
@@ -145,20 +153,33 @@ def _rebuilt(
     node: Sequence[tuple[float, CapacityCost]],
     link: Sequence[tuple[float, CapacityCost]],
 ) -> CodesignInstance:
-    """Service ``s``'s instance on the network with each element's capacity and cost
-    replaced."""
-    net, service = problem.network, problem.services[s]
-    own = Network(
-        nodes=tuple(Node(n.id, c, 0.0, f) for n, (c, f) in zip(net.nodes, node, strict=True)),
-        links=tuple(Link(e.source, e.target, c, 0.0, f)
-                    for e, (c, f) in zip(net.links, link, strict=True)),  # fmt: skip
-        source=service.source,
-        target=service.target,
+    """Service ``s``'s instance with each element's capacity and cost replaced (by network
+    index): the same arrays otherwise, so nothing is compiled again."""
+    inst = problem.instances[s]
+    nodes = [node[k] for k in problem.node_of[s].tolist()]
+    links = [link[k] for k in problem.link_of[s].tolist()]
+    return replace(
+        inst,
+        capacity=np.array([c for c, _ in nodes], dtype=np.float64),
+        node_costs=tuple(f for _, f in nodes),
+        bandwidth=np.array([c for c, _ in links], dtype=np.float64),
+        link_costs=tuple(f for _, f in links),
     )
-    return compile_instance(own, service.profile)
 
 
-def joint_lower_bound(problem: JointProblem) -> float:
+def _most(problem: JointProblem) -> FloatArray:
+    """The most the services can need on each element (nodes, then links): each runs its
+    whole profile there, or sends its largest activation."""
+    V = len(problem.capacity)
+    most = np.zeros(V + len(problem.bandwidth))
+    for s, inst in enumerate(problem.instances):
+        beta = problem.services[s].interval
+        most[problem.node_of[s]] += inst.work(0, inst.n_blocks) / beta
+        most[V + problem.link_of[s]] += float(inst.activation_bits.max()) / beta
+    return most
+
+
+def envelope_bound(problem: JointProblem) -> float:
     """The sum over the services of each one's optimum alone under the convex envelopes of the
     costs: a lower bound on the joint optimum (see the module docstring).
 
@@ -167,16 +188,16 @@ def joint_lower_bound(problem: JointProblem) -> float:
     Infeasible
         If a service alone has no plan within the caps: then no joint plan has one either.
     """
-    most_node = np.zeros(len(problem.network.nodes))
-    most_link = np.zeros(len(problem.network.links))
-    for s, inst in enumerate(problem.instances):  # the most any service could add anywhere
-        beta = problem.services[s].interval
-        most_node[problem.node_of[s]] += inst.work(0, inst.n_blocks) / beta
-        most_link[problem.link_of[s]] += float(inst.activation_bits.max()) / beta
-    node = [(c, convex_envelope(f, m)) for c, f, m in
-            zip(problem.capacity.tolist(), problem.node_costs, most_node.tolist(), strict=True)]  # fmt: skip
-    link = [(c, convex_envelope(f, m)) for c, f, m in
-            zip(problem.bandwidth.tolist(), problem.link_costs, most_link.tolist(), strict=True)]  # fmt: skip
+    most = _most(problem).tolist()
+    V = len(problem.capacity)
+    node = [
+        (c, convex_envelope(f, m))
+        for c, f, m in zip(problem.capacity.tolist(), problem.node_costs, most[:V], strict=True)
+    ]
+    link = [
+        (c, convex_envelope(f, m))
+        for c, f, m in zip(problem.bandwidth.tolist(), problem.link_costs, most[V:], strict=True)
+    ]
     total = []
     for s, service in enumerate(problem.services):
         try:
@@ -186,23 +207,32 @@ def joint_lower_bound(problem: JointProblem) -> float:
     return math.fsum(total)
 
 
-def _best_response(problem: JointProblem, s: int, choices: Sequence[Choice | None]) -> Choice | None:
+def _choice(problem: JointProblem, s: int, plan: Plan) -> Choice:
+    index = {v: k for k, v in enumerate(problem.instances[s].node_ids)}
+    return tuple(index[v] for v in plan.path), plan.partition
+
+
+def _best_response(
+    problem: JointProblem, s: int, choices: Sequence[Choice | None]
+) -> Choice | None:
     """Service ``s``'s cheapest deployment against the others' loads (``None``: no deployment
     of it fits within the caps)."""
     others = [c if t != s else None for t, c in enumerate(choices)]
     node_load, link_load = problem.loads(others)
-    node = [residual(c, node_load.get(k, 0.0), f) if k in node_load else (c, f)
-            for k, (c, f) in enumerate(zip(problem.capacity.tolist(), problem.node_costs, strict=True))]  # fmt: skip
-    link = [residual(c, link_load.get(k, 0.0), f) if k in link_load else (c, f)
-            for k, (c, f) in enumerate(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))]  # fmt: skip
+    node = [
+        residual(c, node_load[k], f) if k in node_load else (c, f)
+        for k, (c, f) in enumerate(zip(problem.capacity.tolist(), problem.node_costs, strict=True))
+    ]
+    link = [
+        residual(c, link_load[k], f) if k in link_load else (c, f)
+        for k, (c, f) in enumerate(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))
+    ]
     inst = _rebuilt(problem, s, node, link)
     try:
         plan: Plan = solve_psg(inst, problem.services[s].interval)
     except Infeasible:
         return None
-    own = problem.instances[s]
-    index = {v: k for k, v in enumerate(own.node_ids)}
-    return tuple(index[v] for v in plan.path), plan.partition
+    return _choice(problem, s, plan)
 
 
 def _descend(problem: JointProblem, order: Sequence[int]) -> tuple[float, list[Choice]] | None:
@@ -239,7 +269,7 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     Infeasible
         If the bound proves there is no plan, or no order found one.
     """
-    bound = joint_lower_bound(problem)
+    bound = envelope_bound(problem)
     S = len(problem.services)
     orders = [list(range(S))]
     if S > 1:
@@ -253,6 +283,8 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
             best = found
     if best is None:
         raise no_joint_plan(problem, "the fast planner found none; method 'milp' decides")
-    cost, choices = best
-    status = "optimal" if cost <= bound + CERTIFIED_GAP * cost else "heuristic"
-    return problem.plan("fast", status, choices, bound)
+    _, choices = best
+    plan = problem.plan("fast", "heuristic", choices, bound)
+    proven = plan.cost <= bound + CERTIFIED_GAP * plan.cost
+    status: PlanStatus = "optimal" if proven else "heuristic"
+    return replace(plan, status=status, lower_bound=min(max(bound, 0.0), plan.cost))

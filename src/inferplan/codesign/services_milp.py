@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -80,22 +81,29 @@ class JointMilp:
         self.flows: list[StateFlow] = []
         self.offsets: list[int] = []
         n = 0
-        loads: list[tuple[FloatArray, FloatArray, FloatArray]] = []  # (column, element, load)
+        loads: list[tuple[Any, Any, FloatArray]] = []  # (column, element, load)
         for s, inst in enumerate(problem.instances):
             beta = problem.services[s].interval
             check_scale(inst, beta)
             nodes = node_cost_table(inst, np.arange(len(inst.node_ids)), beta)
             links = link_cost_table(inst, np.arange(len(inst.links)), beta)
-            flow = StateFlow(inst, np.where(np.isfinite(nodes), 0.0, np.inf),
-                             np.where(np.isfinite(links), 0.0, np.inf))  # fmt: skip
+            flow = StateFlow(
+                inst,
+                np.where(np.isfinite(nodes), 0.0, np.inf),
+                np.where(np.isfinite(links), 0.0, np.inf),
+            )
             (yv, yi, yj), (ze, zj) = flow.y, flow.z
             V = len(problem.capacity)
             node_load = inst.work_or_zero[yi, yj] / beta
             link_load = inst.activation_bits[zj] / beta
             columns = np.arange(n, n + flow.cost.size)
-            loads.append((columns, np.concatenate((problem.node_of[s][yv],
-                                                   V + problem.link_of[s][ze])),
-                          np.concatenate((node_load, link_load))))  # fmt: skip
+            loads.append(
+                (
+                    columns,
+                    np.concatenate((problem.node_of[s][yv], V + problem.link_of[s][ze])),
+                    np.concatenate((node_load, link_load)),
+                )
+            )
             self.flows.append(flow)
             self.offsets.append(n)
             n += flow.cost.size
@@ -158,18 +166,23 @@ class JointMilp:
         self.upper = np.array(upper)
         self.integrality = np.array(integral)
         total = self.objective.size
-        self.need = sparse.csr_array((rows.val, (rows.row, rows.col)),
-                                     shape=(len(rows.rhs), total))  # fmt: skip
+        self.need = sparse.csr_array((rows.val, (rows.row, rows.col)), shape=(len(rows.rhs), total))
         self.need_rhs = np.array(rows.rhs)
         self.balance = sparse.hstack(
-            [sparse.block_diag([f.balance for f in self.flows], format="csr"),
-             sparse.csr_array((sum(f.balance.shape[0] for f in self.flows), total - n))],
-            format="csr")  # fmt: skip
+            [
+                sparse.block_diag([f.balance for f in self.flows], format="csr"),
+                sparse.csr_array((sum(f.balance.shape[0] for f in self.flows), total - n)),
+            ],
+            format="csr",
+        )
         self.balance_rhs = np.concatenate([f.rhs for f in self.flows])
         self.once = sparse.hstack(
-            [sparse.block_diag([f.once for f in self.flows], format="csr"),
-             sparse.csr_array((sum(f.once.shape[0] for f in self.flows), total - n))],
-            format="csr")  # fmt: skip
+            [
+                sparse.block_diag([f.once for f in self.flows], format="csr"),
+                sparse.csr_array((sum(f.once.shape[0] for f in self.flows), total - n)),
+            ],
+            format="csr",
+        )
 
     @property
     def columns(self) -> int:
@@ -217,8 +230,9 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
         If HiGHS finds no plan at all within ``time_limit``.
     """
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise InvalidArgument(f"must be a positive finite number of seconds, got {time_limit!r}",
-                              field="time_limit")  # fmt: skip
+        raise InvalidArgument(
+            f"must be a positive finite number of seconds, got {time_limit!r}", field="time_limit"
+        )
     deadline = None if time_limit is None else time.monotonic() + time_limit
     milp = JointMilp(problem)
     best: tuple[float, list[Choice]] | None = None
