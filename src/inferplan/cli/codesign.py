@@ -21,7 +21,7 @@ from inferplan.cli.options import (
     throughput_method_help,
 )
 from inferplan.cli.render import console, print_json, table, written
-from inferplan.errors import InferplanError, InvalidArgument
+from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
 # Each command imports the library when it runs, so that --help answers at once.
@@ -159,11 +159,13 @@ def _provision_services(
     net, listed = load_network(network), load_services(services)
     try:
         check_services(net, listed)
-    except InferplanError as exc:
-        raise exc.located(str(services)) from None
-    with blame_network_file(network):
-        plan = provision_services(net, listed, method=method or "milp", seed=seed,
-                                  time_limit=time_limit)  # fmt: skip
+        with blame_network_file(network):
+            plan = provision_services(net, listed, method=method or "milp", seed=seed,
+                                      time_limit=time_limit)  # fmt: skip
+    except InvalidArgument as exc:
+        if (exc.field or "").startswith("service"):  # a service's own fields: its file
+            raise exc.located(str(services)) from None
+        raise
     if plot is not None:
         from inferplan.plots import plot_services  # matplotlib only when asked for
 

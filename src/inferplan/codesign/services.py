@@ -23,7 +23,7 @@ from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import get_service_method
 from inferplan.codesign.plan import CAP_RTOL, INTERVAL_RTOL, PlanStatus
 from inferplan.codesign.stages import stages
-from inferplan.errors import Infeasible, InferplanError, InvalidArgument
+from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
@@ -348,8 +348,10 @@ def _compile(network: Network, service: Service, require_acyclic: bool) -> Codes
     try:
         own = replace(network, source=service.source, target=service.target)
         return compile_instance(own, service.profile, require_acyclic=require_acyclic)
-    except InferplanError as exc:
-        raise type(exc)(exc.message, field=f"service {service.name!r}") from None
+    except NetworkHasCycle as exc:
+        raise NetworkHasCycle(exc.message, field=f"service {service.name!r}") from None
+    except InferplanError as exc:  # the service's target unreachable from its source
+        raise InvalidArgument(exc.message, field=f"service {service.name!r}") from None
 
 
 def check_services(network: Network, services: Sequence[Service]) -> None:

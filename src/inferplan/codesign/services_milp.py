@@ -188,21 +188,32 @@ class JointMilp:
     def columns(self) -> int:
         return int(self.objective.size)
 
-    def solve(
-        self, scale: float, time_limit: float | None
-    ) -> tuple[int, list[Choice] | None, float, str]:
-        """HiGHS with the objective divided by ``scale``: scipy's status, each service's
-        deployment, the lower bound (unscaled) and the message."""
-        result = highs(
+    def scale(self) -> float:
+        """A first scale of the objective: the dearest column at its bound."""
+        with np.errstate(invalid="ignore"):
+            scale = float(np.nanmax(self.objective * self.upper, initial=0.0))
+        if not math.isfinite(scale) or scale <= 0:
+            scale = float(np.max(self.objective, initial=0.0)) or 1.0
+        return scale
+
+    def _highs(self, scale: float, time_limit: float | None, *, integral: bool) -> Any:
+        return highs(
             self.objective / scale,
             A_ub=sparse.vstack([self.once, self.need], format="csr"),
             b_ub=np.concatenate((np.ones(self.once.shape[0]), self.need_rhs)),
             A_eq=self.balance,
             b_eq=self.balance_rhs,
             bounds=np.column_stack((np.zeros(self.columns), self.upper)),
-            integrality=self.integrality,
+            integrality=self.integrality if integral else None,
             time_limit=time_limit,
         )
+
+    def solve(
+        self, scale: float, time_limit: float | None
+    ) -> tuple[int, list[Choice] | None, float, str]:
+        """HiGHS with the objective divided by ``scale``: scipy's status, each service's
+        deployment, the lower bound (unscaled) and the message."""
+        result = self._highs(scale, time_limit, integral=True)
         if result.x is None:
             return result.status, None, -math.inf, result.message
         x = result.x
@@ -238,9 +249,7 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
     best: tuple[float, list[Choice]] | None = None
     lower_bound = -math.inf
     status: PlanStatus = "uncertified"
-    scale = float(np.max(milp.objective * milp.upper, initial=0.0)) or 1.0
-    if not math.isfinite(scale):
-        scale = float(np.max(milp.objective, initial=1.0)) or 1.0
+    scale = milp.scale()
     for _ in range(MAX_ROUNDS):
         left = None if deadline is None else deadline - time.monotonic()
         code, choices, lower, message = milp.solve(scale, left)

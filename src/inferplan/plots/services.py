@@ -76,9 +76,9 @@ def plot_services(
             ax.scatter([x], [y], s=420, color="white", zorder=3,
                        edgecolors="0.2" if node.id in used else _IDLE, linewidths=1.2)  # fmt: skip
             ax.text(x, y, node.id, ha="center", va="center", zorder=5, fontsize=7, color="0.2")
-            amount = plan.node_upgrades.get(node.id)
-            if amount:
-                ax.text(x, y - 0.24, f"+{si(amount, 'FLOP/s')}", ha="center", va="top",
+            added = plan.node_upgrades.get(node.id, 0.0)
+            if added > 0:
+                ax.text(x, y - 0.24, f"+{si(added, 'FLOP/s')}", ha="center", va="top",
                         fontsize=6.5, color=_BOUGHT)  # fmt: skip
         ax.set_xlim(-0.5, columns - 0.5)
         ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
