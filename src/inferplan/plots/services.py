@@ -3,8 +3,10 @@ capacity bought."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from inferplan.codesign.services import ServicesPlan
 from inferplan.network.network import Network
@@ -12,7 +14,7 @@ from inferplan.plots._mpl import styled_figure
 from inferplan.plots.plan import layered_positions
 from inferplan.units import si
 
-__all__ = ["plot_services"]
+__all__ = ["plot_services", "plot_services_study"]
 
 _IDLE, _BOUGHT = "#b0b0b0", "#c0392b"
 # matplotlib's tab10 without its red (the colour of what is bought) and grey (idle links)
@@ -89,3 +91,40 @@ def plot_services(
             or f"{len(plan.services)} services, {plan.method}: cost {plan.cost:.4g} "
             f"({plan.status}, gap {plan.gap:.2%})"
         )
+
+
+def plot_services_study(
+    rows: Sequence[Mapping[str, Any]], paths: str | Path | Sequence[str | Path]
+) -> None:
+    """The services study's figure (rows of ``inferplan sweep`` with ``study: services``):
+    left, the saving of the joint plan over planning each service alone against the number of
+    services, one line per ``alpha`` (median, with the least and most as a band); right, the
+    fast planner's true excess over the optimum against the gap it states, per point."""
+    targets = [paths] if isinstance(paths, str | Path) else list(paths)
+    solved = [r for r in rows if r.get("joint_status") not in (None, "", "infeasible")]
+    alphas = sorted({float(r["alpha"]) for r in solved})
+    with styled_figure(targets, figsize=(9.0, 3.6), layout="constrained") as fig:
+        left, right = fig.subplots(1, 2)
+        for k, alpha in enumerate(alphas):
+            colour = _COLOURS[k % len(_COLOURS)]
+            counts = sorted({int(r["services"]) for r in solved if float(r["alpha"]) == alpha})
+            per = [[100 * float(r["saving"]) for r in solved
+                    if float(r["alpha"]) == alpha and int(r["services"]) == n]
+                   for n in counts]  # fmt: skip
+            left.plot(counts, [statistics.median(v) for v in per], "o-", color=colour,
+                      label=f"alpha = {alpha:g}")  # fmt: skip
+            left.fill_between(counts, [min(v) for v in per], [max(v) for v in per],
+                              color=colour, alpha=0.15, linewidth=0)  # fmt: skip
+            fast = [r for r in solved if float(r["alpha"]) == alpha
+                    and r.get("fast_status") not in (None, "", "infeasible")]  # fmt: skip
+            right.scatter([100 * float(r["fast_gap"]) for r in fast],
+                          [100 * float(r["fast_excess"]) for r in fast], s=12, color=colour,
+                          label=f"alpha = {alpha:g}")  # fmt: skip
+        left.set_xlabel("services sharing the network")
+        left.set_ylabel("joint saving over each alone (%)")
+        left.set_xticks(sorted({int(r["services"]) for r in solved}))
+        left.legend(fontsize=7, frameon=False)
+        right.set_xlabel("fast planner: stated gap (%)")
+        right.set_ylabel("fast planner: above the optimum (%)")
+        right.axline((0, 0), slope=1, color=_IDLE, lw=0.8)
+        right.legend(fontsize=7, frameon=False)
