@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -50,9 +50,10 @@ from inferplan.network.costs import (
     LinearCost,
     ModuleCost,
     TieredCost,
+    segments,
 )
 
-__all__ = ["RANDOM_ORDERS", "convex_envelope", "envelope_bound", "residual", "solve_joint_fast"]
+__all__ = ["RANDOM_ORDERS", "convex_envelope", "residual", "solve_joint_fast", "split_bound"]
 
 RANDOM_ORDERS = 2
 """Random service orders tried besides the given one and its reverse."""
@@ -179,32 +180,45 @@ def _most(problem: JointProblem) -> FloatArray:
     return most
 
 
-def envelope_bound(problem: JointProblem) -> float:
-    """The sum over the services of each one's optimum alone under the convex envelopes of the
-    costs: a lower bound on the joint optimum (see the module docstring).
+def split_bound(problem: JointProblem, linearized: Collection[int] = ()) -> float:
+    """A lower bound on the joint optimum: each element's cost replaced by its convex
+    envelope, and each element of ``linearized`` (nodes ``0..V-1``, then links ``V + k``)
+    further by a supporting line (see the module docstring).
 
     Raises
     ------
     Infeasible
-        If a service alone has no plan within the caps: then no joint plan has one either.
+        If a service has no plan within the caps even so: then no joint plan has one either.
     """
-    most = _most(problem).tolist()
     V = len(problem.capacity)
-    node = [
-        (c, convex_envelope(f, m))
-        for c, f, m in zip(problem.capacity.tolist(), problem.node_costs, most[:V], strict=True)
-    ]
-    link = [
-        (c, convex_envelope(f, m))
-        for c, f, m in zip(problem.bandwidth.tolist(), problem.link_costs, most[V:], strict=True)
-    ]
+    have = np.concatenate((problem.capacity, problem.bandwidth)).tolist()
+    envelopes = _envelopes(problem)
+    elements: list[tuple[float, CapacityCost]] = []
+    shift = []
+    for k, (c, f) in enumerate(zip(have, envelopes, strict=True)):
+        if k in linearized:
+            form = segments(f)
+            assert form is not None  # envelopes are linear or tiers
+            elements.append((EMPTY * c, LinearCost(form.slopes[0])))
+            shift.append(form.slopes[0] * c)
+        else:
+            elements.append((c, f))
     total = []
     for s, service in enumerate(problem.services):
         try:
-            total.append(solve_psg(_rebuilt(problem, s, node, link), service.interval).cost)
+            total.append(
+                solve_psg(_rebuilt(problem, s, elements[:V], elements[V:]), service.interval).cost
+            )
         except Infeasible:
             raise no_joint_plan(problem, f"service {service.name!r} alone has none") from None
-    return math.fsum(total)
+    return math.fsum(total) - math.fsum(shift)
+
+
+def _envelopes(problem: JointProblem) -> list[CapacityCost]:
+    """The convex envelope of every element's cost (nodes, then links) over what the services
+    can need there."""
+    costs = (*problem.node_costs, *problem.link_costs)
+    return [convex_envelope(f, m) for f, m in zip(costs, _most(problem).tolist(), strict=True)]
 
 
 def _choice(problem: JointProblem, s: int, plan: Plan) -> Choice:
@@ -261,6 +275,22 @@ def _descend(problem: JointProblem, order: Sequence[int]) -> tuple[float, list[C
     return cost, done
 
 
+def _linearized(problem: JointProblem, choices: Sequence[Choice]) -> list[set[int]]:
+    """Elements worth bounding by a line: those the plan buys capacity on, and those of them
+    that several services share."""
+    V = len(problem.capacity)
+    node, link = problem.loads(choices)
+    bought = {k for k, x in node.items() if x > problem.capacity[k]}
+    bought |= {V + k for k, x in link.items() if x > problem.bandwidth[k]}
+    users: dict[int, int] = {}
+    for s in range(len(choices)):
+        mine = problem.loads([c if t == s else None for t, c in enumerate(choices)])
+        for k in [*mine[0], *(V + e for e in mine[1])]:
+            users[k] = users.get(k, 0) + 1
+    shared = {k for k in bought if users.get(k, 0) > 1}
+    return [bought, shared] if shared != bought else [bought]
+
+
 def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     """The fast planner's plan and its proven lower bound (see the module docstring).
 
@@ -269,7 +299,7 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     Infeasible
         If the bound proves there is no plan, or no order found one.
     """
-    bound = envelope_bound(problem)
+    bound = split_bound(problem)
     S = len(problem.services)
     orders = [list(range(S))]
     if S > 1:
@@ -285,6 +315,8 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
         raise no_joint_plan(problem, "the fast planner found none; method 'milp' decides")
     _, choices = best
     plan = problem.plan("fast", "heuristic", choices, bound)
+    if plan.cost > bound + CERTIFIED_GAP * plan.cost:
+        bound = max(bound, *(split_bound(problem, b) for b in _linearized(problem, choices)))
     proven = plan.cost <= bound + CERTIFIED_GAP * plan.cost
     status: PlanStatus = "optimal" if proven else "heuristic"
     return replace(plan, status=status, lower_bound=min(max(bound, 0.0), plan.cost))
