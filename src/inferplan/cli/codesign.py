@@ -82,7 +82,10 @@ def provision_command(
         ),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed for --tie-break random.", min=0)
+        int | None,
+        typer.Option(
+            "--seed", help="Seed for --tie-break random, or of --method fast's orders.", min=0
+        ),
     ] = None,
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
@@ -90,7 +93,8 @@ def provision_command(
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
-    The compute and bandwidth to buy, and where each block of the DNN runs.
+    The compute and bandwidth to buy, and where each block of the DNN runs; with --services,
+    for several DNN services sharing the network.
     """
     from inferplan.codesign.provision import provision
     from inferplan.network.io import load_network
