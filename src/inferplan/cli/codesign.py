@@ -26,8 +26,9 @@ from inferplan.units import si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
-    from inferplan.codesign.plan import Bottleneck
+    from inferplan.codesign.plan import Bottleneck, Plan
     from inferplan.codesign.services import ServicesPlan
+    from inferplan.network.network import Network
 
 
 @app.command("provision")
@@ -114,13 +115,7 @@ def provision_command(
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit)  # fmt: skip
-    if plot is not None:
-        from inferplan.plots import plot_plan  # matplotlib only when asked for
-
-        plot_plan(net, plan, plot)
-        written(plot)
-    if as_json:
-        print_json(plan.to_dict())
+    if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
     console.print(f"achieved: {_rate(plan.interval)}")
@@ -170,15 +165,25 @@ def _provision_services(
         if (exc.field or "").startswith("service"):  # a service's own fields: its file
             raise exc.located(str(services)) from None
         raise
-    if plot is not None:
-        from inferplan.plots import plot_services  # matplotlib only when asked for
+    if not _drawn_or_json(net, plan, plot, as_json):
+        _print_services(plan)
 
-        plot_services(net, plan, plot)
+
+def _drawn_or_json(
+    net: Network, plan: Plan | ServicesPlan, plot: Path | None, as_json: bool
+) -> bool:
+    """Draw ``plan`` to ``plot`` if asked (matplotlib only then), and print it as JSON if
+    ``as_json``; whether it was printed."""
+    if plot is not None:
+        from inferplan import plots  # matplotlib only when asked for
+        from inferplan.codesign.plan import Plan
+
+        draw = plots.plot_plan if isinstance(plan, Plan) else plots.plot_services
+        draw(net, plan, plot)  # type: ignore[arg-type]
         written(plot)
     if as_json:
         print_json(plan.to_dict())
-        return
-    _print_services(plan)
+    return as_json
 
 
 def _print_services(plan: ServicesPlan) -> None:

@@ -144,12 +144,7 @@ def get_service_method(name: str) -> Method:
     InvalidArgument
         Naming the parameter ``method`` and the known names.
     """
-    if name not in SERVICE_METHODS:
-        raise InvalidArgument(
-            f"unknown method {name!r} for several services (known: {', '.join(SERVICE_METHODS)})",
-            field="method",
-        )
-    return SERVICE_METHODS[name]
+    return _lookup(SERVICE_METHODS, name, " for several services")
 
 
 def get_method(name: str) -> Method:
@@ -160,11 +155,15 @@ def get_method(name: str) -> Method:
     InvalidArgument
         Naming the parameter ``method`` and the known names.
     """
-    if name not in METHODS:
+    return _lookup(METHODS, name, "")
+
+
+def _lookup(table: Mapping[str, Method], name: str, what: str) -> Method:
+    if name not in table:
         raise InvalidArgument(
-            f"unknown method {name!r} (known: {', '.join(METHODS)})", field="method"
+            f"unknown method {name!r}{what} (known: {', '.join(table)})", field="method"
         )
-    return METHODS[name]
+    return table[name]
 
 
 def throughput_methods() -> list[str]:

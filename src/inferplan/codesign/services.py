@@ -21,7 +21,7 @@ import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import get_service_method
-from inferplan.codesign.plan import CAP_RTOL, INTERVAL_RTOL, PlanStatus
+from inferplan.codesign.plan import CAP_RTOL, PlanStatus
 from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -314,8 +314,6 @@ class JointProblem:
                     target_interval=service.interval,
                 )
             )
-        for d in deployments:
-            assert d.interval <= d.target_interval * (1 + INTERVAL_RTOL), d
         nodes, links = self.network.nodes, self.network.links
         return ServicesPlan(
             method=method,
