@@ -34,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.compiled import AUTO_STATES, Engine, available
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Plan, PlanStatus
 from inferplan.codesign.psg import solve_psg
@@ -168,6 +169,16 @@ def _rebuilt(
     )
 
 
+def engine(problem: JointProblem) -> Engine:
+    """PSG's engine for the planner's many solves: the compiled one when numba is installed
+    and one solve of every service in each order already relaxes :data:`AUTO_STATES` states
+    (the rule ``engine="auto"`` applies to one solve), numpy's otherwise."""
+    orders = 2 + RANDOM_ORDERS if len(problem.services) > 1 else 1
+    states = sum((len(inst.node_ids) + len(inst.links)) * (inst.n_blocks + 1)
+                 for inst in problem.instances)  # fmt: skip
+    return "compiled" if available() and orders * states >= AUTO_STATES else "auto"
+
+
 def _most(problem: JointProblem) -> FloatArray:
     """The most the services can need on each element (nodes, then links): each runs its
     whole profile there, or sends its largest activation."""
@@ -207,7 +218,11 @@ def split_bound(problem: JointProblem, linearized: Collection[int] = ()) -> floa
     for s, service in enumerate(problem.services):
         try:
             total.append(
-                solve_psg(_rebuilt(problem, s, elements[:V], elements[V:]), service.interval).cost
+                solve_psg(
+                    _rebuilt(problem, s, elements[:V], elements[V:]),
+                    service.interval,
+                    engine=engine(problem),
+                ).cost
             )
         except Infeasible:
             raise no_joint_plan(problem, f"service {service.name!r} alone has none") from None
@@ -226,34 +241,49 @@ def _choice(problem: JointProblem, s: int, plan: Plan) -> Choice:
     return tuple(index[v] for v in plan.path), plan.partition
 
 
-def _best_response(
-    problem: JointProblem, s: int, choices: Sequence[Choice | None]
-) -> Choice | None:
-    """Service ``s``'s cheapest deployment against the others' loads (``None``: no deployment
-    of it fits within the caps)."""
-    others = [c if t != s else None for t, c in enumerate(choices)]
-    node_load, link_load = problem.loads(others)
-    node = [
-        residual(c, node_load[k], f) if k in node_load else (c, f)
-        for k, (c, f) in enumerate(zip(problem.capacity.tolist(), problem.node_costs, strict=True))
-    ]
-    link = [
-        residual(c, link_load[k], f) if k in link_load else (c, f)
-        for k, (c, f) in enumerate(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))
-    ]
-    inst = _rebuilt(problem, s, node, link)
-    try:
-        plan: Plan = solve_psg(inst, problem.services[s].interval)
-    except Infeasible:
-        return None
-    return _choice(problem, s, plan)
+class _Responses:
+    """Best responses, each computed once: a service's answer depends only on the others'
+    deployments, and different orders often meet the same ones."""
+
+    def __init__(self, problem: JointProblem) -> None:
+        self.problem = problem
+        self.engine = engine(problem)
+        self.node = list(zip(problem.capacity.tolist(), problem.node_costs, strict=True))
+        self.link = list(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))
+        self.known: dict[tuple[int, tuple[Choice | None, ...]], Choice | None] = {}
+
+    def __call__(self, s: int, choices: Sequence[Choice | None]) -> Choice | None:
+        """Service ``s``'s cheapest deployment against the others' loads (``None``: no
+        deployment of it fits within the caps)."""
+        others = tuple(c if t != s else None for t, c in enumerate(choices))
+        key = (s, others)
+        if key not in self.known:
+            self.known[key] = self._respond(s, others)
+        return self.known[key]
+
+    def _respond(self, s: int, others: Sequence[Choice | None]) -> Choice | None:
+        problem = self.problem
+        node_load, link_load = problem.loads(others)
+        node, link = list(self.node), list(self.link)
+        for elements, loads in ((node, node_load), (link, link_load)):
+            for k, x in loads.items():
+                capacity, cost = elements[k]
+                elements[k] = residual(capacity, x, cost)
+        inst = _rebuilt(problem, s, node, link)
+        try:
+            plan: Plan = solve_psg(inst, problem.services[s].interval, engine=self.engine)
+        except Infeasible:
+            return None
+        return _choice(problem, s, plan)
 
 
-def _descend(problem: JointProblem, order: Sequence[int]) -> tuple[float, list[Choice]] | None:
+def _descend(
+    problem: JointProblem, respond: _Responses, order: Sequence[int]
+) -> tuple[float, list[Choice]] | None:
     """A greedy start in ``order``, then best-response rounds until none improves."""
     choices: list[Choice | None] = [None] * len(problem.services)
     for s in order:
-        choices[s] = _best_response(problem, s, choices)
+        choices[s] = respond(s, choices)
         if choices[s] is None:
             return None
     done: list[Choice] = [c for c in choices if c is not None]
@@ -263,7 +293,7 @@ def _descend(problem: JointProblem, order: Sequence[int]) -> tuple[float, list[C
         for s in order:
             if len(order) == 1:
                 break
-            candidate = _best_response(problem, s, done)
+            candidate = respond(s, done)
             if candidate is None or candidate == done[s]:
                 continue
             trial = [*done[:s], candidate, *done[s + 1 :]]
@@ -307,8 +337,9 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
         rng = np.random.default_rng(seed)
         orders += [rng.permutation(S).tolist() for _ in range(RANDOM_ORDERS)]
     best: tuple[float, list[Choice]] | None = None
+    respond = _Responses(problem)
     for order in orders:
-        found = _descend(problem, order)
+        found = _descend(problem, respond, order)
         if found is not None and math.isfinite(found[0]) and (best is None or found[0] < best[0]):
             best = found
     if best is None:
