@@ -193,3 +193,49 @@ def test_bad_services_name_the_service() -> None:
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], seed=3)
     with pytest.raises(InvalidArgument, match="unknown method 'psg'"):
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], method="psg")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(KINDS),
+    data=st.data(),
+    capacity=st.floats(min_value=1.0, max_value=100.0),
+    load=st.floats(min_value=0.0, max_value=300.0),
+    extra=st.lists(st.floats(min_value=0.0, max_value=300.0), min_size=1, max_size=8),
+)
+def test_residual_prices_the_marginal_cost(kind, data, capacity, load, extra):
+    """What a best response pays for adding r to an element others load: the cost's
+    increase, from the definition."""
+    from inferplan.codesign.services_fast import EMPTY, residual
+    from tests.strategies import capacity_costs
+
+    cost = data.draw(capacity_costs(kind))
+    left, marginal = residual(capacity, load, cost)
+    base = float(cost(np.array([max(0.0, load - capacity)]))[0])
+    if math.isinf(base):  # the others alone exceed the cap: no joint plan to price
+        return
+    for r in extra:
+        if load >= capacity and r <= 2 * EMPTY * capacity:
+            continue  # the hair of free capacity an element at capacity is given
+        want = float(cost(np.array([max(0.0, load + r - capacity)]))[0]) - base
+        got = float(marginal(np.array([max(0.0, r - left)]))[0])
+        if math.isinf(want) or math.isinf(got):
+            assert (math.isinf(want) and math.isinf(got)) or abs(r - left) < 1e-6 * capacity
+        else:
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-9 * max(1.0, abs(want)) + 1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(KINDS), data=st.data(), most=st.floats(min_value=0.0, max_value=400))
+def test_the_convex_envelope_is_convex_and_below(kind, data, most):
+    from inferplan.codesign.services_fast import convex_envelope
+    from tests.strategies import capacity_costs
+
+    cost = data.draw(capacity_costs(kind))
+    hull = convex_envelope(cost, most)
+    xs = np.linspace(0.0, most, 97)
+    f, g = cost(xs), hull(xs)
+    assert np.all(g <= f + 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(f), f, 0.0))))
+    finite = np.isfinite(g)
+    second = np.diff(g[finite], 2)
+    assert np.all(second >= -1e-7 * np.maximum(1.0, np.abs(g[finite]).max(initial=0.0)))
