@@ -59,6 +59,10 @@ __all__ = ["RANDOM_ORDERS", "convex_envelope", "residual", "solve_joint_fast", "
 RANDOM_ORDERS = 2
 """Random service orders tried besides the given one and its reverse."""
 
+PAIR_SERVICES = 6
+"""Up to this many services, pairs of services are also re-planned together (``S (S - 1)``
+re-insertions a pass), and each service is kicked off each link of its path in turn."""
+
 MAX_ROUNDS = 20
 """Rounds of best responses per order, at the most."""
 
@@ -250,18 +254,21 @@ class _Responses:
         self.engine = engine(problem)
         self.node = list(zip(problem.capacity.tolist(), problem.node_costs, strict=True))
         self.link = list(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))
-        self.known: dict[tuple[int, tuple[Choice | None, ...]], Choice | None] = {}
+        self.known: dict[tuple[int, tuple[Choice | None, ...], int | None], Choice | None] = {}
 
-    def __call__(self, s: int, choices: Sequence[Choice | None]) -> Choice | None:
-        """Service ``s``'s cheapest deployment against the others' loads (``None``: no
-        deployment of it fits within the caps)."""
+    def __call__(
+        self, s: int, choices: Sequence[Choice | None], avoid: int | None = None
+    ) -> Choice | None:
+        """Service ``s``'s cheapest deployment against the others' loads, not using link
+        ``avoid`` (a network index) when given (``None``: no deployment of it fits within the
+        caps)."""
         others = tuple(c if t != s else None for t, c in enumerate(choices))
-        key = (s, others)
+        key = (s, others, avoid)
         if key not in self.known:
-            self.known[key] = self._respond(s, others)
+            self.known[key] = self._respond(s, others, avoid)
         return self.known[key]
 
-    def _respond(self, s: int, others: Sequence[Choice | None]) -> Choice | None:
+    def _respond(self, s: int, others: Sequence[Choice | None], avoid: int | None) -> Choice | None:
         problem = self.problem
         node_load, link_load = problem.loads(others)
         node, link = list(self.node), list(self.link)
@@ -269,6 +276,8 @@ class _Responses:
             for k, x in loads.items():
                 capacity, cost = elements[k]
                 elements[k] = residual(capacity, x, cost)
+        if avoid is not None:  # a hair of capacity and nothing to buy: no activation fits
+            link[avoid] = (EMPTY * link[avoid][0], LinearCost(0.0, 0.0))
         inst = _rebuilt(problem, s, node, link)
         try:
             plan: Plan = solve_psg(inst, problem.services[s].interval, engine=self.engine)
@@ -287,7 +296,18 @@ def _descend(
         if choices[s] is None:
             return None
     done: list[Choice] = [c for c in choices if c is not None]
-    cost = problem.cost(done)
+    return _rounds(problem, respond, order, problem.cost(done), done)
+
+
+def _rounds(
+    problem: JointProblem,
+    respond: _Responses,
+    order: Sequence[int],
+    cost: float,
+    done: list[Choice],
+) -> tuple[float, list[Choice]]:
+    """Best-response rounds in ``order`` from ``done`` (costing ``cost``) until none
+    improves."""
     for _ in range(MAX_ROUNDS):
         improved = False
         for s in order:
@@ -300,6 +320,66 @@ def _descend(
             trial_cost = problem.cost(trial)
             if trial_cost < cost * (1 - 1e-12):
                 done, cost, improved = trial, trial_cost, True
+        if not improved:
+            break
+    return cost, done
+
+
+def _pairs(
+    problem: JointProblem, respond: _Responses, cost: float, done: list[Choice]
+) -> tuple[float, list[Choice]]:
+    """Re-plan two services at once: take both out, put them back one after the other by
+    best responses (each pair in both orders), then best-response rounds; keep what is
+    cheaper, until no pair improves (at most :data:`MAX_ROUNDS` passes). This escapes the
+    plans where no single service can move alone."""
+    S = len(done)
+    for _ in range(MAX_ROUNDS):
+        improved = False
+        for a, b in itertools.permutations(range(S), 2):
+            trial: list[Choice | None] = [
+                c if t not in (a, b) else None for t, c in enumerate(done)
+            ]
+            for s in (a, b):
+                trial[s] = respond(s, trial)
+                if trial[s] is None:
+                    break
+            else:
+                placed = [c for c in trial if c is not None]
+                others = [t for t in range(S) if t not in (a, b)]
+                found = _rounds(problem, respond, [a, b, *others], problem.cost(placed), placed)
+                if found[0] < cost * (1 - 1e-12):
+                    (cost, done), improved = found, True
+        if not improved:
+            break
+    return cost, done
+
+
+def _kicks(
+    problem: JointProblem, respond: _Responses, cost: float, done: list[Choice]
+) -> tuple[float, list[Choice]]:
+    """Move one service off one link of its path (its best response without that link), then
+    let every service respond again; keep what is cheaper, until no such kick improves (at
+    most :data:`MAX_ROUNDS` passes). This escapes the plans where two services would have to
+    swap routes, which no single best response does."""
+    S = len(done)
+    for _ in range(MAX_ROUNDS):
+        improved = False
+        for a in range(S):
+            path, _ = done[a]
+            links = problem.link_of[a]
+            inst = problem.instances[a]
+            for u, v in itertools.pairwise(path):
+                moved = respond(a, done, int(links[inst.link_index(u, v)]))
+                if moved is None:
+                    continue
+                trial = [*done[:a], moved, *done[a + 1 :]]
+                order = [*(t for t in range(S) if t != a), a]
+                found = _rounds(problem, respond, order, problem.cost(trial), trial)
+                if found[0] < cost * (1 - 1e-12):
+                    (cost, done), improved = found, True
+                    break
+            if improved:
+                break
         if not improved:
             break
     return cost, done
@@ -344,6 +424,8 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
             best = found
     if best is None:
         raise no_joint_plan(problem, "the fast planner found none; method 'milp' decides")
+    if S > 1 and S <= PAIR_SERVICES:
+        best = _kicks(problem, respond, *_pairs(problem, respond, *best))
     _, choices = best
     plan = problem.plan("fast", "heuristic", choices, bound)
     if plan.cost > bound + CERTIFIED_GAP * plan.cost:
