@@ -191,6 +191,9 @@ def test_bad_services_name_the_service() -> None:
         Service("a", vgg, "s", "t", interval=-1.0)
     with pytest.raises(InvalidArgument, match="does not take seed"):
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], seed=3)
+    with pytest.raises(InvalidArgument, match="seed: must be a non-negative integer"):
+        provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], method="fast",
+                           seed=-1)  # fmt: skip
     with pytest.raises(InvalidArgument, match="unknown method 'psg'"):
         provision_services(net, [Service("a", vgg, "s", "t", interval=1.0)], method="psg")
 

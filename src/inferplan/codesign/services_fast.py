@@ -45,7 +45,7 @@ from inferplan.codesign.services import (
     ServicesPlan,
     no_joint_plan,
 )
-from inferplan.errors import Infeasible
+from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import (
     CapacityCost,
     LinearCost,
@@ -408,7 +408,11 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     ------
     Infeasible
         If the bound proves there is no plan, or no order found one.
+    InvalidArgument
+        For a ``seed`` that is not a non-negative integer.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgument(f"must be a non-negative integer, got {seed!r}", field="seed")
     bound = split_bound(problem)
     S = len(problem.services)
     orders = [list(range(S))]
