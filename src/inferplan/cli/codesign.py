@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from inferplan.network.network import Network
 
 
+def _default_method(ctx: typer.Context, value: str | None) -> str:
+    """``--method``'s default: ``psg`` for one profile, ``milp`` with ``--services`` (read
+    here, so that an infeasible request's JSON names the method that ran)."""
+    if value is not None:
+        return value
+    return "milp" if ctx.params.get("services") is not None else "psg"
+
+
 @app.command("provision")
 @friendly_errors
 def provision_command(
@@ -69,6 +77,7 @@ def provision_command(
         typer.Option(
             "--method",
             help=f"{method_help()} (default psg). {services_method_help()} (default milp).",
+            callback=_default_method,
         ),
     ] = None,
     as_json: JsonOpt = False,
