@@ -10,7 +10,11 @@ element of capacity ``C`` and cost ``f``, adding ``r`` more costs ``f(max(0, L +
 f(max(0, L - C))``, which is again a capacity and a cost function of the same kind
 (:func:`residual`), so PSG prices it exactly. Several orders (as given, reversed, and
 :data:`RANDOM_ORDERS` drawn from ``seed``) run, and the cheapest plan is kept; each is
-re-priced by :meth:`~inferplan.codesign.services.JointProblem.cost`.
+re-priced by :meth:`~inferplan.codesign.services.JointProblem.cost`. Up to
+:data:`PAIR_SERVICES` services, two larger moves follow, each kept when it lowers the cost:
+every pair of services taken out and put back one after the other, and every service kicked
+off each link of its path (two services swapping routes is a move no single best response
+makes).
 
 **Bound.** Replace every cost function by its convex envelope ``f^`` (module costs by their
 price per unit, tiers by the lower convex hull of their knots; linear and convex tiers stay).
@@ -19,7 +23,12 @@ h(a) + h(b)``. So any joint plan costs at least ``sum_e h_e(sum_s r_(s,e)) >= su
 h_e(r_(s,e))``, and each service's inner sum is at least its own optimum under ``f^`` alone,
 which PSG computes exactly. The sum of those optima is a lower bound on the joint optimum. (The
 sum of the services' optima under the true costs is *not*: two half modules cost one module
-together and two apart.) When the plan's cost meets the bound to
+together and two apart.) An element may instead be bounded by a supporting line of ``h``:
+``h(y) >= lambda (y - C)`` for ``lambda`` the first slope of ``f^``, separable over the
+services (each pays ``lambda`` per unit of its need there) less the constant ``lambda C``.
+Any choice of elements so treated gives a valid bound; the planner tries none, those its plan
+buys capacity on, and those of them several services share, and keeps the largest. When the
+plan's cost meets the bound to
 :data:`~inferplan.codesign.services.CERTIFIED_GAP`, its status is ``"optimal"``; otherwise
 ``"heuristic"``, with the gap.
 """
