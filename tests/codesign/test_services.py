@@ -244,3 +244,55 @@ def test_the_convex_envelope_is_convex_and_below(kind, data, most):
     finite = np.isfinite(g)
     second = np.diff(g[finite], 2)
     assert np.all(second >= -1e-7 * np.maximum(1.0, np.abs(g[finite]).max(initial=0.0)))
+
+
+def test_regression_joint_milp_at_a_tight_tolerance() -> None:
+    """Three services on a cyclic network with falling tiers: HiGHS at a feasibility tolerance
+    of 1e-10 called the optimum infeasible and proved a plan 56 % dearer optimal."""
+    net = inferplan.network_from_dict({
+        "source": "n0", "target": "n3",
+        "nodes": [
+            {"id": "n0", "capacity": 34.89708561853653,
+             "cost": {"kind": "modules", "size": 30.27734108863448, "price": 0.0,
+                      "max": 2.5916181580468534}},
+            {"id": "n1", "capacity": 56.65921849510782, "price": 6.309800134272786},
+            {"id": "n2", "capacity": 1.0,
+             "cost": {"kind": "tiers", "upto": [0.5], "price": [0.0], "max": 0.5}},
+            {"id": "n3", "capacity": 27.894430454008745,
+             "cost": {"kind": "modules", "size": 8.883246213447737,
+                      "price": 7.1176691244851655}},
+        ],
+        "links": [
+            {"source": "n0", "target": "n1", "capacity": 75.81161607443916,
+             "cost": {"kind": "tiers", "upto": [1.5, 3.0, 41.483389042828996],
+                      "price": [0.5, 0.0, 0.0]}},
+            {"source": "n0", "target": "n3", "capacity": 1.1, "price": 6.883542752097123},
+            {"source": "n1", "target": "n0", "capacity": 26.750246341086903, "price": 0.0},
+            {"source": "n1", "target": "n2", "capacity": 88.57835744367148, "price": 0.0},
+            {"source": "n1", "target": "n3", "capacity": 54.75438456355527, "price": 0.0},
+            {"source": "n2", "target": "n0", "capacity": 6.814972205375431,
+             "cost": {"kind": "linear", "price": 0.0, "max": 25.153558658243924}},
+            {"source": "n2", "target": "n1", "capacity": 83.35351076409285,
+             "cost": {"kind": "tiers", "upto": [34.207524348306826, 53.621306596200895,
+                                                133.52654554965414],
+                      "price": [6.8165226659646825, 0.0, 0.0, 0.0]}},
+            {"source": "n3", "target": "n0", "capacity": 55.38750735220896,
+             "cost": {"kind": "linear", "price": 0.0, "max": 1.5}},
+            {"source": "n3", "target": "n1", "capacity": 2.1830175245670143,
+             "cost": {"kind": "linear", "price": 0.0, "max": 131.78253445412642}},
+            {"source": "n3", "target": "n2", "capacity": 67.67615590189936,
+             "cost": {"kind": "tiers", "upto": [79.0], "price": [0.0], "max": 79.0}},
+        ],
+    })  # fmt: skip
+    one = Profile("one", flops=(112.57130646154988,),
+                  activation_bits=(178.68314873646045, 194.7737555535525))  # fmt: skip
+    two = Profile("two", flops=(189.691035107705, 94.46593113415476),
+                  activation_bits=(173.56224085998934, 168.82917372837005,
+                                   93.67957233046948))  # fmt: skip
+    services = [Service("s0", one, "n3", "n0", interval=1.3404362406562296),
+                Service("s1", two, "n0", "n1", interval=1.9276150141672657),
+                Service("s2", two, "n0", "n2", interval=9.051365593386121)]  # fmt: skip
+    optimum = brute_force(net, services)
+    assert optimum == pytest.approx(856.3930316642941)
+    plan = provision_services(net, services, method="milp")
+    assert plan.status == "optimal" and plan.cost == pytest.approx(optimum, rel=1e-9)

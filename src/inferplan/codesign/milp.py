@@ -68,17 +68,19 @@ CERTIFIED_GAP = 1e-8
 MAX_ROUNDS = 8
 
 
-def highs(*args: Any, time_limit: float | None, **kwargs: Any) -> OptimizeResult:
+def highs(
+    *args: Any, time_limit: float | None, tolerance: float = TOLERANCE, **kwargs: Any
+) -> OptimizeResult:
     """:func:`scipy.optimize.linprog` with HiGHS at the tolerances above (``mip_rel_gap``
-    :data:`MIP_REL_GAP`, no absolute gap, :data:`TOLERANCE` on feasibility and reduced costs,
+    :data:`MIP_REL_GAP`, no absolute gap, ``tolerance`` on feasibility and reduced costs,
     no presolve) and ``time_limit`` seconds (``None``: none)."""
     options: dict[str, float | bool] = {
         "presolve": False,  # its reductions compare costs to a tolerance of their own
         "mip_rel_gap": MIP_REL_GAP,
         "mip_abs_gap": 0.0,
-        "mip_feasibility_tolerance": TOLERANCE,
-        "dual_feasibility_tolerance": TOLERANCE,
-        "primal_feasibility_tolerance": TOLERANCE,
+        "mip_feasibility_tolerance": tolerance,
+        "dual_feasibility_tolerance": tolerance,
+        "primal_feasibility_tolerance": tolerance,
     }
     if time_limit is not None:
         options["time_limit"] = max(time_limit, 1e-3)

@@ -27,7 +27,9 @@ together and two apart.) An element may instead be bounded by a supporting line 
 ``h(y) >= lambda (y - C)`` for ``lambda`` the first slope of ``f^``, separable over the
 services (each pays ``lambda`` per unit of its need there) less the constant ``lambda C``.
 Any choice of elements so treated gives a valid bound; the planner tries none, those its plan
-buys capacity on, and those of them several services share, and keeps the largest. When the
+buys capacity on, and those of them several services share, keeps the largest, and (up to
+:data:`PAIR_SERVICES` services) adds the elements several services' paths share one at a
+time while the bound rises. When the
 plan's cost meets the bound to
 :data:`~inferplan.codesign.services.CERTIFIED_GAP`, its status is ``"optimal"``; otherwise
 ``"heuristic"``, with the gap.
@@ -56,6 +58,7 @@ from inferplan.codesign.services import (
 )
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import (
+    MODULE_RTOL,
     CapacityCost,
     LinearCost,
     ModuleCost,
@@ -139,7 +142,8 @@ def convex_envelope(cost: CapacityCost, most: float) -> CapacityCost:
     LinearCost(price=1.6666666666666667, max_amount=inf)
     """
     if isinstance(cost, ModuleCost):
-        return LinearCost(cost.price / cost.size, cost.max_modules * cost.size)
+        # a request a hair above whole modules counts as those modules (MODULE_RTOL)
+        return LinearCost(cost.price / cost.size, cost.max_modules * cost.size / (1 - MODULE_RTOL))
     if not isinstance(cost, TieredCost) or cost.convex:
         return cost
     end = min(most, cost.max_amount)
@@ -410,6 +414,34 @@ def _linearized(problem: JointProblem, choices: Sequence[Choice]) -> list[set[in
     return [bought, shared] if shared != bought else [bought]
 
 
+def _shared(problem: JointProblem, choices: Sequence[Choice]) -> set[int]:
+    """The elements (nodes, then links ``V + k``) on the paths of several services."""
+    V = len(problem.capacity)
+    count: dict[int, int] = {}
+    for s, (path, _) in enumerate(choices):
+        inst = problem.instances[s]
+        mine = {int(problem.node_of[s][v]) for v in path}
+        mine |= {V + int(problem.link_of[s][inst.link_index(u, v)])
+                 for u, v in itertools.pairwise(path)}  # fmt: skip
+        for k in mine:
+            count[k] = count.get(k, 0) + 1
+    return {k for k, c in count.items() if c > 1}
+
+
+def _grown(problem: JointProblem, chosen: set[int], bound: float, candidates: set[int]) -> float:
+    """Add the ``candidates`` to the linearized elements one at a time while the bound rises
+    (at most :data:`MAX_ROUNDS` passes); the best bound."""
+    for _ in range(MAX_ROUNDS):
+        improved = False
+        for k in sorted(candidates - chosen):
+            trial = split_bound(problem, chosen | {k})
+            if trial > bound * (1 + 1e-9):
+                bound, chosen, improved = trial, chosen | {k}, True
+        if not improved:
+            break
+    return bound
+
+
 def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     """The fast planner's plan and its proven lower bound (see the module docstring).
 
@@ -442,7 +474,11 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     _, choices = best
     plan = problem.plan("fast", "heuristic", choices, bound)
     if plan.cost > bound + CERTIFIED_GAP * plan.cost:
-        bound = max(bound, *(split_bound(problem, b) for b in _linearized(problem, choices)))
+        tried = [(split_bound(problem, b), b) for b in _linearized(problem, choices)]
+        best_bound, chosen = max([(bound, set()), *tried], key=lambda t: t[0])
+        if 1 < S <= PAIR_SERVICES:
+            best_bound = _grown(problem, chosen, best_bound, _shared(problem, choices))
+        bound = max(bound, best_bound)
     proven = plan.cost <= bound + CERTIFIED_GAP * plan.cost
     status: PlanStatus = "optimal" if proven else "heuristic"
     return replace(plan, status=status, lower_bound=min(max(bound, 0.0), plan.cost))

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import sparse
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.milp import TOLERANCE, StateFlow, highs
+from inferplan.codesign.milp import StateFlow, highs
 from inferplan.codesign.plan import PlanStatus, check_scale
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.codesign.services import (
@@ -49,7 +49,12 @@ from inferplan.codesign.services import (
 from inferplan.errors import InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
-__all__ = ["MAX_ROUNDS", "JointMilp", "solve_joint_milp"]
+__all__ = ["MAX_ROUNDS", "TOLERANCE", "JointMilp", "solve_joint_milp"]
+
+TOLERANCE = 1e-9
+"""HiGHS's feasibility and reduced-cost tolerance here: at the single-service MILP's 1e-10,
+HiGHS declared feasible joint plans infeasible (continuous needs beside the binaries of
+falling tiers) and proved a dearer plan optimal; found by the brute-force tests."""
 
 MAX_ROUNDS = 4
 """Solves, each scaled to the best cost known so far, before a plan is left uncertified."""
@@ -206,6 +211,7 @@ class JointMilp:
             bounds=np.column_stack((np.zeros(self.columns), self.upper)),
             integrality=self.integrality if integral else None,
             time_limit=time_limit,
+            tolerance=TOLERANCE,
         )
 
     def solve(
