@@ -277,7 +277,7 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
             best = (cost, choices)
         # HiGHS's bound is good to its tolerance on each reduced cost of the columns in use
         in_use = sum(len(path) for path, _ in choices) + milp.elements
-        lower_bound = max(lower_bound, lower - 4 * in_use * TOLERANCE * scale)
+        lower_bound = max(lower_bound, lower - in_use * TOLERANCE * scale)
         if code == 1:
             status = "time_limit"
             break
