@@ -39,10 +39,10 @@ def test_a_tiny_study_end_to_end(tmp_path):
     for row in rows:
         assert row["joint_status"] == "optimal"
         joint, alone = float(row["joint_cost"]), float(row["alone_cost"])
-        assert joint <= alone * (1 + 1e-7)
+        assert joint <= alone * (1 + 1e-6)
         assert float(row["saving"]) == pytest.approx(1 - joint / alone if alone > 0 else 0.0)
         assert (
-            float(row["fast_bound"]) <= joint * (1 + 1e-7) <= float(row["fast_cost"]) * (1 + 2e-7)
+            float(row["fast_bound"]) <= joint * (1 + 1e-6) <= float(row["fast_cost"]) * (1 + 2e-6)
         )
         # the row is recomputable alone: the network from the seed, the profiles by name
         net = inferplan.tiered(seed=int(row["seed"]))

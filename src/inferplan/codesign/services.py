@@ -163,10 +163,11 @@ class ServicesPlan:
         }
 
 
-CERTIFIED_GAP = 1e-7
+CERTIFIED_GAP = 1e-6
 """A joint plan is ``"optimal"`` when its exact cost is within this fraction of a proven
 lower bound. Looser than the single-service MILP's 1e-8: the shared needs are continuous
-variables of the MILP, good to HiGHS's feasibility tolerance."""
+variables of the MILP, good to HiGHS's feasibility tolerance (1e-9 of each capacity), which
+the certificate allows for once per column in use."""
 
 
 # A deployment of one service: node indices of its instance along the path, and its partition.
@@ -428,7 +429,7 @@ def provision_services(
     ...             Service("b", inferplan.alexnet(), "s", "t", interval=0.1)]
     >>> exact = provision_services(net, services)
     >>> fast = provision_services(net, services, method="fast")
-    >>> exact.status, fast.lower_bound <= exact.cost <= fast.cost * (1 + 1e-7)
+    >>> exact.status, fast.lower_bound <= exact.cost <= fast.cost * (1 + 1e-6)
     ('optimal', True)
     """
     chosen = get_service_method(method)

@@ -108,7 +108,7 @@ def services_point(
     Examples
     --------
     >>> row = services_point({"topology": 1, "services": 2, "alpha": 0.5}, 42, {})
-    >>> row["joint_status"], row["joint_cost"] <= row["alone_cost"] * (1 + 1e-7)
+    >>> row["joint_status"], row["joint_cost"] <= row["alone_cost"] * (1 + 1e-6)
     ('optimal', True)
     """
     p = ServicesParams.model_validate(params)
