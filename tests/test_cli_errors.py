@@ -32,7 +32,7 @@ def _one_line_error(args: list[str]) -> str:
     ("args", "message"),
     [
         (["provision", NETWORK, "vgg16", "--bogus"], "provision: No such option: --bogus"),
-        (["provision", NETWORK], "provision: Missing argument 'profile'"),
+        (["provision", NETWORK], "profile: give a profile, or several services with --services"),
         (["reproduce", "coinference"], "reproduce coinference: Missing option '--out'"),
         (["provision", NETWORK, "vgg16", "--method", "nope"], "'nope' is not one of 'psg'"),
         (["frontier", NETWORK, "vgg16", "--points", "abc"], "Invalid value for '--points'"),

@@ -147,6 +147,24 @@ def test_any_profile_file(tmp_path_factory, doc, as_yaml, command):
     _check(["profile", _write(tmp, "again", doc, as_yaml), "--json"])
 
 
+SERVICES = {
+    "services": [
+        {"name": "a", "profile": "alexnet", "source": "s", "target": "t", "throughput": 20},
+        {"name": "b", "profile": "prof.json", "source": "s", "target": "m1", "interval": 0.5},
+    ]
+}
+
+
+@FUZZ
+@given(doc=mutated(SERVICES), as_yaml=st.booleans(), method=st.sampled_from(["milp", "fast"]))
+def test_any_services_file(tmp_path_factory, doc, as_yaml, method):
+    tmp = tmp_path_factory.mktemp("services")
+    (tmp / "prof.json").write_text(json.dumps(PROFILE))
+    net = str(ROOT / "examples" / "network.json")
+    _check(["provision", net, "--services", _write(tmp, "services", doc, as_yaml), "--method",
+            method, "--json"])  # fmt: skip
+
+
 channels = st.one_of(
     st.fixed_dictionaries(
         {"kind": st.just("nakagami"), "m": numbers, "mean_snr": numbers},

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING
 from inferplan.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from inferplan.codesign import Deployment, Plan, provision, throughput
+    from inferplan.codesign import (
+        Deployment,
+        Plan,
+        Service,
+        ServicesPlan,
+        load_services,
+        provision,
+        provision_services,
+        throughput,
+    )
     from inferplan.coinference import (
         Discrete,
         LogNormal,
@@ -92,6 +101,8 @@ __all__ = [
     "Plan",
     "Profile",
     "Rayleigh",
+    "Service",
+    "ServicesPlan",
     "SplitPolicy",
     "System",
     "Trace",
@@ -102,6 +113,7 @@ __all__ = [
     "layered_dag",
     "load_network",
     "load_profile",
+    "load_services",
     "load_system",
     "mlp",
     "network_from_dict",
@@ -109,6 +121,7 @@ __all__ = [
     "plan_placement",
     "profile_from_dict",
     "provision",
+    "provision_services",
     "resnet50",
     "save_network",
     "save_profile",
@@ -122,7 +135,16 @@ __all__ = [
 export_lazily(
     __name__,
     {
-        "inferplan.codesign": ("Deployment", "Plan", "provision", "throughput"),
+        "inferplan.codesign": (
+            "Deployment",
+            "Plan",
+            "Service",
+            "ServicesPlan",
+            "load_services",
+            "provision",
+            "provision_services",
+            "throughput",
+        ),
         "inferplan.coinference": (
             "Discrete",
             "LogNormal",

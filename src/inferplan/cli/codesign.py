@@ -10,28 +10,54 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
     JsonOpt,
-    MethodChoice,
     NetworkArg,
     ProfileArg,
+    ProvisionMethodChoice,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    services_method_help,
     throughput_method_help,
 )
 from inferplan.cli.render import console, print_json, table, written
+from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
-    from inferplan.codesign.plan import Bottleneck
+    from inferplan.codesign.plan import Bottleneck, Plan
+    from inferplan.codesign.services import ServicesPlan
+    from inferplan.network.network import Network
+
+
+def _default_method(ctx: typer.Context, value: str | None) -> str:
+    """``--method``'s default: ``psg`` for one profile, ``milp`` with ``--services`` (read
+    here, so that an infeasible request's JSON names the method that ran)."""
+    if value is not None:
+        return value
+    return "milp" if ctx.params.get("services") is not None else "psg"
 
 
 @app.command("provision")
 @friendly_errors
 def provision_command(
     network: NetworkArg,
-    profile: ProfileArg,
+    profile: Annotated[
+        str | None,
+        typer.Argument(
+            help="Built-in profile name (vgg16, resnet50, alexnet) or profile file; "
+            "omitted with --services."
+        ),
+    ] = None,
+    services: Annotated[
+        Path | None,
+        typer.Option(
+            "--services",
+            help="Services file (JSON or YAML): plan several DNN services on the network "
+            "together, each with its profile, source, target and rate.",
+        ),
+    ] = None,
     interval: Annotated[
         float | None,
         typer.Option(
@@ -46,7 +72,14 @@ def provision_command(
             help="Target inferences per second. Give exactly one of --interval and --throughput.",
         ),
     ] = None,
-    method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
+    method: Annotated[
+        ProvisionMethodChoice | None,
+        typer.Option(
+            "--method",
+            help=f"{method_help()} (default psg). {services_method_help()} (default milp).",
+            callback=_default_method,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
@@ -59,7 +92,10 @@ def provision_command(
         ),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed for --tie-break random.", min=0)
+        int | None,
+        typer.Option(
+            "--seed", help="Seed for --tie-break random, or of --method fast's orders.", min=0
+        ),
     ] = None,
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
@@ -67,23 +103,28 @@ def provision_command(
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
-    The compute and bandwidth to buy, and where each block of the DNN runs.
+    The compute and bandwidth to buy, and where each block of the DNN runs; with --services,
+    for several DNN services sharing the network.
     """
     from inferplan.codesign.provision import provision
     from inferplan.network.io import load_network
     from inferplan.profiles.io import load_profile
 
+    if services is not None:
+        _provision_services(network, services, profile, method, as_json, plot,
+                            seed=seed, time_limit=time_limit,
+                            single_only={"--interval": interval, "--throughput": throughput,
+                                         "--tie-break": tie_break})  # fmt: skip
+        return
+    if profile is None:
+        raise InvalidArgument("give a profile, or several services with --services",
+                              field="profile")  # fmt: skip
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        plan = provision(net, prof, interval=interval, throughput=throughput, method=method,
-                         tie_break=tie_break, seed=seed, time_limit=time_limit)  # fmt: skip
-    if plot is not None:
-        from inferplan.plots import plot_plan  # matplotlib only when asked for
-
-        plot_plan(net, plan, plot)
-        written(plot)
-    if as_json:
-        print_json(plan.to_dict())
+        plan = provision(net, prof, interval=interval, throughput=throughput,
+                         method=method or "psg", tie_break=tie_break, seed=seed,
+                         time_limit=time_limit)  # fmt: skip
+    if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
     console.print(f"achieved: {_rate(plan.interval)}")
@@ -93,6 +134,86 @@ def provision_command(
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
     console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+
+
+def _provision_services(
+    network: Path,
+    services: Path,
+    profile: str | None,
+    method: str | None,
+    as_json: bool,
+    plot: Path | None,
+    *,
+    seed: int | None,
+    time_limit: float | None,
+    single_only: dict[str, object],
+) -> None:
+    """``provision NETWORK --services FILE``: the joint plan of the services in FILE."""
+    from inferplan.codesign.servicefile import load_services
+    from inferplan.codesign.services import check_services, provision_services
+    from inferplan.network.io import load_network
+
+    if profile is not None:
+        raise InvalidArgument(
+            f"give a profile or --services, not both (got profile {profile!r})",
+            field="services",
+        )
+    for flag, value in single_only.items():
+        if value is not None:
+            raise InvalidArgument(
+                f"{flag} is for one profile; a services file gives each service's rate",
+                field="services",
+            )
+    net, listed = load_network(network), load_services(services)
+    try:
+        check_services(net, listed)
+        with blame_network_file(network):
+            plan = provision_services(net, listed, method=method or "milp", seed=seed,
+                                      time_limit=time_limit)  # fmt: skip
+    except InvalidArgument as exc:
+        if (exc.field or "").startswith("service"):  # a service's own fields: its file
+            raise exc.located(str(services)) from None
+        raise
+    if not _drawn_or_json(net, plan, plot, as_json):
+        _print_services(plan)
+
+
+def _drawn_or_json(
+    net: Network, plan: Plan | ServicesPlan, plot: Path | None, as_json: bool
+) -> bool:
+    """Draw ``plan`` to ``plot`` if asked (matplotlib only then), and print it as JSON if
+    ``as_json``; whether it was printed."""
+    if plot is not None:
+        from inferplan import plots  # matplotlib only when asked for
+        from inferplan.codesign.plan import Plan
+
+        draw = plots.plot_plan if isinstance(plan, Plan) else plots.plot_services
+        draw(net, plan, plot)  # type: ignore[arg-type]
+        written(plot)
+    if as_json:
+        print_json(plan.to_dict())
+    return as_json
+
+
+def _print_services(plan: ServicesPlan) -> None:
+    console.print(
+        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], "
+        f"lower bound {plan.lower_bound:.6g} (gap {plan.gap:.2%})"
+    )
+    rows = [
+        [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),
+         si(s.interval, "s"), si(s.target_interval, "s")]
+        for s in plan.services
+    ]  # fmt: skip
+    console.print(table("services", ["service", "path", "partition", "interval", "target"], rows))
+    elements = [
+        *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
+          for v, x in plan.node_loads.items()),
+        *((f"{u}->{v}", si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
+          for (u, v), x in plan.link_loads.items()),
+    ]  # fmt: skip
+    console.print(table("shared loads", ["element", "load", "added"],
+                        [list(row) for row in elements]))  # fmt: skip
 
 
 def _rate(interval: float) -> str:

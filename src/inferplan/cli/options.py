@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from inferplan.codesign.methods import METHODS, TIE_BREAKS, throughput_methods
+from inferplan.codesign.methods import METHODS, SERVICE_METHODS, TIE_BREAKS, throughput_methods
 from inferplan.errors import InvalidArgument, InvalidNetwork
 
 __all__ = [
@@ -18,10 +18,12 @@ __all__ = [
     "MethodChoice",
     "NetworkArg",
     "ProfileArg",
+    "ProvisionMethodChoice",
     "ThroughputMethodChoice",
     "TieBreakChoice",
     "blame_network_file",
     "method_help",
+    "services_method_help",
     "throughput_method_help",
 ]
 
@@ -36,9 +38,12 @@ if TYPE_CHECKING:
     from inferplan.codesign.methods import TieBreak as TieBreakChoice
 
     MethodChoice = str
+    ProvisionMethodChoice = str
     ThroughputMethodChoice = str
 else:
     MethodChoice = Literal[tuple(METHODS)]
+    # provision takes the single-service methods and, with --services, the joint ones
+    ProvisionMethodChoice = Literal[tuple(dict.fromkeys([*METHODS, *SERVICE_METHODS]))]
     ThroughputMethodChoice = Literal[tuple(throughput_methods())]
     TieBreakChoice = Literal[TIE_BREAKS]
 
@@ -47,6 +52,13 @@ def method_help(*, exact_only: bool = False) -> str:
     """The help of ``--method``: each method of the registry and what it is."""
     return "; ".join(
         f"{m.name}: {m.summary}" for m in METHODS.values() if m.exact or not exact_only
+    )
+
+
+def services_method_help() -> str:
+    """What ``--method`` means with ``--services``: each method of the services' registry."""
+    return "With --services: " + "; ".join(
+        f"{m.name}: {m.summary}" for m in SERVICE_METHODS.values()
     )
 
 

@@ -10,15 +10,24 @@ if TYPE_CHECKING:
     from inferplan.codesign.frontier import Frontier, cost_frontier
     from inferplan.codesign.heuristics import solve_pfp, solve_pwf
     from inferplan.codesign.instance import CodesignInstance, compile_instance
-    from inferplan.codesign.methods import METHODS, Method, get_method, method_names
+    from inferplan.codesign.methods import (
+        METHODS,
+        SERVICE_METHODS,
+        Method,
+        get_method,
+        method_names,
+    )
     from inferplan.codesign.milp import solve_milp
     from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
     from inferplan.codesign.provision import provision, target_interval, throughput
     from inferplan.codesign.psg import reference_psg, solve_psg
+    from inferplan.codesign.servicefile import load_services
+    from inferplan.codesign.services import Service, ServicesPlan, provision_services
     from inferplan.codesign.throughput import throughput_optimal
 
 __all__ = [
     "METHODS",
+    "SERVICE_METHODS",
     "STATUSES",
     "CodesignInstance",
     "Deployment",
@@ -26,11 +35,15 @@ __all__ = [
     "LinkUpgrade",
     "Method",
     "Plan",
+    "Service",
+    "ServicesPlan",
     "compile_instance",
     "cost_frontier",
     "get_method",
+    "load_services",
     "method_names",
     "provision",
+    "provision_services",
     "reference_psg",
     "solve_milp",
     "solve_pfp",
@@ -47,11 +60,19 @@ export_lazily(
         "inferplan.codesign.frontier": ("Frontier", "cost_frontier"),
         "inferplan.codesign.heuristics": ("solve_pfp", "solve_pwf"),
         "inferplan.codesign.instance": ("CodesignInstance", "compile_instance"),
-        "inferplan.codesign.methods": ("METHODS", "Method", "get_method", "method_names"),
+        "inferplan.codesign.methods": (
+            "METHODS",
+            "SERVICE_METHODS",
+            "Method",
+            "get_method",
+            "method_names",
+        ),
         "inferplan.codesign.milp": ("solve_milp",),
         "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
         "inferplan.codesign.provision": ("provision", "target_interval", "throughput"),
         "inferplan.codesign.psg": ("reference_psg", "solve_psg"),
+        "inferplan.codesign.servicefile": ("load_services",),
+        "inferplan.codesign.services": ("Service", "ServicesPlan", "provision_services"),
         "inferplan.codesign.throughput": ("throughput_optimal",),
     },
 )

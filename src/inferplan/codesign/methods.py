@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 __all__ = [
     "METHODS",
     "OPTIONS",
+    "SERVICE_METHODS",
     "TIE_BREAKS",
     "Method",
     "TieBreak",
     "get_method",
+    "get_service_method",
     "method_label",
     "method_names",
     "resolve",
@@ -51,8 +53,8 @@ class Solver:
     module: str
     function: str
 
-    def __call__(self, inst: CodesignInstance, *args: Any, **options: Any) -> Any:
-        return getattr(importlib.import_module(self.module), self.function)(inst, *args, **options)
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.function)(*args, **options)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,34 @@ METHODS: Mapping[str, Method] = {
 """Every provisioning method, by name."""
 
 
+SERVICE_METHODS: Mapping[str, Method] = {
+    m.name: m
+    for m in (
+        Method(name="milp", solve=Solver("inferplan.codesign.services_milp", "solve_joint_milp"),
+               exact=True, acyclic_only=False, options=("time_limit",), label="joint MILP",
+               summary="exact joint MILP (HiGHS) on any network"),
+        Method(name="fast", solve=Solver("inferplan.codesign.services_fast", "solve_joint_fast"),
+               exact=False, acyclic_only=True, options=("seed",), label="fast",
+               summary="best responses with PSG and a proven lower bound (acyclic networks)"),
+    )
+}  # fmt: skip
+"""Every method that plans several services together (``provision_services(...,
+method=name)``, ``provision --services``): a table of its own, since its solvers take a
+:class:`~inferplan.codesign.services.JointProblem` rather than one instance. ``exact`` is
+whether its plans are proven optimal; the fast planner's plans carry a proven gap instead."""
+
+
+def get_service_method(name: str) -> Method:
+    """The method of :data:`SERVICE_METHODS` called ``name``.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming the parameter ``method`` and the known names.
+    """
+    return _lookup(SERVICE_METHODS, name, " for several services")
+
+
 def get_method(name: str) -> Method:
     """The method called ``name``.
 
@@ -125,11 +155,15 @@ def get_method(name: str) -> Method:
     InvalidArgument
         Naming the parameter ``method`` and the known names.
     """
-    if name not in METHODS:
+    return _lookup(METHODS, name, "")
+
+
+def _lookup(table: Mapping[str, Method], name: str, what: str) -> Method:
+    if name not in table:
         raise InvalidArgument(
-            f"unknown method {name!r} (known: {', '.join(METHODS)})", field="method"
+            f"unknown method {name!r}{what} (known: {', '.join(table)})", field="method"
         )
-    return METHODS[name]
+    return table[name]
 
 
 def throughput_methods() -> list[str]:

@@ -38,11 +38,12 @@ import math
 import time
 import warnings
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
-from scipy.optimize import OptimizeWarning, linprog
+from scipy.optimize import OptimizeResult, OptimizeWarning, linprog
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
@@ -50,7 +51,7 @@ from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, p
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
 
-__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "StateFlow", "solve_milp"]
+__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "StateFlow", "highs", "solve_milp"]
 
 
 # HiGHS stops when the gap to its best bound is below this fraction of the objective; the
@@ -65,6 +66,27 @@ TOLERANCE = 1e-10
 CERTIFIED_GAP = 1e-8
 # Solves, each scaled to the best cost known so far, before a plan is left "uncertified".
 MAX_ROUNDS = 8
+
+
+def highs(
+    *args: Any, time_limit: float | None, tolerance: float = TOLERANCE, **kwargs: Any
+) -> OptimizeResult:
+    """:func:`scipy.optimize.linprog` with HiGHS at the tolerances above (``mip_rel_gap``
+    :data:`MIP_REL_GAP`, no absolute gap, ``tolerance`` on feasibility and reduced costs,
+    no presolve) and ``time_limit`` seconds (``None``: none)."""
+    options: dict[str, float | bool] = {
+        "presolve": False,  # its reductions compare costs to a tolerance of their own
+        "mip_rel_gap": MIP_REL_GAP,
+        "mip_abs_gap": 0.0,
+        "mip_feasibility_tolerance": tolerance,
+        "dual_feasibility_tolerance": tolerance,
+        "primal_feasibility_tolerance": tolerance,
+    }
+    if time_limit is not None:
+        options["time_limit"] = max(time_limit, 1e-3)
+    with warnings.catch_warnings():  # options scipy does not know go to HiGHS, with a warning
+        warnings.filterwarnings("ignore", "Unrecognized options", OptimizeWarning)
+        return linprog(*args, method="highs", options=options, **kwargs)
 
 
 class StateFlow:
@@ -124,30 +146,17 @@ class StateFlow:
         """HiGHS on the columns ``keep`` with costs divided by ``scale`` (or none at all, a
         question of feasibility, without ``objective``): scipy's status, the chosen columns
         (all columns, 0 where dropped), the lower bound (unscaled) and the message."""
-        options: dict[str, float | bool] = {
-            "presolve": False,  # its reductions compare costs to a tolerance of their own
-            "mip_rel_gap": MIP_REL_GAP,
-            "mip_abs_gap": 0.0,
-            "mip_feasibility_tolerance": TOLERANCE,
-            "dual_feasibility_tolerance": TOLERANCE,
-            "primal_feasibility_tolerance": TOLERANCE,
-        }
-        if time_limit is not None:
-            options["time_limit"] = max(time_limit, 1e-3)
         cols = np.flatnonzero(keep)
-        with warnings.catch_warnings():  # options scipy does not know go to HiGHS, with a warning
-            warnings.filterwarnings("ignore", "Unrecognized options", OptimizeWarning)
-            result = linprog(
-                self.cost[cols] / scale if objective else np.zeros(cols.size),
-                A_ub=self.once[:, cols],
-                b_ub=np.ones(self.once.shape[0]),
-                A_eq=self.balance[:, cols],
-                b_eq=self.rhs,
-                bounds=(0.0, 1.0),
-                integrality=np.ones(cols.size),
-                method="highs",
-                options=options,
-            )
+        result = highs(
+            self.cost[cols] / scale if objective else np.zeros(cols.size),
+            A_ub=self.once[:, cols],
+            b_ub=np.ones(self.once.shape[0]),
+            A_eq=self.balance[:, cols],
+            b_eq=self.rhs,
+            bounds=(0.0, 1.0),
+            integrality=np.ones(cols.size),
+            time_limit=time_limit,
+        )
         if result.x is None:
             return result.status, None, -math.inf, result.message
         x = np.zeros(self.cost.size)

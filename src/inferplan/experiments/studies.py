@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from inferplan.experiments import coinference, provisioning
+from inferplan.experiments import coinference, provisioning, services
 
 __all__ = ["STUDIES", "Study", "register_study"]
 
@@ -79,5 +79,16 @@ register_study(
         options=coinference.CoinferenceOptions,
         check_value=coinference.check_values,
         summary="co-inference placement and splitting (Z(M) curves, planners, baselines)",
+    )
+)
+register_study(
+    Study(
+        name="services",
+        function="inferplan.experiments.services:services_point",
+        parameters=services.ServicesParams,
+        options=services.ServicesOptions,
+        seed_from=("network", "topology", "services"),
+        check_value=services.check_values,
+        summary="several services on one network: joint plan vs each planned alone",
     )
 )

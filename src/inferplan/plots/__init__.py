@@ -8,5 +8,6 @@ pyplot: no window, no global state, the same file on any machine (Agg for raster
 from inferplan.plots.codesign import ratio_boxplots
 from inferplan.plots.frontier import plot_frontier
 from inferplan.plots.plan import plot_plan
+from inferplan.plots.services import plot_services
 
-__all__ = ["plot_frontier", "plot_plan", "ratio_boxplots"]
+__all__ = ["plot_frontier", "plot_plan", "plot_services", "ratio_boxplots"]

@@ -1,0 +1,113 @@
+"""Services files (JSON or YAML): the services that share a network, for
+``inferplan provision NETWORK --services FILE`` and :func:`load_services`.
+
+::
+
+    services:
+      - {name: cams, profile: resnet50, source: cam1, target: dc, throughput: 30}
+      - {name: asr, profile: asr.json, source: mic, target: dc, interval: 0.05}
+
+``profile`` is a built-in profile name or a profile file, relative to the services file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferplan.codesign.services import Service
+from inferplan.documents import read_document, validate_document
+from inferplan.errors import InferplanError, InvalidFile
+from inferplan.profiles.io import load_profile
+
+__all__ = ["load_services", "services_from_dict"]
+
+Positive = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+
+
+class _ServiceEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    profile: str
+    source: str
+    target: str
+    throughput: Positive | None = None
+    interval: Positive | None = None
+
+
+class _ServicesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    services: list[_ServiceEntry] = Field(min_length=1)
+
+
+def services_from_dict(
+    data: object, *, source: str | None = None, base: Path | None = None
+) -> list[Service]:
+    """Build the services of services-file data, naming ``source`` (the file) in errors and
+    reading profile files relative to ``base``.
+
+    Raises
+    ------
+    InvalidFile
+        For a bad field, a duplicate name, both or neither of ``throughput`` and
+        ``interval``, or a profile that cannot be loaded, naming the service.
+
+    Examples
+    --------
+    >>> services = services_from_dict({"services": [
+    ...     {"name": "cams", "profile": "resnet50", "source": "s", "target": "t",
+    ...      "throughput": 30}]})
+    >>> services[0].name, services[0].interval == 1 / 30
+    ('cams', True)
+    """
+    doc = validate_document(_ServicesFile, data, source=source, error=InvalidFile)
+    out: list[Service] = []
+    seen: set[str] = set()
+    for k, entry in enumerate(doc.services):
+        where = f"services[{k}] ({entry.name!r})"
+        if entry.name in seen:
+            raise InvalidFile(f"duplicate service name {entry.name!r}", source=source, field=where)
+        seen.add(entry.name)
+        if (entry.throughput is None) == (entry.interval is None):
+            raise InvalidFile(
+                "give exactly one of throughput or interval", source=source, field=where
+            )
+        interval = entry.interval if entry.interval is not None else 1.0 / entry.throughput  # type: ignore[operator]
+        try:
+            profile = load_profile(_profile_path(entry.profile, base))
+        except InferplanError as exc:
+            raise InvalidFile(
+                f"profile {entry.profile!r}: {exc}", source=source, field=f"{where}.profile"
+            ) from None
+        out.append(Service(entry.name, profile, entry.source, entry.target, interval))
+    return out
+
+
+def _profile_path(profile: str, base: Path | None) -> str:
+    """``profile`` relative to ``base`` when it names a file there (or looks like one)."""
+    if base is None or Path(profile).is_absolute():
+        return profile
+    candidate = base / profile
+    if candidate.suffix.lower() in (".json", ".yaml", ".yml") or candidate.exists():
+        return str(candidate)
+    return profile
+
+
+def load_services(path: str | Path) -> list[Service]:
+    """Read a services file (JSON or YAML); profile files are relative to it.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "services.yaml"
+    >>> _ = f.write_text("services:\\n"
+    ...     "  - {name: a, profile: vgg16, source: s, target: t, interval: 0.5}\\n")
+    >>> [s.name for s in load_services(f)]
+    ['a']
+    """
+    path = Path(path)
+    return services_from_dict(read_document(path), source=str(path), base=path.parent)

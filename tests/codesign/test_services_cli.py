@@ -1,0 +1,144 @@
+"""``inferplan provision NETWORK --services FILE``: services files, their errors (one line
+naming the service), the JSON contract, infeasible requests and the picture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import inferplan
+from inferplan.codesign.servicefile import load_services
+from inferplan.codesign.services import provision_services
+from tests.cli import app, runner
+from tests.cli import invoke_json as _json
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+NETWORK = EXAMPLES / "network.json"
+SERVICES = EXAMPLES / "services.yaml"
+
+
+@pytest.mark.parametrize("method", ["milp", "fast"])
+def test_json_contract(method):
+    out = _json(["provision", str(NETWORK), "--services", str(SERVICES), "--method", method,
+                 "--json"])  # fmt: skip
+    assert set(out) == {"status", "method", "cost", "lower_bound", "gap", "services",
+                        "node_upgrades", "link_upgrades", "loads"}  # fmt: skip
+    assert out["method"] == method
+    assert out["lower_bound"] <= out["cost"]
+    names = [s["name"] for s in out["services"]]
+    assert names == ["cams", "detect", "classify"]
+    for s in out["services"]:
+        assert set(s) == {"name", "path", "partition", "interval", "target_interval"}
+        assert s["interval"] <= s["target_interval"] * (1 + 1e-9)
+    assert set(out["loads"]) == {"nodes", "links"}
+    for link in out["loads"]["links"]:
+        assert set(link) == {"source", "target", "load"}
+    api = provision_services(inferplan.load_network(NETWORK), load_services(SERVICES),
+                             method=method)  # fmt: skip
+    assert out == json.loads(json.dumps(api.to_dict()))
+
+
+def test_readable_output_names_every_service():
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(SERVICES)])
+    assert result.exit_code == 0, result.stderr
+    assert "milp (optimal)" in result.stdout
+    for name in ("cams", "detect", "classify", "shared loads"):
+        assert name in result.stdout
+
+
+def test_plot(tmp_path):
+    out = tmp_path / "services.png"
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(SERVICES),
+                                 "--plot", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert f"written: {out}" in result.stderr
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "services.yaml"
+    path.write_text(body)
+    return path
+
+
+GOOD = "  - {name: a, profile: vgg16, source: s, target: t, interval: 0.5}\n"
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("services:\n" + GOOD + "  - {name: b, profile: vgg16, source: nowhere, target: t, "
+         "interval: 0.5}\n", "service 'b': source 'nowhere' is not a node of the network"),
+        ("services:\n" + GOOD + GOOD, "services[1] ('a'): duplicate service name 'a'"),
+        ("services:\n  - {name: a, profile: gone.json, source: s, target: t, interval: 1}\n",
+         "services[0] ('a').profile: profile 'gone.json':"),
+        ("services:\n  - {name: a, profile: vgg16, source: s, target: t}\n",
+         "services[0] ('a'): give exactly one of throughput or interval"),
+        ("services:\n  - {name: a, profile: vgg16, source: s, target: t, interval: 1, "
+         "throughput: 2}\n", "services[0] ('a'): give exactly one of throughput or interval"),
+        ("services:\n  - {name: a, profile: vgg16, source: s, target: t, interval: -1}\n",
+         "services[0].interval"),
+        ("services:\n  - {name: a, profile: vgg16, source: t, target: s, interval: 1}\n",
+         "service 'a': target 's' is unreachable from source 't'"),
+        ("services: []\n", "services"),
+    ],
+)  # fmt: skip
+def test_bad_services_files_are_one_line_naming_the_service(tmp_path, body, message):
+    path = _write(tmp_path, body)
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(path)])
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_profile_files_are_relative_to_the_services_file(tmp_path):
+    (tmp_path / "tiny.json").write_text(json.dumps(inferplan.alexnet().to_dict()))
+    path = _write(tmp_path, "services:\n  - {name: a, profile: tiny.json, source: s, "
+                            "target: t, throughput: 5}\n")  # fmt: skip
+    (service,) = load_services(path)
+    assert service.profile.flops == inferplan.alexnet().flops
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["vgg16"], "give a profile or --services, not both"),
+        (["--throughput", "3"], "--throughput is for one profile"),
+        (["--method", "psg"], "unknown method 'psg' for several services"),
+        (["--method", "fast", "--time-limit", "3"], "does not take time_limit"),
+    ],
+)
+def test_options_that_do_not_go_with_services(extra, message):
+    args = ["provision", str(NETWORK), "--services", str(SERVICES), *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_fast_is_not_a_single_service_method():
+    result = runner.invoke(app, ["provision", str(NETWORK), "vgg16", "--throughput", "3",
+                                 "--method", "fast"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "unknown method 'fast'" in result.stderr
+
+
+def test_infeasible_is_exit_3_with_one_json_object(tmp_path):
+    net = inferplan.load_network(NETWORK).to_dict()
+    for node in net["nodes"]:
+        node["cost"] = {"kind": "linear", "price": node["price"], "max": 1e9}
+    for link in net["links"]:
+        link["cost"] = {"kind": "linear", "price": link["price"], "max": 1e6}
+    capped = tmp_path / "capped.json"
+    capped.write_text(json.dumps(net))
+    for method in ("milp", "fast"):
+        chosen = ["--method", method] if method == "fast" else []  # milp is the default
+        result = runner.invoke(app, ["provision", str(capped), "--services", str(SERVICES),
+                                     *chosen, "--json"])  # fmt: skip
+        assert result.exit_code == 3, result.stderr
+        out = json.loads(result.stdout)
+        assert out["status"] == "infeasible" and out["method"] == method
+        assert "no plan serves every service" in out["message"]
