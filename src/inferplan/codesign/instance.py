@@ -13,7 +13,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar, overload
 
@@ -124,6 +124,28 @@ class CodesignInstance:
     source: int
     target: int
     acyclic: bool
+    own_node_costs: tuple[CapacityCost, ...] | None = None
+    """Every node's cost function by index, in place of the network's (see :meth:`priced`)."""
+    own_link_costs: tuple[CapacityCost, ...] | None = None
+    """Every link's cost function by index, in place of the network's."""
+
+    def priced(
+        self,
+        capacity: FloatArray,
+        node_costs: Sequence[CapacityCost],
+        bandwidth: FloatArray,
+        link_costs: Sequence[CapacityCost],
+    ) -> CodesignInstance:
+        """This instance with every node's capacity and cost function and every link's
+        bandwidth and cost function replaced (by index): the same state graph, nothing
+        compiled again. Capacities may be any finite numbers here (a residual capacity)."""
+        return replace(
+            self,
+            capacity=np.asarray(capacity, dtype=np.float64),
+            bandwidth=np.asarray(bandwidth, dtype=np.float64),
+            own_node_costs=tuple(node_costs),
+            own_link_costs=tuple(link_costs),
+        )
 
     @property
     def n_blocks(self) -> int:
@@ -141,11 +163,15 @@ class CodesignInstance:
     @cached_property
     def node_costs(self) -> Sequence[CapacityCost]:
         """Each node's cost function (made when looked up)."""
+        if self.own_node_costs is not None:
+            return self.own_node_costs
         return Lookup(len(self.node_ids), self._node_cost)
 
     @cached_property
     def link_costs(self) -> Sequence[CapacityCost]:
         """Each link's cost function (made when looked up)."""
+        if self.own_link_costs is not None:
+            return self.own_link_costs
         return Lookup(self.n_links, self._link_cost)
 
     def _link(self, e: int) -> Link:
@@ -200,12 +226,18 @@ class CodesignInstance:
     @cached_property
     def node_pricing(self) -> Pricing:
         """The nodes' costs in the arrays the vectorised solvers use."""
+        if self.own_node_costs is not None:
+            return _pricing(np.zeros(len(self.node_ids)), dict(enumerate(self.own_node_costs)),
+                            np.arange(len(self.node_ids)))  # fmt: skip
         net = self.network
         return _pricing(net.node_price, net.node_costs, self.node_positions)
 
     @cached_property
     def link_pricing(self) -> Pricing:
         """The links' costs in the arrays the vectorised solvers use."""
+        if self.own_link_costs is not None:
+            return _pricing(np.zeros(self.n_links), dict(enumerate(self.own_link_costs)),
+                            np.arange(self.n_links))  # fmt: skip
         net = self.network
         return _pricing(net.link_price, net.link_costs, self.link_positions)
 
@@ -219,6 +251,8 @@ class CodesignInstance:
     @cached_property
     def costed_nodes(self) -> IntArray:
         """The nodes that have their own cost function, in increasing order."""
+        if self.own_node_costs is not None:
+            return np.arange(len(self.node_ids))
         own = list(self.network.node_costs)
         return np.flatnonzero(np.isin(self.node_positions, own)) if own else _NONE
 

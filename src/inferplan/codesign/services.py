@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -345,7 +345,7 @@ def _price(cost: CapacityCost, amount: float) -> float:
 
 def _compile(network: Network, service: Service, require_acyclic: bool) -> CodesignInstance:
     try:
-        own = replace(network, source=service.source, target=service.target)
+        own = network.with_endpoints(service.source, service.target)
         return compile_instance(own, service.profile, require_acyclic=require_acyclic)
     except NetworkHasCycle as exc:
         raise NetworkHasCycle(exc.message, field=f"service {service.name!r}") from None

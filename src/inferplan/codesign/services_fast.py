@@ -177,12 +177,11 @@ def _rebuilt(
     inst = problem.instances[s]
     nodes = [node[k] for k in problem.node_of[s].tolist()]
     links = [link[k] for k in problem.link_of[s].tolist()]
-    return replace(
-        inst,
-        capacity=np.array([c for c, _ in nodes], dtype=np.float64),
-        node_costs=tuple(f for _, f in nodes),
-        bandwidth=np.array([c for c, _ in links], dtype=np.float64),
-        link_costs=tuple(f for _, f in links),
+    return inst.priced(
+        np.array([c for c, _ in nodes], dtype=np.float64),
+        [f for _, f in nodes],
+        np.array([c for c, _ in links], dtype=np.float64),
+        [f for _, f in links],
     )
 
 

@@ -405,6 +405,33 @@ class Network:
             raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
                                 field="target")  # fmt: skip
 
+    def with_endpoints(self, source: str, target: str) -> Network:
+        """The same nodes and links with another ``source`` and ``target``, validated as the
+        constructor validates (both nodes of the network, distinct, the target reachable).
+
+        Examples
+        --------
+        >>> net = Network(
+        ...     nodes=(Node("a", 1e9, 1e-9), Node("b", 1e9, 1e-9), Node("c", 1e9, 1e-9)),
+        ...     links=(Link("a", "b", 1e8, 1e-8), Link("b", "c", 1e8, 1e-8)),
+        ...     source="a", target="c")
+        >>> net.with_endpoints("b", "c").on_path_nodes()
+        ('b', 'c')
+        """
+        return Network.from_columns(
+            node_ids=self.node_ids,
+            node_capacity=self.node_capacity,
+            node_price=self.node_price,
+            link_source=Labels(self.link_tail, self.node_ids),
+            link_target=Labels(self.link_head, self.node_ids),
+            link_capacity=self.link_capacity,
+            link_price=self.link_price,
+            source=source,
+            target=target,
+            node_costs=self.node_costs,
+            link_costs=self.link_costs,
+        )
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Network is immutable: cannot set {name!r}")
 
