@@ -179,6 +179,21 @@ def test_modules_shared_are_cheaper_than_apart() -> None:
     assert brute_force(net, services) == pytest.approx(5.0)
 
 
+def test_a_time_limit_used_up_by_building_the_milp_stops_before_highs(monkeypatch) -> None:
+    import inferplan.codesign.services_milp as services_milp
+
+    def never(*args, **kwargs):
+        raise AssertionError("HiGHS called after the time limit")
+
+    monkeypatch.setattr(services_milp, "highs", never)
+    net = inferplan.tiered(seed=4)
+    vgg = inferplan.vgg16()
+    beta = 0.4 * inferplan.throughput(net, vgg).interval
+    with pytest.raises(InvalidArgument, match="found no plan within"):
+        provision_services(net, [Service("v", vgg, "s", "t", interval=beta)], method="milp",
+                           time_limit=1e-9)  # fmt: skip
+
+
 def test_bad_services_name_the_service() -> None:
     net = inferplan.tiered(seed=1)
     vgg = inferplan.vgg16()

@@ -258,7 +258,10 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
     scale = milp.scale()
     for _ in range(MAX_ROUNDS):
         left = None if deadline is None else deadline - time.monotonic()
-        code, choices, lower, message = milp.solve(scale, left)
+        if left is not None and left <= 0:  # building the model used the time up
+            code, choices, lower, message = 1, None, -math.inf, "time limit reached"
+        else:
+            code, choices, lower, message = milp.solve(scale, left)
         if choices is None:
             if best is not None:
                 status = "time_limit" if code == 1 else status
