@@ -445,8 +445,14 @@ def provision_services(
     return plan
 
 
-def no_joint_plan(problem: JointProblem, detail: str = "") -> Infeasible:
-    """The :class:`Infeasible` of a joint problem, naming the services' intervals."""
+def no_joint_plan(problem: JointProblem, detail: str = "", *, proven: bool = True) -> Infeasible:
+    """The :class:`Infeasible` of a joint problem, naming the services' intervals; with
+    ``proven=False`` (a heuristic found no plan) it says one may still exist."""
     targets = ", ".join(f"{s.name} {s.interval:g} s" for s in problem.services)
     more = f" ({detail})" if detail else ""
+    if not proven:
+        return Infeasible(
+            f"the fast planner found no plan serving every service ({targets}) within the "
+            f"capacity caps; one may still exist: method 'milp' decides{more}"
+        )
     return Infeasible(f"no plan serves every service ({targets}) within the capacity caps{more}")

@@ -467,7 +467,7 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
         if found is not None and math.isfinite(found[0]) and (best is None or found[0] < best[0]):
             best = found
     if best is None:
-        raise no_joint_plan(problem, "the fast planner found none; method 'milp' decides")
+        raise no_joint_plan(problem, proven=False)
     if S > 1 and S <= PAIR_SERVICES:
         best = _kicks(problem, respond, *_pairs(problem, respond, *best))
     _, choices = best

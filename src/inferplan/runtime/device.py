@@ -297,7 +297,7 @@ class _EdgeClient:
     def _exchange(self, method: str, target: str, content: bytes | None) -> _Answer:
         """One request and its answer; on a reused connection the edge closed, reconnect once."""
         reused = self._connection is not None
-        for _ in range(2):
+        while True:
             if self._connection is None:
                 self._connection = self._connect()
             try:
@@ -318,7 +318,6 @@ class _EdgeClient:
             if answer.headers.get("connection", "").lower() == "close":
                 self.close()
             return answer
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def request(
         self,
