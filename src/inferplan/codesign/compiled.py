@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
 import weakref
 from dataclasses import dataclass
 from functools import cache
@@ -47,6 +46,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
+from inferplan.codesign import native
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.errors import InvalidArgument
 
@@ -104,7 +104,7 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
         raise InvalidArgument(
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
-    if engine == "auto" and inst is not None and "numba" not in sys.modules:
+    if engine == "auto" and inst is not None and not native.loaded():
         states = (len(inst.node_ids) + inst.n_links) * (inst.n_blocks + 1)
         if states < AUTO_STATES:
             return False
@@ -209,8 +209,6 @@ def psg_kernel(
 ) -> tuple[float, list[int], list[int], list[int]]:
     """PSG on ``inst`` by the compiled kernel: the optimal cost (``inf`` when caps leave no
     plan) and the path, partition and links (node and link indices)."""
-    from inferplan.codesign import kernels
-
     arrays = kernel_arrays(inst)
     node_tables, link_tables = arrays.no_node_tables, arrays.no_link_tables
     if arrays.table_nodes.size:
@@ -226,10 +224,22 @@ def psg_kernel(
         )
         link_tables = np.stack([inst.link_costs[e](sigma[r])
                                 for r, e in enumerate(arrays.table_links.tolist())])  # fmt: skip
-    cost, path, partition, links = kernels.psg(
-        float(beta), node_tables, link_tables, *arrays.psg_args
-    )
-    return float(cost), path.tolist(), partition.tolist(), links.tolist()
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    work_t, D, *network = arrays.psg_args
+    path, partition, used, count = (np.zeros(V, dtype=np.int64) for _ in range(4))
+    cost = native.kernel("psg")(
+        beta, work_t / beta, D / beta, node_tables, link_tables, work_t, *network,
+        np.full((V, W), np.inf), *_rows(W, 2), np.empty(W, dtype=np.int64), np.empty(W),
+        path, partition, used, count,
+    )  # fmt: skip
+    n = int(count[0])  # read back from the target
+    used_links = used[: max(n - 1, 0)]
+    return cost, path[:n][::-1].tolist(), partition[:n][::-1].tolist(), used_links[::-1].tolist()
+
+
+def _rows(width: int, count: int) -> list[FloatArray]:
+    """``count`` scratch rows of ``width`` floats."""
+    return [np.empty(width) for _ in range(count)]
 
 
 def throughput_kernel(
@@ -237,11 +247,14 @@ def throughput_kernel(
 ) -> tuple[float, list[int], list[int]]:
     """T* on ``inst`` under ``capacity`` and ``bandwidth`` by the compiled kernel: the least
     interval and the path and partition (node indices)."""
-    from inferplan.codesign import kernels
-
-    interval, path, partition = kernels.throughput(
+    V, W = len(inst.node_ids), inst.n_blocks + 1
+    path, partition, count = (np.zeros(V, dtype=np.int64) for _ in range(3))
+    interval = native.kernel("throughput")(
         np.ascontiguousarray(capacity, dtype=np.float64),
         np.ascontiguousarray(bandwidth, dtype=np.float64),
         *kernel_arrays(inst).throughput_args,
-    )
-    return float(interval), path.tolist(), partition.tolist()
+        np.full((V, W), np.inf), *_rows(W, 2), np.empty(W, dtype=np.int64),
+        path, partition, count,
+    )  # fmt: skip
+    n = int(count[0])  # read back from the target
+    return interval, path[:n][::-1].tolist(), partition[:n][::-1].tolist()

@@ -1,8 +1,10 @@
 """The compiled loops behind :mod:`inferplan.codesign.compiled` (see its docstring).
 
-Imported only when the compiled engine runs: numba compiles each function on its first call
-and caches the machine code on disk. Without numba (``jit`` is then the identity) the module
-still imports and the functions run as plain Python, far too slowly for use; the engine choice
+Compiled by numba into object code that :mod:`inferplan.codesign.native` keeps on disk and
+loads without numba: so this module is imported only to compile, once per machine. The
+loops allocate nothing (numba's runtime is off, ``_nrt=False``): the caller gives every
+array, scratch rows included. Without numba (``jit`` is then the identity) the module still
+imports and the functions run as plain Python, far too slowly for use; the engine choice
 (:func:`~inferplan.codesign.compiled.compiled_engine`) never sends a solve here then.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -26,14 +28,16 @@ except ImportError:  # pragma: no cover - the fast extra is part of the test ins
     numba = None  # type: ignore[assignment]
 
 
+OPTIONS: dict[str, Any] = {"error_model": "numpy", "nogil": True, "_nrt": False}
+"""numba's options for every loop: numpy's error model (no exceptions), no GIL, and no
+runtime (``_nrt``): the loops allocate nothing."""
+
+
 def jit(function: F) -> F:
-    """``function`` compiled by numba (machine code cached on disk), or as it is without."""
+    """``function`` for numba to compile with :data:`OPTIONS`, or as it is without numba."""
     if numba is None:  # pragma: no cover
         return function
-    try:
-        return cast(F, numba.njit(cache=True, error_model="numpy", nogil=True)(function))
-    except RuntimeError:  # pragma: no cover - nowhere to write the cache: compile per process
-        return cast(F, numba.njit(error_model="numpy", nogil=True)(function))
+    return cast(F, numba.njit(**OPTIONS)(function))
 
 
 @jit
@@ -73,11 +77,11 @@ def table_step(row: FloatArray, table: FloatArray, reached: int, out: FloatArray
 
 
 @jit
-def free_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, out: FloatArray,
+def free_window(req_t: FloatArray, row: FloatArray, C: float, out: FloatArray,
                 queue: IntArray, keys: FloatArray) -> None:  # fmt: skip
     """``out[j] = min row[i]`` over the ``i <= j`` that need no added compute,
-    ``x(i, j) = w(i, j) / beta - C <= 0`` (``work_t[j, i] = w(i, j)``): a window ``[f, j]``
-    sliding right."""
+    ``x(i, j) = w(i, j) / beta - C <= 0`` (``req_t[j, i] = w(i, j) / beta``): a window
+    ``[f, j]`` sliding right."""
     f, h, t = 0, 0, 0
     for j in range(row.size):
         if row[j] < np.inf:
@@ -85,7 +89,7 @@ def free_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, out:
                 t -= 1
             queue[t], keys[t] = j, row[j]
             t += 1
-        while f < j and work_t[j, f] / beta - C > 0.0:
+        while f < j and req_t[j, f] - C > 0.0:
             f += 1
         while t > h and queue[h] < f:
             h += 1
@@ -93,8 +97,8 @@ def free_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, out:
 
 
 @jit
-def piece_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, start: float,
-                 slope: float, value: float, end: float, out: FloatArray,
+def piece_window(req_t: FloatArray, work_t: FloatArray, row: FloatArray, beta: float, C: float,
+                 start: float, slope: float, value: float, end: float, out: FloatArray,
                  queue: IntArray) -> None:  # fmt: skip
     """Lower ``out[j]`` to the best ``row[i] + value + slope * (x(i, j) - start)`` over the
     ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]``: a window ``[lo, up-1]``
@@ -103,7 +107,7 @@ def piece_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, sta
     ``S_i / beta``, which may dwarf the costs); the best is priced as written."""
     lo, up, h, t = 0, 0, 0, 0
     for j in range(row.size):
-        while up < j and work_t[j, up] / beta - C > start:
+        while up < j and req_t[j, up] - C > start:
             if row[up] < np.inf:
                 while t > h:
                     b = queue[t - 1]
@@ -113,75 +117,94 @@ def piece_window(work_t: FloatArray, row: FloatArray, beta: float, C: float, sta
                 queue[t] = up
                 t += 1
             up += 1
-        while end < np.inf and lo < up and work_t[j, lo] / beta - C > end:
+        while end < np.inf and lo < up and req_t[j, lo] - C > end:
             lo += 1
         while t > h and queue[h] < lo:
             h += 1
         if t > h:
             i = queue[h]
-            x = work_t[j, i] / beta - C
+            x = req_t[j, i] - C
             out[j] = min(out[j], row[i] + (value + slope * (x - start)))
 
 
 @jit
-def link_step(wanted: FloatArray, have: float, price: float, cap: float, offered: FloatArray,
-              reached: int, into: FloatArray) -> None:  # fmt: skip
-    """Lower ``into[j]`` (the head's labels) to ``offered[j]`` (the tail's after its compute
-    step) plus a linear link cost of the bandwidth ``max(0, wanted[j] - have)``."""
-    for j in range(reached, offered.size):
-        sigma = max(0.0, wanted[j] - have)
-        into[j] = min(into[j], offered[j] + (np.inf if sigma > cap else price * sigma))
+def compute_step(v: int, row: FloatArray, out: FloatArray, req_t: FloatArray, work_t: FloatArray,
+                 beta: float, capacity: FloatArray, seg_ptr: IntArray, seg_start: FloatArray,
+                 seg_slope: FloatArray, seg_value: FloatArray, node_cap: FloatArray,
+                 node_table: IntArray, node_tables: FloatArray, queue: IntArray,
+                 keys: FloatArray) -> bool:  # fmt: skip
+    """``out`` = node ``v``'s labels after its compute step, from its received labels ``row``
+    (``out[j] = min_i row[i] + f_v(x(i, j))``); ``False`` (and ``out`` all ``inf``) when no
+    state of ``v`` is reached."""
+    out[:] = np.inf
+    reached = 0
+    while reached < row.size and row[reached] == np.inf:
+        reached += 1
+    if reached == row.size:
+        return False
+    if node_table[v] >= 0:
+        table_step(row, node_tables[node_table[v]], reached, out)
+    else:
+        free_window(req_t, row, capacity[v], out, queue, keys)
+        for k in range(seg_ptr[v], seg_ptr[v + 1]):
+            end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
+            piece_window(req_t, work_t, row, beta, capacity[v], seg_start[k], seg_slope[k],
+                         seg_value[k], end, out, queue)  # fmt: skip
+    return True
 
 
 @jit
 def psg(
-    beta: float, node_tables: FloatArray, link_tables: FloatArray,
-    work_t: FloatArray, D: FloatArray, source: int, target: int,
+    beta: float, req_t: FloatArray, wanted: FloatArray, node_tables: FloatArray,
+    link_tables: FloatArray, work_t: FloatArray, source: int, target: int,
     capacity: FloatArray, bandwidth: FloatArray, link_src: IntArray, link_dst: IntArray,
     seg_ptr: IntArray, seg_start: FloatArray, seg_slope: FloatArray, seg_value: FloatArray,
     node_cap: FloatArray, node_table: IntArray,
     link_price: FloatArray, link_cap: FloatArray, link_table: IntArray,
     out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
-) -> tuple[float, IntArray, IntArray, IntArray]:  # fmt: skip
-    """PSG: the optimal cost and the path, partition and links (see the module docstring)."""
-    V, W = capacity.size, D.size
-    label = np.full((V, W), np.inf)
-    stage = np.full((V, W), np.inf)
+    label: FloatArray, out: FloatArray, tail: FloatArray, queue: IntArray, keys: FloatArray,
+    path: IntArray, partition: IntArray, used: IntArray, count: IntArray,
+) -> float:  # fmt: skip
+    """PSG: the optimal cost (``inf`` when no plan exists); the path, partition and links are
+    written to ``path``, ``partition`` and ``used`` (their first ``count[0]``, ``count[0]``
+    and ``count[0] - 1`` entries, from the target back; see the module docstring).
+
+    The caller gives every array: ``req_t = work_t / beta`` and ``wanted = D / beta``, the
+    labels ``label`` (``(V, W)``, all ``inf``) and scratch rows. The kernel allocates nothing,
+    so that its machine code needs no runtime (see :mod:`inferplan.codesign.native`)."""
+    V, W = capacity.size, wanted.size
     label[source, 0] = 0.0
-    wanted = D / beta  # bit/s each activation needs, as numpy computes it
-    queue = np.empty(W, dtype=np.int64)  # a monotone deque: indices i and their keys
-    keys = np.empty(W)
+    count[0] = 0
+    cost = np.inf
     for v in range(V):
-        row, out = label[v], stage[v]
-        reached = 0
-        while reached < W and row[reached] == np.inf:
-            reached += 1
-        if reached == W:
+        if not compute_step(v, label[v], out, req_t, work_t, beta, capacity, seg_ptr,
+                            seg_start, seg_slope, seg_value, node_cap, node_table,
+                            node_tables, queue, keys):  # fmt: skip
             continue
-        if node_table[v] >= 0:
-            table_step(row, node_tables[node_table[v]], reached, out)
-        else:
-            free_window(work_t, row, beta, capacity[v], out, queue, keys)
-            for k in range(seg_ptr[v], seg_ptr[v + 1]):
-                end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
-                piece_window(work_t, row, beta, capacity[v], seg_start[k], seg_slope[k],
-                             seg_value[k], end, out, queue)  # fmt: skip
+        if v == target:  # the last node on any path: nothing after it leads back
+            cost = out[W - 1]
+            break
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
+            into = label[link_dst[e]]
             if link_table[e] >= 0:
-                into = label[link_dst[e]]
                 table = link_tables[link_table[e]]
-                for j in range(reached, W):
-                    into[j] = min(into[j], out[j] + table[j])
+                for j in range(W):
+                    c = out[j] + table[j]
+                    into[j] = c if c < into[j] else into[j]
+            elif link_cap[e] == np.inf:  # written so that the loop vectorises
+                have, price = bandwidth[e], link_price[e]
+                for j in range(W):
+                    d = wanted[j] - have
+                    c = out[j] + price * (d if d > 0.0 else 0.0)
+                    into[j] = c if c < into[j] else into[j]
             else:
-                link_step(wanted, bandwidth[e], link_price[e], link_cap[e], out, reached,
-                          label[link_dst[e]])  # fmt: skip
-    cost = stage[target, W - 1]
-    path = np.empty(V, dtype=np.int64)
-    partition = np.empty(V, dtype=np.int64)
-    used = np.empty(V, dtype=np.int64)
+                for j in range(W):
+                    c = out[j] + link_cost(max(0.0, wanted[j] - bandwidth[e]), e, link_price,
+                                           link_cap, link_table, link_tables, j)  # fmt: skip
+                    into[j] = c if c < into[j] else into[j]
     if cost == np.inf:
-        return cost, path[:0], partition[:0], used[:0]
+        return cost
     n, v, j = 0, target, W - 1
     path[0], partition[0] = target, j
     while v != source:
@@ -192,27 +215,56 @@ def psg(
         for i in range(j + 1):
             if row[i] == np.inf:
                 continue
-            x = work_t[j, i] / beta - C
             if node_table[v] >= 0:
                 c = row[i] + node_tables[node_table[v], i, j]
             else:
-                c = row[i] + piece_cost(x, seg_ptr[v], seg_ptr[v + 1], seg_start, seg_slope,
-                                         seg_value, node_cap[v])  # fmt: skip
+                c = row[i] + piece_cost(req_t[j, i] - C, seg_ptr[v], seg_ptr[v + 1], seg_start,
+                                         seg_slope, seg_value, node_cap[v])  # fmt: skip
             if c < best or chosen < 0:
                 best, chosen = c, i
         j = chosen
         best, link = np.inf, -1
         for t in range(in_ptr[v], in_ptr[v + 1]):
             e = in_links[t]
+            # the tail's labels after its compute step, formed again (they are not kept)
+            if not compute_step(link_src[e], label[link_src[e]], tail, req_t, work_t, beta,
+                                capacity, seg_ptr, seg_start, seg_slope, seg_value, node_cap,
+                                node_table, node_tables, queue, keys):  # fmt: skip
+                continue
             sigma = max(0.0, wanted[j] - bandwidth[e])
-            c = stage[link_src[e], j] + link_cost(sigma, e, link_price, link_cap, link_table,
-                                                   link_tables, j)  # fmt: skip
+            c = tail[j] + link_cost(sigma, e, link_price, link_cap, link_table, link_tables, j)
             if c < best or link < 0:
                 best, link = c, e
         v = link_src[link]
         n += 1
         path[n], partition[n], used[n - 1] = v, j, link
-    return cost, path[: n + 1][::-1].copy(), partition[: n + 1][::-1].copy(), used[:n][::-1].copy()
+    count[0] = n + 1
+    return cost
+
+
+@jit
+def bottleneck_step(row: FloatArray, C: float, work_t: FloatArray, stack: IntArray,
+                    out: FloatArray) -> bool:  # fmt: skip
+    """``out[j] = min_{i <= j} max(row[i], w(i, j) / C)`` (T*'s compute step, see the module
+    docstring); ``False`` when no state is reached."""
+    top, c = -1, 0  # stack[c] is the first entry whose label is at least its delay
+    for j in range(row.size):
+        if row[j] < np.inf:
+            while top >= 0 and row[stack[top]] > row[j]:
+                top -= 1
+            top += 1
+            stack[top] = j
+            c = min(c, top)
+        if top < 0:
+            out[j] = np.inf
+            continue
+        while c <= top and row[stack[c]] < work_t[j, stack[c]] / C:
+            c += 1
+        best = row[stack[c]] if c <= top else np.inf
+        if c > 0:
+            best = min(best, work_t[j, stack[c - 1]] / C)
+        out[j] = best
+    return top >= 0
 
 
 @jit
@@ -220,42 +272,29 @@ def throughput(
     capacity: FloatArray, bandwidth: FloatArray, work_t: FloatArray, D: FloatArray, source: int,
     target: int, link_src: IntArray, link_dst: IntArray, out_ptr: IntArray,
     out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
-) -> tuple[float, IntArray, IntArray]:  # fmt: skip
-    """T*: the least interval and the path and partition (see the module docstring)."""
+    label: FloatArray, out: FloatArray, tail: FloatArray, stack: IntArray,
+    path: IntArray, partition: IntArray, count: IntArray,
+) -> float:  # fmt: skip
+    """T*: the least interval; the path and partition are written to ``path`` and
+    ``partition`` (their first ``count[0]`` entries, from the target back; see the module
+    docstring). ``label`` is ``(V, W)``, all ``inf``; the kernel allocates nothing."""
     V, W = capacity.size, D.size
-    label = np.full((V, W), np.inf)
-    stage = np.full((V, W), np.inf)
     label[source, 0] = 0.0
-    stack = np.empty(W, dtype=np.int64)
+    count[0] = 0
+    interval = np.inf
     for v in range(V):
-        row = label[v]
-        C = capacity[v]
-        top, c = -1, 0  # stack[c] is the first entry whose label is at least its delay
-        for j in range(W):
-            if row[j] < np.inf:
-                while top >= 0 and row[stack[top]] > row[j]:
-                    top -= 1
-                top += 1
-                stack[top] = j
-                c = min(c, top)
-            if top < 0:
-                continue
-            while c <= top and row[stack[c]] < work_t[j, stack[c]] / C:
-                c += 1
-            best = row[stack[c]] if c <= top else np.inf
-            if c > 0:
-                best = min(best, work_t[j, stack[c - 1]] / C)
-            stage[v, j] = best
+        if not bottleneck_step(label[v], capacity[v], work_t, stack, out):
+            continue
+        if v == target:  # the last node on any path: nothing after it leads back
+            interval = out[W - 1]
+            break
         for t in range(out_ptr[v], out_ptr[v + 1]):
             e = out_links[t]
-            z = link_dst[e]
+            into = label[link_dst[e]]
             for j in range(W):
-                a = max(stage[v, j], D[j] / bandwidth[e])
-                if a < label[z, j]:
-                    label[z, j] = a
-    interval = stage[target, W - 1]
-    path = np.empty(V, dtype=np.int64)
-    partition = np.empty(V, dtype=np.int64)
+                d = D[j] / bandwidth[e]
+                a = out[j] if out[j] > d else d
+                into[j] = a if a < into[j] else into[j]
     n, v, j = 0, target, W - 1
     path[0], partition[0] = target, j
     while v != source:
@@ -269,10 +308,13 @@ def throughput(
         best, link = np.inf, -1
         for t in range(in_ptr[v], in_ptr[v + 1]):
             e = in_links[t]
-            d = max(stage[link_src[e], j], D[j] / bandwidth[e])
+            u = link_src[e]
+            bottleneck_step(label[u], capacity[u], work_t, stack, tail)  # formed again
+            d = max(tail[j], D[j] / bandwidth[e])
             if d < best or link < 0:
                 best, link = d, e
         v = link_src[link]
         n += 1
         path[n], partition[n] = v, j
-    return interval, path[: n + 1][::-1].copy(), partition[: n + 1][::-1].copy()
+    count[0] = n + 1
+    return interval
