@@ -1,0 +1,103 @@
+"""The compiled kernels' object code, kept on disk and loaded without numba
+(``inferplan.codesign.native``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inferplan.codesign import compiled, native
+
+pytestmark = pytest.mark.skipif(not compiled.available(), reason="needs numba (the fast extra)")
+
+# Solves a random layered network by both engines in a new process, and says whether numba
+# was imported, and whether the compiled answers (plan, cost, path; T* deployment) equal
+# numpy's.
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import inferplan
+    from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
+
+    inst = compile_instance(inferplan.layered_dag(80, 400, seed=5), inferplan.vgg16())
+    deployments = [throughput_optimal(inst, engine=e) for e in ("compiled", "numpy")]
+    beta = 0.6 * deployments[0].interval
+    plans = [solve_psg(inst, beta, engine=e) for e in ("compiled", "numpy")]
+    same_plan = plans[0].path == plans[1].path and plans[0].partition == plans[1].partition
+    close = abs(plans[0].cost - plans[1].cost) <= 1e-9 * max(plans[1].cost, 1.0)
+    print("numba" in sys.modules, same_plan and close, deployments[0] == deployments[1])
+    """
+)
+
+
+def _run(cache: Path) -> list[str]:
+    env = {**os.environ, "INFERPLAN_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)  # fmt: skip
+    return done.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def cached() -> dict[str, Path]:
+    """This process's cache files, made (compiled) if missing."""
+    for name in native.SIGNATURES:
+        native.kernel(name)
+    return {name: native.cache_path(name) for name in native.SIGNATURES}
+
+
+def test_a_new_process_solves_from_the_cache_without_importing_numba(cached, tmp_path):
+    for path in cached.values():
+        shutil.copy(path, tmp_path / path.name)
+    assert _run(tmp_path) == ["False", "True", "True"]
+
+
+def test_a_damaged_cache_file_is_compiled_again_and_replaced(cached, tmp_path):
+    damaged = tmp_path / cached["psg"].name
+    data = bytearray(cached["psg"].read_bytes())
+    data[-100] ^= 0xFF  # one flipped byte in the machine code
+    damaged.write_bytes(bytes(data))
+    assert native._read(damaged) is None  # the checksum catches it
+    numba_loaded, same_psg, same_t_star = _run(tmp_path)
+    assert numba_loaded == "True"  # compiled again (both kernels: the directory had neither)
+    assert (same_psg, same_t_star) == ("True", "True")
+    assert native._read(damaged) is not None  # replaced by sound code
+
+
+def test_cache_files_round_trip_and_a_missing_or_unwritable_cache_is_no_error(tmp_path):
+    path = tmp_path / "sub" / "kernels-x.o"
+    native._write(path, "entry", b"\x00machine\x00code")
+    assert native._read(path) == ("entry", b"\x00machine\x00code")
+    assert native._read(tmp_path / "missing.o") is None
+    (tmp_path / "file").write_text("not a directory")
+    native._write(tmp_path / "file" / "kernels-x.o", "entry", b"code")  # skipped quietly
+    assert not (tmp_path / "file").is_dir()
+
+
+def test_the_cache_lives_where_the_environment_says(monkeypatch, tmp_path):
+    monkeypatch.setenv("INFERPLAN_CACHE_DIR", str(tmp_path / "kernels"))
+    assert native.cache_dir() == tmp_path / "kernels"
+    assert native.cache_path("psg").parent == tmp_path / "kernels"
+    assert native.cache_path("psg") != native.cache_path("throughput")
+    monkeypatch.delenv("INFERPLAN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert native.cache_dir() == tmp_path / "xdg" / "inferplan"
+
+
+def test_a_kernel_refuses_arguments_of_the_wrong_kind(cached):
+    throughput = native.kernel("throughput")
+    with pytest.raises(TypeError, match="takes 19 arguments, got 2"):
+        throughput(np.zeros(1), np.zeros(1))
+    arguments: list[object] = [np.zeros(1)] * 19
+    arguments[0] = np.zeros(1, dtype=np.int64)  # capacities must be floats
+    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous 1-d float64 array"):
+        throughput(*arguments)
+    arguments[0] = np.zeros(4)[::2]  # not contiguous
+    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous"):
+        throughput(*arguments)
