@@ -29,9 +29,12 @@ In all ``O((|V| + |E|) N)`` for piecewise-linear costs. The path is read back wi
 rules as the numpy solvers (at each node the fewest blocks received among the best, and
 the earliest link in file order), by re-scanning only the ``O(N)`` states of the path's nodes.
 
-The kernels compile on first use and are cached on disk by numba (``cache=True``), so a
-process pays the compile once per installation and afterwards about half a second to import
-numba. :func:`available` says whether numba is installed.
+Every array a kernel uses, its scratch rows included, is made here: the kernels allocate
+nothing, so that :mod:`~inferplan.codesign.native` can keep their machine code on disk,
+compiled by numba once per machine, and load it without numba in every later process.
+A kernel keeps no ``(V, W)`` matrix of post-compute labels: the read-back forms again the few
+rows it needs (the path's nodes' in-neighbours). :func:`available` says whether numba is
+installed.
 """
 
 from __future__ import annotations
@@ -70,11 +73,11 @@ ENGINES: tuple[Engine, ...] = get_args(Engine)
 # nodes at a time) is used instead.
 TABLE_ENTRIES = 4_000_000
 
-# Below this many states ``(|V| + |E|) (N + 1)`` the numpy engine solves in milliseconds, less
-# than importing numba and loading the cached kernels (about half a second): ``"auto"`` runs
-# it there, unless numba is loaded already (a process that has paid the import keeps the
-# kernels). A one-off plan on a small network, such as one ``inferplan provision``, then
-# starts without numba.
+# Below this many states ``(|V| + |E|) (N + 1)`` the numpy engine solves in milliseconds to
+# a few tenths of a second, no more than loading the kernels' machine code (a few hundredths)
+# and far less than compiling it on a machine's first compiled solve (seconds): ``"auto"``
+# runs it there, unless the kernels are loaded already. A one-off plan on a small network,
+# such as one ``inferplan provision``, then starts without llvmlite or numba.
 AUTO_STATES = 1_000_000
 
 
@@ -87,7 +90,7 @@ def available() -> bool:
 def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> bool:
     """Whether ``engine`` asks for the compiled kernels: ``"compiled"`` always (an error
     without numba), ``"numpy"`` never, ``"auto"`` when numba is installed and either ``inst``
-    has at least :data:`AUTO_STATES` states or numba is already loaded.
+    has at least :data:`AUTO_STATES` states or the kernels are loaded already.
 
     Raises
     ------

@@ -40,65 +40,25 @@ __all__ = ["SIGNATURES", "cache_dir", "cache_path", "kernel", "loaded"]
 _F8, _I8 = "f8", "i8"
 _F1, _F2, _F3, _I1 = "f8[::1]", "f8[:, ::1]", "f8[:, :, ::1]", "i8[::1]"
 
+# fmt: off
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "psg": (
-        _F8,
-        _F2,
-        _F1,
-        _F3,
-        _F2,
-        _F2,
-        _I8,
-        _I8,  # beta, req_t, wanted, tables, work_t, s, t
-        _F1,
-        _F1,
-        _I1,
-        _I1,  # capacity, bandwidth, link_src, link_dst
-        _I1,
-        _F1,
-        _F1,
-        _F1,
-        _F1,
-        _I1,  # seg_ptr, seg_start/slope/value, node_cap, node_table
-        _F1,
-        _F1,
-        _I1,  # link_price, link_cap, link_table
-        _I1,
-        _I1,
-        _I1,
-        _I1,  # out_ptr, out_links, in_ptr, in_links
-        _F2,
-        _F1,
-        _F1,
-        _I1,
-        _F1,  # label, out, tail, queue, keys
-        _I1,
-        _I1,
-        _I1,
-        _I1,  # path, partition, used, count
+        _F8, _F2, _F1, _F3, _F2, _F2, _I8, _I8,  # beta, req_t, wanted, tables, work_t, s, t
+        _F1, _F1, _I1, _I1,  # capacity, bandwidth, link_src, link_dst
+        _I1, _F1, _F1, _F1, _F1, _I1,  # seg_ptr, seg_start/slope/value, node_cap, node_table
+        _F1, _F1, _I1,  # link_price, link_cap, link_table
+        _I1, _I1, _I1, _I1,  # out_ptr, out_links, in_ptr, in_links
+        _F2, _F1, _F1, _I1, _F1,  # label, out, tail, queue, keys
+        _I1, _I1, _I1, _I1,  # path, partition, used, count
     ),
     "throughput": (
-        _F1,
-        _F1,
-        _F2,
-        _F1,
-        _I8,
-        _I8,  # capacity, bandwidth, work_t, D, s, t
-        _I1,
-        _I1,
-        _I1,
-        _I1,
-        _I1,
-        _I1,  # link_src, link_dst, out_ptr, out_links, in_ptr, in_links
-        _F2,
-        _F1,
-        _F1,
-        _I1,  # label, out, tail, stack
-        _I1,
-        _I1,
-        _I1,  # path, partition, count
+        _F1, _F1, _F2, _F1, _I8, _I8,  # capacity, bandwidth, work_t, D, s, t
+        _I1, _I1, _I1, _I1, _I1, _I1,  # link_src, link_dst, out_ptr, out_links, in_ptr, in_links
+        _F2, _F1, _F1, _I1,  # label, out, tail, stack
+        _I1, _I1, _I1,  # path, partition, count
     ),
 }
+# fmt: on
 """Each kernel entry point's argument types (numba's spelling: ``f8`` and ``i8`` scalars,
 C-contiguous ``float64``/``int64`` arrays); each returns a ``float64``."""
 
