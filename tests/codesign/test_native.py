@@ -15,6 +15,8 @@ import pytest
 
 from inferplan.codesign import compiled, native
 
+PSG_BETA_POSITION = 23  # PSG's beta, after the instance's arrays and cost tables
+
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="needs numba (the fast extra)")
 
 # Solves a random layered network by both engines in a new process, and says whether numba
@@ -91,13 +93,34 @@ def test_the_cache_lives_where_the_environment_says(monkeypatch, tmp_path):
 
 
 def test_a_kernel_refuses_arguments_of_the_wrong_kind(cached):
-    throughput = native.kernel("throughput")
+    throughput = native.kernel("throughput")  # work_t (2-d floats), D (1-d floats), ...
     with pytest.raises(TypeError, match="takes 19 arguments, got 2"):
-        throughput(np.zeros(1), np.zeros(1))
-    arguments: list[object] = [np.zeros(1)] * 19
-    arguments[0] = np.zeros(1, dtype=np.int64)  # capacities must be floats
-    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous 1-d float64 array"):
-        throughput(*arguments)
-    arguments[0] = np.zeros(4)[::2]  # not contiguous
-    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous"):
-        throughput(*arguments)
+        throughput(np.zeros((1, 1)), np.zeros(1))
+    with pytest.raises(TypeError, match="argument 1 must be a C-contiguous 1-d float64 array"):
+        throughput.pack([np.zeros(1, dtype=np.int64)], start=1)  # activations must be floats
+    with pytest.raises(TypeError, match="argument 1 must be a C-contiguous"):
+        throughput.pack([np.zeros(4)[::2]], start=1)  # not contiguous
+    with pytest.raises(TypeError, match="argument 0 must be a C-contiguous 2-d"):
+        throughput.pack([np.zeros(3)])
+    work = np.zeros((2, 3))
+    fields = throughput.pack([work, np.zeros(2), 7], start=0)
+    assert fields.tolist()[:9] == [0, 0, 6, 8, work.ctypes.data, 2, 3, 24, 8]  # numba's fields
+    assert fields.size == 9 + 7 + 1 and fields[-1] == 7
+    beta = native.kernel("psg").pack([2.5], start=PSG_BETA_POSITION)
+    assert beta.tolist() == [int(np.float64(2.5).view(np.int64))]  # a float's bits
+
+
+def test_a_frame_carves_the_per_call_arrays_from_one_buffer(cached):
+    kernel = native.kernel("throughput")
+    fixed = [np.zeros((3, 3)), np.zeros(3), 0, 1] + [np.zeros(2, dtype=np.int64)] * 6
+    frame = kernel.frame(fixed, [(2,), (1,), (2, 3), (3,), (3,), (3,), (2,), (2,), (1,)])
+    call = frame.new()
+    assert [a.shape for a in call.arrays] == [(2,), (1,), (2, 3), (3,), (3,), (3,), (2,), (2,),
+                                              (1,)]  # fmt: skip
+    assert [a.dtype.kind for a in call.arrays] == list("fffffiiii")
+    addresses = [a.ctypes.data for a in call.arrays]
+    assert addresses == sorted(addresses) and len(set(addresses)) == len(addresses)
+    assert all(a.base is not None for a in call.arrays)  # views of the one buffer
+    assert frame.call() is frame.call()  # a small buffer is kept for this thread
+    with pytest.raises(TypeError, match="3 shapes for the arrays of 9 per-call arguments"):
+        kernel.frame(fixed, [(2,), (1,), (2, 3)])

@@ -227,22 +227,46 @@ def psg_kernel(
         )
         link_tables = np.stack([inst.link_costs[e](sigma[r])
                                 for r, e in enumerate(arrays.table_links.tolist())])  # fmt: skip
-    V, W = len(inst.node_ids), inst.n_blocks + 1
-    work_t, D, *network = arrays.psg_args
-    path, partition, used, count = (np.zeros(V, dtype=np.int64) for _ in range(4))
-    cost = native.kernel("psg")(
-        beta, work_t / beta, D / beta, node_tables, link_tables, work_t, *network,
-        np.full((V, W), np.inf), *_rows(W, 2), np.empty(W, dtype=np.int64), np.empty(W),
-        path, partition, used, count,
-    )  # fmt: skip
+    kernel = native.kernel("psg")
+    if arrays.table_nodes.size or arrays.table_links.size:  # priced for this beta
+        fixed = (*arrays.psg_args, node_tables, link_tables)
+        frame = kernel.frame(fixed, _shapes(inst, "psg"))
+    else:
+        frame = _frame(inst, kernel)
+    call = frame.call()
+    *_, path, partition, used, count = call.arrays
+    cost = call.run(beta)
     n = int(count[0])  # read back from the target
     used_links = used[: max(n - 1, 0)]
     return cost, path[:n][::-1].tolist(), partition[:n][::-1].tolist(), used_links[::-1].tolist()
 
 
-def _rows(width: int, count: int) -> list[FloatArray]:
-    """``count`` scratch rows of ``width`` floats."""
-    return [np.empty(width) for _ in range(count)]
+def _shapes(inst: CodesignInstance, name: str) -> list[tuple[int, ...]]:
+    """The shapes of a kernel's per-solve arrays for ``inst``."""
+    V, W, E = len(inst.node_ids), inst.n_blocks + 1, inst.n_links
+    if name == "psg":  # req_t, wanted, label, out, tail, queue, keys, path, partition, used, count
+        return [(W, W), (W,), (V, W), (W,), (W,), (W,), (W,), (V,), (V,), (V,), (1,)]
+    # capacity, bandwidth, label, out, tail, stack, path, partition, count
+    return [(V,), (E,), (V, W), (W,), (W,), (W,), (V,), (V,), (1,)]
+
+
+# Each instance's frames (the fixed fields of its arrays, which the instance keeps alive).
+_FRAMES: weakref.WeakKeyDictionary[CodesignInstance, dict[str, native.Frame]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
+    """``kernel``'s frame for ``inst`` without cost tables (made once per instance)."""
+    frames = _FRAMES.setdefault(inst, {})
+    if kernel.name not in frames:
+        arrays = kernel_arrays(inst)
+        if kernel.name == "psg":
+            fixed = (*arrays.psg_args, arrays.no_node_tables, arrays.no_link_tables)
+        else:
+            fixed = arrays.throughput_args
+        frames[kernel.name] = kernel.frame(fixed, _shapes(inst, kernel.name))
+    return frames[kernel.name]
 
 
 def throughput_kernel(
@@ -250,14 +274,10 @@ def throughput_kernel(
 ) -> tuple[float, list[int], list[int]]:
     """T* on ``inst`` under ``capacity`` and ``bandwidth`` by the compiled kernel: the least
     interval and the path and partition (node indices)."""
-    V, W = len(inst.node_ids), inst.n_blocks + 1
-    path, partition, count = (np.zeros(V, dtype=np.int64) for _ in range(3))
-    interval = native.kernel("throughput")(
-        np.ascontiguousarray(capacity, dtype=np.float64),
-        np.ascontiguousarray(bandwidth, dtype=np.float64),
-        *kernel_arrays(inst).throughput_args,
-        np.full((V, W), np.inf), *_rows(W, 2), np.empty(W, dtype=np.int64),
-        path, partition, count,
-    )  # fmt: skip
+    call = _frame(inst, native.kernel("throughput")).call()
+    own_capacity, own_bandwidth, *_, path, partition, count = call.arrays
+    np.copyto(own_capacity, capacity)
+    np.copyto(own_bandwidth, bandwidth)
+    interval = call.run()
     n = int(count[0])  # read back from the target
     return interval, path[:n][::-1].tolist(), partition[:n][::-1].tolist()

@@ -155,13 +155,14 @@ def compute_step(v: int, row: FloatArray, out: FloatArray, req_t: FloatArray, wo
 
 @jit
 def psg(
-    beta: float, req_t: FloatArray, wanted: FloatArray, node_tables: FloatArray,
-    link_tables: FloatArray, work_t: FloatArray, source: int, target: int,
+    work_t: FloatArray, D: FloatArray, source: int, target: int,
     capacity: FloatArray, bandwidth: FloatArray, link_src: IntArray, link_dst: IntArray,
     seg_ptr: IntArray, seg_start: FloatArray, seg_slope: FloatArray, seg_value: FloatArray,
     node_cap: FloatArray, node_table: IntArray,
     link_price: FloatArray, link_cap: FloatArray, link_table: IntArray,
     out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
+    node_tables: FloatArray, link_tables: FloatArray, beta: float,
+    req_t: FloatArray, wanted: FloatArray,
     label: FloatArray, out: FloatArray, tail: FloatArray, queue: IntArray, keys: FloatArray,
     path: IntArray, partition: IntArray, used: IntArray, count: IntArray,
 ) -> float:  # fmt: skip
@@ -169,10 +170,16 @@ def psg(
     written to ``path``, ``partition`` and ``used`` (their first ``count[0]``, ``count[0]``
     and ``count[0] - 1`` entries, from the target back; see the module docstring).
 
-    The caller gives every array: ``req_t = work_t / beta`` and ``wanted = D / beta``, the
-    labels ``label`` (``(V, W)``, all ``inf``) and scratch rows. The kernel allocates nothing,
-    so that its machine code needs no runtime (see :mod:`inferplan.codesign.native`)."""
-    V, W = capacity.size, wanted.size
+    The caller gives every array, the per-solve ones to be filled here: the requests
+    ``req_t = work_t / beta`` and ``wanted = D / beta``, the labels ``label`` (``(V, W)``) and
+    scratch rows. The kernel allocates nothing, so that its machine code needs no runtime (see
+    :mod:`inferplan.codesign.native`)."""
+    V, W = capacity.size, D.size
+    for j in range(W):
+        wanted[j] = D[j] / beta
+        for i in range(W):
+            req_t[j, i] = work_t[j, i] / beta
+    _fill(label, np.inf)
     label[source, 0] = 0.0
     count[0] = 0
     cost = np.inf
@@ -243,6 +250,13 @@ def psg(
 
 
 @jit
+def _fill(values: FloatArray, value: float) -> None:
+    """Set every entry of the matrix ``values`` to ``value``."""
+    for v in range(values.shape[0]):
+        values[v, :] = value
+
+
+@jit
 def bottleneck_step(row: FloatArray, C: float, work_t: FloatArray, stack: IntArray,
                     out: FloatArray) -> bool:  # fmt: skip
     """``out[j] = min_{i <= j} max(row[i], w(i, j) / C)`` (T*'s compute step, see the module
@@ -269,16 +283,17 @@ def bottleneck_step(row: FloatArray, C: float, work_t: FloatArray, stack: IntArr
 
 @jit
 def throughput(
-    capacity: FloatArray, bandwidth: FloatArray, work_t: FloatArray, D: FloatArray, source: int,
-    target: int, link_src: IntArray, link_dst: IntArray, out_ptr: IntArray,
-    out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
+    work_t: FloatArray, D: FloatArray, source: int, target: int, link_src: IntArray,
+    link_dst: IntArray, out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray,
+    in_links: IntArray, capacity: FloatArray, bandwidth: FloatArray,
     label: FloatArray, out: FloatArray, tail: FloatArray, stack: IntArray,
     path: IntArray, partition: IntArray, count: IntArray,
 ) -> float:  # fmt: skip
     """T*: the least interval; the path and partition are written to ``path`` and
     ``partition`` (their first ``count[0]`` entries, from the target back; see the module
-    docstring). ``label`` is ``(V, W)``, all ``inf``; the kernel allocates nothing."""
+    docstring). ``label`` is ``(V, W)``, filled here; the kernel allocates nothing."""
     V, W = capacity.size, D.size
+    _fill(label, np.inf)
     label[source, 0] = 0.0
     count[0] = 0
     interval = np.inf

@@ -10,32 +10,41 @@ for.
 
 What makes this possible is that the kernels allocate nothing: every array is given by the
 caller (``_nrt=False``: no numba runtime), so their object code refers to no symbol outside
-itself. An entry point is called with numba's calling convention for its signature, spelt
-once in :data:`SIGNATURES`: a status (``0`` when it returned), a pointer to the ``float64``
-result, an exception slot, then the arguments, each C-contiguous array flattened to its
-fields (two null pointers, its size, item size, data pointer, shape and strides).
+itself. Each entry point's argument types are spelt once, in :data:`SIGNATURES`. With numba's
+calling convention an argument list becomes *fields*: a C-contiguous array is its two null
+pointers, size, item size, data pointer, shape and strides, a scalar itself; the result and
+an exception slot are passed by pointer first. A small trampoline, compiled into the same
+object, takes all the fields as one ``int64`` vector and makes the call, so that a call from
+Python passes one pointer. A caller that solves many times packs the arguments that do not
+change once (:meth:`Kernel.frame`); each call then takes one buffer that holds its arrays and
+the field vector (:meth:`Frame.new`), so that it asks numpy for one address.
 
 The cache file is named by a hash of the kernels' source, this module's source, the numba and
 llvmlite versions and the host CPU, so that a change to any of them compiles afresh; it lives
 in ``$INFERPLAN_CACHE_DIR``, else ``$XDG_CACHE_HOME/inferplan``, else ``~/.cache/inferplan``.
-A file that cannot be written (read-only home) only means that the process compiles for
-itself; a file that cannot be read back is compiled again.
+It holds the code's SHA-256: a damaged file is compiled again. A folder that cannot be
+written only means that the process compiles for itself.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["SIGNATURES", "cache_dir", "cache_path", "kernel", "loaded"]
+from inferplan.arrays import IntArray
+
+__all__ = ["SIGNATURES", "Call", "Frame", "Kernel", "cache_dir", "cache_path", "kernel", "loaded"]
 
 _F8, _I8 = "f8", "i8"
 _F1, _F2, _F3, _I1 = "f8[::1]", "f8[:, ::1]", "f8[:, :, ::1]", "i8[::1]"
@@ -43,17 +52,20 @@ _F1, _F2, _F3, _I1 = "f8[::1]", "f8[:, ::1]", "f8[:, :, ::1]", "i8[::1]"
 # fmt: off
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "psg": (
-        _F8, _F2, _F1, _F3, _F2, _F2, _I8, _I8,  # beta, req_t, wanted, tables, work_t, s, t
+        _F2, _F1, _I8, _I8,  # work_t, D, source, target
         _F1, _F1, _I1, _I1,  # capacity, bandwidth, link_src, link_dst
         _I1, _F1, _F1, _F1, _F1, _I1,  # seg_ptr, seg_start/slope/value, node_cap, node_table
         _F1, _F1, _I1,  # link_price, link_cap, link_table
         _I1, _I1, _I1, _I1,  # out_ptr, out_links, in_ptr, in_links
+        _F3, _F2, _F8,  # node_tables, link_tables, beta
+        _F2, _F1,  # req_t, wanted
         _F2, _F1, _F1, _I1, _F1,  # label, out, tail, queue, keys
         _I1, _I1, _I1, _I1,  # path, partition, used, count
     ),
     "throughput": (
-        _F1, _F1, _F2, _F1, _I8, _I8,  # capacity, bandwidth, work_t, D, s, t
+        _F2, _F1, _I8, _I8,  # work_t, D, source, target
         _I1, _I1, _I1, _I1, _I1, _I1,  # link_src, link_dst, out_ptr, out_links, in_ptr, in_links
+        _F1, _F1,  # capacity, bandwidth
         _F2, _F1, _F1, _I1,  # label, out, tail, stack
         _I1, _I1, _I1,  # path, partition, count
     ),
@@ -65,7 +77,7 @@ C-contiguous ``float64``/``int64`` arrays); each returns a ``float64``."""
 _HERE = Path(__file__).resolve().parent
 _DTYPES = {"f8": np.dtype(np.float64), "i8": np.dtype(np.int64)}
 _lock = threading.Lock()
-_loaded: dict[str, Callable[..., float]] = {}
+_loaded: dict[str, Kernel] = {}
 _engines: list[Any] = []  # llvmlite's execution engines: they own the loaded code
 
 
@@ -86,6 +98,16 @@ def _host() -> tuple[str, str, str]:
     return llvm.get_process_triple(), llvm.get_host_cpu_name(), features
 
 
+def _machine() -> Any:
+    """llvmlite's target machine for this host, as numba's JIT uses it."""
+    import llvmlite.binding as llvm
+
+    triple, cpu, features = _host()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, codemodel="jitdefault"
+    )
+
+
 def cache_path(name: str) -> Path:
     """The cache file of the entry point ``name`` for this source, numba and CPU."""
     import importlib.metadata
@@ -104,6 +126,12 @@ def _ndim(kind: str) -> int:
     return kind.count(",") + 1 if "[" in kind else 0
 
 
+def _width(kind: str) -> int:
+    """How many fields an argument of type ``kind`` takes."""
+    ndim = _ndim(kind)
+    return 5 + 2 * ndim if ndim else 1
+
+
 def _numba_type(kind: str) -> Any:
     from numba.core import types
 
@@ -112,23 +140,51 @@ def _numba_type(kind: str) -> Any:
     return types.Array(scalar, ndim, "C") if ndim else scalar
 
 
+def _trampoline(name: str, entry: str, params: Sequence[str]) -> str:
+    """LLVM IR of ``inferplan_<name>(ptr fields)``: loads the fields (``params`` are the
+    entry's LLVM parameter types, result and exception pointers first) and calls ``entry``."""
+    lines, arguments = [], []
+    for k, kind in enumerate(params):
+        lines.append(f"  %p{k} = getelementptr i64, ptr %fields, i64 {k}")
+        lines.append(f"  %v{k} = load i64, ptr %p{k}")
+        if kind == "ptr":
+            lines.append(f"  %a{k} = inttoptr i64 %v{k} to ptr")
+        elif kind == "double":
+            lines.append(f"  %a{k} = bitcast i64 %v{k} to double")
+        elif kind == "i64":
+            lines.append(f"  %a{k} = add i64 %v{k}, 0")
+        else:  # pragma: no cover - numba's convention has no other kinds here
+            raise RuntimeError(f"unexpected parameter type {kind!r} of {entry}")
+        arguments.append(f"{kind} %a{k}")
+    return "\n".join([
+        f"declare i32 @\"{entry}\"({', '.join(params)})",
+        f"define i32 @inferplan_{name}(ptr %fields) {{",
+        *lines,
+        f"  %status = call i32 @\"{entry}\"({', '.join(arguments)})",
+        "  ret i32 %status",
+        "}",
+    ])  # fmt: skip
+
+
 def _build(name: str) -> tuple[str, bytes]:
-    """Compile the entry point ``name`` with numba: its symbol and object code."""
+    """Compile the entry point ``name`` with numba, with its trampoline: the trampoline's
+    symbol and the object code."""
     import llvmlite.binding as llvm
     import numba
 
     from inferplan.codesign import kernels
 
     signature = numba.float64(*map(_numba_type, SIGNATURES[name]))
-    entry = {**kernels.OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
-    compiled = numba.njit(signature, **entry)(getattr(kernels, name).py_func)
+    options = {**kernels.OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+    compiled = numba.njit(signature, **options)(getattr(kernels, name).py_func)
     result = compiled.overloads[signature.args]
-    triple, cpu, features = _host()
-    machine = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=3, codemodel="jitdefault"
-    )
-    code = machine.emit_object(llvm.parse_assembly(result.library.get_llvm_str()))
-    return str(result.fndesc.mangled_name), code
+    module = llvm.parse_assembly(result.library.get_llvm_str())
+    entry = str(result.fndesc.mangled_name)
+    params = [str(argument.type) for argument in module.get_function(entry).arguments]
+    if len(params) != 2 + sum(map(_width, SIGNATURES[name])):  # pragma: no cover
+        raise RuntimeError(f"numba's {name} takes {len(params)} fields, not as expected")
+    module.link_in(llvm.parse_assembly(_trampoline(name, entry, params)))
+    return f"inferplan_{name}", _machine().emit_object(module)
 
 
 def _read(path: Path) -> tuple[str, bytes] | None:
@@ -159,11 +215,7 @@ def _load(symbol: str, code: bytes) -> int:
     """Load object code into a new execution engine; the address of ``symbol`` in it."""
     import llvmlite.binding as llvm
 
-    triple, cpu, features = _host()
-    machine = llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=3, codemodel="jitdefault"
-    )
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
     address = int(engine.get_function_address(symbol))
@@ -173,49 +225,160 @@ def _load(symbol: str, code: bytes) -> int:
     return address
 
 
-def _caller(name: str, address: int) -> Callable[..., float]:
-    """A Python callable for the entry point at ``address`` (see the module docstring)."""
-    kinds = SIGNATURES[name]
-    fields: list[Any] = [ctypes.c_void_p, ctypes.c_void_p]  # result, exception slot
-    for kind in kinds:
-        ndim = _ndim(kind)
-        if ndim:
-            fields += [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                       ctypes.c_void_p] + [ctypes.c_int64] * (2 * ndim)  # fmt: skip
-        else:
-            fields.append(ctypes.c_double if kind == _F8 else ctypes.c_int64)
-    function = ctypes.CFUNCTYPE(ctypes.c_int32, *fields)(address)
+class Kernel:
+    """A kernel entry point loaded from machine code (see the module docstring).
 
-    def call(*args: Any) -> float:
-        if len(args) != len(kinds):
-            raise TypeError(f"{name} takes {len(kinds)} arguments, got {len(args)}")
-        flat: list[Any] = []
-        for position, (kind, value) in enumerate(zip(kinds, args, strict=True)):
+    ``kernel(*arguments)`` packs every argument and runs once. A caller that runs it many
+    times packs the arguments that stay the same once, in a :meth:`frame`, and each call
+    takes a buffer from the frame for the rest.
+    """
+
+    def __init__(self, name: str, address: int) -> None:
+        self.name = name
+        self.kinds = SIGNATURES[name]
+        self.width = sum(map(_width, self.kinds))
+        self.function = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(address)
+
+    def pack(self, arguments: Sequence[Any], start: int = 0) -> IntArray:
+        """The fields of ``arguments``, the entry point's arguments from position ``start``
+        on; arrays must be C-contiguous and of the declared type and dimensions."""
+        if start + len(arguments) > len(self.kinds):
+            raise TypeError(
+                f"{self.name} takes {len(self.kinds)} arguments, got {start + len(arguments)}"
+            )
+        fields: list[int] = []
+        for position, value in enumerate(arguments, start):
+            kind = self.kinds[position]
             ndim = _ndim(kind)
             if not ndim:
-                flat.append(float(value) if kind == _F8 else int(value))
+                scalar = np.float64(value) if kind == _F8 else np.int64(value)
+                fields.append(int(scalar.view(np.int64)))
                 continue
             dtype = _DTYPES[kind[:2]]
             if not (isinstance(value, np.ndarray) and value.dtype == dtype
                     and value.ndim == ndim and value.flags.c_contiguous):  # fmt: skip
-                raise TypeError(
-                    f"{name}: argument {position} must be a C-contiguous {ndim}-d {dtype} array"
-                )
-            flat += [None, None, value.size, value.itemsize, value.ctypes.data,
-                     *value.shape, *value.strides]  # fmt: skip
-        result, failure = ctypes.c_double(), ctypes.c_void_p()
-        status = function(ctypes.addressof(result), ctypes.addressof(failure), *flat)
+                raise TypeError(f"{self.name}: argument {position} must be a C-contiguous "
+                                f"{ndim}-d {dtype} array")  # fmt: skip
+            fields += [0, 0, value.size, value.itemsize, value.ctypes.data,
+                       *value.shape, *value.strides]  # fmt: skip
+        return np.array(fields, dtype=np.int64)
+
+    def frame(self, fixed: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> Frame:
+        """A frame for calls whose first arguments are ``fixed`` (their fields packed now:
+        the arrays must outlive the frame) and whose other array arguments have ``shapes``
+        (in order); the other scalars are given to each call."""
+        per_call = self.kinds[len(fixed) :]
+        if sum(1 for kind in per_call if _ndim(kind)) != len(shapes):
+            raise TypeError(f"{self.name}: {len(shapes)} shapes for the arrays of "
+                            f"{len(per_call)} per-call arguments")  # fmt: skip
+        head = self.pack(fixed).tolist()
+        # the buffer: the per-call arrays, then the field vector (the result and exception
+        # pointers, every argument's fields), then the result's and the exception's slots
+        offset, template, pointers = 0, [0, 0, *head], [0, 1]
+        scalars: list[tuple[int, bool]] = []
+        arrays: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
+        remaining = iter(shapes)
+        for kind in per_call:
+            if not _ndim(kind):
+                scalars.append((len(template), kind == _F8))
+                template.append(0)
+                continue
+            shape = next(remaining)
+            if len(shape) != _ndim(kind):
+                raise TypeError(f"{self.name}: shape {shape} for a {kind} argument")
+            size = math.prod(shape)
+            strides = [8 * math.prod(shape[k + 1 :]) for k in range(len(shape))]
+            pointers.append(len(template) + 4)
+            template += [0, 0, size, 8, 8 * offset, *shape, *strides]
+            arrays.append((offset, tuple(shape), _DTYPES[kind[:2]]))
+            offset += size
+        fields_at = offset
+        slots = fields_at + len(template)
+        template[0], template[1] = 8 * slots, 8 * (slots + 1)
+        slotted = tuple((fields_at + k, real) for k, real in scalars)
+        return Frame(self, slots + 2, fields_at, np.array(template, dtype=np.int64),
+                     np.array(pointers), slotted, tuple(arrays))  # fmt: skip
+
+    def __call__(self, *arguments: Any) -> float:
+        if len(arguments) != len(self.kinds):
+            raise TypeError(f"{self.name} takes {len(self.kinds)} arguments, "
+                            f"got {len(arguments)}")  # fmt: skip
+        return self.frame(arguments, ()).new().run()
+
+
+# A call whose buffer is at most this large keeps it for the thread's next call of the same
+# frame: on small instances making the buffer costs more than the solve.
+REUSE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """The fields of a kernel's calls that stay the same, and the layout of one buffer that
+    holds the rest: the per-call arrays and the field vector itself, so that a call asks numpy
+    for one address (made by :meth:`Kernel.frame`)."""
+
+    kernel: Kernel
+    size: int
+    fields_at: int
+    template: IntArray
+    pointers: IntArray
+    scalars: tuple[tuple[int, bool], ...]  # buffer positions, and whether each is a float
+    arrays: tuple[tuple[int, tuple[int, ...], np.dtype[Any]], ...]
+    kept: dict[int, Call] = field(default_factory=dict)  # by thread: small buffers only
+
+    def call(self) -> Call:
+        """A call to fill and run: this thread's last one when its buffer is small (its
+        arrays then hold that call's values, to be overwritten), else :meth:`new`."""
+        if 8 * self.size > REUSE_BYTES:
+            return self.new()
+        thread = threading.get_ident()
+        if thread not in self.kept:
+            self.kept[thread] = self.new()
+        return self.kept[thread]
+
+    def new(self) -> Call:
+        """A call with a fresh buffer: its arrays are :attr:`Call.arrays`, to fill."""
+        buffer = np.empty(self.size)
+        fields = buffer[self.fields_at :].view(np.int64)
+        base = buffer.ctypes.data
+        fields[: self.template.size] = self.template
+        fields[self.pointers] += base
+        arrays = [np.ndarray(shape, dtype, buffer, 8 * offset)
+                  for offset, shape, dtype in self.arrays]  # fmt: skip
+        return Call(self, buffer, fields, base + 8 * self.fields_at, arrays)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a kernel, its arrays in :attr:`arrays` (see :meth:`Frame.new`)."""
+
+    frame: Frame
+    buffer: npt.NDArray[np.float64]
+    fields: IntArray
+    address: int
+    arrays: list[npt.NDArray[Any]]
+
+    def run(self, *scalars: float) -> float:
+        """Run the kernel with the per-call ``scalars``; its ``float64`` result."""
+        frame = self.frame
+        if len(scalars) != len(frame.scalars):
+            raise TypeError(f"{frame.kernel.name} takes {len(frame.scalars)} per-call "
+                            f"scalars, got {len(scalars)}")  # fmt: skip
+        for (slot, real), value in zip(frame.scalars, scalars, strict=True):
+            if real:
+                self.buffer[slot] = value  # a float64 field: the buffer holds its bits
+            else:
+                self.fields[slot - frame.fields_at] = value
+        status = frame.kernel.function(self.address)
         if status != 0:
-            raise RuntimeError(f"the compiled {name} kernel failed (status {status})")
-        return result.value
-
-    return call
+            raise RuntimeError(f"the compiled {frame.kernel.name} kernel failed ({status})")
+        return float(self.buffer[-2])
 
 
-def kernel(name: str) -> Callable[..., float]:
-    """The compiled entry point ``name`` (``"psg"`` or ``"throughput"``) as a Python
-    callable: loaded from the cache, or compiled with numba (and cached) when it is not there.
-    Needs numba and llvmlite (the ``fast`` extra)."""
+def kernel(name: str) -> Kernel:
+    """The compiled entry point ``name`` (``"psg"`` or ``"throughput"``): loaded from the
+    cache, or compiled with numba (and cached) when it is not there. Needs numba and llvmlite
+    (the ``fast`` extra)."""
     with _lock:
         if name not in _loaded:
             path = cache_path(name)
@@ -230,7 +393,7 @@ def kernel(name: str) -> Callable[..., float]:
                 symbol, code = _build(name)
                 _write(path, symbol, code)
                 address = _load(symbol, code)
-            _loaded[name] = _caller(name, address)
+            _loaded[name] = Kernel(name, address)
         return _loaded[name]
 
 
