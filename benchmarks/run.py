@@ -19,7 +19,7 @@ Prints three tables:
     reachable states, counted here), and marked "est.".
 
 The compiled engine needs numba (``pip install 'inferplan[fast]'``); without it only the numpy
-rows are measured. Kernels compile (or load from numba's cache) before any timing.
+rows are measured. Kernels are compiled (or loaded from their cache) before any timing.
 
 The machine is shared: timings are noisy, and ``--quick`` runs smaller series.
 """
