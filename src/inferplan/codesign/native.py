@@ -85,8 +85,12 @@ def cache_dir() -> Path:
     """Where the kernels' object code is kept (see the module docstring)."""
     if os.environ.get("INFERPLAN_CACHE_DIR"):
         return Path(os.environ["INFERPLAN_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "inferplan"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "inferplan"
+    try:
+        return Path.home() / ".cache" / "inferplan"
+    except RuntimeError:  # no home folder: the system's temporary folder
+        return Path(tempfile.gettempdir()) / "inferplan"
 
 
 def _host() -> tuple[str, str, str]:
@@ -296,8 +300,9 @@ class Kernel:
         slots = fields_at + len(template)
         template[0], template[1] = 8 * slots, 8 * (slots + 1)
         slotted = tuple((fields_at + k, real) for k, real in scalars)
-        return Frame(self, slots + 2, fields_at, np.array(template, dtype=np.int64),
-                     np.array(pointers), slotted, tuple(arrays))  # fmt: skip
+        return Frame(self, tuple(fixed), slots + 2, fields_at,
+                     np.array(template, dtype=np.int64), np.array(pointers), slotted,
+                     tuple(arrays))  # fmt: skip
 
     def __call__(self, *arguments: Any) -> float:
         if len(arguments) != len(self.kinds):
@@ -318,6 +323,7 @@ class Frame:
     for one address (made by :meth:`Kernel.frame`)."""
 
     kernel: Kernel
+    fixed: tuple[Any, ...]  # the fixed arguments, kept alive while their fields are used
     size: int
     fields_at: int
     template: IntArray
