@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,19 @@ def test_a_frame_carves_the_per_call_arrays_from_one_buffer(cached):
     assert frame.call() is frame.call()  # a small buffer is kept for this thread
     with pytest.raises(TypeError, match="3 shapes for the arrays of 9 per-call arguments"):
         kernel.frame(fixed, [(2,), (1,), (2, 3)])
+
+
+def test_threads_solving_one_instance_at_once_get_the_same_answers(cached):
+    """Each thread has its own buffer (kernels run without the GIL), so concurrent solves of
+    one instance do not share labels."""
+    import inferplan
+    from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
+
+    inst = compile_instance(inferplan.layered_dag(60, 300, seed=2), inferplan.vgg16())
+    interval = throughput_optimal(inst, engine="compiled").interval
+    targets = [interval * factor for factor in (0.5, 0.7, 0.9, 1.2)] * 25
+    alone = {beta: solve_psg(inst, beta, engine="compiled").cost for beta in set(targets)}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda beta: solve_psg(inst, beta, engine="compiled").cost,
+                                 targets))  # fmt: skip
+    assert together == [alone[beta] for beta in targets]
