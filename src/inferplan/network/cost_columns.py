@@ -292,8 +292,10 @@ class CostColumns(Mapping[int, CapacityCost]):
         count[at[self.kind[r] == MODULES]] = 0
         own: dict[int, Segments | None] = {}
         for k in np.flatnonzero(np.isin(positions, list(self.objects))).tolist():
-            found = own[k] = segments(self.objects[int(positions[k])])
+            cost = self.objects[int(positions[k])]
+            found = own[k] = segments(cost)
             count[k] = 0 if found is None else len(found.starts)
+            cap[k] = cost.max_amount
             table[k] = found is None
         ptr = _starts(count)
         starts, values = np.zeros(ptr[-1]), np.zeros(ptr[-1])
