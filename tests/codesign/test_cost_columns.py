@@ -8,17 +8,19 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
+import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import inferplan
 from inferplan import InvalidNetwork
 from inferplan.codesign import compile_instance
 from inferplan.codesign.compiled import kernel_arrays
-from inferplan.network import io
+from inferplan.network import io, tables
 from inferplan.network.cost_columns import CostColumns, RawCosts
 from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost, segments
+from tests.codesign.test_tables import _write_tables
 from tests.strategies import capacity_costs
 
 FILE_KINDS = ("linear", "capped", "modules", "tiers")
@@ -203,3 +205,73 @@ def test_a_network_of_columns_makes_each_cost_when_looked_up(tmp_path):
     assert back.nodes[2].cost == TieredCost((3e9,), (1e-9, 2e-9))
     assert 5 not in back.link_costs and back.link_cost(5) == LinearCost(back.link_price[5])
     assert list(back.link_costs) == [4] and len(back.node_costs) == 30
+
+
+# --- tables: the same outcome as reading their rows element by element ------------------------
+
+
+def _table_outcome(path: Any) -> tuple[str, Any]:
+    return _outcome(lambda: inferplan.load_network(path))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=documents(), form=st.sampled_from(["parquet", "csv"]))
+def test_tables_with_costs_load_as_their_rows_element_by_element(tmp_path_factory, doc, form):
+    representable = all(
+        isinstance(e.get("cost"), dict) and set(e["cost"]) <= {"kind", *TABLE_KEYS}
+        and "kind" in e["cost"] and isinstance(e["cost"]["kind"], str)
+        and all(isinstance(v, list) == (k in ("upto", "price") and e["cost"]["kind"] == "tiers")
+                for k, v in e["cost"].items() if k != "kind")
+        for kind in ("nodes", "links") for e in doc[kind] if "cost" in e
+    )  # fmt: skip
+    assume(representable)
+    folder = tmp_path_factory.mktemp("tables")
+    try:
+        path = _write_tables(doc, folder, form)
+    except (pa.ArrowException, TypeError, ValueError):
+        assume(False)  # mixed types in one column: not a table
+    with (
+        mock.patch.object(io, "_plain_network", return_value=None),
+        mock.patch.object(tables, "plain_columns", return_value=None),
+    ):
+        expected = _table_outcome(path)
+    assert _table_outcome(path) == expected
+
+
+TABLE_KEYS = ("size", "price", "max", "upto")
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_tables_with_costs_are_read_column_wise(tmp_path, form):
+    net = inferplan.layered_dag(40, 160, seed=5)
+    doc = net.to_dict()
+    for k, link in enumerate(doc["links"]):
+        link.pop("price")
+        link["cost"] = ({"kind": "tiers", "upto": [1e8, 3e8], "price": [1e-8, 2e-8, 4e-8]}
+                        if k % 2 else {"kind": "linear", "price": 1e-8, "max": 1e9})  # fmt: skip
+    doc["nodes"][7]["cost"] = {"kind": "modules", "size": 1e9, "price": 3.0}
+    path = _write_tables(doc, tmp_path, form)
+    rows = []
+    real = tables.table_elements
+
+    def spy(table: Any, *args: Any, **kwargs: Any) -> Any:
+        rows.append(len(table))
+        return real(table, *args, **kwargs)
+
+    with mock.patch.object(tables, "table_elements", spy):
+        back = inferplan.load_network(path)
+    assert rows == []  # no row read as an element
+    assert back == inferplan.network_from_dict(doc)
+    assert [back.link_cost(k) for k in range(160)] == [
+        io.cost_from_dict(e["cost"]) for e in doc["links"]
+    ]
+    assert back.node_costs[7] == ModuleCost(1e9, 3.0) and list(back.node_costs) == [7]
+    doc["links"][101]["cost"]["upto"] = [3e8, 1e8]
+    path = _write_tables(doc, tmp_path, form)
+    with mock.patch.object(tables, "table_elements", spy), pytest.raises(InvalidNetwork) as info:
+        inferplan.load_network(path)
+    assert rows == [1]  # the failing row only, for its message
+    assert str(info.value) == (
+        f"{tmp_path / ('links.' + form)}: links[101].cost: 'upto' must be positive and strictly "
+        "increasing, got [300000000.0, 100000000.0]"
+    )

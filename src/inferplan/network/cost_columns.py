@@ -34,12 +34,13 @@ from inferplan.network.costs import (
     segments,
 )
 
-__all__ = ["KINDS", "CostColumns", "Pieces", "RawCosts", "check", "numbers"]
+__all__ = ["CODES", "KINDS", "CostColumns", "Pieces", "RawCosts", "check", "numbers"]
 
 KINDS = ("linear", "modules", "tiers")
 """The kinds of cost a file holds, coded ``1, 2, 3`` in :attr:`CostColumns.kind`."""
 LINEAR, MODULES, TIERS = 1, 2, 3
-_CODES = {name: code for code, name in enumerate(KINDS, start=1)}
+CODES = {name: code for code, name in enumerate(KINDS, start=1)}
+"""The code of each kind's name."""
 
 _NONE: IntArray = np.zeros(0, dtype=np.int64)
 
@@ -401,7 +402,7 @@ class RawCosts:
         """From the ``cost`` objects of listed elements (at ``rows``)."""
         dicts = [c if type(c) is dict else {} for c in costs]
         fields = np.array([len(c) if type(c) is dict else -1 for c in costs], dtype=np.int64)
-        kind = np.array([_CODES.get(k, 0) if type(k) is str else 0
+        kind = np.array([CODES.get(k, 0) if type(k) is str else 0
                          for k in (c.get("kind") for c in dicts)], dtype=np.int8)  # fmt: skip
         out: dict[str, Any] = {}
         for name in ("size", "price", "max"):

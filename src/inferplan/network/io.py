@@ -417,21 +417,22 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
         "nodes": tables.read_table(files["nodes"], tables.NODE_COLUMNS),
         "links": tables.read_table(files["links"], tables.LINK_COLUMNS),
     }
+    csv = {kind: files[kind].suffix.lower() == ".csv" for kind in files}
+    columns = {"nodes": tables.NODE_COLUMNS, "links": tables.LINK_COLUMNS}
     try:
-        nodes = tables.plain_columns(read["nodes"], tables.NODE_COLUMNS)
-        links = tables.plain_columns(read["links"], tables.LINK_COLUMNS)
-        if nodes is not None and links is not None:
+        nodes = tables.plain_columns(read["nodes"], columns["nodes"], csv=csv["nodes"])
+        links = tables.plain_columns(read["links"], columns["links"], csv=csv["links"])
+        if nodes is not None and links is not None and _checked_costs(
+            {"nodes": nodes, "links": links},
+            lambda kind, k: tables.table_elements(read[kind].slice(k, 1), columns[kind],
+                                                  csv=csv[kind])[0],
+        ):  # fmt: skip
             return _from_plain(nodes, links, doc.source, doc.target)
         listed = {
             "source": doc.source,
             "target": doc.target,
-            **{
-                kind: tables.table_elements(
-                    read[kind], columns, csv=files[kind].suffix.lower() == ".csv"
-                )
-                for kind, columns in (("nodes", tables.NODE_COLUMNS),
-                                      ("links", tables.LINK_COLUMNS))
-            },
+            **{kind: tables.table_elements(read[kind], columns[kind], csv=csv[kind])
+               for kind in files},
         }  # fmt: skip
         return network_from_dict(listed)
     except InferplanError as exc:
