@@ -49,10 +49,10 @@ def numbers(values: Sequence[object]) -> FloatArray:
     """``values`` as floats, NaN (which no check accepts) for anything a strict number field
     refuses: a value that is not an ``int`` or ``float`` (a ``bool``, text, a list, nothing),
     or an integer beyond the floating-point range."""
-    kinds = set(map(type, values))
-    if kinds <= {float, int}:
-        with contextlib.suppress(OverflowError):
-            return np.array(values, dtype=np.float64)
+    if not set(map(type, values)) <= {float, int}:
+        values = [v if type(v) is float or type(v) is int else math.nan for v in values]
+    with contextlib.suppress(OverflowError):
+        return np.array(values, dtype=np.float64)
     out = np.full(len(values), np.nan)
     for k, value in enumerate(values):
         if type(value) in (int, float):
