@@ -27,13 +27,15 @@ printed beside the measurements: provision from JSON at most 3x the time and 2x 
 a cost function (capped linear, tiers, and one in ten of them modules) and (b) every node and
 link with one (capped linear and tiers, alternately). For each, the JSON file and the Parquet
 tables are loaded, compiled and solved by PSG on the compiled engine (when numba is installed
-and its cost tables fit) in a fresh process: seconds per step and the process's peak RSS.
+and its cost tables fit) in a fresh process: seconds per step (``process``: the whole process
+from its first import), the peak RSS once loaded and compiled (``MiB``) and at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import math
 import os
 import subprocess
 import sys
@@ -192,11 +194,12 @@ _STEPS = (
     "t2 = time.perf_counter()\n"
     "inst = compile_instance(net, inferplan.load_profile(sys.argv[2]))\n"
     "t3 = time.perf_counter()\n"
+    "loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
     "engine = 'compiled' if available() and fits(inst) else 'numpy'\n"
     "plan = solve_psg(inst, float(sys.argv[3]), engine=engine)\n"
     "t4 = time.perf_counter()\n"
     "print(json.dumps({'load': t2 - t1, 'compile': t3 - t2, 'solve': t4 - t3, 'total': t4 - t0,\n"
-    "    'engine': engine, 'cost': plan.cost,\n"
+    "    'engine': engine, 'cost': plan.cost, 'loaded': loaded,\n"
     "    'rss': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
 )
 
@@ -208,8 +211,8 @@ def cost_steps(paths: dict[str, Path], prof_file: Path, beta: float, runs: int) 
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
         "PYTHONPATH", "")]).rstrip(os.pathsep)}  # fmt: skip
-    print(f"{'form':<8} {'load':>7} {'compile':>8} {'PSG':>7} {'process':>8} {'peak MiB':>9}  "
-          "engine, plan cost")  # fmt: skip
+    print(f"{'form':<8} {'load':>7} {'compile':>8} {'PSG':>7} {'process':>8} {'MiB':>6} "
+          f"{'peak MiB':>9}  engine, plan cost")  # fmt: skip
     for form, path in paths.items():
         seen: list[dict[str, Any]] = []
         for _ in range(runs):
@@ -221,11 +224,11 @@ def cost_steps(paths: dict[str, Path], prof_file: Path, beta: float, runs: int) 
             seen.append(json.loads(done.stdout))
         if not seen:
             continue
-        best = {key: min(s[key] for s in seen) for key in ("load", "compile", "solve", "total",
-                                                           "rss")}  # fmt: skip
+        best = {key: min(s.get(key, math.nan) for s in seen) for key in (
+            "load", "compile", "solve", "total", "loaded", "rss")}  # fmt: skip
         print(f"{form:<8} {best['load']:>7.3f} {best['compile']:>8.3f} {best['solve']:>7.3f} "
-              f"{best['total']:>8.3f} {best['rss']:>9.0f}  {seen[-1]['engine']}, "
-              f"{seen[-1]['cost']:.6g}")  # fmt: skip
+              f"{best['total']:>8.3f} {best['loaded']:>6.0f} {best['rss']:>9.0f}  "
+              f"{seen[-1]['engine']}, {seen[-1]['cost']:.6g}")  # fmt: skip
         sys.stdout.flush()
 
 

@@ -83,6 +83,8 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
             if defects and draw(st.integers(0, 20)) == 0:
                 element[draw(st.sampled_from(["capacity", "price"]))] = draw(
                     st.sampled_from([-1.0, 0.0, math.inf]))  # fmt: skip
+    if draw(st.integers(0, 5)) == 0:
+        doc["edges"] = doc.pop("links")  # the other name of the links
     return doc
 
 
@@ -108,7 +110,7 @@ def _element_by_element(doc: dict[str, Any]) -> tuple[str, Any]:
 def test_column_wise_costs_match_checking_each_element(doc):
     expected = _element_by_element(doc)
     columns = io._plain_elements(doc["nodes"], io._NODE_FIELDS), io._plain_elements(
-        doc["links"], io._LINK_FIELDS)  # fmt: skip
+        doc.get("links", doc.get("edges")), io._LINK_FIELDS)  # fmt: skip
     if all(c is not None for c in columns):  # the column path takes it, without falling back
         assert _outcome(lambda: io._plain_network(doc) or _no_fallback()) == expected
     assert _outcome(lambda: io.network_from_dict(doc)) == expected
@@ -162,6 +164,13 @@ def test_columns_price_exactly_as_the_cost_objects(costs, prices, data):
     column = np.array(prices[: len(costs)])
     made = [columns.get(k) for k in range(len(costs))]
     assert made == costs  # the objects made from the columns are the file's
+    amounts = np.array([0.0, 0.5, 3.0, 40.0, 100.0, 250.0, 1e4])
+    for again, cost in zip(made, costs, strict=True):
+        if isinstance(cost, TieredCost):  # made from parts: the parts the constructor makes
+            assert again._knots.tolist() == cost._knots.tolist()
+            assert again._values.tolist() == cost._values.tolist()
+        if cost is not None:
+            assert again(amounts).tolist() == cost(amounts).tolist()
     own = {k: c for k, c in enumerate(costs) if c is not None}
     positions = np.array(data.draw(st.permutations(range(len(costs)))), dtype=np.int64)
     for costs_here in (columns, CostColumns.of(own)):  # columns; the objects themselves
@@ -222,9 +231,9 @@ def test_tables_with_costs_load_as_their_rows_element_by_element(tmp_path_factor
         and "kind" in e["cost"] and isinstance(e["cost"]["kind"], str)
         and all(isinstance(v, list) == (k in ("upto", "price") and e["cost"]["kind"] == "tiers")
                 for k, v in e["cost"].items() if k != "kind")
-        for kind in ("nodes", "links") for e in doc[kind] if "cost" in e
+        for kind in ("nodes", "links") for e in doc.get(kind, doc.get("edges")) if "cost" in e
     )  # fmt: skip
-    assume(representable)
+    assume(representable and "links" in doc)
     folder = tmp_path_factory.mktemp("tables")
     try:
         path = _write_tables(doc, folder, form)
@@ -275,3 +284,13 @@ def test_tables_with_costs_are_read_column_wise(tmp_path, form):
         f"{tmp_path / ('links.' + form)}: links[101].cost: 'upto' must be positive and strictly "
         "increasing, got [300000000.0, 100000000.0]"
     )
+
+
+def test_one_tier_without_bound_is_linear_in_every_form():
+    doc = inferplan.tiered(seed=2).to_dict()
+    doc["nodes"][1]["cost"] = {"kind": "tiers", "upto": [], "price": [2e-9]}
+    net = io.network_from_dict(doc)
+    assert net.node_cost(1) == TieredCost((), (2e-9,))
+    assert net.node_cost(1)(np.array([0.0, 3e9])).tolist() == [0.0, 6.0]
+    assert _element_by_element(doc) == _outcome(lambda: net)
+    assert net.node_costs.pricing(net.node_price, np.array([1]))[0].tolist() == [2e-9]

@@ -145,10 +145,16 @@ class CostColumns(Mapping[int, CapacityCost]):
 
     # --- the mapping ------------------------------------------------------------------------
 
+    @cached_property
+    def _row_of(self) -> IntArray:
+        """The row of each position up to the last in :attr:`rows` (-1 for none)."""
+        row_of = np.full(int(self.rows[-1]) + 1 if self.rows.size else 0, -1, dtype=np.int64)
+        row_of[self.rows] = np.arange(self.rows.size)
+        return row_of
+
     def _row(self, k: int) -> int:
         """The row of position ``k`` in the columns, or -1."""
-        r = int(np.searchsorted(self.rows, k))
-        return r if r < self.rows.size and int(self.rows[r]) == k else -1
+        return int(self._row_of[k]) if 0 <= k < self._row_of.size else -1
 
     def __getitem__(self, k: int) -> CapacityCost:
         made = self._made.get(k)
@@ -172,7 +178,35 @@ class CostColumns(Mapping[int, CapacityCost]):
             return ModuleCost(float(self.size[r]), float(self.price[r]), cap)
         upto = self.upto[self.upto_ptr[r] : self.upto_ptr[r + 1]]
         prices = self.tier_price[self.tier_ptr[r] : self.tier_ptr[r + 1]]
-        return TieredCost(tuple(upto.tolist()), tuple(prices.tolist()), cap)
+        ptr, knots, values = self._knots
+        where = slice(int(ptr[r]), int(ptr[r + 1]))
+        cap = float(self.max_amount[r])
+        upto_t, prices_t = tuple(upto.tolist()), tuple(prices.tolist())
+        return TieredCost.from_parts(upto_t, prices_t, cap, knots[where], values[where])
+
+    @cached_property
+    def _knots(self) -> tuple[IntArray, FloatArray, FloatArray]:
+        """For each tiered row, 0 and its ``upto`` (the knots) and its cost there, as
+        :class:`~inferplan.network.costs.TieredCost` computes it (a running sum of width
+        times price, in order), in compressed rows (``ptr``, knots, costs); rows with the same
+        number of tiers are summed together. Read-only."""
+        n_upto = np.diff(self.upto_ptr)
+        tiers = self.kind == TIERS
+        ptr = _starts(np.where(tiers, n_upto + 1, 0))
+        knots, values = np.zeros(ptr[-1]), np.zeros(ptr[-1])
+        rows = np.flatnonzero(tiers)
+        for n in np.unique(n_upto[rows]).tolist():
+            group = rows[n_upto[rows] == n]
+            if not n:
+                continue
+            ends = self.upto[self.upto_ptr[group][:, None] + np.arange(n)]
+            widths = np.diff(np.concatenate([np.zeros((group.size, 1)), ends], axis=1), axis=1)
+            prices = self.tier_price[self.tier_ptr[group][:, None] + np.arange(n)]
+            where = ptr[group][:, None] + np.arange(1, n + 1)
+            knots[where] = ends
+            values[where] = np.cumsum(widths * prices, axis=1)
+        knots.flags.writeable = values.flags.writeable = False
+        return ptr, knots, values
 
     def __contains__(self, k: object) -> bool:
         if k in self.objects:
@@ -213,9 +247,9 @@ class CostColumns(Mapping[int, CapacityCost]):
             row = np.repeat(np.arange(tiers.size), n_price)
             differ = self.tier_price[_flat(self.tier_ptr, tiers)] != first[row]
             linear[tiers] = np.bincount(row, weights=differ, minlength=tiers.size) == 0
-            bounded = n_price == np.diff(self.upto_ptr)[tiers]
-            last = self.upto[np.maximum(self.upto_ptr[tiers + 1] - 1, 0)]
-            cap[tiers] = np.where(bounded, np.minimum(cap[tiers], last), cap[tiers])
+            bounded = tiers[n_price == np.diff(self.upto_ptr)[tiers]]  # (so not empty)
+            last = self.upto[self.upto_ptr[bounded + 1] - 1]
+            cap[bounded] = np.minimum(cap[bounded], last)
         return linear, cap
 
     @cached_property
@@ -236,10 +270,9 @@ class CostColumns(Mapping[int, CapacityCost]):
 
     def lookup(self, positions: IntArray) -> IntArray:
         """The row of each of ``positions`` (-1 for those without a column cost)."""
-        if not self.rows.size:
-            return np.full(positions.size, -1, dtype=np.int64)
-        r = np.minimum(np.searchsorted(self.rows, positions), self.rows.size - 1)
-        return np.where(self.rows[r] == positions, r, -1)
+        inside = positions < self._row_of.size
+        return np.where(inside, self._row_of[np.where(inside, positions, 0)], -1) if (
+            self.rows.size) else np.full(positions.size, -1, dtype=np.int64)  # fmt: skip
 
     def pricing(
         self, prices: FloatArray, positions: IntArray
@@ -285,9 +318,10 @@ class CostColumns(Mapping[int, CapacityCost]):
         tier_rows = row[tiered]
         # tiers that start at or beyond the cap sell nothing: the last one kept ends at the cap
         n_price = np.diff(self.tier_ptr)[tier_rows]
-        knots = _knots(self.upto_ptr, self.upto, tier_rows, n_price)  # (starts of each tier)
+        knot_ptr, all_knots, all_values = self._knots
         kept = np.repeat(np.arange(tier_rows.size), n_price)
-        below = np.bincount(kept, weights=knots < self.max_amount[tier_rows][kept],
+        tier_start = knot_ptr[tier_rows][kept] + np.arange(kept.size) - _starts(n_price)[kept]
+        below = np.bincount(kept, weights=all_knots[tier_start] < self.max_amount[tier_rows][kept],
                             minlength=tier_rows.size).astype(np.int64)  # fmt: skip
         count[tiered] = np.maximum(1, below)
         count[at[self.kind[r] == MODULES]] = 0
@@ -311,12 +345,9 @@ class CostColumns(Mapping[int, CapacityCost]):
             take = np.repeat(np.arange(tiered.size), count[tiered])
             within = np.arange(take.size) - _starts(count[tiered])[:-1][take]
             place = ptr[tiered][take] + within
-            first_knot = _starts(n_price)[:-1]
-            starts[place] = knots[first_knot[take] + within]
+            knot = knot_ptr[tier_rows][take] + within
+            starts[place], values[place] = all_knots[knot], all_values[knot]
             slopes[place] = self.tier_price[self.tier_ptr[tier_rows][take] + within]
-            values[place] = _tier_values(
-                self.upto_ptr, self.upto, self.tier_ptr, self.tier_price, tier_rows
-            )[first_knot[take] + within]
         for k, found in own.items():
             if found is not None:
                 where = slice(int(ptr[k]), int(ptr[k + 1]))
@@ -331,42 +362,6 @@ def _flat(ptr: IntArray, rows: IntArray) -> IntArray:
     lengths = ptr[rows + 1] - ptr[rows]
     which = np.repeat(np.arange(rows.size), lengths)
     return ptr[rows][which] + np.arange(which.size) - _starts(lengths)[:-1][which]
-
-
-def _knots(upto_ptr: IntArray, upto: FloatArray, rows: IntArray, n_price: IntArray) -> FloatArray:
-    """The start of each tier of ``rows`` (0, then the ``upto`` before it), row by row:
-    ``n_price`` starts per row."""
-    which = np.repeat(np.arange(rows.size), n_price)
-    within = np.arange(which.size) - _starts(n_price)[:-1][which]
-    out = np.zeros(which.size)
-    inner = within > 0
-    out[inner] = upto[upto_ptr[rows][which[inner]] + within[inner] - 1]
-    return out
-
-
-def _tier_values(
-    upto_ptr: IntArray, upto: FloatArray, tier_ptr: IntArray, tier_price: FloatArray,
-    rows: IntArray,
-) -> FloatArray:  # fmt: skip
-    """The cost at the start of each tier of ``rows``, row by row (as :class:`TieredCost`
-    computes it: a running sum of width times price, in order), rows with the same number of
-    tiers summed together."""
-    n_price = tier_ptr[rows + 1] - tier_ptr[rows]
-    n_upto = upto_ptr[rows + 1] - upto_ptr[rows]
-    out = np.zeros(int(n_price.sum()))
-    first = _starts(n_price)[:-1]
-    for shape in np.unique(np.stack([n_price, n_upto], axis=1), axis=0).tolist():
-        n_p, n_u = shape
-        group = np.flatnonzero((n_price == n_p) & (n_upto == n_u))
-        if n_p < 2:
-            continue
-        ends = upto[upto_ptr[rows[group]][:, None] + np.arange(n_u)]
-        knots = np.concatenate([np.zeros((group.size, 1)), ends], axis=1)
-        widths = np.diff(knots, axis=1)
-        prices = tier_price[tier_ptr[rows[group]][:, None] + np.arange(n_u)]
-        sums = np.cumsum(widths * prices, axis=1)
-        out[first[group][:, None] + np.arange(1, n_p)] = sums[:, : n_p - 1]
-    return out
 
 
 # --- costs as read from a file, checked column-wise ------------------------------------------

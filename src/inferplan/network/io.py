@@ -214,8 +214,9 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
 
 
 def _element_error(kind: str, k: int, element: object) -> None:
-    """Raise the error of element ``k`` of ``kind`` (``nodes`` or ``links``) as validating
-    the whole file would report it, by validating that element alone; return if it passes."""
+    """Raise the error of element ``k`` of ``kind`` (``nodes``, or ``links`` or ``edges`` as
+    the file names them) as validating the whole file would report it, by validating that
+    element alone; return if it passes."""
     model = _NodeEntry if kind == "nodes" else _LinkEntry
     try:
         validate_document(model, element, source=None, error=InvalidNetwork)
@@ -269,8 +270,8 @@ def _plain_network(data: object) -> Network | None:
     links = _plain_elements(data[links_key], _LINK_FIELDS)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
-    items = {"nodes": data["nodes"], "links": data[links_key]}
-    if not _checked_costs({"nodes": nodes, "links": links}, lambda kind, k: items[kind][k]):
+    items = {"nodes": data["nodes"], links_key: data[links_key]}
+    if not _checked_costs({"nodes": nodes, links_key: links}, lambda kind, k: items[kind][k]):
         return None
     return _from_plain(nodes, links, source, target)
 
