@@ -18,7 +18,7 @@ from inferplan import InvalidNetwork
 from inferplan.codesign import compile_instance
 from inferplan.codesign.compiled import kernel_arrays
 from inferplan.network import io, tables
-from inferplan.network.cost_columns import CostColumns, RawCosts
+from inferplan.network.cost_columns import CostColumns, RawCosts, check
 from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost, segments
 from tests.codesign.test_tables import _write_tables
 from tests.strategies import capacity_costs
@@ -150,7 +150,7 @@ def cost_lists(draw: st.DrawFn) -> list[CapacityCost]:
 def _columns(costs: list[CapacityCost | None]) -> CostColumns:
     rows = np.array([k for k, c in enumerate(costs) if c is not None], dtype=np.int64)
     raw = RawCosts.from_objects(rows, [costs[k].to_dict() for k in rows.tolist()])
-    assert not raw.bad().any()
+    assert not check(raw).any()
     return raw.columns()
 
 

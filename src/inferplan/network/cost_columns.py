@@ -263,6 +263,11 @@ class CostColumns(Mapping[int, CapacityCost]):
         price[self.kind == MODULES] = np.nan
         return price
 
+    def default_price(self) -> FloatArray:
+        """Each row's price for an element that gives a cost function and no ``price``: the
+        cost's linear price, 0 when it has none (as a file's element is read)."""
+        return np.nan_to_num(self.linear_price, nan=0.0) + 0.0  # and -0.0 is 0.0
+
     @cached_property
     def max_amount(self) -> FloatArray:
         """Each row's most that can be added."""
@@ -413,11 +418,6 @@ class RawCosts:
             out["price_list" if name == "price" else name] = numbers(flat)
         return cls(rows=rows, kind=kind, fields=fields, **out)
 
-    def bad(self) -> npt.NDArray[np.bool_]:
-        """Whether each cost is refused by the file format (by the checks of
-        :func:`check`)."""
-        return check(self)
-
     def columns(self) -> CostColumns:
         """The costs (every one valid) as columns."""
         tiers = self.kind == TIERS
@@ -437,11 +437,6 @@ class RawCosts:
             tier_ptr=_starts(price_len),
             tier_price=prices,
         )
-
-    def default_price(self) -> FloatArray:
-        """The linear price of an element that gives a cost and no ``price``: its cost's
-        linear price, 0 when it has none (every cost valid)."""
-        return np.nan_to_num(self.columns().linear_price, nan=0.0) + 0.0  # -0.0 is 0.0
 
 
 def _positive(values: FloatArray) -> npt.NDArray[np.bool_]:

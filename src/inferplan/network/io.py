@@ -251,7 +251,7 @@ def _checked_costs(
         columns["costs"] = costs
         unpriced = ~columns.pop("priced")[raw.rows]
         price = columns["price"].copy()
-        price[raw.rows[unpriced]] = raw.default_price()[unpriced]
+        price[raw.rows[unpriced]] = costs.default_price()[unpriced]
         columns["price"] = price
     return True
 
