@@ -4,6 +4,7 @@ element-by-element validation, and priced as the cost objects price."""
 from __future__ import annotations
 
 import math
+import pickle
 from typing import Any
 from unittest import mock
 
@@ -214,6 +215,11 @@ def test_a_network_of_columns_makes_each_cost_when_looked_up(tmp_path):
     assert back.nodes[2].cost == TieredCost((3e9,), (1e-9, 2e-9))
     assert 5 not in back.link_costs and back.link_cost(5) == LinearCost(back.link_price[5])
     assert list(back.link_costs) == [4] and len(back.node_costs) == 30
+    again = pickle.loads(pickle.dumps(back))  # the columns pickle, without the objects made
+    assert again.node_costs.rows.tolist() == list(range(30)) and not again.node_costs._made
+    assert [again.node_cost(k) for k in range(30)] == [back.node_cost(k) for k in range(30)]
+    moved = back.with_endpoints("v1", "t")  # the same columns, not copied into objects
+    assert moved.node_costs is back.node_costs and moved.link_costs is back.link_costs
 
 
 # --- tables: the same outcome as reading their rows element by element ------------------------
