@@ -287,6 +287,8 @@ class CostColumns(Mapping[int, CapacityCost]):
         ``positions``) of those whose cost is not linear, increasing."""
         price = prices[positions].copy()
         cap = np.full(positions.size, np.inf)
+        if not self:  # every element linear in its price
+            return price, cap, _NONE
         row = self.lookup(positions)
         at = np.flatnonzero(row >= 0)
         linear = self.linear_price[row[at]]
@@ -313,6 +315,10 @@ class CostColumns(Mapping[int, CapacityCost]):
         count = np.ones(m, dtype=np.int64)
         cap = np.full(m, np.inf)
         table = np.zeros(m, dtype=bool)
+        if not self:  # one piece of slope its price each
+            ptr, zeros = np.arange(m + 1, dtype=np.int64), np.zeros(m)
+            return Pieces(ptr=ptr, starts=zeros, slopes=prices[positions], values=zeros.copy(),
+                          cap=cap, table=table)  # fmt: skip
         row = self.lookup(positions)
         at = np.flatnonzero(row >= 0)
         r = row[at]

@@ -221,6 +221,10 @@ def _lists(column: pa.ChunkedArray | None, rows: Any, csv: bool) -> tuple[Any, A
     kind = taken.type
     if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
         return None
+    entry = kind.value_type
+    if not (csv or pa.types.is_integer(entry) or pa.types.is_floating(entry)
+            or pa.types.is_null(entry)):  # fmt: skip
+        return None  # booleans, say: refused as the listed form refuses them
     try:
         taken = taken.cast(pa.list_(pa.float64()), safe=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
