@@ -21,12 +21,22 @@ printed beside the measurements: provision from JSON at most 3x the time and 2x 
 
 ``--quick`` measures the 5,000 / 50,000 size only. Also runs on code without the table form
 (the "before" numbers): those rows are then left out.
+
+``--costs`` measures networks whose elements carry cost functions instead, at 50,000 nodes /
+500,000 links / N = 200 (``--quick``: 5,000 / 50,000): (a) 1 % of the nodes and links with
+a cost function (capped linear, tiers, and one in ten of them modules) and (b) every node and
+link with one (capped linear and tiers, alternately). For each, the JSON file and the Parquet
+tables are loaded, compiled and solved by PSG on the compiled engine (when numba is installed
+and its cost tables fit) in a fresh process: seconds per step (``process``: the whole process
+from its first import), the peak RSS once loaded and compiled (``MiB``) and at the end (the
+process's ``VmHWM``: Linux only).
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import math
 import os
 import subprocess
 import sys
@@ -143,6 +153,111 @@ def measure(n_nodes: int, n_links: int, runs: int, folder: Path) -> None:
     sys.stdout.flush()
 
 
+def costed(net: inferplan.Network, share: float, seed: int) -> inferplan.Network:
+    """``net`` with cost functions on a ``share`` of its nodes and links: capped linear and
+    convex tiers alternately (below a share of 1, one in ten of them a module cost)."""
+    from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
+
+    rng = np.random.default_rng(seed)
+
+    def costs(capacity: np.ndarray, price: np.ndarray) -> dict[int, CapacityCost]:
+        chosen = np.flatnonzero(rng.random(capacity.size) < share) if share < 1 else (
+            np.arange(capacity.size))  # fmt: skip
+        out: dict[int, CapacityCost] = {}
+        for r, k in enumerate(chosen.tolist()):
+            c, p = float(capacity[k]), float(price[k])
+            if share < 1 and r % 10 == 9:
+                out[k] = ModuleCost(size=c / 2, price=p * c / 2)
+            elif r % 2:
+                out[k] = TieredCost(upto=(c, 4 * c), prices=(p, 2 * p, 4 * p))
+            else:
+                out[k] = LinearCost(p, 20 * c)
+        return out
+
+    return inferplan.Network.from_columns(
+        node_ids=net.node_ids, node_capacity=net.node_capacity, node_price=net.node_price,
+        link_source=[net.node_ids[k] for k in net.link_tail.tolist()],
+        link_target=[net.node_ids[k] for k in net.link_head.tolist()],
+        link_capacity=net.link_capacity, link_price=net.link_price, source=net.source,
+        target=net.target, node_costs=costs(net.node_capacity, net.node_price),
+        link_costs=costs(net.link_capacity, net.link_price),
+    )  # fmt: skip
+
+
+_STEPS = (
+    "import json, sys, time\n"
+    "def peak():  # this process's own (ru_maxrss counts the parent's pages before exec)\n"
+    "    status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+    "    return int(status.split()[0]) / 1024\n"
+    "t0 = time.perf_counter()\n"
+    "import inferplan\n"
+    "from inferplan.codesign import compile_instance, solve_psg\n"
+    "from inferplan.codesign.compiled import available, fits\n"
+    "t1 = time.perf_counter()\n"
+    "net = inferplan.load_network(sys.argv[1])\n"
+    "t2 = time.perf_counter()\n"
+    "inst = compile_instance(net, inferplan.load_profile(sys.argv[2]))\n"
+    "t3 = time.perf_counter()\n"
+    "loaded = peak()\n"
+    "engine = 'compiled' if available() and fits(inst) else 'numpy'\n"
+    "plan = solve_psg(inst, float(sys.argv[3]), engine=engine)\n"
+    "t4 = time.perf_counter()\n"
+    "print(json.dumps({'load': t2 - t1, 'compile': t3 - t2, 'solve': t4 - t3, 'total': t4 - t0,\n"
+    "    'engine': engine, 'cost': plan.cost, 'loaded': loaded,\n"
+    "    'rss': peak()}))\n"
+)
+
+
+def cost_steps(paths: dict[str, Path], prof_file: Path, beta: float, runs: int) -> None:
+    """Load, compile and PSG-solve each file in a fresh process: the least seconds of each
+    step over ``runs`` and the least peak RSS."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
+        "PYTHONPATH", "")]).rstrip(os.pathsep)}  # fmt: skip
+    print(f"{'form':<8} {'load':>7} {'compile':>8} {'PSG':>7} {'process':>8} {'MiB':>6} "
+          f"{'peak MiB':>9}  engine, plan cost")  # fmt: skip
+    for form, path in paths.items():
+        seen: list[dict[str, Any]] = []
+        for _ in range(runs):
+            args = [sys.executable, "-c", _STEPS, str(path), str(prof_file), repr(beta)]
+            done = subprocess.run(args, env=env, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{form:<8} failed: {done.stderr.strip().splitlines()[-1]}")
+                break
+            seen.append(json.loads(done.stdout))
+        if not seen:
+            continue
+        best = {key: min(s.get(key, math.nan) for s in seen) for key in (
+            "load", "compile", "solve", "total", "loaded", "rss")}  # fmt: skip
+        print(f"{form:<8} {best['load']:>7.3f} {best['compile']:>8.3f} {best['solve']:>7.3f} "
+              f"{best['total']:>8.3f} {best['loaded']:>6.0f} {best['rss']:>9.0f}  "
+              f"{seen[-1]['engine']}, {seen[-1]['cost']:.6g}")  # fmt: skip
+        sys.stdout.flush()
+
+
+def costs(n_nodes: int, n_links: int, runs: int) -> None:
+    """The cost-function networks (see the module docstring), each share in its own folder."""
+    prof = profile()
+    base = inferplan.layered_dag(n_nodes, n_links, seed=1)
+    beta = 0.5 * throughput_optimal(compile_instance(base, prof)).interval
+    for share, name in ((0.01, "(a) 1 %"), (1.0, "(b) 100 %")):
+        with tempfile.TemporaryDirectory() as folder:
+            net = costed(base, share, seed=2)
+            prof_file = Path(folder) / "profile.json"
+            inferplan.save_profile(prof, prof_file)
+            paths = {"JSON": Path(folder) / "net.json"}
+            inferplan.save_network(net, paths["JSON"])
+            if has_tables():
+                paths["Parquet"] = Path(folder) / "parquet" / "net.json"
+                paths["Parquet"].parent.mkdir()
+                save: Any = inferplan.save_network
+                save(net, paths["Parquet"], tables=True)
+            print(f"\n{name} of the elements with a cost function: {n_nodes:,} nodes / "
+                  f"{n_links:,} links / N = {BLOCKS}, seconds (least of {runs} runs)")  # fmt: skip
+            cost_steps(paths, prof_file, beta, runs)
+
+
 PARSERS = {
     "json (stdlib)": "import json; json.loads(open(path, 'rb').read())",
     "orjson": "import orjson; orjson.loads(open(path, 'rb').read())",
@@ -177,9 +292,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the 5,000 / 50,000 size only")
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (least kept)")
     parser.add_argument("--parsers", action="store_true", help="compare JSON parsers only")
+    parser.add_argument("--costs", action="store_true", help="networks with cost functions only")
     args = parser.parse_args()
     if args.parsers:
         parsers(args.runs)
+        return
+    if args.costs:
+        costs(*((5_000, 50_000) if args.quick else (50_000, 500_000)), args.runs)
         return
     sizes = [(5_000, 50_000)] + ([] if args.quick else [(50_000, 500_000)])
     for n_nodes, n_links in sizes:

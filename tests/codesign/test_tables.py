@@ -137,6 +137,16 @@ DEFECTS: list[tuple[str, str, Any]] = [  # (elements, what is edited, the new va
         ("cost", {"kind": "tiers", "upto": [2.0, 1.0], "price": [1.0, 2.0]}),
         ("cost", {"kind": "cubic", "price": 1.0}),
         ("cost", {"kind": "linear", "price": -2.0}),
+        ("cost", {"kind": "linear", "price": 1.0, "max": -1.0}),
+        ("cost", {"kind": "linear", "price": 1.0, "size": 2.0}),
+        ("cost", {"kind": "modules", "price": 1.0}),
+        ("cost", {"kind": "modules", "size": -1.0, "price": 1.0}),
+        ("cost", {"kind": "modules", "size": 1.0, "price": math.nan}),
+        ("cost", {"kind": "tiers", "upto": [1.0, 2.0], "price": [1.0]}),
+        ("cost", {"kind": "tiers", "upto": [1.0, 1.0], "price": [1.0, 2.0]}),
+        ("cost", {"kind": "tiers", "upto": [0.0], "price": [1.0, 2.0]}),
+        ("cost", {"kind": "tiers", "upto": [1.0, 2.0], "price": [1.0, math.inf]}),
+        ("cost", {"kind": "tiers", "upto": [1.0], "price": [1.0, -2.0], "max": 3.0}),
     ]),
 ]  # fmt: skip
 

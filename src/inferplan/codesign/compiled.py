@@ -146,29 +146,15 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     """The kernels' arrays for ``inst`` (built once per instance)."""
     if inst in _ARRAYS:
         return _ARRAYS[inst]
-    # One piece (start 0, slope the price, value 0, no cap) per node without its own cost
-    # function, set column-wise; the others' pieces, or their rows in the cost tables.
+    # Each node's piecewise-linear pieces (one of slope its price for a node without its own
+    # cost function) or its row in the cost tables, built column-wise.
     n = len(inst.node_ids)
-    pieces = inst.node_segments
-    count = np.ones(n, dtype=np.int64)
-    linear = np.ones(n, dtype=bool)
-    linear[list(pieces)] = False
-    for v, own in pieces.items():
-        count[v] = 0 if own is None else len(own.starts)
-    seg_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(count, out=seg_ptr[1:])
-    starts, values = np.zeros(seg_ptr[-1]), np.zeros(seg_ptr[-1])
-    slopes = np.zeros(seg_ptr[-1])
-    slopes[seg_ptr[:-1][linear]] = inst.node_pricing.price[linear]
-    node_cap = np.full(n, math.inf)
+    pieces = inst.node_pieces
+    seg_ptr, starts, slopes, values = pieces.ptr, pieces.starts, pieces.slopes, pieces.values
+    node_cap = np.where(pieces.table, math.inf, pieces.cap)  # tables price their caps
+    table_nodes = np.flatnonzero(pieces.table)
     node_table = np.full(n, -1, dtype=np.int64)
-    table_nodes = [v for v, own in pieces.items() if own is None]
-    node_table[table_nodes] = np.arange(len(table_nodes))
-    for v, own in pieces.items():
-        if own is not None:
-            where = slice(int(seg_ptr[v]), int(seg_ptr[v + 1]))
-            starts[where], slopes[where], values[where] = own.starts, own.slopes, own.values
-            node_cap[v] = own.cap
+    node_table[table_nodes] = np.arange(table_nodes.size)
     pricing = inst.link_pricing
     link_table = np.full(inst.n_links, -1, dtype=np.int64)
     link_table[pricing.other] = np.arange(pricing.other.size)
@@ -178,7 +164,7 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     network = (work_t, inst.activation_bits, inst.source, inst.target)
     adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
     arrays = KernelArrays(
-        table_nodes=np.array(table_nodes, dtype=np.int64),
+        table_nodes=table_nodes,
         table_links=pricing.other,
         no_node_tables=np.zeros((0, W, W)),
         no_link_tables=np.zeros((0, W)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar, overload
@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import NetworkHasCycle
+from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost, Segments, segments
 from inferplan.network.network import Link, Network, adjacency
 from inferplan.profiles.profile import Profile
@@ -226,20 +227,36 @@ class CodesignInstance:
     @cached_property
     def node_pricing(self) -> Pricing:
         """The nodes' costs in the arrays the vectorised solvers use."""
-        if self.own_node_costs is not None:
-            return _pricing(np.zeros(len(self.node_ids)), dict(enumerate(self.own_node_costs)),
-                            np.arange(len(self.node_ids)))  # fmt: skip
-        net = self.network
-        return _pricing(net.node_price, net.node_costs, self.node_positions)
+        return _pricing(*self._node_costs)
 
     @cached_property
     def link_pricing(self) -> Pricing:
         """The links' costs in the arrays the vectorised solvers use."""
+        return _pricing(*self._link_costs)
+
+    @cached_property
+    def _node_costs(self) -> tuple[CostColumns, FloatArray, IntArray]:
+        """The nodes' cost functions, linear prices and positions in them."""
+        if self.own_node_costs is not None:
+            own = CostColumns.of(dict(enumerate(self.own_node_costs)))
+            return own, np.zeros(len(self.node_ids)), np.arange(len(self.node_ids))
+        return self.network.node_costs, self.network.node_price, self.node_positions
+
+    @cached_property
+    def _link_costs(self) -> tuple[CostColumns, FloatArray, IntArray]:
+        """The links' cost functions, linear prices and positions in them."""
         if self.own_link_costs is not None:
-            return _pricing(np.zeros(self.n_links), dict(enumerate(self.own_link_costs)),
-                            np.arange(self.n_links))  # fmt: skip
-        net = self.network
-        return _pricing(net.link_price, net.link_costs, self.link_positions)
+            own = CostColumns.of(dict(enumerate(self.own_link_costs)))
+            return own, np.zeros(self.n_links), np.arange(self.n_links)
+        return self.network.link_costs, self.network.link_price, self.link_positions
+
+    @cached_property
+    def node_pieces(self) -> Pieces:
+        """Each node's cost as piecewise-linear pieces (see
+        :class:`~inferplan.network.cost_columns.Pieces`), or marked as priced into tables:
+        built column-wise."""
+        costs, prices, positions = self._node_costs
+        return costs.pieces(prices, positions)
 
     @cached_property
     def node_segments(self) -> dict[int, Segments | None]:
@@ -253,8 +270,8 @@ class CodesignInstance:
         """The nodes that have their own cost function, in increasing order."""
         if self.own_node_costs is not None:
             return np.arange(len(self.node_ids))
-        own = list(self.network.node_costs)
-        return np.flatnonzero(np.isin(self.node_positions, own)) if own else _NONE
+        own = self.network.node_costs.positions
+        return np.flatnonzero(np.isin(self.node_positions, own)) if own.size else _NONE
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
@@ -382,22 +399,11 @@ def _represents(value: float, num: int, den: int) -> bool:
     return b <= den and a * (den // b) == num
 
 
-def _pricing(prices: FloatArray, costs: Mapping[int, CapacityCost], positions: IntArray) -> Pricing:
+def _pricing(costs: CostColumns, prices: FloatArray, positions: IntArray) -> Pricing:
     """Pricing of the elements at ``positions`` of a network column of linear ``prices``,
-    some of which have cost functions (``costs``, by position)."""
-    price = prices[positions]
-    cap = np.full(positions.size, np.inf)
-    other = []
-    if costs:
-        for k in np.flatnonzero(np.isin(positions, list(costs))).tolist():
-            cost = costs[int(positions[k])]
-            linear = cost.linear_price
-            price[k] = 0.0 if linear is None else linear
-            cap[k] = cost.max_amount
-            if linear is None:
-                other.append(k)
-    return Pricing(price=price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)),
-                   other=np.array(other, dtype=np.int64))  # fmt: skip
+    some of which have cost functions (``costs``, by position), built column-wise."""
+    price, cap, other = costs.pricing(prices, positions)
+    return Pricing(price=price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)), other=other)
 
 
 _NONE: IntArray = np.zeros(0, dtype=np.int64)

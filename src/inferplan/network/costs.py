@@ -13,6 +13,7 @@ what can be added; beyond it the cost is ``inf``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -204,7 +205,7 @@ class TieredCost:
                 f"'price' must have as many entries as 'upto' or one more, got {len(prices)} "
                 f"prices for {len(upto)} 'upto' values"
             )
-        if any(b <= a for a, b in zip((0.0, *upto[:-1]), upto, strict=True)):
+        if any(b <= a for a, b in itertools.pairwise((0.0, *upto))):
             raise ValueError(f"'upto' must be positive and strictly increasing, got {list(upto)}")
         if any(not (math.isfinite(p) and p >= 0) for p in prices):
             raise ValueError(f"'price' entries must be non-negative finite numbers, got {prices}")
@@ -217,6 +218,26 @@ class TieredCost:
         object.__setattr__(self, "max_amount", float(cap))
         object.__setattr__(self, "_knots", knots)
         object.__setattr__(self, "_values", values)
+
+    @classmethod
+    def from_parts(
+        cls,
+        upto: tuple[float, ...],
+        prices: tuple[float, ...],
+        max_amount: float,
+        knots: FloatArray,
+        values: FloatArray,
+    ) -> TieredCost:
+        """The tiered cost whose parts were checked and computed already, as the constructor
+        checks and computes them (``max_amount`` at most the last ``upto`` when bounded;
+        ``knots`` 0 and the ``upto``, ``values`` the cost at each): what cost columns make,
+        without checking each cost again."""
+        cost = object.__new__(cls)
+        parts = {"upto": upto, "prices": prices, "max_amount": max_amount, "_knots": knots,
+                 "_values": values}  # fmt: skip
+        for name, value in parts.items():
+            object.__setattr__(cost, name, value)
+        return cost
 
     @property
     def linear_price(self) -> float | None:

@@ -13,6 +13,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from inferplan.documents import read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidNetwork
+from inferplan.network.cost_columns import RawCosts, check
 from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
 from inferplan.network.network import Network
 
@@ -162,18 +163,41 @@ _TEXT_FIELDS = ("id", "source", "target")
 
 
 def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | None:
-    """The columns of a list of elements that each have exactly ``fields``, of the types the
-    file format asks for (text ids, numbers within the floating-point range), or ``None``
-    when any element differs: then the elements are validated one by one."""
+    """The columns of a list of elements that each have ``fields`` (``price`` may give way
+    to a ``cost``) and nothing else, of the types the file format asks for (text ids,
+    numbers within the floating-point range), or ``None`` when any element differs: then the
+    elements are validated one by one. The cost objects are read, not checked, into
+    ``"cost"`` (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
-    if items and set(map(len, items)) != {len(fields)}:
-        return None
-    try:
-        columns = {name: [item[name] for item in items] for name in fields}
-    except KeyError:
-        return None
+    lengths = set(map(len, items))
+    columns: dict[str, list[Any]] | None = None
+    if lengths <= {len(fields)}:
+        try:
+            columns = {name: [item[name] for item in items] for name in fields}
+        except KeyError:
+            columns = None
     out: dict[str, Any] = {}
+    if columns is None:  # some element gives a cost
+        has_cost = np.array(["cost" in item for item in items], dtype=bool)
+        has_price = np.array(["price" in item for item in items], dtype=bool)
+        if not has_cost.any() or not np.array_equal(
+            np.array([len(item) for item in items]), len(fields) - 1 + has_price + has_cost
+        ):
+            return None
+        has_cost[has_cost] = [items[k]["cost"] is not None for k in np.flatnonzero(has_cost)]
+        try:
+            columns = {name: [item[name] for item in items] for name in fields if name != "price"}
+        except KeyError:
+            return None
+        columns["price"] = [item.get("price") for item in items]
+        rows = np.flatnonzero(has_cost)
+        out["cost"] = RawCosts.from_objects(rows, [items[k]["cost"] for k in rows.tolist()])
+        given = np.array([p is not None for p in columns["price"]], dtype=bool)
+        if not (given | has_cost).all():
+            return None  # neither price nor cost: the message of the element-by-element path
+        out["priced"] = given
+        columns["price"] = [p if p is not None else 0.0 for p in columns["price"]]
     for name, column in columns.items():
         if name in _TEXT_FIELDS:
             if not set(map(type, column)) <= {str}:
@@ -189,9 +213,53 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
     return out
 
 
+def _element_error(kind: str, k: int, element: object) -> None:
+    """Raise the error of element ``k`` of ``kind`` (``nodes``, or ``links`` or ``edges`` as
+    the file names them) as validating the whole file would report it, by validating that
+    element alone; return if it passes."""
+    model = _NodeEntry if kind == "nodes" else _LinkEntry
+    try:
+        validate_document(model, element, source=None, error=InvalidNetwork)
+    except InvalidNetwork as exc:
+        raise InvalidNetwork(exc.message, field=f"{kind}[{k}]" + (
+            f".{exc.field}" if exc.field else "")) from None  # fmt: skip
+
+
+def _checked_costs(
+    elements: dict[str, dict[str, Any]], element: Callable[[str, int], object]
+) -> bool:
+    """Check the cost objects of the ``nodes`` and ``links`` columns column-wise: raise the
+    error of the first element (nodes first) whose cost is refused, as the element-by-element
+    validation reports it (``element(kind, k)`` gives the element). Set each kind's
+    ``"costs"`` (columns) and fill the prices of elements without one. ``False`` if the
+    column check refused a cost the element's own validation accepts (then validate element
+    by element)."""
+    for kind, columns in elements.items():
+        raw: RawCosts | None = columns.get("cost")
+        if raw is None:
+            continue
+        bad = check(raw)
+        if bad.any():
+            k = int(raw.rows[int(bad.argmax())])
+            _element_error(kind, k, element(kind, k))
+            return False
+    for columns in elements.values():
+        raw = columns.pop("cost", None)
+        if raw is None:
+            continue
+        costs = raw.columns()
+        columns["costs"] = costs
+        unpriced = ~columns.pop("priced")[raw.rows]
+        price = columns["price"].copy()
+        price[raw.rows[unpriced]] = costs.default_price()[unpriced]
+        columns["price"] = price
+    return True
+
+
 def _plain_network(data: object) -> Network | None:
-    """The network of a document in the plain shape (no cost functions, every field as
-    :func:`_plain_elements` wants it), built column-wise; ``None`` for any other document."""
+    """The network of a document in the plain shape (every field as :func:`_plain_elements`
+    wants it, cost objects checked column-wise), built column-wise; ``None`` for any other
+    document."""
     if not isinstance(data, dict) or len(data) != 4:
         return None
     links_key = "links" if "links" in data else "edges"
@@ -202,11 +270,15 @@ def _plain_network(data: object) -> Network | None:
     links = _plain_elements(data[links_key], _LINK_FIELDS)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
+    items = {"nodes": data["nodes"], links_key: data[links_key]}
+    if not _checked_costs({"nodes": nodes, links_key: links}, lambda kind, k: items[kind][k]):
+        return None
     return _from_plain(nodes, links, source, target)
 
 
 def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
-    """The network of plain columns (see :func:`_plain_elements`)."""
+    """The network of plain columns (see :func:`_plain_elements`), with their checked
+    ``costs`` if any."""
     return Network.from_columns(
         node_ids=nodes["id"],
         node_capacity=nodes["capacity"],
@@ -217,6 +289,8 @@ def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, targe
         link_price=links["price"],
         source=source,
         target=target,
+        node_costs=nodes.get("costs"),
+        link_costs=links.get("costs"),
     )
 
 
@@ -344,21 +418,22 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
         "nodes": tables.read_table(files["nodes"], tables.NODE_COLUMNS),
         "links": tables.read_table(files["links"], tables.LINK_COLUMNS),
     }
+    csv = {kind: files[kind].suffix.lower() == ".csv" for kind in files}
+    columns = {"nodes": tables.NODE_COLUMNS, "links": tables.LINK_COLUMNS}
     try:
-        nodes = tables.plain_columns(read["nodes"], tables.NODE_COLUMNS)
-        links = tables.plain_columns(read["links"], tables.LINK_COLUMNS)
-        if nodes is not None and links is not None:
+        nodes = tables.plain_columns(read["nodes"], columns["nodes"], csv=csv["nodes"])
+        links = tables.plain_columns(read["links"], columns["links"], csv=csv["links"])
+        if nodes is not None and links is not None and _checked_costs(
+            {"nodes": nodes, "links": links},
+            lambda kind, k: tables.table_elements(read[kind].slice(k, 1), columns[kind],
+                                                  csv=csv[kind])[0],
+        ):  # fmt: skip
             return _from_plain(nodes, links, doc.source, doc.target)
         listed = {
             "source": doc.source,
             "target": doc.target,
-            **{
-                kind: tables.table_elements(
-                    read[kind], columns, csv=files[kind].suffix.lower() == ".csv"
-                )
-                for kind, columns in (("nodes", tables.NODE_COLUMNS),
-                                      ("links", tables.LINK_COLUMNS))
-            },
+            **{kind: tables.table_elements(read[kind], columns[kind], csv=csv[kind])
+               for kind in files},
         }  # fmt: skip
         return network_from_dict(listed)
     except InferplanError as exc:

@@ -1,7 +1,8 @@
 """The :class:`Network` value: compute nodes, directed links, a source and a target.
 
 A network keeps its elements as columns (a list of ids, numpy arrays of numbers and link
-endpoints, the few explicit cost functions by position), validated column-wise: a network of
+endpoints, cost functions as :class:`~inferplan.network.cost_columns.CostColumns`), validated
+column-wise: a network of
 half a million links costs no Python object per element. :attr:`Network.nodes` and
 :attr:`Network.links` build the :class:`Node` and :class:`Link` objects when first asked for.
 """
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import InvalidNetwork
+from inferplan.network.cost_columns import CostColumns
 from inferplan.network.costs import CapacityCost, LinearCost
 
 if TYPE_CHECKING:
@@ -227,9 +229,10 @@ class Network:
     """Bandwidth of each link (bit/s)."""
     link_price: FloatArray
     """Price per bit/s added of each link (its linear price)."""
-    node_costs: Mapping[int, CapacityCost]
-    """The nodes that have a cost function, by position (the others cost their price)."""
-    link_costs: Mapping[int, CapacityCost]
+    node_costs: CostColumns
+    """The nodes that have a cost function, by position (the others cost their price): a
+    mapping whose objects are made when looked up."""
+    link_costs: CostColumns
     """The links that have a cost function, by position."""
     source: str
     target: str
@@ -254,8 +257,8 @@ class Network:
             _floats(raw["links.price"]),
             source,
             target,
-            {k: n.cost for k, n in enumerate(nodes) if n.cost is not None},
-            {k: e.cost for k, e in enumerate(links) if e.cost is not None},
+            CostColumns.of({k: n.cost for k, n in enumerate(nodes) if n.cost is not None}),
+            CostColumns.of({k: e.cost for k, e in enumerate(links) if e.cost is not None}),
             raw,
         )
         self.__dict__["nodes"], self.__dict__["links"] = nodes, links
@@ -278,7 +281,8 @@ class Network:
     ) -> Network:
         """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
         endpoints by node id), and the cost functions of the elements that have one, by
-        position. Validated as the constructor validates, with the same messages.
+        position (a mapping, or :class:`~inferplan.network.cost_columns.CostColumns`).
+        Validated as the constructor validates, with the same messages.
 
         Examples
         --------
@@ -300,8 +304,8 @@ class Network:
             np.asarray(link_price, dtype=np.float64),
             source,
             target,
-            dict(node_costs or {}),
-            dict(link_costs or {}),
+            CostColumns.of(node_costs),
+            CostColumns.of(link_costs),
             {},
         )
         return net
@@ -317,8 +321,8 @@ class Network:
         link_price: FloatArray,
         source: str,
         target: str,
-        node_costs: dict[int, CapacityCost],
-        link_costs: dict[int, CapacityCost],
+        node_costs: CostColumns,
+        link_costs: CostColumns,
         raw: Mapping[str, Sequence[object]],
     ) -> None:
         """Validate the columns (the first bad element in file order, checked as one element

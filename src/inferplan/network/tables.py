@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from inferplan.errors import InvalidFile, InvalidNetwork
+from inferplan.network.cost_columns import CODES, TIERS, RawCosts
 from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Labels, Network
 
@@ -130,23 +131,32 @@ def _numpy(array: pa.Array) -> Any:
     return values[array.offset :]
 
 
-def plain_columns(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any] | None:
+def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> dict[str, Any] | None:
     """The ``columns`` of ``table`` as a list of text or a float array each, when it has no
-    cost functions, no empty cells, text in its text columns and numbers in the others;
-    ``None`` otherwise."""
+    empty cells (but an empty ``price`` where a cost function is given), text in its text
+    columns and numbers in the others, and cost columns of the right types; ``None``
+    otherwise. The cost functions are read, not checked, into ``"cost"``
+    (:class:`~inferplan.network.cost_columns.RawCosts`), and which elements give a price into
+    ``"priced"``, when any element has one (as :func:`table_elements` would read them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = table.column_names
-    if "price" not in names or any(
-        table[name].null_count < len(table) for name in COST_COLUMNS if name in names
-    ):
-        return None
     out: dict[str, Any] = {}
+    costed = None
+    if any(table[name].null_count < len(table) for name in COST_COLUMNS if name in names):
+        raw = _raw_costs(table, csv)
+        if raw is None:
+            return None
+        out["cost"], costed = raw
+    if "price" not in names:
+        if costed is None or not costed.all():
+            return None
+        table = table.append_column("price", pa.nulls(len(table), pa.float64()))
     for name in columns:
         column = table[name]
         kind = column.type
-        if column.null_count:
+        if column.null_count and not (name == "price" and costed is not None):
             return None
         if name in _TEXT:
             if pa.types.is_dictionary(kind):
@@ -159,11 +169,112 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any] |
             coded = pc.dictionary_encode(column).combine_chunks()
             out[name] = Labels(_numpy(coded.indices).astype(np.int64),
                                coded.dictionary.to_pylist())  # fmt: skip
-        elif pa.types.is_integer(kind) or pa.types.is_floating(kind):
-            out[name] = _numpy(pc.cast(column, pa.float64()).combine_chunks())
+        elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
+            values = pc.cast(column, pa.float64(), safe=False).combine_chunks()
+            if name == "price" and costed is not None:
+                priced = _bools(pc.is_valid(values))
+                if not (priced | costed).all():
+                    return None  # neither price nor cost: as the listed form says it
+                out["priced"] = priced
+                values = pc.fill_null(values, 0.0)
+            out[name] = _numpy(values)
         else:
             return None
     return out
+
+
+def _bools(array: pa.Array) -> Any:
+    """A boolean Arrow array (no nulls) as numpy."""
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _floats(column: pa.ChunkedArray | None, rows: Any) -> tuple[Any, Any] | None:
+    """The numbers of ``column`` at ``rows`` (NaN where empty) and where it is not empty;
+    ``None`` if it is not a column of numbers."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column is None:
+        return np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
+    kind = column.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)):
+        return None
+    values = pc.cast(column.take(pa.array(rows)), pa.float64(), safe=False).combine_chunks()
+    given = _bools(pc.is_valid(values))
+    return _numpy(pc.fill_null(values, np.nan)), given
+
+
+def _lists(column: pa.ChunkedArray | None, rows: Any, csv: bool) -> tuple[Any, Any] | None:
+    """The lists of ``column`` at ``rows``: each one's length (-1 where empty) and their
+    entries, flat (NaN for an empty entry); ``None`` if it is not a column of lists of numbers
+    (in CSV: of numbers separated by :data:`LIST_SEPARATOR`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column is None or pa.types.is_null(column.type):
+        return np.full(rows.size, -1, dtype=np.int64), np.zeros(0)
+    taken = column.take(pa.array(rows)).combine_chunks()
+    if csv:
+        if not pa.types.is_string(taken.type):
+            return None
+        taken = pc.split_pattern(taken, LIST_SEPARATOR)
+    kind = taken.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return None
+    entry = kind.value_type
+    if not (csv or pa.types.is_integer(entry) or pa.types.is_floating(entry)
+            or pa.types.is_null(entry)):  # fmt: skip
+        return None  # booleans, say: refused as the listed form refuses them
+    try:
+        taken = taken.cast(pa.list_(pa.float64()), safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    lengths = pc.fill_null(pc.list_value_length(taken), -1)
+    flat = pc.fill_null(pc.list_flatten(taken), np.nan)
+    return _numpy(lengths.cast(pa.int64())), _numpy(flat)
+
+
+def _raw_costs(table: pa.Table, csv: bool) -> tuple[RawCosts, Any] | None:
+    """The cost functions of the rows of ``table`` that give a ``cost_kind``, as
+    :func:`table_elements` reads them (a tiered cost's ``price`` from ``cost_tier_price``,
+    any other's from ``cost_price``), and which rows give one; ``None`` if a cost column is
+    not of its type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    kinds = table["cost_kind"] if "cost_kind" in names else None
+    if kinds is None or pa.types.is_null(kinds.type):
+        return None  # cost columns without a kind: each element says what is wrong
+    if pa.types.is_dictionary(kinds.type):
+        kinds = kinds.cast(kinds.type.value_type)
+    if not (pa.types.is_string(kinds.type) or pa.types.is_large_string(kinds.type)):
+        return None
+    costed = _bools(pc.is_valid(kinds).combine_chunks())
+    rows = np.flatnonzero(costed)
+    coded = pc.dictionary_encode(kinds.take(pa.array(rows))).combine_chunks()
+    codes = np.array([CODES.get(name, 0) for name in coded.dictionary.to_pylist()] + [0],
+                     dtype=np.int8)  # fmt: skip
+    kind = codes[_numpy(coded.indices).astype(np.int64)] if rows.size else codes[:0]
+    read = {name: _floats(table[f"cost_{name}"] if f"cost_{name}" in names else None, rows)
+            for name in ("size", "price", "max")}  # fmt: skip
+    upto = _lists(table["cost_upto"] if "cost_upto" in names else None, rows, csv)
+    tier = _lists(table["cost_tier_price"] if "cost_tier_price" in names else None, rows, csv)
+    if upto is None or tier is None or any(v is None for v in read.values()):
+        return None
+    (size, has_size), (price, has_price), (cap, has_max) = (
+        read["size"], read["price"], read["max"])  # type: ignore[misc]  # fmt: skip
+    tiers = kind == TIERS
+    tier_len = np.where(tiers, tier[0], -1)
+    keep = np.repeat(tiers, np.maximum(tier[0], 0))  # the tier prices of tiered rows only
+    has_price = np.where(tiers, tier[0] >= 0, has_price)
+    upto_len = upto[0]
+    fields = 1 + has_size + has_price + has_max + (upto_len >= 0)
+    raw = RawCosts(rows=rows.astype(np.int64), kind=kind, fields=fields.astype(np.int64),
+                   size=size, has_size=has_size, price=np.where(tiers, np.nan, price),
+                   has_price=has_price, max=cap, has_max=has_max, price_len=tier_len,
+                   price_list=tier[1][keep], upto_len=upto_len, upto=upto[1])  # fmt: skip
+    return raw, costed
 
 
 def _number(value: Any) -> Any:
