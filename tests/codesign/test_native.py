@@ -16,8 +16,6 @@ import pytest
 
 from inferplan.codesign import compiled, native
 
-PSG_BETA_POSITION = 23  # PSG's beta, after the instance's arrays and cost tables
-
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="needs numba (the fast extra)")
 
 # Solves a random layered network by both engines in a new process, and says whether numba
@@ -107,7 +105,8 @@ def test_a_kernel_refuses_arguments_of_the_wrong_kind(cached):
     fields = throughput.pack([work, np.zeros(2), 7], start=0)
     assert fields.tolist()[:9] == [0, 0, 6, 8, work.ctypes.data, 2, 3, 24, 8]  # numba's fields
     assert fields.size == 9 + 7 + 1 and fields[-1] == 7
-    beta = native.kernel("psg").pack([2.5], start=PSG_BETA_POSITION)
+    beta_position = native.SIGNATURES["psg"].index("f8")  # PSG's one float scalar
+    beta = native.kernel("psg").pack([2.5], start=beta_position)
     assert beta.tolist() == [int(np.float64(2.5).view(np.int64))]  # a float's bits
 
 

@@ -125,8 +125,9 @@ class KernelArrays:
     target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
     value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
-    tables (``node_table[v] >= 0``); the links' linear prices and caps, or their rows in the
-    link tables; and each node's out- and in-links in file order (``ptr``/``links`` pairs).
+    tables (``node_table[v] >= 0``); each link's cost in the same form, or its row in the
+    link tables; each node's out- and in-links in file order (``ptr``/``links`` pairs); and
+    which links are plain linear (one piece from 0 and no cap: the loop that vectorises).
     ``table_nodes`` and ``table_links`` are the nodes and links priced into tables per solve;
     ``no_node_tables`` and ``no_link_tables`` the empty tables passed when there are none.
     """
@@ -155,17 +156,27 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     table_nodes = np.flatnonzero(pieces.table)
     node_table = np.full(n, -1, dtype=np.int64)
     node_table[table_nodes] = np.arange(table_nodes.size)
-    pricing = inst.link_pricing
+    # The same for the links; a link of one piece from 0 and no cap is plain linear.
+    lpieces = inst.link_pieces
+    table_links = np.flatnonzero(lpieces.table)
     link_table = np.full(inst.n_links, -1, dtype=np.int64)
-    link_table[pricing.other] = np.arange(pricing.other.size)
+    link_table[table_links] = np.arange(table_links.size)
+    link_cap = np.where(lpieces.table, math.inf, lpieces.cap)
+    first = np.minimum(lpieces.ptr[:-1], max(lpieces.starts.size - 1, 0))
+    one_piece = (np.diff(lpieces.ptr) == 1) & ~lpieces.table & np.isinf(link_cap)
+    if lpieces.starts.size:
+        one_piece &= (lpieces.starts[first] == 0.0) & (lpieces.values[first] == 0.0)
+    linear = one_piece.astype(np.int64)
     node_columns = (seg_ptr, starts, slopes, values, node_cap, node_table)
+    link_columns = (lpieces.ptr, lpieces.starts, lpieces.slopes, lpieces.values, link_cap,
+                    link_table)  # fmt: skip
     W = inst.n_blocks + 1
     work_t = np.ascontiguousarray(inst.work_between.T)
     network = (work_t, inst.activation_bits, inst.source, inst.target)
     adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
     arrays = KernelArrays(
         table_nodes=table_nodes,
-        table_links=pricing.other,
+        table_links=table_links,
         no_node_tables=np.zeros((0, W, W)),
         no_link_tables=np.zeros((0, W)),
         psg_args=(
@@ -175,10 +186,9 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
             inst.link_src,
             inst.link_dst,
             *node_columns,
-            pricing.price,
-            pricing.cap,
-            link_table,
+            *link_columns,
             *adjacency,
+            linear,
         ),
         throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency),
     )

@@ -259,6 +259,13 @@ class CodesignInstance:
         return costs.pieces(prices, positions)
 
     @cached_property
+    def link_pieces(self) -> Pieces:
+        """Each link's cost as piecewise-linear pieces, or marked as priced into tables (as
+        :attr:`node_pieces`)."""
+        costs, prices, positions = self._link_costs
+        return costs.pieces(prices, positions)
+
+    @cached_property
     def node_segments(self) -> dict[int, Segments | None]:
         """The piecewise-linear form of the cost of each node that has its own cost
         function, by index (``None`` where it has none); every other node's cost is linear in

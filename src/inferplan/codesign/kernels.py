@@ -57,13 +57,15 @@ def piece_cost(
 
 
 @jit
-def link_cost(sigma: float, e: int, price: FloatArray, cap: FloatArray, table_row: IntArray,
-               tables: FloatArray, j: int) -> float:  # fmt: skip
+def link_cost(sigma: float, e: int, lseg_ptr: IntArray, lseg_start: FloatArray,
+              lseg_slope: FloatArray, lseg_value: FloatArray, link_cap: FloatArray,
+              table_row: IntArray, tables: FloatArray, j: int) -> float:  # fmt: skip
+    """Link ``e``'s cost of the bandwidth ``sigma`` added (send count ``j``): its pieces, or
+    its row in the link tables."""
     if table_row[e] >= 0:
         return float(tables[table_row[e], j])
-    if sigma > cap[e]:
-        return math.inf
-    return float(price[e] * sigma)
+    return piece_cost(sigma, lseg_ptr[e], lseg_ptr[e + 1], lseg_start, lseg_slope, lseg_value,
+                      link_cap[e])  # fmt: skip
 
 
 @jit
@@ -159,9 +161,10 @@ def psg(
     capacity: FloatArray, bandwidth: FloatArray, link_src: IntArray, link_dst: IntArray,
     seg_ptr: IntArray, seg_start: FloatArray, seg_slope: FloatArray, seg_value: FloatArray,
     node_cap: FloatArray, node_table: IntArray,
-    link_price: FloatArray, link_cap: FloatArray, link_table: IntArray,
+    lseg_ptr: IntArray, lseg_start: FloatArray, lseg_slope: FloatArray,
+    lseg_value: FloatArray, link_cap: FloatArray, link_table: IntArray,
     out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
-    node_tables: FloatArray, link_tables: FloatArray, beta: float,
+    linear: IntArray, node_tables: FloatArray, link_tables: FloatArray, beta: float,
     req_t: FloatArray, wanted: FloatArray,
     label: FloatArray, out: FloatArray, tail: FloatArray, queue: IntArray, keys: FloatArray,
     path: IntArray, partition: IntArray, used: IntArray, count: IntArray,
@@ -199,16 +202,17 @@ def psg(
                 for j in range(W):
                     c = out[j] + table[j]
                     into[j] = c if c < into[j] else into[j]
-            elif link_cap[e] == np.inf:  # written so that the loop vectorises
-                have, price = bandwidth[e], link_price[e]
+            elif linear[e]:  # one piece from 0, no cap: written so that the loop vectorises
+                have, price = bandwidth[e], lseg_slope[lseg_ptr[e]]
                 for j in range(W):
                     d = wanted[j] - have
                     c = out[j] + price * (d if d > 0.0 else 0.0)
                     into[j] = c if c < into[j] else into[j]
             else:
                 for j in range(W):
-                    c = out[j] + link_cost(max(0.0, wanted[j] - bandwidth[e]), e, link_price,
-                                           link_cap, link_table, link_tables, j)  # fmt: skip
+                    c = out[j] + piece_cost(max(0.0, wanted[j] - bandwidth[e]), lseg_ptr[e],
+                                            lseg_ptr[e + 1], lseg_start, lseg_slope,
+                                            lseg_value, link_cap[e])  # fmt: skip
                     into[j] = c if c < into[j] else into[j]
     if cost == np.inf:
         return cost
@@ -239,7 +243,8 @@ def psg(
                                 node_table, node_tables, queue, keys):  # fmt: skip
                 continue
             sigma = max(0.0, wanted[j] - bandwidth[e])
-            c = tail[j] + link_cost(sigma, e, link_price, link_cap, link_table, link_tables, j)
+            c = tail[j] + link_cost(sigma, e, lseg_ptr, lseg_start, lseg_slope, lseg_value,
+                                    link_cap, link_table, link_tables, j)  # fmt: skip
             if c < best or link < 0:
                 best, link = c, e
         v = link_src[link]

@@ -55,9 +55,9 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         _F2, _F1, _I8, _I8,  # work_t, D, source, target
         _F1, _F1, _I1, _I1,  # capacity, bandwidth, link_src, link_dst
         _I1, _F1, _F1, _F1, _F1, _I1,  # seg_ptr, seg_start/slope/value, node_cap, node_table
-        _F1, _F1, _I1,  # link_price, link_cap, link_table
+        _I1, _F1, _F1, _F1, _F1, _I1,  # the same of the links (lseg_*, link_cap, link_table)
         _I1, _I1, _I1, _I1,  # out_ptr, out_links, in_ptr, in_links
-        _F3, _F2, _F8,  # node_tables, link_tables, beta
+        _I1, _F3, _F2, _F8,  # linear (links of one piece, uncapped), tables, beta
         _F2, _F1,  # req_t, wanted
         _F2, _F1, _F1, _I1, _F1,  # label, out, tail, queue, keys
         _I1, _I1, _I1, _I1,  # path, partition, used, count
