@@ -23,7 +23,7 @@ import numpy.typing as npt
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
-from inferplan.network.costs import CapacityCost, Segments, segments
+from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Link, Network, adjacency
 from inferplan.profiles.profile import Profile
 
@@ -264,21 +264,6 @@ class CodesignInstance:
         :attr:`node_pieces`)."""
         costs, prices, positions = self._link_costs
         return costs.pieces(prices, positions)
-
-    @cached_property
-    def node_segments(self) -> dict[int, Segments | None]:
-        """The piecewise-linear form of the cost of each node that has its own cost
-        function, by index (``None`` where it has none); every other node's cost is linear in
-        its price."""
-        return {v: segments(self.node_costs[v]) for v in self.costed_nodes.tolist()}
-
-    @cached_property
-    def costed_nodes(self) -> IntArray:
-        """The nodes that have their own cost function, in increasing order."""
-        if self.own_node_costs is not None:
-            return np.arange(len(self.node_ids))
-        own = self.network.node_costs.positions
-        return np.flatnonzero(np.isin(self.node_positions, own)) if own.size else _NONE
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
