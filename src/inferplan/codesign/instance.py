@@ -398,9 +398,6 @@ def _pricing(costs: CostColumns, prices: FloatArray, positions: IntArray) -> Pri
     return Pricing(price=price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)), other=other)
 
 
-_NONE: IntArray = np.zeros(0, dtype=np.int64)
-
-
 def _rows(start: IntArray, order: IntArray) -> tuple[IntArray, ...]:
     return tuple(np.split(order, start[1:-1]))
 
