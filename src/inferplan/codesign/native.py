@@ -155,11 +155,9 @@ def _trampoline(name: str, entry: str, params: Sequence[str]) -> str:
             lines.append(f"  %a{k} = inttoptr i64 %v{k} to ptr")
         elif kind == "double":
             lines.append(f"  %a{k} = bitcast i64 %v{k} to double")
-        elif kind == "i64":
-            lines.append(f"  %a{k} = add i64 %v{k}, 0")
-        else:  # pragma: no cover - numba's convention has no other kinds here
+        elif kind != "i64":  # pragma: no cover - numba's convention has no other kinds here
             raise RuntimeError(f"unexpected parameter type {kind!r} of {entry}")
-        arguments.append(f"{kind} %a{k}")
+        arguments.append(f"{kind} %{'v' if kind == 'i64' else 'a'}{k}")
     return "\n".join([
         f"declare i32 @\"{entry}\"({', '.join(params)})",
         f"define i32 @inferplan_{name}(ptr %fields) {{",
