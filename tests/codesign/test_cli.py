@@ -18,8 +18,10 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
 def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
-    assert set(out) == {"method", "status", "cost", "interval", "target_interval", "path",
-                        "partition", "node_upgrades", "link_upgrades", "bottleneck"}  # fmt: skip
+    assert set(out) == {"method", "status", "cost", "interval", "target_interval", "latency",
+                        "target_latency", "path", "partition", "node_upgrades", "link_upgrades",
+                        "bottleneck"}  # fmt: skip
+    assert out["latency"] >= out["interval"] and out["target_latency"] is None
     assert set(out["bottleneck"]) == {"kind", "id"}
     assert out["method"] == method
     assert out["status"] == ("optimal" if method == "psg" else "heuristic")
@@ -37,7 +39,8 @@ def test_provision_json_contract(method):
 
 def test_throughput_json_contract():
     out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
-    assert set(out) == {"interval", "throughput", "path", "partition", "bottleneck"}
+    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "bottleneck"}
+    assert out["latency"] >= out["interval"]
     assert out["throughput"] == pytest.approx(1 / out["interval"])
 
 
