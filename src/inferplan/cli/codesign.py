@@ -20,9 +20,9 @@ from inferplan.cli.options import (
     services_method_help,
     throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, print_json, stages_table, table, written
 from inferplan.errors import InvalidArgument
-from inferplan.units import si
+from inferplan.units import link_name, si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
@@ -127,13 +127,16 @@ def provision_command(
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
-    console.print(f"achieved: {_rate(plan.interval)}")
-    console.print(f"target:   {_rate(plan.target_interval)}")
+    console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
+    bound = plan.target_latency
+    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
+    console.print(f"target:   {_rate(plan.target_interval)}{within}")
     added = {
         **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
-    console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+    console.print(stages_table("deployment", plan.path, plan.partition,
+                               _bottleneck(plan.bottleneck), added))  # fmt: skip
 
 
 def _provision_services(
@@ -202,44 +205,27 @@ def _print_services(plan: ServicesPlan) -> None:
     )
     rows = [
         [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),
-         si(s.interval, "s"), si(s.target_interval, "s")]
+         si(s.interval, "s"), si(s.target_interval, "s"), si(s.latency or 0.0, "s")]
         for s in plan.services
     ]  # fmt: skip
-    console.print(table("services", ["service", "path", "partition", "interval", "target"], rows))
+    console.print(table("services", ["service", "path", "partition", "interval", "target",
+                                     "latency"], rows))  # fmt: skip
     elements = [
         *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
           for v, x in plan.node_loads.items()),
-        *((f"{u}->{v}", si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
+        *((link_name(u, v), si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
           for (u, v), x in plan.link_loads.items()),
     ]  # fmt: skip
     console.print(table("shared loads", ["element", "load", "added"],
                         [list(row) for row in elements]))  # fmt: skip
 
 
+def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
+    return {bottleneck.id: "bottleneck"} if bottleneck else {}
+
+
 def _rate(interval: float) -> str:
     return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
-
-
-def _stages(
-    path: tuple[str, ...],
-    partition: tuple[int, ...],
-    bottleneck: Bottleneck | None,
-    added: dict[str, str] | None = None,
-) -> object:
-    """The deployment as its stages in order, nodes and the links between them, with the
-    blocks each runs or carries, the capacity added (if ``added``), and the bottleneck."""
-    rows, prev = [], 0
-    slowest = bottleneck.id if bottleneck else None
-    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
-        stages = [(node, f"{prev + 1}..{done}" if done > prev else "-")]
-        if k + 1 < len(path):
-            stages.append((f"{node}->{path[k + 1]}", f"after {done}"))
-        for stage, blocks in stages:
-            extra = [added.get(stage, "-")] if added is not None else []
-            rows.append([stage, blocks, *extra, "bottleneck" if stage == slowest else ""])
-        prev = done
-    columns = ["stage", "blocks", *(["added"] if added is not None else []), "sets interval"]
-    return table("deployment", columns, rows)
 
 
 @app.command("throughput")
@@ -266,8 +252,10 @@ def throughput_command(
     if as_json:
         print_json(best.to_dict())
         return
-    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
-    console.print(_stages(best.path, best.partition, best.bottleneck))
+    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
+                  f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
+    console.print(stages_table("deployment", best.path, best.partition,
+                               _bottleneck(best.bottleneck)))  # fmt: skip
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

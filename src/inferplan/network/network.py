@@ -87,13 +87,16 @@ def memory_cost_of(cost: CapacityCost | None, price: float | None) -> CapacityCo
 
 @dataclass(frozen=True)
 class Link:
-    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added."""
+    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added, and
+    ``delay_s``, the propagation delay (seconds) every transfer over it takes besides its
+    bits' transmission time (no capacity bought shortens it)."""
 
     source: str
     target: str
     capacity: float
     price: float = 0.0
     cost: CapacityCost | None = field(default=None, compare=False)
+    delay_s: float = 0.0
 
     @property
     def capacity_cost(self) -> CapacityCost:
@@ -177,6 +180,9 @@ def _bad_capacity(values: FloatArray) -> npt.NDArray[np.bool_]:
 
 def _bad_price(values: FloatArray) -> npt.NDArray[np.bool_]:
     return ~(np.isfinite(values) & (values >= 0))
+
+
+_bad_delay = _bad_price  # a delay, like a price, is a non-negative finite number
 
 
 def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
@@ -266,6 +272,8 @@ class Network:
     """Bandwidth of each link (bit/s)."""
     link_price: FloatArray
     """Price per bit/s added of each link (its linear price)."""
+    link_delay: FloatArray
+    """Propagation delay of each link (s), 0 unless given."""
     node_costs: CostColumns
     """The nodes that have a cost function, by position (the others cost their price): a
     mapping whose objects are made when looked up."""
@@ -291,6 +299,7 @@ class Network:
             "links.price": [e.price for e in links],
             "nodes.memory": [n.memory for n in nodes],
             "nodes.memory_price": [n.memory_price for n in nodes],
+            "links.delay_s": [e.delay_s for e in links],
         }
         memory = (
             _floats([math.inf if n.memory is None else n.memory for n in nodes]),
@@ -311,6 +320,7 @@ class Network:
             CostColumns.of({k: n.cost for k, n in enumerate(nodes) if n.cost is not None}),
             CostColumns.of({k: e.cost for k, e in enumerate(links) if e.cost is not None}),
             raw,
+            _floats(raw["links.delay_s"]),
             memory,
         )
         self.__dict__["nodes"], self.__dict__["links"] = nodes, links
@@ -330,16 +340,18 @@ class Network:
         target: str,
         node_costs: Mapping[int, CapacityCost] | None = None,
         link_costs: Mapping[int, CapacityCost] | None = None,
+        link_delay: npt.ArrayLike | None = None,
         node_memory: npt.ArrayLike | None = None,
         node_memory_price: npt.ArrayLike | None = None,
         node_memory_costs: Mapping[int, CapacityCost] | None = None,
     ) -> Network:
         """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
-        endpoints by node id), and the cost functions of the elements that have one, by
-        position (a mapping, or :class:`~inferplan.network.cost_columns.CostColumns`).
-        ``node_memory`` (bytes, ``inf`` for unlimited) and ``node_memory_price`` (per byte,
-        NaN where memory cannot be added) are unlimited and not for sale when not given.
-        Validated as the constructor validates, with the same messages.
+        endpoints by node id; ``link_delay`` the propagation delays in seconds, all 0 when not
+        given), and the cost functions of the elements that have one, by position (a mapping,
+        or :class:`~inferplan.network.cost_columns.CostColumns`). ``node_memory`` (bytes,
+        ``inf`` for unlimited) and ``node_memory_price`` (per byte, NaN where memory cannot be
+        added) are unlimited and not for sale when not given. Validated as the constructor
+        validates, with the same messages.
 
         Examples
         --------
@@ -348,7 +360,7 @@ class Network:
         ...     link_source=["s"], link_target=["t"], link_capacity=[1e8], link_price=[1e-8],
         ...     source="s", target="t")
         >>> net.links[0]
-        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None)
+        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None, delay_s=0.0)
         """
         net = cls.__new__(cls)
         net._build(
@@ -364,6 +376,7 @@ class Network:
             CostColumns.of(node_costs),
             CostColumns.of(link_costs),
             {},
+            None if link_delay is None else np.asarray(link_delay, dtype=np.float64),
             (
                 np.full(len(node_ids), np.inf) if node_memory is None
                 else np.asarray(node_memory, dtype=np.float64),
@@ -388,10 +401,11 @@ class Network:
         node_costs: CostColumns,
         link_costs: CostColumns,
         raw: Mapping[str, Sequence[object]],
-        memory: tuple[FloatArray, FloatArray, CostColumns],
+        link_delay: FloatArray | None = None,
+        memory: tuple[FloatArray, FloatArray, CostColumns] | None = None,
     ) -> None:
         """Validate the columns (the first bad element in file order, checked as one element
-        at a time would be) and set them."""
+        at a time would be) and set them; no ``link_delay`` is no delay on any link."""
 
         def numbers(
             kind: str, where: Callable[[int], str], capacity: FloatArray, price: FloatArray
@@ -420,6 +434,8 @@ class Network:
         def link_where(k: int) -> str:
             return f"links[{k}] ({link_source[k]!r}->{link_target[k]!r})"
 
+        if memory is None:  # unlimited and not for sale
+            memory = (np.full(len(ids), np.inf), np.full(len(ids), np.nan), CostColumns.of(None))
         node_memory, node_memory_price, node_memory_costs = memory
         if not n == node_capacity.size == node_price.size == node_memory.size == (
                 node_memory_price.size):  # fmt: skip
@@ -430,7 +446,10 @@ class Network:
             *numbers("nodes", node_where, node_capacity, node_price),
             *_memory_checks(memory, node_where, raw),
         ])  # fmt: skip
-        if not len(link_source) == len(link_target) == link_capacity.size == link_price.size:
+        if link_delay is None:
+            link_delay = np.zeros(link_capacity.size)
+        if not (len(link_source) == len(link_target) == link_capacity.size == link_price.size
+                == link_delay.size):  # fmt: skip
             raise InvalidNetwork("link columns of different lengths", field="links")
         tail, head = _positions(link_source, index), _positions(link_target, index)
         key = tail * max(n, 1) + head
@@ -449,6 +468,10 @@ class Network:
                 f"duplicate link {link_source[k]!r}->{link_target[k]!r} (at most one link per "
                 "direction)", field=link_where(k))),
             *numbers("links", link_where, link_capacity, link_price),
+            (_first(_bad_delay(link_delay)), lambda k: InvalidNetwork(
+                "delay_s must be a non-negative finite number of seconds, got "
+                f"{raw['links.delay_s'][k] if 'links.delay_s' in raw else float(link_delay[k])!r}",
+                field=f"{link_where(k)}.delay_s")),
         ])  # fmt: skip
         for end, name in (("source", source), ("target", target)):
             if name not in index:
@@ -464,6 +487,7 @@ class Network:
             "link_head": head,
             "link_capacity": link_capacity,
             "link_price": link_price,
+            "link_delay": link_delay,
             "node_costs": node_costs,
             "link_costs": link_costs,
             "node_memory": node_memory,
@@ -475,7 +499,7 @@ class Network:
         }
         self.__dict__.update(values)
         for array in (node_capacity, node_price, tail, head, link_capacity, link_price,
-                      node_memory, node_memory_price):  # fmt: skip
+                      link_delay, node_memory, node_memory_price):  # fmt: skip
             array.flags.writeable = False
         if not self.from_source[index[target]]:
             raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
@@ -509,6 +533,7 @@ class Network:
             node_memory=self.node_memory,
             node_memory_price=self.node_memory_price,
             node_memory_costs=self.node_memory_costs,
+            link_delay=self.link_delay,
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -518,7 +543,7 @@ class Network:
         raise AttributeError(f"Network is immutable: cannot delete {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        """Equal ids, endpoints, capacities, memories and prices, source and target (as
+        """Equal ids, endpoints, capacities, memories, prices and delays, source and target (as
         :class:`Node` and :class:`Link` compare, cost functions are not compared)."""
         if not isinstance(other, Network):
             return NotImplemented
@@ -528,7 +553,7 @@ class Network:
             and all(
                 np.array_equal(getattr(self, a), getattr(other, a))
                 for a in ("node_capacity", "node_price", "link_tail", "link_head",
-                          "link_capacity", "link_price")
+                          "link_capacity", "link_price", "link_delay")
             )
             and np.array_equal(self.node_memory, other.node_memory)
             and np.array_equal(self.node_memory_price, other.node_memory_price, equal_nan=True)
@@ -561,7 +586,8 @@ class Network:
             return link
         ids = self.node_ids
         return Link(ids[self.link_tail[k]], ids[self.link_head[k]], float(self.link_capacity[k]),
-                    float(self.link_price[k]), self.link_costs.get(k))  # fmt: skip
+                    float(self.link_price[k]), self.link_costs.get(k),
+                    float(self.link_delay[k]))  # fmt: skip
 
     def node_cost(self, k: int) -> CapacityCost:
         """The cost function of the node at position ``k``."""
@@ -625,7 +651,7 @@ class Network:
 
     def to_networkx(self) -> nx.DiGraph:
         """Nodes with ``capacity``/``price`` (and ``cost``) attributes, and ``memory``,
-        ``memory_price``, ``memory_cost`` where given; links likewise."""
+        ``memory_price``, ``memory_cost`` where given; links likewise, and their ``delay_s``."""
         import networkx as nx
 
         graph = nx.DiGraph(source=self.source, target=self.target)
@@ -633,9 +659,8 @@ class Network:
             graph.add_node(node.id, capacity=node.capacity, price=node.price, cost=node.cost,
                            **_memory_attributes(node))  # fmt: skip
         for link in self.links:
-            graph.add_edge(
-                link.source, link.target, capacity=link.capacity, price=link.price, cost=link.cost
-            )
+            graph.add_edge(link.source, link.target, capacity=link.capacity, price=link.price,
+                           cost=link.cost, delay_s=link.delay_s)  # fmt: skip
         return graph
 
     @classmethod
@@ -643,7 +668,8 @@ class Network:
         cls, graph: nx.DiGraph, source: str | None = None, target: str | None = None
     ) -> Network:
         """Build from a ``DiGraph`` whose nodes and edges carry ``capacity`` and ``price``
-        (nodes may carry ``memory``, ``memory_price`` and ``memory_cost``, edges ``cost``).
+        (and optionally ``cost``; nodes ``memory``, ``memory_price`` and ``memory_cost``;
+        edges ``delay_s``, 0 when absent).
 
         ``source`` and ``target`` default to the graph attributes of the same names.
         """
@@ -665,7 +691,14 @@ class Network:
                 for v, d in graph.nodes(data=True)
             )
             links = tuple(
-                Link(str(u), str(v), d["capacity"], d.get("price", 0.0), d.get("cost"))
+                Link(
+                    str(u),
+                    str(v),
+                    d["capacity"],
+                    d.get("price", 0.0),
+                    d.get("cost"),
+                    d.get("delay_s", 0.0),
+                )
                 for u, v, d in graph.edges(data=True)
             )
         except KeyError as exc:
@@ -694,6 +727,8 @@ class Network:
             nodes[k]["memory_price"] = float(self.node_memory_price[k])
         for k, cost in self.node_memory_costs.items():
             nodes[k]["memory_cost"] = cost.to_dict()
+        for k in np.flatnonzero(self.link_delay).tolist():  # a delay of 0 is the default
+            links[k]["delay_s"] = float(self.link_delay[k])
         return {"source": self.source, "target": self.target, "nodes": nodes, "links": links}
 
 
