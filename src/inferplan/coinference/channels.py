@@ -32,13 +32,16 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
 from inferplan.arrays import FloatArray
 from inferplan.errors import DivergentCost, InvalidSystem
+
+if TYPE_CHECKING:
+    from inferplan.coinference.markov import Chain
 
 __all__ = [
     "Channel",
@@ -102,6 +105,8 @@ class Channel(ABC):
     """The distribution of the uplink SNR ``gamma`` (linear, not dB) at one split stage."""
 
     kind: str
+    #: Whether SNRs at successive stages depend on each other (:meth:`chain` is not ``None``).
+    memory: ClassVar[bool] = False
 
     @abstractmethod
     def below(self, threshold: float) -> float:
@@ -139,6 +144,18 @@ class Channel(ABC):
     def mean_inv_log(self) -> float:
         """``E[1 / log2(1 + gamma)]``, the expectation for a forced upload."""
         return self.partial_inv_log(0.0)
+
+    def chain(self, intervals: Sequence[float]) -> Chain | None:
+        """The channel's memory over ``len(intervals) + 1`` stages ``intervals`` seconds apart
+        (:mod:`inferplan.coinference.markov`); ``None``: SNRs of different stages are
+        independent."""
+        return None
+
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        """``(size, len(intervals) + 1)`` SNRs at consecutive stages (independent here)."""
+        return self.sample(rng, size * (len(intervals) + 1)).reshape(size, len(intervals) + 1)
 
 
 # ----------------------------------------------------------------------------------- discrete

@@ -22,10 +22,10 @@ import torch
 from torch import nn
 
 from inferplan.coinference import (
-    SplitPolicy,
+    Policy,
     System,
     decide,
-    evaluate_thresholds,
+    evaluate_policy,
     layers_from_profile,
     system_from_dict,
 )
@@ -213,7 +213,8 @@ class DevicePlan:
     method
         A strategy of :data:`inferplan.coinference.STRATEGIES` or ``fixed:K``.
     policy
-        The thresholds; ``policy.placement`` is ``M``.
+        The thresholds (per stage, or per stage and channel state on a channel with memory);
+        ``policy.placement`` is ``M``.
     expected_cost
         ``E[eta_S(gamma_S)]`` per inference under this policy.
     placement_cost
@@ -223,7 +224,7 @@ class DevicePlan:
     """
 
     method: str
-    policy: SplitPolicy
+    policy: Policy
     expected_cost: float
     placement_cost: float
     split_probabilities: tuple[float, ...]
@@ -257,11 +258,11 @@ def plan_device(system: System, method: str) -> DevicePlan:
     except InvalidArgument as exc:
         raise InvalidArgument(exc.message, field="method") from None
     method, policy = decision.strategy, decision.policy
-    values, split = evaluate_thresholds(system, np.asarray(policy.thresholds, dtype=np.float64))
+    expected, split = evaluate_policy(system, policy)
     return DevicePlan(
         method=method,
         policy=policy,
-        expected_cost=float(values[0]),
+        expected_cost=expected,
         placement_cost=float(system.placement_costs[policy.placement]),
         split_probabilities=tuple(float(p) for p in split),
     )
