@@ -34,7 +34,6 @@ from inferplan.coinference import (
     stationary_law,
 )
 from inferplan.coinference.markov_stopping import (
-    evaluate_rule,
     memory_one_step_etc_all,
     memory_one_step_thresholds,
     memory_thresholds,
@@ -108,7 +107,8 @@ def test_memory_induction_matches_brute_force_cost_and_decisions(system):
             best, rel=1e-11, abs=1e-15
         )
         assert any(
-            all(t[key] == table[key] for key in table if _reachable(paths, key)) for t in optimal_tables
+            all(t[key] == table[key] for key in table if _reachable(paths, key))
+            for t in optimal_tables
         )
         # Looking at the whole history does no better: the state is all the chain remembers.
         history = oracles.markov_history_optimum(system, snr, transitions, initial, m)
@@ -310,7 +310,9 @@ def test_gauss_markov_clarke_correlations_come_from_the_layers():
     ch = GaussMarkov(10.0, 0.25, speed_mps=1.5, carrier_hz=2.4e9)
     s = default_system(channel=ch)
     dt = np.asarray(s.layers.cycles) / s.device.cpu_hz
-    np.testing.assert_allclose(ch.correlations(s.stage_intervals), clarke_correlation(1.5, 2.4e9, dt))
+    np.testing.assert_allclose(
+        ch.correlations(s.stage_intervals), clarke_correlation(1.5, 2.4e9, dt)
+    )
     still = default_system(channel=GaussMarkov(10.0, 0.25, speed_mps=0.0, carrier_hz=2.4e9))
     assert still.chain is not None
     np.testing.assert_array_equal(still.chain.transitions[0], np.eye(64))

@@ -13,8 +13,8 @@ layers: {cycles: [...], input_bits: [...], param_bits: [...]}   # N, N+1, N entr
 ``layers`` may instead name a profile (``layers: {profile: alexnet, cycles_per_flop: 0.25}``, or
 the shorthand top-level ``profile: alexnet``); ``channel`` may be a list of ``N + 1`` entries,
 one per split stage, except for a channel with memory (``kind: markov`` or
-``kind: gauss-markov``, docs/coinference.md), which describes every stage. Relative file names (profile files, ``trace`` CSVs) are resolved against the
-system file's directory.
+``kind: gauss-markov``, docs/coinference.md), which describes every stage. Relative file names
+(profile files, ``trace`` CSVs) are resolved against the system file's directory.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from inferplan.documents import path_exists, read_document, validate_document, w
 from inferplan.errors import InferplanError, InvalidSystem
 from inferplan.profiles import load_profile
 
-__all__ = ["load_system", "save_system", "system_from_dict"]
+__all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
 
 
 class _Strict(BaseModel):
@@ -161,7 +161,7 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
     return exc
 
 
-def _read_trace(path: Path) -> tuple[float, ...]:
+def read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -237,7 +237,7 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(_read_trace(path))
+            return Trace(read_trace(path))
         return Trace(tuple(doc.snr or ()))
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file

@@ -190,7 +190,7 @@ class Markov(Channel):
     >>> ch = Markov(snr=(0.5, 3.0, 12.0),
     ...             transition=((0.8, 0.2, 0.0), (0.1, 0.8, 0.1), (0.0, 0.2, 0.8)))
     >>> [round(p, 4) for p in ch.law]
-    [0.2, 0.4, 0.4]
+    [0.25, 0.5, 0.25]
     """
 
     snr: tuple[float, ...]
@@ -212,8 +212,7 @@ class Markov(Channel):
         for k in range(1, len(snr)):
             if snr[k] <= snr[k - 1]:
                 raise InvalidSystem(
-                    f"states must be listed by increasing SNR, got {snr[k - 1]!r} then "
-                    f"{snr[k]!r}",
+                    f"states must be listed by increasing SNR, got {snr[k - 1]!r} then {snr[k]!r}",
                     field=f"snr[{k}]",
                 )
         object.__setattr__(self, "snr", snr)
@@ -311,7 +310,7 @@ class Markov(Channel):
         """The chain over ``len(intervals) + 1`` stages (the intervals do not matter here)."""
         steps = len(intervals)
         stack = self._stack
-        if stack.shape[0] == 1:
+        if np.ndim(self.transition) == 2:
             stack = np.broadcast_to(stack, (steps, *stack.shape[1:]))
         elif stack.shape[0] != steps:
             raise InvalidSystem(
@@ -409,7 +408,7 @@ def fit_markov(
             lo = "-inf" if k == 0 else f"{cuts[k - 1]:g}"
             hi = "inf" if k == states - 1 else f"{cuts[k]:g}"
             raise InvalidSystem(
-                f"of {x.size} samples is too short to fit {states} states: no sample in state "
+                f"is too short to fit {states} states ({x.size} samples): no sample in state "
                 f"{k} (SNR in [{lo}, {hi})) is followed by another; record a longer trace or "
                 "fit fewer states",
                 field="trace",
@@ -615,7 +614,9 @@ class GaussMarkov(Channel):
             nxt = np.empty_like(h)
             todo = np.arange(size)
             while todo.size:
-                w = (rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)) / math.sqrt(2)
+                w = (
+                    rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)
+                ) / math.sqrt(2)
                 cand = rho * h[todo] + math.sqrt(max(0.0, 1.0 - rho * rho)) * w
                 ok = mean * np.abs(cand) ** 2 >= floor
                 nxt[todo[ok]] = cand[ok]

@@ -36,8 +36,8 @@ __all__ = [
     "evaluate_policy",
     "evaluate_rule",
     "memory_one_step_etc_all",
-    "memory_optimal_etc_all",
     "memory_one_step_thresholds",
+    "memory_optimal_etc_all",
     "memory_thresholds",
     "stage_thresholds",
     "state_costs",
@@ -223,9 +223,7 @@ def stage_thresholds(system: System, thresholds: FloatArray) -> tuple[float, ...
     """Per stage, the SNR of the lowest state the rule splits in (``inf``: none)."""
     chain = _chain(system)
     stop = chain.snr[None, :] >= _as_table(system, thresholds)
-    return tuple(
-        float(chain.snr[np.argmax(row)]) if row.any() else math.inf for row in stop
-    )
+    return tuple(float(chain.snr[np.argmax(row)]) if row.any() else math.inf for row in stop)
 
 
 def state_policy(system: System, thresholds: FloatArray) -> StatePolicy:

@@ -125,14 +125,21 @@ class PlacementPlan:
         return self.solution.policy()
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``coinfer --json`` object (``null`` for infinite or unevaluated values)."""
-        return {
+        """The ``coinfer --json`` object (``null`` for infinite or unevaluated values); on a
+        channel with memory also the rule per state (``state_thresholds``, ``boundaries``,
+        ``threshold_structure``)."""
+        out: dict[str, Any] = {
             "method": self.method,
             "placement": self.placement,
             "expected_cost": self.expected_cost,
             "costs": [z if math.isfinite(z) else None for z in self.costs],
             "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
         }
+        solution = self.solution.to_dict()
+        for key in ("state_thresholds", "boundaries", "threshold_structure"):
+            if key in solution:
+                out[key] = solution[key]
+        return out
 
 
 def _argmin(costs: FloatArray) -> int:

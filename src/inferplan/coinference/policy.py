@@ -10,6 +10,7 @@ binary search among ``K - 1`` boundaries and one comparison).
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -130,7 +131,7 @@ class StatePolicy:
     def __post_init__(self) -> None:
         cuts = tuple(float(b) for b in self.boundaries)
         if any(not math.isfinite(b) for b in cuts) or any(
-            hi <= lo for lo, hi in zip(cuts, cuts[1:], strict=False)
+            hi <= lo for lo, hi in itertools.pairwise(cuts)
         ):
             raise InvalidArgument("policy boundaries must be increasing finite SNRs")
         rows = []
@@ -143,9 +144,7 @@ class StatePolicy:
                 )
             for t in values:
                 if math.isnan(t) or t < 0:
-                    raise InvalidArgument(
-                        f"threshold of stage {n} must be >= 0 or null, got {t!r}"
-                    )
+                    raise InvalidArgument(f"threshold of stage {n} must be >= 0 or null, got {t!r}")
             rows.append(values)
         object.__setattr__(self, "boundaries", cuts)
         object.__setattr__(self, "thresholds", tuple(rows))

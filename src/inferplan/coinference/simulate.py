@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import Channel, inv_log2
+from inferplan.coinference.channels import inv_log2
 from inferplan.coinference.policy import Policy
 from inferplan.coinference.strategies import STRATEGIES, decide
 from inferplan.coinference.system import System
@@ -112,8 +112,7 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
     memory (then each row is one path of the channel: the Markov chain, or the Gauss-Markov
     recursion)."""
     if system.chain is not None:
-        channel: Channel = system.channel
-        return channel.sample_paths(rng, inferences, system.stage_intervals)
+        return system.memory_channel.sample_paths(rng, inferences, system.stage_intervals)
     out = np.empty((inferences, system.n_layers + 1))
     shared = all(ch is system.channels[0] for ch in system.channels)
     if shared:

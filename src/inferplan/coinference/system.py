@@ -382,6 +382,19 @@ class System:
         object.__setattr__(self, "channels", marginals)
 
     @property
+    def memory_channel(self) -> Channel:
+        """The channel with memory the system was given (``channels`` holds its marginals).
+
+        Raises
+        ------
+        InvalidArgument
+            If the channel has no memory.
+        """
+        if self.chain is None or not isinstance(self.channel, Channel):
+            raise InvalidArgument("the system's channel has no memory")
+        return self.channel
+
+    @property
     def stage_intervals(self) -> tuple[float, ...]:
         """``dt_1..dt_N``: the device's compute time of each layer, the time between the SNR
         observations at stages ``n`` and ``n + 1``."""
@@ -441,7 +454,7 @@ class System:
 
     def to_dict(self) -> dict[str, Any]:
         """The system in the system-file format (explicit layers)."""
-        channels = (self.channel,) if self.chain is not None else self.channels
+        channels = (self.memory_channel,) if self.chain is not None else self.channels
         shared = all(ch is channels[0] for ch in channels)
         return {
             "device": self.device.to_dict(),
