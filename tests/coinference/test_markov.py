@@ -369,3 +369,22 @@ def test_a_state_of_snr_zero_diverges_where_it_is_reached():
         default_system(channel=ch)
     with pytest.raises(DivergentCost):
         default_system(channel=GaussMarkov(10.0, rho=0.5))
+
+
+@settings(max_examples=10)
+@given(markov_systems(max_layers=2, max_states=4))
+def test_sampled_paths_follow_the_chain(system):
+    assert system.chain is not None
+    chain = system.chain
+    states = chain.sample_states(np.random.default_rng(0), 40_000)
+    tol = 4 * math.sqrt(0.25 / 40_000) + 1e-12
+    np.testing.assert_allclose(np.bincount(states[:, 0], minlength=chain.states) / 40_000,
+                               chain.initial, atol=tol)  # fmt: skip
+    for n in range(1, chain.stages):
+        for i in range(chain.states):
+            rows = states[:, n - 1] == i
+            if rows.sum() < 2_000:
+                continue
+            freq = np.bincount(states[rows, n], minlength=chain.states) / rows.sum()
+            np.testing.assert_allclose(freq, chain.transitions[n - 1][i],
+                                       atol=4 * math.sqrt(0.25 / rows.sum()))  # fmt: skip

@@ -155,15 +155,39 @@ class Chain:
 
     def sample_states(self, rng: np.random.Generator, size: int) -> IntArray:
         """``(size, S)`` state paths drawn from the chain."""
+        k = self.states
         out = np.empty((size, self.stages), dtype=np.int64)
-        last = self.states - 1
-        out[:, 0] = np.minimum(np.searchsorted(np.cumsum(self.initial), rng.random(size)), last)
-        cumulative = np.cumsum(self.transitions, axis=2)
+        out[:, 0] = np.minimum(np.searchsorted(np.cumsum(self.initial), rng.random(size)), k - 1)
         for n in range(1, self.stages):
-            u = rng.random(size)
-            rows = cumulative[n - 1][out[:, n - 1]]
-            out[:, n] = np.minimum((rows <= u[:, None]).sum(axis=1), last)
+            keep, alias = self._alias[n - 1]
+            here = out[:, n - 1]
+            x = rng.random(size) * k
+            column = np.minimum(x.astype(np.int64), k - 1)
+            flat = here * k + column
+            out[:, n] = np.where(x - column < keep[flat], column, alias[flat])
         return out
+
+    @functools.cached_property
+    def _alias(self) -> list[tuple[FloatArray, IntArray]]:
+        """Walker's alias tables of every row of every step (flattened ``K * K``): a draw is one
+        uniform column and one comparison, whatever ``K``."""
+        k = self.states
+        tables = []
+        for matrix in self.transitions:
+            keep = np.ones((k, k))
+            alias = np.tile(np.arange(k), (k, 1))
+            for i, row in enumerate(matrix):
+                scaled = row * k
+                small = [j for j in range(k) if scaled[j] < 1.0]
+                large = [j for j in range(k) if scaled[j] >= 1.0]
+                while small and large:
+                    lo, hi = small.pop(), large[-1]
+                    keep[i, lo], alias[i, lo] = scaled[lo], hi
+                    scaled[hi] -= 1.0 - scaled[lo]
+                    if scaled[hi] < 1.0:
+                        small.append(large.pop())
+            tables.append((keep.ravel(), alias.ravel()))
+        return tables
 
 
 def _default_boundaries(snr: FloatArray) -> FloatArray:
