@@ -68,8 +68,9 @@ def main() -> None:
     induction = least_cpu(lambda k: memory_thresholds(system, 20), max(args.runs, 20))
     gauss = least_cpu(
         lambda k: plan_placement(
-            default_system(channel=GaussMarkov(10.0 + 1e-6 * k, 0.25, speed_mps=3.0,
-                                               carrier_hz=2.4e9))  # fmt: skip
+            default_system(
+                channel=GaussMarkov(10.0 + 1e-6 * k, 0.25, speed_mps=3.0, carrier_hz=2.4e9)
+            )
         ),
         args.runs,
     )

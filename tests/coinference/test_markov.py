@@ -388,3 +388,31 @@ def test_sampled_paths_follow_the_chain(system):
             freq = np.bincount(states[rows, n], minlength=chain.states) / rows.sum()
             np.testing.assert_allclose(freq, chain.transitions[n - 1][i],
                                        atol=4 * math.sqrt(0.25 / rows.sum()))  # fmt: skip
+
+
+def test_gauss_markov_cells_and_steps_against_mpmath():
+    mpmath.mp.dps = 30
+    ch = GaussMarkov(10.0, 0.25, rho=0.9, grid=8)
+    chain = ch.chain([1e-3])
+    edges = [0.25, *chain.boundaries.tolist(), mpmath.inf]
+    mean, floor, r = mpmath.mpf(10), mpmath.mpf("0.25"), mpmath.mpf("0.9") ** 2
+
+    def density(y):  # the stationary law: floor + Exp(mean)
+        return mpmath.exp(-(y - floor) / mean) / mean
+
+    for k in (0, 3, 7):
+        lo, hi = edges[k], edges[k + 1]
+        p = mpmath.quad(density, [lo, hi])
+        g = mpmath.quad(lambda y: density(y) / mpmath.log(1 + y, 2), [lo, hi]) / p
+        assert float(p) == pytest.approx(1 / 8, rel=1e-9)
+        assert math.log(2) / math.log1p(chain.snr[k]) == pytest.approx(float(g), rel=1e-9)
+    x = mpmath.mpf(float(chain.snr[2]))
+    s = mean * (1 - r)
+
+    def step(y):  # the SNR one step on from x: a scaled non-central chi-square, 2 dof
+        return mpmath.exp(-(y + r * x) / s) * mpmath.besseli(0, 2 * mpmath.sqrt(r * x * y) / s) / s
+
+    above = mpmath.quad(step, [floor, x, mpmath.inf])
+    for j in (0, 2, 7):
+        want = mpmath.quad(step, [edges[j], edges[j + 1]]) / above
+        assert chain.transitions[0][2, j] == pytest.approx(float(want), rel=1e-9)

@@ -18,6 +18,7 @@ from inferplan.lazy import export_lazily
 
 if TYPE_CHECKING:
     from inferplan.coinference.channels import (
+        Chain,
         Channel,
         Discrete,
         LogNormal,
@@ -28,14 +29,12 @@ if TYPE_CHECKING:
     )
     from inferplan.coinference.io import load_system, save_system, system_from_dict
     from inferplan.coinference.markov import (
-        Chain,
         GaussMarkov,
         Markov,
         clarke_correlation,
         fit_markov,
         stationary_law,
     )
-    from inferplan.coinference.markov_stopping import evaluate_policy
     from inferplan.coinference.placement import (
         Baselines,
         MlpPlacement,
@@ -66,6 +65,7 @@ if TYPE_CHECKING:
     from inferplan.coinference.stopping import (
         RULES,
         StoppingSolution,
+        evaluate_policy,
         evaluate_thresholds,
         one_step_etc_all,
         one_step_terms,
@@ -171,6 +171,7 @@ export_lazily(
     __name__,
     {
         "inferplan.coinference.channels": (
+            "Chain",
             "Channel",
             "Discrete",
             "LogNormal",
@@ -181,14 +182,12 @@ export_lazily(
         ),
         "inferplan.coinference.io": ("load_system", "save_system", "system_from_dict"),
         "inferplan.coinference.markov": (
-            "Chain",
             "GaussMarkov",
             "Markov",
             "clarke_correlation",
             "fit_markov",
             "stationary_law",
         ),
-        "inferplan.coinference.markov_stopping": ("evaluate_policy",),
         "inferplan.coinference.placement": (
             "Baselines",
             "MlpPlacement",
@@ -219,6 +218,7 @@ export_lazily(
         "inferplan.coinference.stopping": (
             "RULES",
             "StoppingSolution",
+            "evaluate_policy",
             "evaluate_thresholds",
             "one_step_etc_all",
             "one_step_terms",

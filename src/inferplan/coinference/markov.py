@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from inferplan.arrays import FloatArray, IntArray
-from inferplan.coinference.channels import Channel, Discrete, Rayleigh, inv_log2
+from inferplan.arrays import FloatArray
+from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, inv_log2
 from inferplan.errors import InvalidSystem
 
 __all__ = [
@@ -102,92 +102,10 @@ def clarke_correlation(speed_mps: float, carrier_hz: float, dt_s: npt.ArrayLike)
     Examples
     --------
     >>> round(float(clarke_correlation(1.5, 2.4e9, 0.001)), 6)
-    0.998581
+    0.998577
     """
     doppler = speed_mps * carrier_hz / SPEED_OF_LIGHT
     return np.asarray(special.j0(2.0 * math.pi * doppler * np.asarray(dt_s, dtype=np.float64)))
-
-
-@dataclass(frozen=True, eq=False)
-class Chain:
-    """A channel with memory as the solvers see it: ``K`` SNR states over ``S`` stages.
-
-    Attributes
-    ----------
-    snr
-        ``(K,)`` the linear SNR each state stands for, increasing.
-    boundaries
-        ``(K - 1,)`` where one state's SNR range ends and the next begins.
-    initial
-        ``(K,)`` the law of the state at stage 1.
-    transitions
-        ``(S - 1, K, K)``: ``transitions[n - 1][i, j] = P(state j at n + 1 | state i at n)``.
-    """
-
-    snr: FloatArray
-    boundaries: FloatArray
-    initial: FloatArray
-    transitions: FloatArray
-
-    @property
-    def states(self) -> int:
-        """``K``."""
-        return int(self.snr.size)
-
-    @property
-    def stages(self) -> int:
-        """``S``, the stages the chain covers (``N + 1`` in a system)."""
-        return int(self.transitions.shape[0]) + 1
-
-    @functools.cached_property
-    def marginals(self) -> FloatArray:
-        """``(S, K)``: the law of the state at each stage."""
-        out = np.empty((self.stages, self.states))
-        out[0] = self.initial
-        for n in range(1, self.stages):
-            out[n] = out[n - 1] @ self.transitions[n - 1]
-        out /= out.sum(axis=1, keepdims=True)
-        return out
-
-    def state_of(self, snr: npt.ArrayLike) -> IntArray:
-        """The state of each observed SNR."""
-        return np.searchsorted(self.boundaries, snr, side="right").astype(np.int64)
-
-    def sample_states(self, rng: np.random.Generator, size: int) -> IntArray:
-        """``(size, S)`` state paths drawn from the chain."""
-        k = self.states
-        out = np.empty((size, self.stages), dtype=np.int64)
-        out[:, 0] = np.minimum(np.searchsorted(np.cumsum(self.initial), rng.random(size)), k - 1)
-        for n in range(1, self.stages):
-            keep, alias = self._alias[n - 1]
-            here = out[:, n - 1]
-            x = rng.random(size) * k
-            column = np.minimum(x.astype(np.int64), k - 1)
-            flat = here * k + column
-            out[:, n] = np.where(x - column < keep[flat], column, alias[flat])
-        return out
-
-    @functools.cached_property
-    def _alias(self) -> list[tuple[FloatArray, IntArray]]:
-        """Walker's alias tables of every row of every step (flattened ``K * K``): a draw is one
-        uniform column and one comparison, whatever ``K``."""
-        k = self.states
-        tables = []
-        for matrix in self.transitions:
-            keep = np.ones((k, k))
-            alias = np.tile(np.arange(k), (k, 1))
-            for i, row in enumerate(matrix):
-                scaled = row * k
-                small = [j for j in range(k) if scaled[j] < 1.0]
-                large = [j for j in range(k) if scaled[j] >= 1.0]
-                while small and large:
-                    lo, hi = small.pop(), large[-1]
-                    keep[i, lo], alias[i, lo] = scaled[lo], hi
-                    scaled[hi] -= 1.0 - scaled[lo]
-                    if scaled[hi] < 1.0:
-                        small.append(large.pop())
-            tables.append((keep.ravel(), alias.ravel()))
-        return tables
 
 
 def _default_boundaries(snr: FloatArray) -> FloatArray:
@@ -400,7 +318,7 @@ def fit_markov(
     >>> trace = [1.0, 1.2, 8.0, 9.0, 1.1, 7.5, 8.5, 1.3, 1.0, 9.5]
     >>> ch = fit_markov(trace, 2)
     >>> len(ch.snr), ch.transition[0]
-    (2, (0.5, 0.5))
+    (2, (0.4, 0.6))
     """
     x = np.asarray(samples, dtype=np.float64)
     if isinstance(states, bool) or not isinstance(states, int | np.integer) or states < 1:

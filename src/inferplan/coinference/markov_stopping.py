@@ -25,15 +25,13 @@ import math
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import inv_log2
-from inferplan.coinference.markov import Chain
-from inferplan.coinference.policy import Policy, SplitPolicy, StatePolicy
+from inferplan.coinference.channels import Chain, inv_log2
+from inferplan.coinference.policy import StatePolicy
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
 __all__ = [
     "agreement_probability",
-    "evaluate_policy",
     "evaluate_rule",
     "memory_one_step_etc_all",
     "memory_one_step_thresholds",
@@ -249,25 +247,3 @@ def agreement_probability(system: System, first: FloatArray, second: FloatArray)
         total += float(reach[chain.snr >= hi].sum())
         reach = np.where(chain.snr < lo, reach, 0.0) @ chain.transitions[n - 1]
     return min(1.0, total + float(reach.sum()))
-
-
-def evaluate_policy(system: System, policy: Policy) -> tuple[float, FloatArray]:
-    """Expected ETC and split probabilities of any on-device policy on the system's channel."""
-    if system.chain is None:
-        from inferplan.coinference.stopping import evaluate_thresholds
-
-        if not isinstance(policy, SplitPolicy):
-            raise InvalidArgument("a per-state policy needs a channel with memory")
-        values, split = evaluate_thresholds(system, np.asarray(policy.thresholds))
-        return float(values[0]), split
-    if isinstance(policy, StatePolicy):
-        chain = system.chain
-        if policy.boundaries != tuple(chain.boundaries.tolist()):
-            raise InvalidArgument("the policy's states are not the channel's")
-        table = np.asarray(policy.thresholds, dtype=np.float64).reshape(
-            policy.placement, chain.states
-        )
-    else:
-        table = np.asarray(policy.thresholds, dtype=np.float64)
-    values, split = evaluate_rule(system, table)
-    return float(values[0]), split

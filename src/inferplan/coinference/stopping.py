@@ -28,6 +28,7 @@ from inferplan.errors import InvalidArgument
 __all__ = [
     "RULES",
     "StoppingSolution",
+    "evaluate_policy",
     "evaluate_thresholds",
     "one_step_etc_all",
     "one_step_terms",
@@ -340,3 +341,25 @@ def _solve_with_memory(system: System, m: int, rule: str) -> StoppingSolution:
         boundaries=policy.boundaries,
         threshold_structure=memory.threshold_structure(system, table),
     )
+
+
+def evaluate_policy(system: System, policy: Policy) -> tuple[float, FloatArray]:
+    """Expected ETC and split probabilities of any on-device policy on the system's channel."""
+    if system.chain is None:
+        if not isinstance(policy, SplitPolicy):
+            raise InvalidArgument("a per-state policy needs a channel with memory")
+        values, split = evaluate_thresholds(system, np.asarray(policy.thresholds))
+        return float(values[0]), split
+    from inferplan.coinference import markov_stopping as memory
+
+    if isinstance(policy, StatePolicy):
+        chain = system.chain
+        if policy.boundaries != tuple(chain.boundaries.tolist()):
+            raise InvalidArgument("the policy's states are not the channel's")
+        table = np.asarray(policy.thresholds, dtype=np.float64).reshape(
+            policy.placement, chain.states
+        )
+    else:
+        table = np.asarray(policy.thresholds, dtype=np.float64)
+    values, split = memory.evaluate_rule(system, table)
+    return float(values[0]), split

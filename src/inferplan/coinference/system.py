@@ -20,17 +20,14 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import Channel, Discrete, Rayleigh, channel_sequence
+from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, channel_sequence
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
-
-if TYPE_CHECKING:
-    from inferplan.coinference.markov import Chain
 
 __all__ = [
     "DEFAULT_BITS_PER_ELEMENT",
