@@ -187,8 +187,9 @@ def coinfer_fit_command(
         str | None,
         typer.Option(
             "--boundaries",
-            metavar="<snr,snr,...>",
-            help="The K - 1 SNRs between the states, instead of equiprobable ones.",
+            metavar="<snrs>",
+            help="The K - 1 SNRs between the states, separated by commas (instead of "
+            "equiprobable ones).",
         ),
     ] = None,
     out: Annotated[
@@ -197,7 +198,7 @@ def coinfer_fit_command(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """A finite-state Markov channel fitted to a recorded SNR trace.
+    """Fit a Markov channel to an SNR trace.
 
     One step of the trace is one step between split stages; the channel goes in a system file
     as its `channel`.
