@@ -92,6 +92,35 @@ def brute_force_interval(network: Network, profile: Profile) -> float:
     )
 
 
+def most_added(cost: object) -> float:
+    """The most capacity a cost function sells: its ``max_amount``, or as many whole modules of
+    ``size`` as fit under it."""
+    cap = float(cost.max_amount)  # type: ignore[attr-defined]
+    size = getattr(cost, "size", None)
+    if size is None or math.isinf(cap):
+        return cap
+    return math.floor(cap / size * (1 + 1e-9)) * size
+
+
+def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
+    """The least interval any plan can reach: ``T*`` over all deployments with every node and
+    link at its capacity plus the most its cost function sells (its ``max_amount``)."""
+    nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
+    links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    best = math.inf
+    for path, partition in deployments(network, profile.n_blocks):
+        interval, prev = 0.0, 0
+        for k, v in enumerate(path):
+            interval = max(interval, (S[partition[k]] - S[prev]) / nodes[v])
+            if k + 1 < len(path):
+                interval = max(interval, D[partition[k]] / links[(v, path[k + 1])])
+            prev = partition[k]
+        best = min(best, interval)
+    return best
+
+
 CYCLIC_NETWORK = {
     "source": "s",
     "target": "t",
@@ -106,3 +135,29 @@ CYCLIC_NETWORK = {
               {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
 }  # fmt: skip
 """A network file with a cycle on the way from source to target: s -> a <-> b -> t, s -> b."""
+
+
+def plan_latency(
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    node_upgrades: dict[str, float] | None = None,
+    link_upgrades: dict[tuple[str, str], float] | None = None,
+) -> float:
+    """One inference's time through a deployment, straight from the definition: every
+    node's blocks at its capacity (plus upgrades), every link's bits at its bandwidth (plus
+    upgrades), and every link's propagation delay."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    more_c, more_b = node_upgrades or {}, link_upgrades or {}
+    D = profile.activation_bits
+    total, prev = 0.0, 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        total += sum(profile.flops[prev:b]) / (nodes[v].capacity + more_c.get(v, 0.0))
+        if k + 1 < len(path):
+            link = links[(v, path[k + 1])]
+            total += D[b] / (link.capacity + more_b.get((v, path[k + 1]), 0.0)) + link.delay_s
+        prev = b
+    return total
