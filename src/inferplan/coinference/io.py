@@ -11,9 +11,13 @@ layers: {cycles: [...], input_bits: [...], param_bits: [...]}   # N, N+1, N entr
 ```
 
 ``layers`` may instead name a profile (``layers: {profile: alexnet, cycles_per_flop: 0.25}``, or
-the shorthand top-level ``profile: alexnet``); ``channel`` may be a list of ``N + 1`` entries,
-one per split stage. Relative file names (profile files, ``trace`` CSVs) are resolved against the
-system file's directory.
+the shorthand top-level ``profile: alexnet``); a system read for a model (``model=``, as ``edge
+serve`` and ``device run`` read it) may leave ``profile`` out, or ``layers`` altogether: the
+model's profile stands in, encoded by the same rules and defaults (:func:`layers_from_profile`).
+``channel`` may be a list of ``N + 1`` entries, one per split stage, except for a channel with
+memory (``kind: markov`` or ``kind: gauss-markov``, docs/coinference.md), which describes every
+stage. Relative file names
+(profile files, ``trace`` CSVs) are resolved against the system file's directory.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from inferplan.coinference.channels import (
     Rayleigh,
     Trace,
 )
+from inferplan.coinference.markov import GaussMarkov, Markov
 from inferplan.coinference.system import (
     DEFAULT_BITS_PER_ELEMENT,
     DEFAULT_BITS_PER_PARAM,
@@ -51,9 +56,9 @@ from inferplan.documents import (
     write_document,
 )
 from inferplan.errors import InferplanError, InvalidFile, InvalidSystem
-from inferplan.profiles import load_profile
+from inferplan.profiles import Profile, load_profile
 
-__all__ = ["load_system", "save_system", "system_from_dict"]
+__all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
 
 
 class _Strict(BaseModel):
@@ -92,7 +97,7 @@ class _ExplicitLayers(_Strict):
 
 
 class _ProfileLayers(_Strict):
-    profile: str
+    profile: str | None = None  # None: the model's profile (``model=``)
     cycles_per_flop: float = DEFAULT_CYCLES_PER_FLOP
     bits_per_element: float = DEFAULT_BITS_PER_ELEMENT
     input_bits_per_element: float = DEFAULT_INPUT_BITS_PER_ELEMENT
@@ -131,12 +136,32 @@ class _TraceEntry(_Strict):
     file: str | None = None
 
 
+class _MarkovEntry(_Strict):
+    kind: str
+    snr: list[float]
+    transition: list[list[float]] | list[list[list[float]]]
+    initial: list[float] | None = None
+    boundaries: list[float] | None = None
+
+
+class _GaussMarkovEntry(_Strict):
+    kind: str
+    mean_snr: float
+    min_snr: float | None = None
+    rho: float | list[float] | None = None
+    speed_mps: float | None = None
+    carrier_hz: float | None = None
+    grid: int = 64
+
+
 _CHANNEL_KINDS: dict[str, type[_Strict]] = {
     "discrete": _DiscreteEntry,
     "rayleigh": _RayleighEntry,
     "nakagami": _NakagamiEntry,
     "lognormal": _LogNormalEntry,
     "trace": _TraceEntry,
+    "markov": _MarkovEntry,
+    "gauss-markov": _GaussMarkovEntry,
 }
 
 
@@ -146,7 +171,7 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
     return exc
 
 
-def _read_trace(path: Path) -> tuple[float, ...]:
+def read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
         raw = read_bytes(path)
@@ -174,6 +199,10 @@ def _read_trace(path: Path) -> tuple[float, ...]:
     return tuple(values)
 
 
+def _nested_tuple(value: Any) -> Any:
+    return tuple(_nested_tuple(v) for v in value) if isinstance(value, list) else value
+
+
 def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
     kind = data.get("kind")
     model = _CHANNEL_KINDS.get(str(kind))
@@ -192,6 +221,22 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             return Nakagami(doc.m, doc.mean_snr, doc.min_snr)
         if isinstance(doc, _LogNormalEntry):
             return LogNormal(doc.mean_db, doc.sigma_db)
+        if isinstance(doc, _MarkovEntry):
+            return Markov(
+                tuple(doc.snr),
+                _nested_tuple(doc.transition),
+                None if doc.initial is None else tuple(doc.initial),
+                None if doc.boundaries is None else tuple(doc.boundaries),
+            )
+        if isinstance(doc, _GaussMarkovEntry):
+            return GaussMarkov(
+                doc.mean_snr,
+                doc.min_snr,
+                tuple(doc.rho) if isinstance(doc.rho, list) else doc.rho,
+                doc.speed_mps,
+                doc.carrier_hz,
+                doc.grid,
+            )
         assert isinstance(doc, _TraceEntry)
         if (doc.snr is None) == (doc.file is None):
             raise InvalidSystem("give exactly one of 'snr' and 'file'")
@@ -199,7 +244,7 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(_read_trace(path))
+            return Trace(read_trace(path))
         return Trace(tuple(doc.snr or ()))
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file
@@ -220,20 +265,30 @@ def _channels(value: Any, base: Path | None) -> Channel | tuple[Channel, ...]:
     return _channel(value, "channel", base)
 
 
-def _layers(doc: _SystemFile, base: Path | None) -> Layers:
-    if (doc.layers is None) == (doc.profile is None):
+def _layers(doc: _SystemFile, base: Path | None, model: Profile | None) -> Layers:
+    if doc.layers is not None and doc.profile is not None:
         raise InvalidSystem("give exactly one of 'layers' and 'profile'", field="layers")
-    raw: dict[str, Any] = doc.layers if doc.layers is not None else {"profile": doc.profile}
-    if "profile" in raw:
+    raw: dict[str, Any] | None = doc.layers if doc.profile is None else {"profile": doc.profile}
+    if raw is None:
+        if model is None:
+            raise InvalidSystem("give exactly one of 'layers' and 'profile'", field="layers")
+        raw = {}
+    if "profile" in raw or (model is not None and "cycles" not in raw):
         try:
             spec = validate_document(_ProfileLayers, raw, source=None, error=InvalidSystem)
         except InferplanError as exc:
             raise _prefixed(exc, "layers") from None
-        name = spec.profile
-        if base is not None and path_exists(base / name):
-            name = str(base / name)
+        if spec.profile is None:
+            if model is None:
+                raise InvalidSystem("missing field", field="layers.profile")
+            profile = model
+        else:
+            name = spec.profile
+            if base is not None and path_exists(base / name):
+                name = str(base / name)
+            profile = load_profile(name)
         return layers_from_profile(
-            load_profile(name),
+            profile,
             cycles_per_flop=spec.cycles_per_flop,
             bits_per_element=spec.bits_per_element,
             input_bits_per_element=spec.input_bits_per_element,
@@ -253,15 +308,21 @@ def _layers(doc: _SystemFile, base: Path | None) -> Layers:
 
 
 def system_from_dict(
-    data: object, *, source: str | None = None, base: Path | None = None
+    data: object,
+    *,
+    source: str | None = None,
+    base: Path | None = None,
+    model: Profile | None = None,
 ) -> System:
     """Build a :class:`System` from system-file data, naming ``source`` in errors.
 
-    ``base`` is the directory that relative file names (profiles, traces) are resolved against.
+    ``base`` is the directory that relative file names (profiles, traces) are resolved against;
+    ``model``, the profile of the model the system runs, gives the layers of a file that names
+    no profile and no explicit layers.
     """
     doc = validate_document(_SystemFile, data, source=source, error=InvalidSystem)
     try:
-        layers = _layers(doc, base)
+        layers = _layers(doc, base, model)
         channel = _channels(doc.channel, base)
         return System(
             device=Device(**doc.device.model_dump()),
@@ -276,8 +337,8 @@ def system_from_dict(
         raise exc.located(source) if source else exc from None
 
 
-def load_system(path: str | Path) -> System:
-    """Read a system file (YAML or JSON).
+def load_system(path: str | Path, *, model: Profile | None = None) -> System:
+    """Read a system file (YAML or JSON); ``model`` as for :func:`system_from_dict`.
 
     Examples
     --------
@@ -289,7 +350,7 @@ def load_system(path: str | Path) -> System:
     True
     """
     path = Path(path)
-    return system_from_dict(read_document(path), source=str(path), base=path.parent)
+    return system_from_dict(read_document(path), source=str(path), base=path.parent, model=model)
 
 
 def save_system(system: System, path: str | Path) -> None:
