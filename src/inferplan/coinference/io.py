@@ -23,7 +23,7 @@ stage. Relative file names
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -119,14 +119,14 @@ class _DiscreteEntry(_Strict):
 
 class _RayleighEntry(_Strict):
     kind: str
-    mean_snr: float | Literal["path-loss"]
+    mean_snr: float
     min_snr: float | None = None
 
 
 class _NakagamiEntry(_Strict):
     kind: str
     m: float
-    mean_snr: float | Literal["path-loss"]
+    mean_snr: float
     min_snr: float | None = None
 
 
@@ -152,7 +152,7 @@ class _MarkovEntry(_Strict):
 
 class _GaussMarkovEntry(_Strict):
     kind: str
-    mean_snr: float | Literal["path-loss"]
+    mean_snr: float
     min_snr: float | None = None
     rho: float | list[float] | None = None
     speed_mps: float | None = None
@@ -223,22 +223,21 @@ def _channel(
             f"unknown channel kind {kind!r} (use one of: {kinds})", field=f"{where}.kind"
         )
     try:
-        doc = validate_document(model, data, source=None, error=InvalidSystem)
-        if getattr(doc, "mean_snr", None) == "path-loss":
+        if data.get("mean_snr") == "path-loss":
             if path_snr is None:
                 raise InvalidSystem(
                     "'path-loss' needs the downlink as a free-space link (downlink: {tx_power_w, "
                     "distance_m, carrier_hz, bandwidth_hz}) for the device's distance",
                     field="mean_snr",
                 )
-            doc = doc.model_copy(update={"mean_snr": path_snr})
-        mean_snr = float(getattr(doc, "mean_snr", 0.0))
+            data = {**data, "mean_snr": path_snr}
+        doc = validate_document(model, data, source=None, error=InvalidSystem)
         if isinstance(doc, _DiscreteEntry):
             return Discrete(tuple(doc.snr), tuple(doc.prob))
         if isinstance(doc, _RayleighEntry):
-            return Rayleigh(mean_snr, doc.min_snr)
+            return Rayleigh(doc.mean_snr, doc.min_snr)
         if isinstance(doc, _NakagamiEntry):
-            return Nakagami(doc.m, mean_snr, doc.min_snr)
+            return Nakagami(doc.m, doc.mean_snr, doc.min_snr)
         if isinstance(doc, _LogNormalEntry):
             return LogNormal(doc.mean_db, doc.sigma_db)
         if isinstance(doc, _MarkovEntry):
@@ -250,7 +249,7 @@ def _channel(
             )
         if isinstance(doc, _GaussMarkovEntry):
             return GaussMarkov(
-                mean_snr,
+                doc.mean_snr,
                 doc.min_snr,
                 tuple(doc.rho) if isinstance(doc.rho, list) else doc.rho,
                 doc.speed_mps,
