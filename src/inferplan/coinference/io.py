@@ -140,6 +140,7 @@ class _TraceEntry(_Strict):
     kind: str
     snr: list[float] | None = None
     file: str | None = None
+    replay: bool = False
 
 
 class _MarkovEntry(_Strict):
@@ -158,6 +159,7 @@ class _GaussMarkovEntry(_Strict):
     speed_mps: float | None = None
     carrier_hz: float | None = None
     grid: int = 64
+    sampler: str = "recursion"
 
 
 _CHANNEL_KINDS: dict[str, type[_Strict]] = {
@@ -255,6 +257,7 @@ def _channel(
                 doc.speed_mps,
                 doc.carrier_hz,
                 doc.grid,
+                doc.sampler,
             )
         assert isinstance(doc, _TraceEntry)
         if (doc.snr is None) == (doc.file is None):
@@ -263,8 +266,8 @@ def _channel(
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(read_trace(path))
-        return Trace(tuple(doc.snr or ()))
+            return Trace(read_trace(path), doc.replay)
+        return Trace(tuple(doc.snr or ()), doc.replay)
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file
             raise
