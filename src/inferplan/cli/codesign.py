@@ -88,6 +88,17 @@ def provision_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the plan report: one self-contained HTML page (the network with "
+            "the path, upgrades and bottleneck; stages with utilisation and headroom; costs).",
+        ),
+    ] = None,
+    dot: Annotated[
+        Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -128,7 +139,7 @@ def provision_command(
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
-                                         })  # fmt: skip
+                                         "--report": report, "--dot": dot})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
@@ -139,6 +150,14 @@ def provision_command(
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit)  # fmt: skip
+    if report is not None or dot is not None:
+        from inferplan.codesign.breakdown import plan_breakdown
+        from inferplan.plots.report import write_plan_report
+
+        parts = plan_breakdown(net, prof, plan)
+        title = f"{prof.name} on {network.name}: {plan.method} plan"
+        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
+            written(path)
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
