@@ -406,15 +406,17 @@ def test_device_run_command_lists_failed_inferences_and_exits_1(tmp_path):
     )
 
 
-def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):
+def test_device_run_command_exits_non_zero_with_its_summary_when_the_edge_is_gone(tmp_path):
     path = write_system(tmp_path / "system.json")
     with running_edge(tmp_path) as (edge, _):
         url = edge.url
     result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge", url,
-                   "--retries", "0", "--inferences", "2"])  # fmt: skip
-    assert result.exit_code == 2
-    assert result.stderr.startswith("error: edge http://127.0.0.1:")
-    assert "unreachable" in result.stderr
+                   "--retries", "0", "--inferences", "2", "--json"])  # fmt: skip
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)  # the usual summary: nothing completed
+    assert data["failed"] == [0, 1] and data["completed"] == 0
+    assert data["errors"]["0"].startswith("the edge's model could not be read: edge http://")
+    assert "unreachable" in result.stderr and result.stderr.count("\n") == 1
 
 
 def test_blocks_option_reaches_the_split(tmp_path):
@@ -453,7 +455,8 @@ def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "url", ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port"]
+    "url",
+    ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port", "http://[::1"],
 )
 def test_an_edge_url_that_is_not_http_host_port_is_one_clear_error(tmp_path, url):
     system, layered = _system(tmp_path)
