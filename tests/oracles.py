@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from inferplan import Network, Profile
+from inferplan.profiles.graph import LayerGraph
 
 CostFn = Callable[[float], float]
 
@@ -106,3 +107,73 @@ CYCLIC_NETWORK = {
               {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
 }  # fmt: skip
 """A network file with a cycle on the way from source to target: s -> a <-> b -> t, s -> b."""
+
+
+def graph_ideals(graph: LayerGraph) -> list[frozenset[str]]:
+    """Every down-closed set of layers (a layer with each layer it reads), by brute force over
+    all subsets, smallest first."""
+    reads = {v: {u for u, w in graph.edges if w == v and u != "input"} for v in graph.layers}
+    found = []
+    for size in range(len(graph.layers) + 1):
+        for subset in itertools.combinations(graph.layers, size):
+            chosen = set(subset)
+            if all(reads[v] <= chosen for v in chosen):
+                found.append(frozenset(chosen))
+    return found
+
+
+def boundary_bits(graph: LayerGraph, done: frozenset[str]) -> float:
+    """Bits leaving ``done``: each tensor made there (the input too) that a layer outside it
+    reads, and each output (a layer nobody reads) in it."""
+    bits = dict(zip(graph.layers, graph.output_bits, strict=True))
+    bits["input"] = graph.input_bits
+    readers: dict[str, set[str]] = {v: set() for v in ["input", *graph.layers]}
+    for u, v in graph.edges:
+        readers[u].add(v)
+    made = {"input", *done}
+    return math.fsum(
+        bits[u] for u in sorted(made)
+        if (readers[u] - done) or (u != "input" and not readers[u])
+    )  # fmt: skip
+
+
+def evaluate_graph(
+    network: Network,
+    graph: LayerGraph,
+    path: tuple[str, ...],
+    chain: tuple[frozenset[str], ...],
+    beta: float,
+) -> Candidate:
+    """Interval and least upgrade cost of running ``chain[l] - chain[l-1]`` on ``path[l]``."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    flops = dict(zip(graph.layers, graph.flops, strict=True))
+    interval, cost, prev = 0.0, 0.0, frozenset[str]()
+    for k, v in enumerate(path):
+        work = math.fsum(flops[x] for x in chain[k] - prev)
+        node = nodes[v]
+        interval = max(interval, work / node.capacity)
+        cost += _scalar(node.capacity_cost)(max(0.0, work / beta - node.capacity))
+        if k + 1 < len(path):
+            link = links[(v, path[k + 1])]
+            d = boundary_bits(graph, chain[k])
+            interval = max(interval, d / link.capacity)
+            cost += _scalar(link.capacity_cost)(max(0.0, d / beta - link.capacity))
+        prev = chain[k]
+    return Candidate(path, (), interval, cost)
+
+
+def graph_deployments(
+    network: Network, graph: LayerGraph
+) -> Iterator[tuple[tuple[str, ...], tuple[frozenset[str], ...]]]:
+    """Every simple s-t path with every chain of ideals ending at all layers."""
+    nx_graph = nx.DiGraph()
+    nx_graph.add_nodes_from(n.id for n in network.nodes)
+    nx_graph.add_edges_from((e.source, e.target) for e in network.links)
+    ideals = graph_ideals(graph)
+    everything = ideals[-1]
+    for path in nx.all_simple_paths(nx_graph, network.source, network.target):
+        for inner in itertools.combinations_with_replacement(range(len(ideals)), len(path) - 1):
+            chain = (*(ideals[k] for k in inner), everything)
+            if all(a <= b for a, b in itertools.pairwise(chain)):
+                yield tuple(path), chain

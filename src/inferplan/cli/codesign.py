@@ -9,7 +9,9 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    CutsOpt,
     JsonOpt,
+    MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
@@ -100,6 +102,8 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -114,7 +118,8 @@ def provision_command(
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break})  # fmt: skip
+                                         "--tie-break": tie_break, "--cuts": cuts,
+                                         "--max-ideals": max_ideals})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
@@ -123,7 +128,7 @@ def provision_command(
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit)  # fmt: skip
+                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals)  # fmt: skip
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
@@ -133,7 +138,9 @@ def provision_command(
         **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
-    console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+    console.print(
+        _stages(plan.path, plan.partition, plan.layers, plan.cuts, plan.bottleneck, added)
+    )
 
 
 def _provision_services(
@@ -223,23 +230,41 @@ def _rate(interval: float) -> str:
 def _stages(
     path: tuple[str, ...],
     partition: tuple[int, ...],
+    layers: tuple[tuple[str, ...], ...],
+    cuts: str,
     bottleneck: Bottleneck | None,
     added: dict[str, str] | None = None,
 ) -> object:
     """The deployment as its stages in order, nodes and the links between them, with the
-    blocks each runs or carries, the capacity added (if ``added``), and the bottleneck."""
+    blocks each runs (their numbers on a chain, the cut after them otherwise) and their
+    names, what each link carries, the capacity added (if ``added``), and the bottleneck."""
     rows, prev = [], 0
     slowest = bottleneck.id if bottleneck else None
+    numbered = cuts == "chain"
     for k, (node, done) in enumerate(zip(path, partition, strict=True)):
-        stages = [(node, f"{prev + 1}..{done}" if done > prev else "-")]
+        names = layers[k] if layers else ()
+        if numbered:
+            blocks = f"{prev + 1}..{done}" if done > prev else "-"
+        else:
+            blocks = f"cut {done}" if names else "-"
+        stages = [(node, blocks, _names(names))]
         if k + 1 < len(path):
-            stages.append((f"{node}->{path[k + 1]}", f"after {done}"))
-        for stage, blocks in stages:
+            stages.append((f"{node}->{path[k + 1]}", f"after {done}" if numbered
+                           else f"cut {done}", ""))  # fmt: skip
+        for stage, runs, named in stages:
             extra = [added.get(stage, "-")] if added is not None else []
-            rows.append([stage, blocks, *extra, "bottleneck" if stage == slowest else ""])
+            rows.append([stage, runs, named, *extra, "bottleneck" if stage == slowest else ""])
         prev = done
-    columns = ["stage", "blocks", *(["added"] if added is not None else []), "sets interval"]
+    columns = ["stage", "blocks", "layers", *(["added"] if added is not None else []),
+               "sets interval"]  # fmt: skip
     return table("deployment", columns, rows)
+
+
+def _names(names: tuple[str, ...], shown: int = 4) -> str:
+    """Layer names for a table cell: the first few and how many more."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"
 
 
 @app.command("throughput")
@@ -251,6 +276,8 @@ def throughput_command(
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
     as_json: JsonOpt = False,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -262,12 +289,12 @@ def throughput_command(
 
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof, method=method)
+        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals)
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
-    console.print(_stages(best.path, best.partition, best.bottleneck))
+    console.print(_stages(best.path, best.partition, best.layers, best.cuts, best.bottleneck))
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

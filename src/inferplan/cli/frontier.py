@@ -10,7 +10,9 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    CutsOpt,
     JsonOpt,
+    MaxIdealsOpt,
     MethodChoice,
     NetworkArg,
     ProfileArg,
@@ -41,6 +43,8 @@ def frontier_command(
         Path | None, typer.Option("--plot", help="Also draw the frontier to this image file.")
     ] = None,
     as_json: JsonOpt = False,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
 ) -> None:
     """Least cost against target throughput.
 
@@ -54,7 +58,8 @@ def frontier_command(
 
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only)
+        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
+                                cuts=cuts, max_ideals=max_ideals)  # fmt: skip
         front = cost_frontier(inst, low=low, high=high, points=points, method=method)
     if plot is not None:
         from inferplan.plots import plot_frontier  # matplotlib only when asked for

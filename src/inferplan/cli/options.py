@@ -14,7 +14,9 @@ from inferplan.codesign.methods import METHODS, SERVICE_METHODS, TIE_BREAKS, thr
 from inferplan.errors import InvalidArgument, InvalidNetwork
 
 __all__ = [
+    "CutsOpt",
     "JsonOpt",
+    "MaxIdealsOpt",
     "MethodChoice",
     "NetworkArg",
     "ProfileArg",
@@ -32,6 +34,23 @@ ProfileArg = Annotated[
     str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+CutsOpt = Annotated[
+    Literal["chain", "graph"] | None,
+    typer.Option(
+        "--cuts",
+        help="Where the model may be cut: chain (between consecutive blocks) or graph (at "
+        "every ideal of the profile's layer graph). Default graph when the profile has a "
+        "layer graph within the limits, else chain.",
+    ),
+]
+MaxIdealsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-ideals",
+        help="Refuse layer graphs with more ideals than this (default 100000).",
+        min=2,
+    ),
+]
 
 # The choices of --method and --tie-break are the registries' names (typer reads the Literal).
 if TYPE_CHECKING:

@@ -10,7 +10,6 @@ columns and builds every array with numpy: no Python object per node or link (th
 from __future__ import annotations
 
 import heapq
-import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Link, Network, adjacency
+from inferplan.profiles.ideals import CutKind, Cuts, cuts_of, range_sums
 from inferplan.profiles.profile import Profile
 
 if TYPE_CHECKING:
@@ -95,11 +95,14 @@ class CodesignInstance:
     """Arrays of one co-design problem (SI units).
 
     Nodes are indexed ``0..V-1`` in topological order (``source`` first when acyclic), links
-    ``0..E-1``. ``work_between[i, j]`` is ``w(i, j) = Q_(i+1) + ... + Q_j``, the FLOPs of
-    blocks ``i+1..j`` rounded once (``inf`` for ``i > j``, which no transition does): every
-    solver takes a stage's work from it, never as a difference of prefix sums, which loses a
-    small block beside a large one. ``prefix_flops`` is ``S_0..S_N`` (its first row) and
-    ``activation_bits`` is ``D_0..D_N``.
+    ``0..E-1``, the model's cuts ``0..K-1`` (:attr:`cuts`: the prefixes ``0..N`` of the
+    blocks, or the ideals of a layer graph; ``K - 1`` holds everything). ``work_between[i,
+    j]`` is ``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (``Q_(i+1) + ... + Q_j`` on
+    a chain) rounded once, ``inf`` where cut ``i`` is not inside cut ``j`` (no transition
+    does that): every solver takes a stage's work from it, never as a difference of prefix
+    sums, which loses a small block beside a large one. ``prefix_flops`` is the work of each
+    cut (its first row, ``S_0..S_N`` on a chain) and ``activation_bits`` the bits of each
+    cut's boundary (``D_0..D_N``).
     """
 
     network: Network
@@ -125,6 +128,7 @@ class CodesignInstance:
     source: int
     target: int
     acyclic: bool
+    cuts: Cuts
     own_node_costs: tuple[CapacityCost, ...] | None = None
     """Every node's cost function by index, in place of the network's (see :meth:`priced`)."""
     own_link_costs: tuple[CapacityCost, ...] | None = None
@@ -151,6 +155,16 @@ class CodesignInstance:
     @property
     def n_blocks(self) -> int:
         return self.profile.n_blocks
+
+    @property
+    def n_cuts(self) -> int:
+        """``K``, the number of states per node (``N + 1`` on a chain)."""
+        return self.cuts.n_cuts
+
+    @property
+    def last_cut(self) -> int:
+        """The cut holding the whole model (``N`` on a chain), which reaches the target."""
+        return self.cuts.last
 
     @property
     def n_links(self) -> int:
@@ -210,7 +224,7 @@ class CodesignInstance:
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
     def work(self, i: int, j: int) -> float:
-        """``w(i, j)``, the FLOPs of blocks ``i+1..j`` (rounded once)."""
+        """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once)."""
         return self._work_item(i, j)
 
     @cached_property
@@ -267,17 +281,19 @@ class CodesignInstance:
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
-        """``i > j``: a node cannot send fewer blocks than it received."""
-        return np.tri(self.n_blocks + 1, k=-1, dtype=bool)
+        """Cut ``i`` not inside cut ``j`` (``i > j`` on a chain): a node cannot send less
+        than it received."""
+        return ~self.cuts.subset
 
     @cached_property
     def work_or_zero(self) -> FloatArray:
-        """:attr:`work_between` with 0 for ``i > j``."""
+        """:attr:`work_between` with 0 where no transition goes."""
         return np.where(self.no_transition, 0.0, self.work_between)
 
     @cached_property
     def forbidden(self) -> FloatArray:
-        """0 for ``i <= j``, ``inf`` for ``i > j``: added to a cost, it rules out the rest."""
+        """0 where a transition goes, ``inf`` elsewhere: added to a cost, it rules out the
+        rest."""
         return np.where(self.no_transition, np.inf, 0.0)
 
     @cached_property
@@ -339,58 +355,6 @@ class CodesignInstance:
         }  # fmt: skip
 
 
-def range_sums(values: Sequence[float]) -> FloatArray:
-    """``sums[i, j] = values[i] + ... + values[j - 1]`` rounded once to the nearest float, for
-    ``0 <= i <= j <= n`` (0 on the diagonal, ``inf`` below it): equal to
-    ``math.fsum(values[i:j])``.
-
-    The sums are formed exactly as integers (in units of the finest power of two among the
-    values), so no value is lost beside a much larger one, as ``S_j - S_i`` of floating-point
-    prefix sums loses it (``[1e14, 1e-3]``: ``S_2 - S_1 = 0``). When every exact prefix sum is
-    a float already (integer FLOP counts below ``2**53``, for instance), one vectorised
-    subtraction of them is rounded once too and gives the same table.
-
-    Examples
-    --------
-    >>> float(range_sums([1e14, 1e-3])[1, 2])
-    0.001
-    """
-    ratios = [float(v).as_integer_ratio() for v in values]
-    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
-    unit = 1 << shift
-    exact = [0]
-    for num, den in ratios:
-        exact.append(exact[-1] + num * (unit // den))
-    prefix = [_ratio(p, unit) for p in exact]
-    n = len(exact)
-    below = np.tri(n, k=-1, dtype=bool)
-    if all(_represents(f, p, unit) for f, p in zip(prefix, exact, strict=True)):
-        S = np.array(prefix)
-        sums: FloatArray = S[None, :] - S[:, None]
-    else:
-        P = np.array(exact, dtype=object)
-        diff = np.where(below, 0, P[None, :] - P[:, None])
-        sums = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(diff).astype(np.float64)
-    sums[below] = np.inf
-    return sums
-
-
-def _ratio(num: int, den: int) -> float:
-    """``num / den`` rounded once (``inf`` beyond the largest float)."""
-    try:
-        return num / den
-    except OverflowError:
-        return math.inf
-
-
-def _represents(value: float, num: int, den: int) -> bool:
-    """Whether the float ``value`` equals ``num / den`` exactly (``den`` a power of two)."""
-    if not math.isfinite(value):
-        return False
-    a, b = value.as_integer_ratio()
-    return b <= den and a * (den // b) == num
-
-
 def _pricing(costs: CostColumns, prices: FloatArray, positions: IntArray) -> Pricing:
     """Pricing of the elements at ``positions`` of a network column of linear ``prices``,
     some of which have cost functions (``costs``, by position), built column-wise."""
@@ -433,14 +397,26 @@ def _topological_order(n: int, src: IntArray, dst: IntArray) -> IntArray | None:
 
 
 def compile_instance(
-    network: Network, profile: Profile, *, require_acyclic: bool = True
+    network: Network,
+    profile: Profile,
+    *,
+    require_acyclic: bool = True,
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
+
+    ``cuts``: the states of the model, ``"chain"`` (between consecutive blocks) or
+    ``"graph"`` (every ideal of the profile's layer graph, at most ``max_ideals``); by
+    default the graph's when the profile has one within the limits, else the chain's (see
+    :func:`~inferplan.profiles.ideals.cuts_of`).
 
     Raises
     ------
     NetworkHasCycle
         If ``require_acyclic`` and a cycle lies on the way from source to target.
+    InvalidArgument
+        For ``cuts="graph"`` without a layer graph or beyond the limits.
     """
     on_path = network.on_path
     keep = np.flatnonzero(on_path)  # network positions of the kept nodes, in file order
@@ -468,7 +444,8 @@ def compile_instance(
     out_start, out_order = adjacency(link_src, keep.size)
     in_start, in_order = adjacency(link_dst, keep.size)
     ids = network.node_ids
-    work = range_sums(profile.flops)
+    states = cuts_of(profile, cuts, max_ideals=max_ideals)
+    work = states.work_between
     return CodesignInstance(
         network=network,
         profile=profile,
@@ -485,8 +462,9 @@ def compile_instance(
         in_order=in_order,
         work_between=work,
         prefix_flops=work[0].copy(),
-        activation_bits=np.asarray(profile.activation_bits, dtype=np.float64),
+        activation_bits=states.bits,
         source=int(rank[position[network.node_position[network.source]]]),
         target=int(rank[position[network.node_position[network.target]]]),
         acyclic=acyclic,
+        cuts=states,
     )

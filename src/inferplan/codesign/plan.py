@@ -11,9 +11,10 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
+from inferplan.profiles.ideals import CutKind
 
 __all__ = [
     "STATUSES",
@@ -65,15 +66,20 @@ class Bottleneck:
 class Deployment:
     """A path through the network and its partition points.
 
-    ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
-    last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with, and ``bottleneck`` the stage that sets it.
+    ``partition[l]`` is the cut completed up to and including ``path[l]``: the number of
+    blocks on a chain (the last entry ``N``), the index of an ideal of the layer graph when
+    ``cuts`` is ``"graph"`` (the last entry the ideal holding every layer). ``layers[l]``
+    names the blocks or layers ``path[l]`` runs. ``interval`` is the output interval in
+    seconds under the capacities the deployment was evaluated with, and ``bottleneck`` the
+    stage that sets it.
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
     bottleneck: Bottleneck | None = None
+    layers: tuple[tuple[str, ...], ...] = ()
+    cuts: CutKind = "chain"
 
     @property
     def throughput(self) -> float:
@@ -86,6 +92,8 @@ class Deployment:
             "throughput": self.throughput,
             "path": list(self.path),
             "partition": list(self.partition),
+            "cuts": self.cuts,
+            "layers": [list(names) for names in self.layers],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
@@ -117,7 +125,7 @@ class Plan:
         The deployment's output interval (s) after the upgrades.
     target_interval
         The interval ``beta`` that was asked for.
-    path, partition
+    path, partition, layers, cuts
         The deployment (see :class:`Deployment`).
     node_upgrades
         Compute (FLOP/s) added per node id; only non-zero amounts.
@@ -137,6 +145,8 @@ class Plan:
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
     bottleneck: Bottleneck | None = None
+    layers: tuple[tuple[str, ...], ...] = ()
+    cuts: CutKind = "chain"
 
     @property
     def feasible(self) -> bool:
@@ -152,6 +162,8 @@ class Plan:
             "target_interval": self.target_interval,
             "path": list(self.path),
             "partition": list(self.partition),
+            "cuts": self.cuts,
+            "layers": [list(names) for names in self.layers],
             "node_upgrades": dict(self.node_upgrades),
             "link_upgrades": [
                 {"source": u.source, "target": u.target, "amount": u.amount}
@@ -182,7 +194,7 @@ def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) 
     if cost is not None and math.isfinite(cost):
         return
     D, _, _ = inst.scalars
-    compute = inst.work(0, inst.n_blocks) / beta
+    compute = inst.work(0, inst.last_cut) / beta
     bandwidth = max(D) / beta
     magnitudes = [compute, bandwidth]
     if cost is not None:
@@ -314,6 +326,8 @@ def build_plan(
             if y > 0
         ),
         bottleneck=bottleneck,
+        layers=stage_units(inst, partition),
+        cuts=inst.cuts.kind,
     )
 
 

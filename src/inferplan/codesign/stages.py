@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
 
-__all__ = ["Stages", "stages"]
+__all__ = ["Stages", "stage_units", "stages"]
 
 Capacities = Sequence[float] | npt.NDArray[np.float64]
 
@@ -142,3 +142,10 @@ def stages(
         links=tuple(int(e) for e in links),
         bits=tuple(float(bits[b]) for b in partition[: len(links)]),
     )
+
+
+def stage_units(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+    """The names of the blocks or layers each path node runs (``partition[l]`` the cut done
+    up to the ``l``-th node), in the model's order; empty for a node that only forwards."""
+    done = [0, *partition[:-1]]
+    return tuple(inst.cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))

@@ -20,6 +20,7 @@ from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import Deployment, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
+from inferplan.codesign.stages import stage_units
 
 __all__ = ["throughput_optimal"]
 
@@ -57,7 +58,14 @@ def throughput_optimal(
         path, partition = _vectorised(inst, C, B)
         interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     names = inst.node_ids
-    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval, bottleneck)
+    return Deployment(
+        tuple([names[v] for v in path]),
+        tuple(partition),
+        interval,
+        bottleneck,
+        stage_units(inst, partition),
+        inst.cuts.kind,
+    )
 
 
 def _vectorised(
@@ -65,7 +73,7 @@ def _vectorised(
 ) -> tuple[list[int], list[int]]:
     """The path and partition of :func:`throughput_optimal` by the all-pairs relaxation:
     ``min_{i<=j} max(label[v, i], w(i, j) / C_v)`` and the smallest ``i`` attaining it."""
-    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+    start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     work = inst.work_between
 

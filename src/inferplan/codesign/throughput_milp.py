@@ -22,6 +22,7 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.milp import StateFlow
 from inferplan.codesign.plan import Deployment, slowest_stage
+from inferplan.codesign.stages import stage_units
 from inferplan.errors import InvalidArgument
 
 __all__ = ["throughput_milp"]
@@ -81,4 +82,11 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
     path, partition = flow.deployment(found)
     interval, bottleneck = slowest_stage(inst, path, partition)
     names = inst.node_ids
-    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck)
+    return Deployment(
+        tuple(names[v] for v in path),
+        tuple(partition),
+        interval,
+        bottleneck,
+        stage_units(inst, partition),
+        inst.cuts.kind,
+    )
