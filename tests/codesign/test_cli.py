@@ -19,8 +19,11 @@ def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
     assert set(out) == {"method", "status", "cost", "interval", "target_interval", "path",
-                        "partition", "node_upgrades", "link_upgrades", "bottleneck"}  # fmt: skip
+                        "partition", "cuts", "layers", "node_upgrades", "link_upgrades",
+                        "bottleneck"}  # fmt: skip
     assert set(out["bottleneck"]) == {"kind", "id"}
+    assert out["cuts"] == "chain"
+    assert [name for names in out["layers"] for name in names] == list(inferplan.vgg16().blocks)
     assert out["method"] == method
     assert out["status"] == ("optimal" if method == "psg" else "heuristic")
     assert out["target_interval"] == pytest.approx(1 / 30)
@@ -37,7 +40,8 @@ def test_provision_json_contract(method):
 
 def test_throughput_json_contract():
     out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
-    assert set(out) == {"interval", "throughput", "path", "partition", "bottleneck"}
+    assert set(out) == {"interval", "throughput", "path", "partition", "cuts", "layers",
+                        "bottleneck"}  # fmt: skip
     assert out["throughput"] == pytest.approx(1 / out["interval"])
 
 

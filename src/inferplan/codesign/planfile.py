@@ -29,10 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_units, stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = ["check_plan", "load_plan", "plan_from_dict"]
@@ -73,6 +74,9 @@ class _PlanFile(BaseModel):
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
+    # A file from before plans named their cuts cut between blocks.
+    cuts: CutKind = "chain"
+    layers: list[list[str]] = Field(default_factory=list)
 
 
 def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
@@ -89,6 +93,8 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
+        layers=tuple(tuple(names) for names in doc.layers),
+        cuts=doc.cuts,
     )
 
 
@@ -128,17 +134,27 @@ def check_plan(
                                f"got {len(partition)}")  # fmt: skip
     if any(b < a for a, b in pairwise(partition)):
         raise bad("partition", f"must not decrease, got {list(partition)}")
-    n = profile.n_blocks
-    if partition[-1] != n:
-        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
-                               "(a plan for another model?)")  # fmt: skip
     for node in plan.node_upgrades:
         if node not in nodes:
             raise bad("node_upgrades", f"node {node!r} is not in the network")
     for up in plan.link_upgrades:
         if (up.source, up.target) not in links:
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
-    inst = compile_instance(network, profile, require_acyclic=False)
+    if plan.cuts == "graph" and profile.graph is None:
+        raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
+                          "another model?)")  # fmt: skip
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
+    n = inst.last_cut
+    what = "blocks" if plan.cuts == "chain" else "as its last cut (the whole model) ideal"
+    if partition[-1] != n:
+        raise bad("partition", f"the plan covers {partition[-1]} {what}, the model has {n} "
+                               "(a plan for another model?)")  # fmt: skip
+    if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
+        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
+                               "layer graph (a plan for another model?)")  # fmt: skip
+    if plan.layers and plan.layers != stage_units(inst, partition):
+        raise bad("layers", "the stages' layers are not those of the partition (a plan for "
+                            "another model?)")  # fmt: skip
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
     interval = stages(inst, [index[v] for v in path], partition).interval(
