@@ -177,3 +177,29 @@ def graph_deployments(
             chain = (*(ideals[k] for k in inner), everything)
             if all(a <= b for a, b in itertools.pairwise(chain)):
                 yield tuple(path), chain
+
+
+def plan_latency(
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    node_upgrades: dict[str, float] | None = None,
+    link_upgrades: dict[tuple[str, str], float] | None = None,
+) -> float:
+    """One inference's time through a deployment, straight from the definition: every
+    node's blocks at its capacity (plus upgrades), every link's bits at its bandwidth (plus
+    upgrades), and every link's propagation delay."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    more_c, more_b = node_upgrades or {}, link_upgrades or {}
+    D = profile.activation_bits
+    total, prev = 0.0, 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        total += sum(profile.flops[prev:b]) / (nodes[v].capacity + more_c.get(v, 0.0))
+        if k + 1 < len(path):
+            link = links[(v, path[k + 1])]
+            total += D[b] / (link.capacity + more_b.get((v, path[k + 1]), 0.0)) + link.delay_s
+        prev = b
+    return total

@@ -13,6 +13,8 @@ from inferplan.network.costs import CapacityCost, FunctionCost, LinearCost, Modu
 from inferplan.profiles.graph import LayerGraph
 
 capacities = st.floats(min_value=1.0, max_value=100.0, allow_nan=False)
+# propagation delays beside stage times of about 0.005 to 200 s; often none at all
+link_delays = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=5.0, allow_nan=False))
 prices = st.one_of(st.just(0.0), st.floats(min_value=0.01, max_value=10.0, allow_nan=False))
 
 
@@ -56,12 +58,16 @@ def _element_cost(draw: st.DrawFn, kinds: tuple[str, ...] | None) -> CapacityCos
 
 @st.composite
 def small_dags(
-    draw: st.DrawFn, max_nodes: int = 6, cost_kinds: tuple[str, ...] | None = None
+    draw: st.DrawFn,
+    max_nodes: int = 6,
+    cost_kinds: tuple[str, ...] | None = None,
+    delays: bool = False,
 ) -> Network:
     """Small random DAGs with a source-target path, including nodes that reach no target,
     nodes the source cannot reach, possibly a direct source-target link, and zero prices.
 
-    With ``cost_kinds`` each node and link gets a cost function of one of those kinds."""
+    With ``cost_kinds`` each node and link gets a cost function of one of those kinds; with
+    ``delays`` each link a propagation delay (often 0)."""
     n = draw(st.integers(min_value=2, max_value=max_nodes))
     ids = [f"n{k}" for k in range(n)]
     target = draw(st.integers(min_value=1, max_value=n - 1))
@@ -70,7 +76,7 @@ def small_dags(
     chain = sorted(draw(st.sets(st.integers(1, target - 1), max_size=3))) if target > 1 else []
     hops = [0, *chain, target]
     pairs |= {(ids[a], ids[b]) for a, b in itertools.pairwise(hops)}
-    return _network(draw, ids, pairs, ids[0], ids[target], cost_kinds)
+    return _network(draw, ids, pairs, ids[0], ids[target], cost_kinds, delays)
 
 
 def _network(
@@ -80,30 +86,36 @@ def _network(
     source: str,
     target: str,
     cost_kinds: tuple[str, ...] | None,
+    delays: bool = False,
 ) -> Network:
     nodes = tuple(
         Node(v, draw(capacities), draw(prices), _element_cost(draw, cost_kinds)) for v in ids
     )
     links = tuple(
-        Link(u, v, draw(capacities), draw(prices), _element_cost(draw, cost_kinds))
+        Link(u, v, draw(capacities), draw(prices), _element_cost(draw, cost_kinds),
+             draw(link_delays) if delays else 0.0)
         for u, v in sorted(pairs)
-    )
+    )  # fmt: skip
     return Network(nodes=nodes, links=links, source=source, target=target)
 
 
 @st.composite
 def small_networks(
-    draw: st.DrawFn, max_nodes: int = 5, cost_kinds: tuple[str, ...] | None = None
+    draw: st.DrawFn,
+    max_nodes: int = 5,
+    cost_kinds: tuple[str, ...] | None = None,
+    delays: bool = False,
 ) -> Network:
     """Small random directed networks that may have cycles (links both ways, longer loops)
-    on the way from source to target; a source-target path always exists."""
+    on the way from source to target; a source-target path always exists. ``cost_kinds``
+    and ``delays`` as for :func:`small_dags`."""
     n = draw(st.integers(min_value=2, max_value=max_nodes))
     ids = [f"n{k}" for k in range(n)]
     pairs = {(ids[u], ids[v]) for u in range(n) for v in range(n) if u != v and draw(st.booleans())}
     order = draw(st.permutations(range(1, n)))
     hops = [0, *order[: draw(st.integers(min_value=1, max_value=n - 1))]]
     pairs |= {(ids[a], ids[b]) for a, b in itertools.pairwise(hops)}
-    return _network(draw, ids, pairs, ids[0], ids[hops[-1]], cost_kinds)
+    return _network(draw, ids, pairs, ids[0], ids[hops[-1]], cost_kinds, delays)
 
 
 @st.composite

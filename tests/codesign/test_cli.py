@@ -18,9 +18,10 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "network.json"
 def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
-    assert set(out) == {"method", "status", "cost", "interval", "target_interval", "path",
-                        "partition", "cuts", "layers", "node_upgrades", "link_upgrades",
-                        "bottleneck"}  # fmt: skip
+    assert set(out) == {"method", "status", "cost", "interval", "target_interval", "latency",
+                        "target_latency", "path", "partition", "cuts", "layers",
+                        "node_upgrades", "link_upgrades", "bottleneck"}  # fmt: skip
+    assert out["latency"] >= out["interval"] and out["target_latency"] is None
     assert set(out["bottleneck"]) == {"kind", "id"}
     assert out["cuts"] == "chain"
     assert [name for names in out["layers"] for name in names] == list(inferplan.vgg16().blocks)
@@ -40,8 +41,9 @@ def test_provision_json_contract(method):
 
 def test_throughput_json_contract():
     out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
-    assert set(out) == {"interval", "throughput", "path", "partition", "cuts", "layers",
-                        "bottleneck"}  # fmt: skip
+    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "cuts",
+                        "layers", "bottleneck"}  # fmt: skip
+    assert out["latency"] >= out["interval"]
     assert out["throughput"] == pytest.approx(1 / out["interval"])
 
 

@@ -45,8 +45,8 @@ def _costs(network: Network) -> list[Any]:
 
 
 @slow
-@given(net=st.one_of(small_dags(cost_kinds=FILE_COSTS), small_networks(cost_kinds=FILE_COSTS),
-                     small_dags()),
+@given(net=st.one_of(small_dags(cost_kinds=FILE_COSTS, delays=True),
+                     small_networks(cost_kinds=FILE_COSTS, delays=True), small_dags()),
        profile=small_profiles(), alpha=st.floats(0.2, 1.5))  # fmt: skip
 def test_every_form_loads_the_same_network_and_plan(tmp_path_factory, net, profile, alpha):
     folder = tmp_path_factory.mktemp("forms")
@@ -148,6 +148,7 @@ DEFECTS: list[tuple[str, str, Any]] = [  # (elements, what is edited, the new va
         ("cost", {"kind": "tiers", "upto": [1.0, 2.0], "price": [1.0, math.inf]}),
         ("cost", {"kind": "tiers", "upto": [1.0], "price": [1.0, -2.0], "max": 3.0}),
     ]),
+    *(("links", "delay_s", value) for value in (-1.0, math.inf, math.nan)),
 ]  # fmt: skip
 
 
@@ -193,6 +194,16 @@ def test_tables_report_each_defect_as_the_listed_form_does(tmp_path, defect, k, 
     assert expected.startswith(f"{kind}[{at}]")
     file, rest = _message(_write_tables(doc, tmp_path, form))
     assert (file, rest) == (str(tmp_path / f"{kind}.{form}"), expected)
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_link_delays_may_be_left_out_or_empty(tmp_path, form):
+    doc = json.loads(json.dumps(GOOD))
+    assert inferplan.load_network(_write_tables(doc, tmp_path, form)).link_delay.tolist() == [0] * 4
+    doc["links"][1]["delay_s"], doc["links"][3]["delay_s"] = 0.25, 3
+    loaded = inferplan.load_network(_write_tables(doc, tmp_path, form))  # empty cells: 0
+    assert loaded.link_delay.tolist() == [0.0, 0.25, 0.0, 3.0]
+    assert loaded == inferplan.load_network(_saved(loaded, tmp_path, form))
 
 
 @pytest.mark.parametrize(

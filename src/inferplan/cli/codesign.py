@@ -132,8 +132,10 @@ def provision_command(
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
-    console.print(f"achieved: {_rate(plan.interval)}")
-    console.print(f"target:   {_rate(plan.target_interval)}")
+    console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
+    bound = plan.target_latency
+    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
+    console.print(f"target:   {_rate(plan.target_interval)}{within}")
     added = {
         **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
@@ -209,10 +211,11 @@ def _print_services(plan: ServicesPlan) -> None:
     )
     rows = [
         [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),
-         si(s.interval, "s"), si(s.target_interval, "s")]
+         si(s.interval, "s"), si(s.target_interval, "s"), si(s.latency or 0.0, "s")]
         for s in plan.services
     ]  # fmt: skip
-    console.print(table("services", ["service", "path", "partition", "interval", "target"], rows))
+    console.print(table("services", ["service", "path", "partition", "interval", "target",
+                                     "latency"], rows))  # fmt: skip
     elements = [
         *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
           for v, x in plan.node_loads.items()),
@@ -293,7 +296,8 @@ def throughput_command(
     if as_json:
         print_json(best.to_dict())
         return
-    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
+    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
+                  f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
     console.print(_stages(best.path, best.partition, best.layers, best.cuts, best.bottleneck))
 
 

@@ -176,6 +176,11 @@ class CodesignInstance:
         return Lookup(self.n_links, self._link)
 
     @cached_property
+    def link_delay(self) -> FloatArray:
+        """Each link's propagation delay (s)."""
+        return self.network.link_delay[self.link_positions]
+
+    @cached_property
     def node_costs(self) -> Sequence[CapacityCost]:
         """Each node's cost function (made when looked up)."""
         if self.own_node_costs is not None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.stages import stage_units, stages
+from inferplan.codesign.stages import Stages, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
 from inferplan.profiles.ideals import CutKind
@@ -26,6 +26,7 @@ __all__ = [
     "added",
     "build_plan",
     "check_scale",
+    "deployment_latency",
     "infeasible",
     "plan_from_path",
     "slowest_stage",
@@ -70,14 +71,16 @@ class Deployment:
     blocks on a chain (the last entry ``N``), the index of an ideal of the layer graph when
     ``cuts`` is ``"graph"`` (the last entry the ideal holding every layer). ``layers[l]``
     names the blocks or layers ``path[l]`` runs. ``interval`` is the output interval in
-    seconds under the capacities the deployment was evaluated with, and ``bottleneck`` the
-    stage that sets it.
+    seconds under the capacities the deployment was evaluated with, ``bottleneck`` the stage
+    that sets it, and ``latency`` the seconds one inference takes through it (see
+    :meth:`~inferplan.codesign.stages.Stages.latency`).
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
     bottleneck: Bottleneck | None = None
+    latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
 
@@ -90,6 +93,7 @@ class Deployment:
         return {
             "interval": self.interval,
             "throughput": self.throughput,
+            "latency": self.latency,
             "path": list(self.path),
             "partition": list(self.partition),
             "cuts": self.cuts,
@@ -133,6 +137,11 @@ class Plan:
         Bandwidth (bit/s) added per link; only non-zero amounts.
     bottleneck
         The stage that sets ``interval`` after the upgrades (see :class:`Bottleneck`).
+    latency
+        Seconds one inference takes through the deployment after the upgrades (compute,
+        transfer and propagation delays; ``None`` only for a plan file that does not say).
+    target_latency
+        The latency bound that was asked for, if any.
     """
 
     method: str
@@ -145,13 +154,20 @@ class Plan:
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
     bottleneck: Bottleneck | None = None
+    latency: float | None = None
+    target_latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
 
     @property
     def feasible(self) -> bool:
-        """Whether the plan meets its target interval."""
-        return self.interval <= self.target_interval * (1 + INTERVAL_RTOL)
+        """Whether the plan meets its target interval (and its latency bound, if any)."""
+        on_time = (
+            self.target_latency is None
+            or self.latency is None
+            or self.latency <= self.target_latency * (1 + INTERVAL_RTOL)
+        )
+        return on_time and self.interval <= self.target_interval * (1 + INTERVAL_RTOL)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +176,8 @@ class Plan:
             "cost": self.cost,
             "interval": self.interval,
             "target_interval": self.target_interval,
+            "latency": self.latency,
+            "target_latency": self.target_latency,
             "path": list(self.path),
             "partition": list(self.partition),
             "cuts": self.cuts,
@@ -237,16 +255,48 @@ def slowest_stage(
     under ``capacity`` and ``bandwidth`` (the instance's own when not given) plus any
     ``added_capacity`` and ``added_bandwidth`` (by node and link index), and the stage that
     sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
-    deployment = stages(inst, path, partition, links)
-    _, own_capacity, own_bandwidth = inst.scalars
-    C = own_capacity if capacity is None else capacity
-    B = own_bandwidth if bandwidth is None else bandwidth
+    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     interval = deployment.interval(C, B, added_capacity, added_bandwidth)
     kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
     if kind == "node":
         return interval, Bottleneck("node", inst.node_ids[k])
     link = inst.links[k]
     return interval, Bottleneck("link", f"{link.source}->{link.target}")
+
+
+def deployment_latency(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None = None,
+    bandwidth: Sequence[float] | FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    added_capacity: Mapping[int, float] | None = None,
+    added_bandwidth: Mapping[int, float] | None = None,
+) -> float:
+    """The latency (s) of ``partition`` along ``path``, its arguments as for
+    :func:`slowest_stage` (see :meth:`~inferplan.codesign.stages.Stages.latency`)."""
+    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
+    return deployment.latency(C, B, added_capacity, added_bandwidth)
+
+
+def _evaluated(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None,
+    bandwidth: Sequence[float] | FloatArray | None,
+    links: Sequence[int] | None,
+) -> tuple[Stages, Sequence[float] | FloatArray, Sequence[float] | FloatArray]:
+    """The stages of a deployment, and the capacities to evaluate them under (the
+    instance's own where not given)."""
+    _, own_capacity, own_bandwidth = inst.scalars
+    return (
+        stages(inst, path, partition, links),
+        own_capacity if capacity is None else capacity,
+        own_bandwidth if bandwidth is None else bandwidth,
+    )
 
 
 def _price(cost: CapacityCost, amount: float) -> float:
@@ -272,6 +322,7 @@ def build_plan(
     links: Sequence[int] | None = None,
     *,
     status: PlanStatus,
+    target_latency: float | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
@@ -311,6 +362,9 @@ def build_plan(
     interval, bottleneck = slowest_stage(
         inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
     )
+    latency = deployment_latency(
+        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
+    )
     return Plan(
         method=method,
         status=status,
@@ -326,6 +380,8 @@ def build_plan(
             if y > 0
         ),
         bottleneck=bottleneck,
+        latency=latency,
+        target_latency=target_latency,
         layers=stage_units(inst, partition),
         cuts=inst.cuts.kind,
     )

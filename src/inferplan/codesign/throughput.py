@@ -18,7 +18,7 @@ from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Deployment, slowest_stage
+from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.stages import stage_units
 
@@ -58,13 +58,15 @@ def throughput_optimal(
         path, partition = _vectorised(inst, C, B)
         interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     names = inst.node_ids
+    latency = deployment_latency(inst, path, partition, capacity, bandwidth)
     return Deployment(
         tuple([names[v] for v in path]),
         tuple(partition),
         interval,
         bottleneck,
-        stage_units(inst, partition),
-        inst.cuts.kind,
+        latency,
+        layers=stage_units(inst, partition),
+        cuts=inst.cuts.kind,
     )
 
 

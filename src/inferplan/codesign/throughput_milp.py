@@ -21,7 +21,7 @@ import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.milp import StateFlow
-from inferplan.codesign.plan import Deployment, slowest_stage
+from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.stages import stage_units
 from inferplan.errors import InvalidArgument
 
@@ -87,6 +87,7 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
         tuple(partition),
         interval,
         bottleneck,
-        stage_units(inst, partition),
-        inst.cuts.kind,
+        deployment_latency(inst, path, partition),
+        layers=stage_units(inst, partition),
+        cuts=inst.cuts.kind,
     )

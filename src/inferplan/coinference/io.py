@@ -11,9 +11,11 @@ layers: {cycles: [...], input_bits: [...], param_bits: [...]}   # N, N+1, N entr
 ```
 
 ``layers`` may instead name a profile (``layers: {profile: alexnet, cycles_per_flop: 0.25}``, or
-the shorthand top-level ``profile: alexnet``); ``channel`` may be a list of ``N + 1`` entries,
-one per split stage. Relative file names (profile files, ``trace`` CSVs) are resolved against the
-system file's directory.
+the shorthand top-level ``profile: alexnet``); a system read for a model (``model=``, as ``edge
+serve`` and ``device run`` read it) may leave ``profile`` out, or ``layers`` altogether: the
+model's profile stands in, encoded by the same rules and defaults (:func:`layers_from_profile`).
+``channel`` may be a list of ``N + 1`` entries, one per split stage. Relative file names
+(profile files, ``trace`` CSVs) are resolved against the system file's directory.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from inferplan.coinference.system import (
 )
 from inferplan.documents import path_exists, read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidSystem
-from inferplan.profiles import load_profile
+from inferplan.profiles import Profile, load_profile
 
 __all__ = ["load_system", "save_system", "system_from_dict"]
 
@@ -85,7 +87,7 @@ class _ExplicitLayers(_Strict):
 
 
 class _ProfileLayers(_Strict):
-    profile: str
+    profile: str | None = None  # None: the model's profile (``model=``)
     cycles_per_flop: float = DEFAULT_CYCLES_PER_FLOP
     bits_per_element: float = DEFAULT_BITS_PER_ELEMENT
     input_bits_per_element: float = DEFAULT_INPUT_BITS_PER_ELEMENT
@@ -216,20 +218,30 @@ def _channels(value: Any, base: Path | None) -> Channel | tuple[Channel, ...]:
     return _channel(value, "channel", base)
 
 
-def _layers(doc: _SystemFile, base: Path | None) -> Layers:
-    if (doc.layers is None) == (doc.profile is None):
+def _layers(doc: _SystemFile, base: Path | None, model: Profile | None) -> Layers:
+    if doc.layers is not None and doc.profile is not None:
         raise InvalidSystem("give exactly one of 'layers' and 'profile'", field="layers")
-    raw: dict[str, Any] = doc.layers if doc.layers is not None else {"profile": doc.profile}
-    if "profile" in raw:
+    raw: dict[str, Any] | None = doc.layers if doc.profile is None else {"profile": doc.profile}
+    if raw is None:
+        if model is None:
+            raise InvalidSystem("give exactly one of 'layers' and 'profile'", field="layers")
+        raw = {}
+    if "profile" in raw or (model is not None and "cycles" not in raw):
         try:
             spec = validate_document(_ProfileLayers, raw, source=None, error=InvalidSystem)
         except InferplanError as exc:
             raise _prefixed(exc, "layers") from None
-        name = spec.profile
-        if base is not None and path_exists(base / name):
-            name = str(base / name)
+        if spec.profile is None:
+            if model is None:
+                raise InvalidSystem("missing field", field="layers.profile")
+            profile = model
+        else:
+            name = spec.profile
+            if base is not None and path_exists(base / name):
+                name = str(base / name)
+            profile = load_profile(name)
         return layers_from_profile(
-            load_profile(name),
+            profile,
             cycles_per_flop=spec.cycles_per_flop,
             bits_per_element=spec.bits_per_element,
             input_bits_per_element=spec.input_bits_per_element,
@@ -249,15 +261,21 @@ def _layers(doc: _SystemFile, base: Path | None) -> Layers:
 
 
 def system_from_dict(
-    data: object, *, source: str | None = None, base: Path | None = None
+    data: object,
+    *,
+    source: str | None = None,
+    base: Path | None = None,
+    model: Profile | None = None,
 ) -> System:
     """Build a :class:`System` from system-file data, naming ``source`` in errors.
 
-    ``base`` is the directory that relative file names (profiles, traces) are resolved against.
+    ``base`` is the directory that relative file names (profiles, traces) are resolved against;
+    ``model``, the profile of the model the system runs, gives the layers of a file that names
+    no profile and no explicit layers.
     """
     doc = validate_document(_SystemFile, data, source=source, error=InvalidSystem)
     try:
-        layers = _layers(doc, base)
+        layers = _layers(doc, base, model)
         channel = _channels(doc.channel, base)
         return System(
             device=Device(**doc.device.model_dump()),
@@ -272,8 +290,8 @@ def system_from_dict(
         raise exc.located(source) if source else exc from None
 
 
-def load_system(path: str | Path) -> System:
-    """Read a system file (YAML or JSON).
+def load_system(path: str | Path, *, model: Profile | None = None) -> System:
+    """Read a system file (YAML or JSON); ``model`` as for :func:`system_from_dict`.
 
     Examples
     --------
@@ -285,7 +303,7 @@ def load_system(path: str | Path) -> System:
     True
     """
     path = Path(path)
-    return system_from_dict(read_document(path), source=str(path), base=path.parent)
+    return system_from_dict(read_document(path), source=str(path), base=path.parent, model=model)
 
 
 def save_system(system: System, path: str | Path) -> None:

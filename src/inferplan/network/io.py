@@ -88,6 +88,7 @@ class _LinkEntry(BaseModel):
     capacity: Number
     price: Number | None = None
     cost: _CostEntry | None = None
+    delay_s: Number = 0.0
 
 
 class _CostFile(BaseModel):
@@ -159,20 +160,28 @@ def _prices(
 
 _NODE_FIELDS = ("id", "capacity", "price")
 _LINK_FIELDS = ("source", "target", "capacity", "price")
+_LINK_OPTIONAL = ("delay_s",)  # fields an element may leave out: 0 then
 _TEXT_FIELDS = ("id", "source", "target")
 
 
-def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | None:
+def _plain_elements(
+    items: object, fields: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
     """The columns of a list of elements that each have ``fields`` (``price`` may give way
-    to a ``cost``) and nothing else, of the types the file format asks for (text ids,
-    numbers within the floating-point range), or ``None`` when any element differs: then the
-    elements are validated one by one. The cost objects are read, not checked, into
-    ``"cost"`` (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
+    to a ``cost``), any of the ``optional`` fields (0 where left out) and nothing else, of
+    the types the file format asks for (text ids, numbers within the floating-point range),
+    or ``None`` when any element differs: then the elements are validated one by one. The
+    cost objects are read, not checked, into ``"cost"``
+    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
-    lengths = set(map(len, items))
+    given = {name: np.array([name in item for item in items], dtype=bool) for name in optional}
+    given = {name: has for name, has in given.items() if has.any()}
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    for has in given.values():
+        lengths -= has
     columns: dict[str, list[Any]] | None = None
-    if lengths <= {len(fields)}:
+    if np.all(lengths == len(fields)):
         try:
             columns = {name: [item[name] for item in items] for name in fields}
         except KeyError:
@@ -182,7 +191,7 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
         has_cost = np.array(["cost" in item for item in items], dtype=bool)
         has_price = np.array(["price" in item for item in items], dtype=bool)
         if not has_cost.any() or not np.array_equal(
-            np.array([len(item) for item in items]), len(fields) - 1 + has_price + has_cost
+            lengths, len(fields) - 1 + has_price + has_cost
         ):
             return None
         has_cost[has_cost] = [items[k]["cost"] is not None for k in np.flatnonzero(has_cost)]
@@ -193,11 +202,13 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
         columns["price"] = [item.get("price") for item in items]
         rows = np.flatnonzero(has_cost)
         out["cost"] = RawCosts.from_objects(rows, [items[k]["cost"] for k in rows.tolist()])
-        given = np.array([p is not None for p in columns["price"]], dtype=bool)
-        if not (given | has_cost).all():
+        priced = np.array([p is not None for p in columns["price"]], dtype=bool)
+        if not (priced | has_cost).all():
             return None  # neither price nor cost: the message of the element-by-element path
-        out["priced"] = given
+        out["priced"] = priced
         columns["price"] = [p if p is not None else 0.0 for p in columns["price"]]
+    for name in given:
+        columns[name] = [item.get(name, 0.0) for item in items]
     for name, column in columns.items():
         if name in _TEXT_FIELDS:
             if not set(map(type, column)) <= {str}:
@@ -267,7 +278,7 @@ def _plain_network(data: object) -> Network | None:
         return None
     source, target = data["source"], data["target"]
     nodes = _plain_elements(data["nodes"], _NODE_FIELDS)
-    links = _plain_elements(data[links_key], _LINK_FIELDS)
+    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
     items = {"nodes": data["nodes"], links_key: data[links_key]}
@@ -291,6 +302,7 @@ def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, targe
         target=target,
         node_costs=nodes.get("costs"),
         link_costs=links.get("costs"),
+        link_delay=links.get("delay_s"),
     )
 
 
@@ -328,6 +340,7 @@ def network_from_dict(
             target=doc.target,
             node_costs=node_costs,
             link_costs=link_costs,
+            link_delay=[e.delay_s for e in doc.links],
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None

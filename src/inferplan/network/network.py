@@ -50,13 +50,16 @@ class Node:
 
 @dataclass(frozen=True)
 class Link:
-    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added."""
+    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added, and
+    ``delay_s``, the propagation delay (seconds) every transfer over it takes besides its
+    bits' transmission time (no capacity bought shortens it)."""
 
     source: str
     target: str
     capacity: float
     price: float = 0.0
     cost: CapacityCost | None = field(default=None, compare=False)
+    delay_s: float = 0.0
 
     @property
     def capacity_cost(self) -> CapacityCost:
@@ -140,6 +143,9 @@ def _bad_capacity(values: FloatArray) -> npt.NDArray[np.bool_]:
 
 def _bad_price(values: FloatArray) -> npt.NDArray[np.bool_]:
     return ~(np.isfinite(values) & (values >= 0))
+
+
+_bad_delay = _bad_price  # a delay, like a price, is a non-negative finite number
 
 
 def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
@@ -229,6 +235,8 @@ class Network:
     """Bandwidth of each link (bit/s)."""
     link_price: FloatArray
     """Price per bit/s added of each link (its linear price)."""
+    link_delay: FloatArray
+    """Propagation delay of each link (s), 0 unless given."""
     node_costs: CostColumns
     """The nodes that have a cost function, by position (the others cost their price): a
     mapping whose objects are made when looked up."""
@@ -246,6 +254,7 @@ class Network:
             "nodes.price": [n.price for n in nodes],
             "links.capacity": [e.capacity for e in links],
             "links.price": [e.price for e in links],
+            "links.delay_s": [e.delay_s for e in links],
         }
         self._build(
             [n.id for n in nodes],
@@ -260,6 +269,7 @@ class Network:
             CostColumns.of({k: n.cost for k, n in enumerate(nodes) if n.cost is not None}),
             CostColumns.of({k: e.cost for k, e in enumerate(links) if e.cost is not None}),
             raw,
+            _floats(raw["links.delay_s"]),
         )
         self.__dict__["nodes"], self.__dict__["links"] = nodes, links
 
@@ -278,11 +288,13 @@ class Network:
         target: str,
         node_costs: Mapping[int, CapacityCost] | None = None,
         link_costs: Mapping[int, CapacityCost] | None = None,
+        link_delay: npt.ArrayLike | None = None,
     ) -> Network:
         """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
-        endpoints by node id), and the cost functions of the elements that have one, by
-        position (a mapping, or :class:`~inferplan.network.cost_columns.CostColumns`).
-        Validated as the constructor validates, with the same messages.
+        endpoints by node id; ``link_delay`` the propagation delays in seconds, all 0 when not
+        given), and the cost functions of the elements that have one, by position (a mapping,
+        or :class:`~inferplan.network.cost_columns.CostColumns`). Validated as the
+        constructor validates, with the same messages.
 
         Examples
         --------
@@ -291,7 +303,7 @@ class Network:
         ...     link_source=["s"], link_target=["t"], link_capacity=[1e8], link_price=[1e-8],
         ...     source="s", target="t")
         >>> net.links[0]
-        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None)
+        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None, delay_s=0.0)
         """
         net = cls.__new__(cls)
         net._build(
@@ -307,6 +319,7 @@ class Network:
             CostColumns.of(node_costs),
             CostColumns.of(link_costs),
             {},
+            None if link_delay is None else np.asarray(link_delay, dtype=np.float64),
         )
         return net
 
@@ -324,9 +337,10 @@ class Network:
         node_costs: CostColumns,
         link_costs: CostColumns,
         raw: Mapping[str, Sequence[object]],
+        link_delay: FloatArray | None = None,
     ) -> None:
         """Validate the columns (the first bad element in file order, checked as one element
-        at a time would be) and set them."""
+        at a time would be) and set them; no ``link_delay`` is no delay on any link."""
 
         def numbers(
             kind: str, where: Callable[[int], str], capacity: FloatArray, price: FloatArray
@@ -362,7 +376,10 @@ class Network:
              lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
             *numbers("nodes", node_where, node_capacity, node_price),
         ])  # fmt: skip
-        if not len(link_source) == len(link_target) == link_capacity.size == link_price.size:
+        if link_delay is None:
+            link_delay = np.zeros(link_capacity.size)
+        if not (len(link_source) == len(link_target) == link_capacity.size == link_price.size
+                == link_delay.size):  # fmt: skip
             raise InvalidNetwork("link columns of different lengths", field="links")
         tail, head = _positions(link_source, index), _positions(link_target, index)
         key = tail * max(n, 1) + head
@@ -381,6 +398,10 @@ class Network:
                 f"duplicate link {link_source[k]!r}->{link_target[k]!r} (at most one link per "
                 "direction)", field=link_where(k))),
             *numbers("links", link_where, link_capacity, link_price),
+            (_first(_bad_delay(link_delay)), lambda k: InvalidNetwork(
+                "delay_s must be a non-negative finite number of seconds, got "
+                f"{raw['links.delay_s'][k] if 'links.delay_s' in raw else float(link_delay[k])!r}",
+                field=f"{link_where(k)}.delay_s")),
         ])  # fmt: skip
         for end, name in (("source", source), ("target", target)):
             if name not in index:
@@ -396,6 +417,7 @@ class Network:
             "link_head": head,
             "link_capacity": link_capacity,
             "link_price": link_price,
+            "link_delay": link_delay,
             "node_costs": node_costs,
             "link_costs": link_costs,
             "source": source,
@@ -403,7 +425,8 @@ class Network:
             "node_position": index,
         }
         self.__dict__.update(values)
-        for array in (node_capacity, node_price, tail, head, link_capacity, link_price):
+        for array in (node_capacity, node_price, tail, head, link_capacity, link_price,
+                      link_delay):  # fmt: skip
             array.flags.writeable = False
         if not self.from_source[index[target]]:
             raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
@@ -434,6 +457,7 @@ class Network:
             target=target,
             node_costs=self.node_costs,
             link_costs=self.link_costs,
+            link_delay=self.link_delay,
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -443,7 +467,7 @@ class Network:
         raise AttributeError(f"Network is immutable: cannot delete {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        """Equal ids, endpoints, capacities and prices, source and target (as
+        """Equal ids, endpoints, capacities, prices and delays, source and target (as
         :class:`Node` and :class:`Link` compare, cost functions are not compared)."""
         if not isinstance(other, Network):
             return NotImplemented
@@ -453,7 +477,7 @@ class Network:
             and all(
                 np.array_equal(getattr(self, a), getattr(other, a))
                 for a in ("node_capacity", "node_price", "link_tail", "link_head",
-                          "link_capacity", "link_price")
+                          "link_capacity", "link_price", "link_delay")
             )
         )  # fmt: skip
 
@@ -481,7 +505,8 @@ class Network:
             return link
         ids = self.node_ids
         return Link(ids[self.link_tail[k]], ids[self.link_head[k]], float(self.link_capacity[k]),
-                    float(self.link_price[k]), self.link_costs.get(k))  # fmt: skip
+                    float(self.link_price[k]), self.link_costs.get(k),
+                    float(self.link_delay[k]))  # fmt: skip
 
     def node_cost(self, k: int) -> CapacityCost:
         """The cost function of the node at position ``k``."""
@@ -535,23 +560,24 @@ class Network:
         return tuple(self.node_ids[k] for k in np.flatnonzero(self.on_path).tolist())
 
     def to_networkx(self) -> nx.DiGraph:
-        """Nodes with ``capacity``/``price`` (and ``cost``) attributes; links likewise."""
+        """Nodes with ``capacity``/``price`` (and ``cost``) attributes; links likewise, and
+        their ``delay_s``."""
         import networkx as nx
 
         graph = nx.DiGraph(source=self.source, target=self.target)
         for node in self.nodes:
             graph.add_node(node.id, capacity=node.capacity, price=node.price, cost=node.cost)
         for link in self.links:
-            graph.add_edge(
-                link.source, link.target, capacity=link.capacity, price=link.price, cost=link.cost
-            )
+            graph.add_edge(link.source, link.target, capacity=link.capacity, price=link.price,
+                           cost=link.cost, delay_s=link.delay_s)  # fmt: skip
         return graph
 
     @classmethod
     def from_networkx(
         cls, graph: nx.DiGraph, source: str | None = None, target: str | None = None
     ) -> Network:
-        """Build from a ``DiGraph`` whose nodes and edges carry ``capacity`` and ``price``.
+        """Build from a ``DiGraph`` whose nodes and edges carry ``capacity`` and ``price``
+        (and optionally ``cost``; edges ``delay_s``, 0 when absent).
 
         ``source`` and ``target`` default to the graph attributes of the same names.
         """
@@ -565,7 +591,14 @@ class Network:
                 for v, d in graph.nodes(data=True)
             )
             links = tuple(
-                Link(str(u), str(v), d["capacity"], d.get("price", 0.0), d.get("cost"))
+                Link(
+                    str(u),
+                    str(v),
+                    d["capacity"],
+                    d.get("price", 0.0),
+                    d.get("cost"),
+                    d.get("delay_s", 0.0),
+                )
                 for u, v, d in graph.edges(data=True)
             )
         except KeyError as exc:
@@ -588,6 +621,8 @@ class Network:
         for elements, costs in ((nodes, self.node_costs), (links, self.link_costs)):
             for k, cost in costs.items():
                 elements[k]["cost"] = cost.to_dict()
+        for k in np.flatnonzero(self.link_delay).tolist():  # a delay of 0 is the default
+            links[k]["delay_s"] = float(self.link_delay[k])
         return {"source": self.source, "target": self.target, "nodes": nodes, "links": links}
 
 
