@@ -19,7 +19,7 @@ def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
     assert set(out) == {"method", "status", "cost", "interval", "target_interval", "latency",
-                        "target_latency", "path", "partition", "cuts", "layers",
+                        "target_latency", "path", "partition", "cuts", "layers", "sends",
                         "node_upgrades", "link_upgrades", "bottleneck"}  # fmt: skip
     assert out["latency"] >= out["interval"] and out["target_latency"] is None
     assert set(out["bottleneck"]) == {"kind", "id"}
@@ -42,7 +42,7 @@ def test_provision_json_contract(method):
 def test_throughput_json_contract():
     out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
     assert set(out) == {"interval", "throughput", "latency", "path", "partition", "cuts",
-                        "layers", "bottleneck"}  # fmt: skip
+                        "layers", "sends", "bottleneck"}  # fmt: skip
     assert out["latency"] >= out["interval"]
     assert out["throughput"] == pytest.approx(1 / out["interval"])
 

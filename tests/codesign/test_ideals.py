@@ -3,24 +3,30 @@ force over every chain of ideals; plans re-priced from scratch; path graphs agai
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import inferplan
 from inferplan import Profile
 from inferplan.codesign import compile_instance, solve_milp, solve_psg, throughput_optimal
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
+from inferplan.codesign.planfile import check_plan, plan_from_dict
 from inferplan.codesign.psg import reference_psg
 from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.io import network_from_dict
 from inferplan.network.network import Network
+from inferplan.plots.plan import _runs
 from inferplan.profiles import ideals
 from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.ideals import graph_cuts
 
+from ..cli import app, invoke_json, runner
 from ..oracles import boundary_bits, evaluate_graph, graph_deployments, graph_ideals
 from ..strategies import layer_graphs, path_graph, small_dags, small_profiles
 
@@ -178,3 +184,111 @@ def test_the_default_cuts_and_the_refusals(monkeypatch: pytest.MonkeyPatch) -> N
     assert err.value.field == "cuts"
     with pytest.raises(InvalidArgument, match="no layer graph"):
         compile_instance(net, Profile("p", (1.0,), (1.0, 1.0)), cuts="graph")
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+TWO = str(EXAMPLES / "two-branch.yaml")
+NET = str(EXAMPLES / "network.json")
+
+
+def test_plans_say_what_runs_where_in_the_json_the_table_and_the_plan_file() -> None:
+    out = invoke_json(["provision", NET, TWO, "--throughput", "20", "--json"])
+    graph = inferplan.load_profile(TWO).graph
+    assert graph is not None and out["cuts"] == "graph"
+    ran = [name for names in out["layers"] for name in names]
+    assert sorted(ran) == sorted(graph.layers)
+    assert len(out["sends"]) == len(out["path"]) - 1
+    plan = plan_from_dict(out)
+    check_plan(inferplan.load_network(NET), inferplan.load_profile(TWO), plan)
+    wrong = {"layers": [["stem"]] * len(out["path"]), "sends": [["join"]] * len(out["sends"])}
+    for field, value in wrong.items():
+        with pytest.raises(InvalidArgument, match="not those of the partition") as err:
+            check_plan(inferplan.load_network(NET), inferplan.load_profile(TWO),
+                       plan_from_dict({**out, field: value}))  # fmt: skip
+        assert err.value.field == field
+    chain = invoke_json(["provision", NET, TWO, "--throughput", "20", "--json", "--cuts", "chain"])
+    assert chain["cuts"] == "chain" and chain["cost"] >= out["cost"] * (1 - 1e-12)
+    table = runner.invoke(app, ["throughput", NET, TWO])
+    assert table.exit_code == 0
+    best = inferplan.throughput(inferplan.load_network(NET), inferplan.load_profile(TWO))
+    for names in best.layers:
+        if names:
+            assert ", ".join(names[:4]) in table.stdout
+    assert "sends " + ", ".join(best.sends[-1]) in table.stdout
+
+
+def test_cuts_graph_without_a_graph_is_one_line_naming_the_flag() -> None:
+    result = runner.invoke(app, ["throughput", NET, "vgg16", "--cuts", "graph"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --cuts: profile 'vgg16' has no layer graph; use cuts='chain'"
+    ]
+
+
+def test_the_plan_picture_names_the_layers() -> None:
+    plan = inferplan.provision(inferplan.load_network(NET), inferplan.load_profile(TWO),
+                               throughput=20)  # fmt: skip
+    labels = _runs(plan)
+    for node, names in zip(plan.path, plan.layers, strict=True):
+        assert labels[node] == ("forwards" if not names else ", ".join(names[:3]) +
+                                (f" +{len(names) - 3}" if len(names) > 3 else ""))  # fmt: skip
+    chain = inferplan.provision(inferplan.load_network(NET), inferplan.vgg16(), throughput=30)
+    last = _runs(chain)[chain.path[-1]]
+    assert last.startswith("blocks ") and chain.layers[-1][0] in last
+
+
+def test_profile_graph_shows_its_size_and_ideals() -> None:
+    result = runner.invoke(app, ["profile", TWO, "--graph"])
+    assert result.exit_code == 0
+    graph = inferplan.load_profile(TWO).graph
+    assert graph is not None
+    count = len(graph_ideals(graph))
+    assert f"{graph.n_layers} layers, {len(graph.edges)} edges, {count} ideals" in result.stdout
+    capped = runner.invoke(app, ["profile", TWO, "--graph", "--max-ideals", str(count - 1)])
+    assert f"more than {count - 1} ideals" in capped.stdout
+
+
+GOOD = {"name": "g", "input_bits": 8.0,
+        "graph": {"layers": [{"id": "a", "flops": 1.0, "output_bits": 4.0},
+                             {"id": "b", "flops": 2.0, "output_bits": 2.0}],
+                  "edges": [["input", "a"], ["a", "b"]]}}  # fmt: skip
+
+
+CYCLE = [["input", "a"], ["a", "b"], ["b", "a"]]
+BAD_GRAPHS = [
+    ({"edges": CYCLE}, "graph.edges: the layer graph has a cycle"),
+    ({"edges": [["input", "a"], ["a", "zz"]]}, "graph.edges[1]: unknown layer 'zz'"),
+    ({"edges": [["input", "a"], ["x", "b"]]},
+     "graph.edges[1]: unknown tensor 'x' (a layer id or 'input')"),
+    ({"edges": [["input", "a"], ["a", "b"], ["a", "b"]]},
+     "graph.edges[2]: edge 'a' -> 'b' given twice"),
+    ({"edges": [["input", "a"]]},
+     "graph.layers[1]: layer 'b' reads no tensor (add an edge from 'input' or a layer)"),
+    ({"edges": [["a", "b"], ["b", "a"]]}, "graph.edges: no layer reads 'input'"),
+    ({"layers": [{"id": "a", "flops": 1.0, "output_bits": 4.0}] * 2},
+     "graph.layers[1].id: duplicate layer id 'a'"),
+    ({"layers": [{"id": "input", "flops": 1.0, "output_bits": 4.0}]},
+     "graph.layers[0].id: 'input' names the model's input, not a layer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "expected"), BAD_GRAPHS)  # fmt: skip
+def test_bad_layer_graphs_are_one_line_naming_the_field(
+    tmp_path: Path, change: dict[str, object], expected: str
+) -> None:
+    path = tmp_path / "bad.json"
+    graph: dict[str, object] = {**GOOD["graph"], **change}  # type: ignore[dict-item]
+    path.write_text(json.dumps({**GOOD, "graph": graph}))
+    result = runner.invoke(app, ["throughput", NET, str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [f"error: {path}: {expected}"]
+
+
+def test_graph_beside_blocks_must_describe_the_same_model(tmp_path: Path) -> None:
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps({**GOOD, "flops": [3.0], "activation_bits": [8.0, 2.0]}))
+    assert runner.invoke(app, ["throughput", NET, str(path)]).exit_code == 0
+    path.write_text(json.dumps({**GOOD, "flops": [4.0], "activation_bits": [8.0, 2.0]}))
+    result = runner.invoke(app, ["throughput", NET, str(path)])
+    assert result.stderr.strip() == (f"error: {path}: graph: the layer graph's total FLOPs are 3, "
+                                     "the blocks' 4")  # fmt: skip

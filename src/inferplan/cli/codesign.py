@@ -141,7 +141,9 @@ def provision_command(
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
     console.print(
-        _stages(plan.path, plan.partition, plan.layers, plan.cuts, plan.bottleneck, added)
+        _stages(
+            plan.path, plan.partition, plan.layers, plan.sends, plan.cuts, plan.bottleneck, added
+        )
     )
 
 
@@ -234,13 +236,15 @@ def _stages(
     path: tuple[str, ...],
     partition: tuple[int, ...],
     layers: tuple[tuple[str, ...], ...],
+    sends: tuple[tuple[str, ...], ...],
     cuts: str,
     bottleneck: Bottleneck | None,
     added: dict[str, str] | None = None,
 ) -> object:
     """The deployment as its stages in order, nodes and the links between them, with the
     blocks each runs (their numbers on a chain, the cut after them otherwise) and their
-    names, what each link carries, the capacity added (if ``added``), and the bottleneck."""
+    names, what each link carries (the cut, and the tensors by the layers that made them),
+    the capacity added (if ``added``), and the bottleneck."""
     rows, prev = [], 0
     slowest = bottleneck.id if bottleneck else None
     numbered = cuts == "chain"
@@ -252,8 +256,9 @@ def _stages(
             blocks = f"cut {done}" if names else "-"
         stages = [(node, blocks, _names(names))]
         if k + 1 < len(path):
+            carried = _names(sends[k]) if sends else ""
             stages.append((f"{node}->{path[k + 1]}", f"after {done}" if numbered
-                           else f"cut {done}", ""))  # fmt: skip
+                           else f"cut {done}", f"sends {carried}" if carried else ""))  # fmt: skip
         for stage, runs, named in stages:
             extra = [added.get(stage, "-")] if added is not None else []
             rows.append([stage, runs, named, *extra, "bottleneck" if stage == slowest else ""])
@@ -298,7 +303,9 @@ def throughput_command(
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
-    console.print(_stages(best.path, best.partition, best.layers, best.cuts, best.bottleneck))
+    console.print(
+        _stages(best.path, best.partition, best.layers, best.sends, best.cuts, best.bottleneck)
+    )
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

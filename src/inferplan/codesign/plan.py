@@ -11,7 +11,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.stages import Stages, stage_units, stages
+from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
 from inferplan.profiles.ideals import CutKind
@@ -70,7 +70,8 @@ class Deployment:
     ``partition[l]`` is the cut completed up to and including ``path[l]``: the number of
     blocks on a chain (the last entry ``N``), the index of an ideal of the layer graph when
     ``cuts`` is ``"graph"`` (the last entry the ideal holding every layer). ``layers[l]``
-    names the blocks or layers ``path[l]`` runs. ``interval`` is the output interval in
+    names the blocks or layers ``path[l]`` runs and ``sends[l]`` the tensors (``input`` or
+    the layers whose outputs) the link after it carries. ``interval`` is the output interval in
     seconds under the capacities the deployment was evaluated with, ``bottleneck`` the stage
     that sets it, and ``latency`` the seconds one inference takes through it (see
     :meth:`~inferplan.codesign.stages.Stages.latency`).
@@ -82,6 +83,7 @@ class Deployment:
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
+    sends: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
 
     @property
@@ -98,6 +100,7 @@ class Deployment:
             "partition": list(self.partition),
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
+            "sends": [list(names) for names in self.sends],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
@@ -129,7 +132,7 @@ class Plan:
         The deployment's output interval (s) after the upgrades.
     target_interval
         The interval ``beta`` that was asked for.
-    path, partition, layers, cuts
+    path, partition, layers, sends, cuts
         The deployment (see :class:`Deployment`).
     node_upgrades
         Compute (FLOP/s) added per node id; only non-zero amounts.
@@ -157,6 +160,7 @@ class Plan:
     latency: float | None = None
     target_latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
+    sends: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
 
     @property
@@ -182,6 +186,7 @@ class Plan:
             "partition": list(self.partition),
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
+            "sends": [list(names) for names in self.sends],
             "node_upgrades": dict(self.node_upgrades),
             "link_upgrades": [
                 {"source": u.source, "target": u.target, "amount": u.amount}
@@ -383,6 +388,7 @@ def build_plan(
         latency=latency,
         target_latency=target_latency,
         layers=stage_units(inst, partition),
+        sends=stage_sends(inst, partition),
         cuts=inst.cuts.kind,
     )
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
-from inferplan.codesign.stages import stage_units, stages
+from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
@@ -77,6 +77,7 @@ class _PlanFile(BaseModel):
     # A file from before plans named their cuts cut between blocks.
     cuts: CutKind = "chain"
     layers: list[list[str]] = Field(default_factory=list)
+    sends: list[list[str]] = Field(default_factory=list)
     # A file from before plans carried their latency says nothing of it.
     latency: Amount | None = None
     target_latency: Seconds | None = None
@@ -97,6 +98,7 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
         layers=tuple(tuple(names) for names in doc.layers),
+        sends=tuple(tuple(names) for names in doc.sends),
         cuts=doc.cuts,
         latency=doc.latency,
         target_latency=doc.target_latency,
@@ -157,9 +159,12 @@ def check_plan(
     if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
         raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
                                "layer graph (a plan for another model?)")  # fmt: skip
-    if plan.layers and plan.layers != stage_units(inst, partition):
-        raise bad("layers", "the stages' layers are not those of the partition (a plan for "
-                            "another model?)")  # fmt: skip
+    for name, given, found in (
+        ("layers", plan.layers, stage_units(inst, partition)),
+        ("sends", plan.sends, stage_sends(inst, partition)),
+    ):
+        if given and given != found:
+            raise bad(name, "not those of the partition (a plan for another model?)")
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
     deployment = stages(inst, [index[v] for v in path], partition)

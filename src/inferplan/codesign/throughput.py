@@ -20,7 +20,7 @@ from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
-from inferplan.codesign.stages import stage_units
+from inferplan.codesign.stages import stage_sends, stage_units
 
 __all__ = ["throughput_optimal"]
 
@@ -66,6 +66,7 @@ def throughput_optimal(
         bottleneck,
         latency,
         layers=stage_units(inst, partition),
+        sends=stage_sends(inst, partition),
         cuts=inst.cuts.kind,
     )
 

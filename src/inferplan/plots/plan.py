@@ -56,7 +56,8 @@ def plot_plan(
 ) -> None:
     """Draw ``plan`` on ``network`` and save it to ``paths`` (format by suffix).
 
-    The path is drawn thick and blue, with the blocks each of its nodes runs above the node;
+    The path is drawn thick and blue, with the blocks each of its nodes runs above the node
+    (their numbers and names on a chain, the layers' names when the plan cuts a layer graph);
     compute and bandwidth bought are written in red next to the node or link.
 
     Examples
@@ -73,16 +74,7 @@ def plot_plan(
     pos = layered_positions(network)
     on_path = set(zip(plan.path[:-1], plan.path[1:], strict=True))
     bought_links = {(u.source, u.target): u.amount for u in plan.link_upgrades}
-    blocks: dict[str, str] = {}
-    previous = 0
-    for node_id, done in zip(plan.path, plan.partition, strict=True):
-        if done == previous:
-            blocks[node_id] = "forwards"
-        elif done == previous + 1:
-            blocks[node_id] = f"block {done}"
-        else:
-            blocks[node_id] = f"blocks {previous + 1}–{done}"
-        previous = done
+    blocks = _runs(plan)
     columns = 1 + max(x for x, _ in pos.values())
     rows = 1 + max(y for _, y in pos.values()) - min(y for _, y in pos.values())
     size = (max(4.0, 1.5 * columns + 1), max(2.5, 1.1 * rows + 1.2))
@@ -171,3 +163,22 @@ def plot_plan(
             or f"{plan.method.upper()}: cost {plan.cost:.4g}, interval {si(plan.interval, 's')} "
             f"(target {si(plan.target_interval, 's')})"
         )
+
+
+def _runs(plan: Plan, shown: int = 3) -> dict[str, str]:
+    """What each path node runs, as the label above it."""
+    out: dict[str, str] = {}
+    previous = 0
+    for k, (node_id, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
+        names = plan.layers[k] if plan.layers else ()
+        more = f" +{len(names) - shown}" if len(names) > shown else ""
+        named = ", ".join(names[:shown]) + more
+        if not names and done == previous:
+            out[node_id] = "forwards"
+        elif plan.cuts == "graph":
+            out[node_id] = named
+        else:
+            numbers = f"block {done}" if done == previous + 1 else f"blocks {previous + 1}–{done}"
+            out[node_id] = numbers + (f"\n{named}" if named else "")
+        previous = done
+    return out

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import InvalidArgument
-from inferplan.profiles.graph import LayerGraph
+from inferplan.profiles.graph import INPUT, LayerGraph
 from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -70,6 +70,9 @@ class Cuts:
         ``(K,)``: parameters of each cut's units.
     exact_work
         Each cut's FLOPs as an exact integer multiple of ``unit``.
+    sends
+        ``(K, n + 1)``: which tensors leave each cut, the input first, then each unit's output
+        (``None`` for a chain, whose cut ``k`` sends the output of unit ``k``, or the input).
     """
 
     kind: CutKind
@@ -79,6 +82,7 @@ class Cuts:
     params: IntArray
     exact_work: tuple[int, ...]
     unit: int
+    sends: npt.NDArray[np.bool_] | None = None
 
     @property
     def n_cuts(self) -> int:
@@ -128,6 +132,14 @@ class Cuts:
             return self.units[i:j]
         fresh = self.members[j] & ~self.members[i]
         return tuple(self.units[k] for k in np.flatnonzero(fresh).tolist())
+
+    def boundary(self, k: int) -> tuple[str, ...]:
+        """The tensors that leave cut ``k``, in a fixed order (``input`` first, then by unit):
+        what a link after it carries."""
+        if self.sends is None:
+            return (INPUT,) if k == 0 else (self.units[k - 1],)
+        names = (INPUT, *self.units)
+        return tuple(names[x] for x in np.flatnonzero(self.sends[k]).tolist())
 
     def params_between(self, i: int, j: int) -> int:
         """Parameters of the units of cut ``j`` outside cut ``i``."""
@@ -322,6 +334,7 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
         params=np.array([p for _, _, p in found], dtype=np.int64),
         exact_work=tuple(w for _, w, _ in found),
         unit=unit,
+        sends=np.column_stack((input_sent, leaving)),
     )
 
 
