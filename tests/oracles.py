@@ -93,6 +93,35 @@ def brute_force_interval(network: Network, profile: Profile) -> float:
     )
 
 
+def most_added(cost: object) -> float:
+    """The most capacity a cost function sells: its ``max_amount``, or as many whole modules of
+    ``size`` as fit under it."""
+    cap = float(cost.max_amount)  # type: ignore[attr-defined]
+    size = getattr(cost, "size", None)
+    if size is None or math.isinf(cap):
+        return cap
+    return math.floor(cap / size * (1 + 1e-9)) * size
+
+
+def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
+    """The least interval any plan can reach: ``T*`` over all deployments with every node and
+    link at its capacity plus the most its cost function sells (its ``max_amount``)."""
+    nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
+    links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    best = math.inf
+    for path, partition in deployments(network, profile.n_blocks):
+        interval, prev = 0.0, 0
+        for k, v in enumerate(path):
+            interval = max(interval, (S[partition[k]] - S[prev]) / nodes[v])
+            if k + 1 < len(path):
+                interval = max(interval, D[partition[k]] / links[(v, path[k + 1])])
+            prev = partition[k]
+        best = min(best, interval)
+    return best
+
+
 CYCLIC_NETWORK = {
     "source": "s",
     "target": "t",

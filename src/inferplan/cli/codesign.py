@@ -22,9 +22,9 @@ from inferplan.cli.options import (
     services_method_help,
     throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, print_json, stages_table, table, written
 from inferplan.errors import InvalidArgument
-from inferplan.units import si
+from inferplan.units import link_name, si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
@@ -140,11 +140,9 @@ def provision_command(
         **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
-    console.print(
-        _stages(
-            plan.path, plan.partition, plan.layers, plan.sends, plan.cuts, plan.bottleneck, added
-        )
-    )
+    console.print(stages_table("deployment", plan.path, plan.partition,
+                               _bottleneck(plan.bottleneck), added, layers=plan.layers,
+                               sends=plan.sends, cuts=plan.cuts))  # fmt: skip
 
 
 def _provision_services(
@@ -221,58 +219,19 @@ def _print_services(plan: ServicesPlan) -> None:
     elements = [
         *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
           for v, x in plan.node_loads.items()),
-        *((f"{u}->{v}", si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
+        *((link_name(u, v), si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
           for (u, v), x in plan.link_loads.items()),
     ]  # fmt: skip
     console.print(table("shared loads", ["element", "load", "added"],
                         [list(row) for row in elements]))  # fmt: skip
 
 
+def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
+    return {bottleneck.id: "bottleneck"} if bottleneck else {}
+
+
 def _rate(interval: float) -> str:
     return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
-
-
-def _stages(
-    path: tuple[str, ...],
-    partition: tuple[int, ...],
-    layers: tuple[tuple[str, ...], ...],
-    sends: tuple[tuple[str, ...], ...],
-    cuts: str,
-    bottleneck: Bottleneck | None,
-    added: dict[str, str] | None = None,
-) -> object:
-    """The deployment as its stages in order, nodes and the links between them, with the
-    blocks each runs (their numbers on a chain, the cut after them otherwise) and their
-    names, what each link carries (the cut, and the tensors by the layers that made them),
-    the capacity added (if ``added``), and the bottleneck."""
-    rows, prev = [], 0
-    slowest = bottleneck.id if bottleneck else None
-    numbered = cuts == "chain"
-    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
-        names = layers[k] if layers else ()
-        if numbered:
-            blocks = f"{prev + 1}..{done}" if done > prev else "-"
-        else:
-            blocks = f"cut {done}" if names else "-"
-        stages = [(node, blocks, _names(names))]
-        if k + 1 < len(path):
-            carried = _names(sends[k]) if sends else ""
-            stages.append((f"{node}->{path[k + 1]}", f"after {done}" if numbered
-                           else f"cut {done}", f"sends {carried}" if carried else ""))  # fmt: skip
-        for stage, runs, named in stages:
-            extra = [added.get(stage, "-")] if added is not None else []
-            rows.append([stage, runs, named, *extra, "bottleneck" if stage == slowest else ""])
-        prev = done
-    columns = ["stage", "blocks", "layers", *(["added"] if added is not None else []),
-               "sets interval"]  # fmt: skip
-    return table("deployment", columns, rows)
-
-
-def _names(names: tuple[str, ...], shown: int = 4) -> str:
-    """Layer names for a table cell: the first few and how many more."""
-    if len(names) <= shown:
-        return ", ".join(names)
-    return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"
 
 
 @app.command("throughput")
@@ -303,9 +262,9 @@ def throughput_command(
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
-    console.print(
-        _stages(best.path, best.partition, best.layers, best.sends, best.cuts, best.bottleneck)
-    )
+    console.print(stages_table("deployment", best.path, best.partition,
+                               _bottleneck(best.bottleneck), layers=best.layers,
+                               sends=best.sends, cuts=best.cuts))  # fmt: skip
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

@@ -81,7 +81,7 @@ def frontier_command(
         [
             f"{a.throughput:.6g} .. {b.throughput:.6g}",
             f"{a.cost:.6g} .. {b.cost:.6g}" if math.isfinite(b.cost) else "infeasible",
-            " > ".join(a.path) or "-",
+            " -> ".join(a.path) or "-",
             ",".join(str(k) for k in a.partition) or "-",
         ]
         for a, b in zip(bounds, ends, strict=True)

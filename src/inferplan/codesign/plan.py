@@ -10,11 +10,12 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.instance import CodesignInstance, Pricing
 from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
-from inferplan.network.costs import CapacityCost
+from inferplan.network.costs import CapacityCost, ModuleCost
 from inferplan.profiles.ideals import CutKind
+from inferplan.units import link_name, si
 
 __all__ = [
     "STATUSES",
@@ -24,6 +25,8 @@ __all__ = [
     "Plan",
     "PlanStatus",
     "added",
+    "at_caps",
+    "beyond_caps",
     "build_plan",
     "check_scale",
     "deployment_latency",
@@ -243,6 +246,73 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
     """The error every method raises when no plan it can make meets ``beta`` within the caps."""
     more = f" ({detail})" if detail else ""
     return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps{more}")
+
+
+def at_caps(inst: CodesignInstance) -> CodesignInstance:
+    """``inst`` with every node and link at its cap: its capacity plus the most its cost
+    function can add (whole modules, for capacity sold in modules). Its ``T*`` is the least
+    interval any plan can reach. Where nothing caps an element its capacity is the largest
+    float."""
+    # the largest float rather than inf where nothing caps an element: inf / inf is no delay
+    most = np.finfo(np.float64).max
+    node_cap = _most_added(inst.node_pricing, inst.node_costs)
+    link_cap = _most_added(inst.link_pricing, inst.link_costs)
+    return inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
+                       np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+
+
+def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:
+    """The most each element can add: its cap, or the whole modules that fit under it."""
+    most = pricing.cap.copy()
+    for k in pricing.other.tolist():
+        cost = costs[k]
+        if isinstance(cost, ModuleCost):
+            most[k] = cost.max_modules * cost.size
+    return most
+
+
+def beyond_caps(
+    error: Infeasible, capped: CodesignInstance, best: Deployment, beta: float
+) -> Infeasible:
+    """``error`` (the :func:`infeasible` of a method) told what the caps allow: ``best`` is
+    ``T*`` of ``capped`` (:func:`at_caps`), the best interval with every element at its cap,
+    and the caps that bind it are the stages of that deployment as slow as its interval.
+
+    Its message names them and the interval; its ``details`` hold ``best_interval``,
+    ``binding`` (each ``kind``, ``id`` and ``capacity`` at its cap, FLOP/s or bit/s) and
+    ``at_caps`` (the deployment, as :meth:`Deployment.to_dict`). When ``best`` meets the
+    target ``beta`` (a baseline's deployment fell short, not the caps), the message says so."""
+    index = {v: k for k, v in enumerate(capped.node_ids)}
+    path = [index[v] for v in best.path]
+    deployment = stages(capped, path, best.partition)
+    _, C, B = capped.scalars
+    compute, transfer = deployment.delays(C, B)
+    most = np.finfo(np.float64).max
+    binding: list[dict[str, Any]] = []
+    named: list[str] = []
+    slow = best.interval * (1 - INTERVAL_RTOL)
+    for k, v in enumerate(deployment.nodes):
+        if compute[k] >= slow and C[v] < most:
+            binding.append({"kind": "node", "id": capped.node_ids[v], "capacity": C[v]})
+            named.append(f"node {capped.node_ids[v]!r} at its cap of {si(C[v], 'FLOP/s')}")
+        e = deployment.links[k] if k < len(deployment.links) else None
+        if e is not None and transfer[k] >= slow and B[e] < most:
+            link = capped.links[e]
+            binding.append({"kind": "link", "id": f"{link.source}->{link.target}",
+                            "capacity": B[e]})  # fmt: skip
+            named.append(f"link {link_name(link.source, link.target)} at its cap of "
+                         f"{si(B[e], 'bit/s')}")  # fmt: skip
+    interval = best.interval if binding else 0.0  # only uncapped elements: no interval binds
+    if not binding:
+        said = "the caps allow any interval"
+    else:
+        said = f"the caps allow at best {interval:.4g} s ({best.throughput:.4g} inferences/s)"
+        said += f", bound by {' and '.join(named)}"
+    if interval <= beta * (1 + INTERVAL_RTOL):  # a baseline's own deployment fell short
+        said += f", which meets {beta:g} s: an exact method (psg, milp) finds that plan"
+    details = {"best_interval": interval, "binding": binding, "at_caps": best.to_dict()}
+    return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
+                      details=details)  # fmt: skip
 
 
 def slowest_stage(
