@@ -112,7 +112,10 @@ def test_cut_report(models):
         (["mymodels:nothing", "--input-shape", "1,3,8,8"], "has no attribute 'nothing'"),
         (["mymodels:broken", "--input-shape", "1"], "ValueError: no weights here"),
         (["missing_module_q:make", "--input-shape", "1"], "cannot import 'missing_module_q'"),
-        (["vgg16", "--blocks", "depth=2"], "--blocks apply to ONNX and PyTorch models only"),
+        (
+            ["vgg16", "--blocks", "depth=2"],
+            "--blocks: applies to ONNX, PyTorch and transformers models only",
+        ),
         (["nope.onnx"], "nope.onnx: file not found"),
         (["nope.onnx", "--dtype", "float16"], "--dtype: ONNX models carry their own dtypes"),
     ],
@@ -211,17 +214,18 @@ def test_transformers_config_prefill_and_decode():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["transformers:GPT2Config", *TINY_GPT2], "give the tokens per sequence (--seq-len)"),
+        (["transformers:GPT2Config", *TINY_GPT2], "--seq-len: give the tokens per sequence"),
         (["transformers:NoConfig", "--seq-len", "4"], "no configuration class 'NoConfig'"),
         (["transformers:GPT2Config", "--config", "n_layers=2", "--seq-len", "4"],
          "--config: GPT2Config has no field(s) 'n_layers'"),
         (["transformers:GPT2Config", "--seq-len", "4", "--cache-len", "3"],
-         "--cache-len applies to --decode only"),
+         "--cache-len: applies to --decode only"),
         (["transformers:GPT2Config", "--seq-len", "4", "--input-shape", "1,4"],
-         "--input-shape does not apply to transformers models"),
+         "--input-shape: does not apply to transformers models"),
         (["transformers:GPT2Config", *TINY_GPT2, "--seq-len", "4", "--measure"],
          "--measure applies to PyTorch models"),
-        (["vgg16", "--seq-len", "4"], "--seq-len apply to transformers:CONFIG_CLASS models only"),
+        (["vgg16", "--seq-len", "4"],
+         "--seq-len: applies to transformers:CONFIG_CLASS models only"),
     ],
 )  # fmt: skip
 def test_transformers_bad_input_is_one_line_exit_2(args, message):

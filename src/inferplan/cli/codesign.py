@@ -9,16 +9,24 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    PROFILE_HELP,
+    BlocksOpt,
+    ConfigOpt,
     CutsOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
+    SeqLenOpt,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    model_options,
     services_method_help,
     throughput_method_help,
 )
@@ -46,11 +54,7 @@ def _default_method(ctx: typer.Context, value: str | None) -> str:
 def provision_command(
     network: NetworkArg,
     profile: Annotated[
-        str | None,
-        typer.Argument(
-            help="Built-in profile name (vgg16, resnet50, alexnet) or profile file; "
-            "omitted with --services."
-        ),
+        str | None, typer.Argument(help=f"{PROFILE_HELP} Omitted with --services.")
     ] = None,
     services: Annotated[
         Path | None,
@@ -104,6 +108,12 @@ def provision_command(
     ] = None,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -112,19 +122,24 @@ def provision_command(
     """
     from inferplan.codesign.provision import provision
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break, "--cuts": cuts,
-                                         "--max-ideals": max_ideals})  # fmt: skip
+                                         "--tie-break": tie_break, "--input-shape": input_shapes,
+                                         "--blocks": blocks, "--config": config,
+                                         "--seq-len": seq_len, "--decode": decode or None,
+                                         "--dtype": None if dtype == "float32" else dtype,
+                                         "--cuts": cuts, "--max-ideals": max_ideals,
+                                         })  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
@@ -170,7 +185,7 @@ def _provision_services(
     for flag, value in single_only.items():
         if value is not None:
             raise InvalidArgument(
-                f"{flag} is for one profile; a services file gives each service's rate",
+                f"{flag} is for one profile; a services file gives each service's own",
                 field="services",
             )
     net, listed = load_network(network), load_services(services)
@@ -245,6 +260,12 @@ def throughput_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -252,9 +273,10 @@ def throughput_command(
     """
     from inferplan.codesign.provision import throughput as throughput_optimal
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals)
     if as_json:

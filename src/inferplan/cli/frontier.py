@@ -10,14 +10,21 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    BlocksOpt,
+    ConfigOpt,
     CutsOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
     MethodChoice,
     NetworkArg,
     ProfileArg,
+    SeqLenOpt,
     blame_network_file,
     method_help,
+    model_options,
 )
 from inferplan.cli.render import console, print_json, table, written
 
@@ -45,6 +52,12 @@ def frontier_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Least cost against target throughput.
 
@@ -54,9 +67,10 @@ def frontier_command(
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.methods import get_method
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
                                 cuts=cuts, max_ideals=max_ideals)  # fmt: skip

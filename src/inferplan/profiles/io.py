@@ -8,10 +8,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.documents import path_exists, read_document, validate_document, write_document
-from inferplan.errors import InferplanError, InvalidProfile
+from inferplan.errors import InferplanError, InvalidFile, InvalidProfile
 from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.profile import Profile
-from inferplan.profiles.zoo import builtin_profile
+from inferplan.profiles.zoo import MAKE_A_PROFILE, builtin_profile
 
 __all__ = ["load_profile", "profile_from_dict", "save_profile"]
 
@@ -117,8 +117,10 @@ def load_profile(name_or_path: str | Path) -> Profile:
     """
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix.lower() in (".json", ".yaml", ".yml") or path_exists(path):
+    if path_exists(path):
         return profile_from_dict(read_document(path), source=text)
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        raise InvalidFile(f"file not found ({MAKE_A_PROFILE})", source=text)
     return builtin_profile(text)
 
 
