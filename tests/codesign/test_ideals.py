@@ -27,8 +27,14 @@ from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.ideals import graph_cuts
 
 from ..cli import app, invoke_json, runner
-from ..oracles import boundary_bits, evaluate_graph, graph_deployments, graph_ideals
-from ..strategies import layer_graphs, path_graph, small_dags, small_profiles
+from ..oracles import (
+    boundary_bits,
+    evaluate_graph,
+    graph_deployments,
+    graph_ideals,
+    graph_memory_cost,
+)
+from ..strategies import layer_graphs, path_graph, small_dags, small_profiles, with_memory
 
 # Brute force enumerates every chain of ideals along every path: keep both small.
 MAX_CHAINS = 20_000
@@ -292,3 +298,30 @@ def test_graph_beside_blocks_must_describe_the_same_model(tmp_path: Path) -> Non
     result = runner.invoke(app, ["throughput", NET, str(path)])
     assert result.stderr.strip() == (f"error: {path}: graph: the layer graph's total FLOPs are 3, "
                                      "the blocks' 4")  # fmt: skip
+
+
+@settings(max_examples=40)
+@given(data=st.data(), graph=layer_graphs(max_layers=8),
+       factor=st.floats(min_value=0.2, max_value=1.2))  # fmt: skip
+def test_memory_terms_hold_on_ideals(data: st.DataObject, graph: LayerGraph, factor: float) -> None:
+    profile = Profile.from_graph("random", graph)
+    most = 4.0 * sum(graph.params) + sum(graph.output_bits) / 4.0 + graph.input_bits / 8.0
+    network = data.draw(with_memory(data.draw(small_dags(max_nodes=4)), most))
+    inst = compile_instance(network, profile, cuts="graph")
+    assume(inst.n_cuts <= 100)
+    deployments = list(graph_deployments(network, graph))
+    assume(len(deployments) <= MAX_CHAINS)
+    fastest = min(evaluate_graph(network, graph, p, c, math.inf).interval for p, c in deployments)
+    beta = factor * fastest
+    best = math.inf
+    for path, chain in deployments:
+        cost = evaluate_graph(network, graph, path, chain, beta).cost
+        best = min(best, cost + graph_memory_cost(network, graph, path, chain))
+    for solver in (solve_psg, solve_milp):
+        if math.isinf(best):
+            with pytest.raises(Infeasible):
+                solver(inst, beta)
+            continue
+        plan = solver(inst, beta)
+        assert plan.cost == pytest.approx(best, rel=1e-7, abs=1e-9)
+        assert all(m.memory is None or m.need <= m.memory * (1 + 1e-9) for m in plan.memory)

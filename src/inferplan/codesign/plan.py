@@ -11,6 +11,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
+from inferplan.codesign.memory import NodeMemory, path_needs
 from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
@@ -148,6 +149,9 @@ class Plan:
         transfer and propagation delays; ``None`` only for a plan file that does not say).
     target_latency
         The latency bound that was asked for, if any.
+    memory
+        Each path node's memory need, its memory after the upgrades and the bytes added
+        (see :class:`~inferplan.codesign.memory.NodeMemory`).
     """
 
     method: str
@@ -165,6 +169,12 @@ class Plan:
     layers: tuple[tuple[str, ...], ...] = ()
     sends: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
+    memory: tuple[NodeMemory, ...] = ()
+
+    @property
+    def memory_upgrades(self) -> dict[str, float]:
+        """Memory (bytes) added per node id; only non-zero amounts."""
+        return {m.id: m.added for m in self.memory if m.added > 0}
 
     @property
     def feasible(self) -> bool:
@@ -196,6 +206,8 @@ class Plan:
                 for u in self.link_upgrades
             ],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
+            "memory_upgrades": self.memory_upgrades,
+            "memory": [m.to_dict() for m in self.memory],
         }
 
 
@@ -398,11 +410,13 @@ def build_plan(
     *,
     status: PlanStatus,
     target_latency: float | None = None,
+    memory_added: Mapping[int, float] | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
     resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
-    place that turns any solver's choice into a :class:`Plan`.
+    place that turns any solver's choice into a :class:`Plan`. Memory is bought likewise:
+    ``memory_added`` bytes per node, by default what each path node needs beyond its memory.
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
@@ -413,12 +427,18 @@ def build_plan(
         If a purchase exceeds what its cost function can add (its cap): the plan cannot be
         bought, whichever method asked for it.
     """
+    needs = path_needs(inst, path, partition)
+    if memory_added is None:
+        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
+                                                                          strict=True)}  # fmt: skip
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
+    memory_bought: dict[int, float] = {}
     prices: list[float] = []
     for bought, wanted, costs, name in (
         (node_bought, node_added, inst.node_costs, _node_name),
         (link_bought, link_added, inst.link_costs, _link_name),
+        (memory_bought, memory_added, inst.memory_costs, _memory_name),
     ):
         for k in sorted(wanted):
             if wanted[k] > 0:  # every cost is zero at zero: nothing to buy or price
@@ -460,7 +480,25 @@ def build_plan(
         layers=stage_units(inst, partition),
         sends=stage_sends(inst, partition),
         cuts=inst.cuts.kind,
+        memory=tuple(
+            NodeMemory(
+                inst.node_ids[v],
+                need,
+                _memory_after(inst, v, memory_bought),
+                memory_bought.get(v, 0.0),
+            )
+            for v, need in zip(path, needs, strict=True)
+        ),
     )
+
+
+def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
+    own = float(inst.memory[v])
+    return None if math.isinf(own) else own + bought.get(v, 0.0)
+
+
+def _memory_name(inst: CodesignInstance, v: int) -> str:
+    return f"the memory of node {inst.node_ids[v]!r}"
 
 
 def _node_name(inst: CodesignInstance, v: int) -> str:

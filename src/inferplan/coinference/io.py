@@ -14,7 +14,9 @@ layers: {cycles: [...], input_bits: [...], param_bits: [...]}   # N, N+1, N entr
 the shorthand top-level ``profile: alexnet``); a system read for a model (``model=``, as ``edge
 serve`` and ``device run`` read it) may leave ``profile`` out, or ``layers`` altogether: the
 model's profile stands in, encoded by the same rules and defaults (:func:`layers_from_profile`).
-``channel`` may be a list of ``N + 1`` entries, one per split stage. Relative file names
+``channel`` may be a list of ``N + 1`` entries, one per split stage, except for a channel with
+memory (``kind: markov`` or ``kind: gauss-markov``, docs/coinference.md), which describes every
+stage. Relative file names
 (profile files, ``trace`` CSVs) are resolved against the system file's directory.
 """
 
@@ -33,6 +35,7 @@ from inferplan.coinference.channels import (
     Rayleigh,
     Trace,
 )
+from inferplan.coinference.markov import GaussMarkov, Markov
 from inferplan.coinference.system import (
     DEFAULT_BITS_PER_ELEMENT,
     DEFAULT_BITS_PER_PARAM,
@@ -48,7 +51,7 @@ from inferplan.documents import path_exists, read_document, validate_document, w
 from inferplan.errors import InferplanError, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
-__all__ = ["load_system", "save_system", "system_from_dict"]
+__all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
 
 
 class _Strict(BaseModel):
@@ -126,12 +129,32 @@ class _TraceEntry(_Strict):
     file: str | None = None
 
 
+class _MarkovEntry(_Strict):
+    kind: str
+    snr: list[float]
+    transition: list[list[float]] | list[list[list[float]]]
+    initial: list[float] | None = None
+    boundaries: list[float] | None = None
+
+
+class _GaussMarkovEntry(_Strict):
+    kind: str
+    mean_snr: float
+    min_snr: float | None = None
+    rho: float | list[float] | None = None
+    speed_mps: float | None = None
+    carrier_hz: float | None = None
+    grid: int = 64
+
+
 _CHANNEL_KINDS: dict[str, type[_Strict]] = {
     "discrete": _DiscreteEntry,
     "rayleigh": _RayleighEntry,
     "nakagami": _NakagamiEntry,
     "lognormal": _LogNormalEntry,
     "trace": _TraceEntry,
+    "markov": _MarkovEntry,
+    "gauss-markov": _GaussMarkovEntry,
 }
 
 
@@ -141,7 +164,7 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
     return exc
 
 
-def _read_trace(path: Path) -> tuple[float, ...]:
+def read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -172,6 +195,10 @@ def _read_trace(path: Path) -> tuple[float, ...]:
     return tuple(values)
 
 
+def _nested_tuple(value: Any) -> Any:
+    return tuple(_nested_tuple(v) for v in value) if isinstance(value, list) else value
+
+
 def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
     kind = data.get("kind")
     model = _CHANNEL_KINDS.get(str(kind))
@@ -190,6 +217,22 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             return Nakagami(doc.m, doc.mean_snr, doc.min_snr)
         if isinstance(doc, _LogNormalEntry):
             return LogNormal(doc.mean_db, doc.sigma_db)
+        if isinstance(doc, _MarkovEntry):
+            return Markov(
+                tuple(doc.snr),
+                _nested_tuple(doc.transition),
+                None if doc.initial is None else tuple(doc.initial),
+                None if doc.boundaries is None else tuple(doc.boundaries),
+            )
+        if isinstance(doc, _GaussMarkovEntry):
+            return GaussMarkov(
+                doc.mean_snr,
+                doc.min_snr,
+                tuple(doc.rho) if isinstance(doc.rho, list) else doc.rho,
+                doc.speed_mps,
+                doc.carrier_hz,
+                doc.grid,
+            )
         assert isinstance(doc, _TraceEntry)
         if (doc.snr is None) == (doc.file is None):
             raise InvalidSystem("give exactly one of 'snr' and 'file'")
@@ -197,7 +240,7 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(_read_trace(path))
+            return Trace(read_trace(path))
         return Trace(tuple(doc.snr or ()))
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file

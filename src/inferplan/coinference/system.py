@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import Channel, Rayleigh, channel_sequence
+from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, channel_sequence
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
@@ -315,6 +315,7 @@ class System:
     inferences_per_update: int = DEFAULT_INFERENCES_PER_UPDATE
     energy_weight: float = DEFAULT_ENERGY_WEIGHT
     channels: tuple[Channel, ...] = field(init=False, repr=False, compare=False)
+    chain: Chain | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "downlink_bps", _check(self.downlink_bps, "downlink_bps"))
@@ -345,6 +346,57 @@ class System:
                     exc.field = f"channel[{n}]"
                     exc.args = (str(exc),)
                 raise
+        object.__setattr__(self, "chain", None)
+        if any(ch.memory for ch in channels):
+            self._with_memory(channels, per_stage)
+
+    def _with_memory(self, channels: tuple[Channel, ...], per_stage: bool) -> None:
+        """A channel with memory: its chain, and its marginals as the channel of each stage."""
+        if per_stage:
+            n = next(n for n, ch in enumerate(channels) if ch.memory)
+            raise InvalidSystem(
+                f"a channel with memory ({channels[n].kind}) describes every stage: give it "
+                "once, not in a list of one channel per stage",
+                field=f"channel[{n}]",
+            )
+        try:
+            chain = channels[0].chain(self.stage_intervals)
+        except InferplanError as exc:
+            exc.field = f"channel.{exc.field}" if exc.field else "channel"
+            exc.args = (str(exc),)
+            raise
+        assert chain is not None
+        snr = tuple(chain.snr.tolist())
+        marginals = tuple(Discrete(snr, tuple(p.tolist())) for p in chain.marginals)
+        for n, marginal in enumerate(marginals, start=1):
+            try:
+                marginal.mean_inv_log()
+            except InferplanError as exc:
+                exc.message = f"at split stage {n}: {exc.message}"
+                exc.args = (str(exc),)
+                raise
+        object.__setattr__(self, "chain", chain)
+        object.__setattr__(self, "channels", marginals)
+
+    @property
+    def memory_channel(self) -> Channel:
+        """The channel with memory the system was given (``channels`` holds its marginals).
+
+        Raises
+        ------
+        InvalidArgument
+            If the channel has no memory.
+        """
+        if self.chain is None or not isinstance(self.channel, Channel):
+            raise InvalidArgument("the system's channel has no memory")
+        return self.channel
+
+    @property
+    def stage_intervals(self) -> tuple[float, ...]:
+        """``dt_1..dt_N``: the device's compute time of each layer, the time between the SNR
+        observations at stages ``n`` and ``n + 1``."""
+        f_l = self.device.cpu_hz
+        return tuple(cycles / f_l for cycles in self.layers.cycles)
 
     @property
     def n_layers(self) -> int:
@@ -399,7 +451,7 @@ class System:
 
     def to_dict(self) -> dict[str, Any]:
         """The system in the system-file format (explicit layers)."""
-        channels = self.channels
+        channels = (self.memory_channel,) if self.chain is not None else self.channels
         shared = all(ch is channels[0] for ch in channels)
         return {
             "device": self.device.to_dict(),

@@ -2,7 +2,8 @@
 
 A layer computes one tensor (``output_bits``) from the tensors of its predecessors; the
 model's input is the tensor ``input``. Every layer without a successor is an output, which
-must reach the target. A chain of blocks is the special case of a path graph.
+must reach the target, and so is every layer with an edge to ``output``. A chain of blocks is
+the special case of a path graph.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from typing import Any
 
 from inferplan.errors import InvalidProfile
 
-__all__ = ["INPUT", "LayerGraph"]
+__all__ = ["INPUT", "OUTPUT", "LayerGraph"]
 
 INPUT = "input"
 """The name of the model's input tensor in a layer graph's edges."""
+OUTPUT = "output"
+"""The model's output in a layer graph's edges: ``[layer, "output"]`` makes a layer that other
+layers read an output too (a layer no layer reads is one anyway)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class LayerGraph:
         layers beyond a cut read it.
     edges
         ``(tensor, layer)`` pairs: ``layer`` reads the output of ``tensor`` (a layer id or
-        ``input``).
+        ``input``); ``layer`` may be ``output``, the model's output.
     input_bits
         Bits of the model's input.
     params
@@ -91,8 +95,10 @@ class LayerGraph:
             where = f"graph.edges[{k}]"
             if u != INPUT and u not in index:
                 raise InvalidProfile(f"unknown tensor {u!r} (a layer id or {INPUT!r})", field=where)
-            if v not in index:
+            if v not in index and v != OUTPUT:
                 raise InvalidProfile(f"unknown layer {v!r}", field=where)
+            if v == OUTPUT and u == INPUT:
+                raise InvalidProfile("the model's input is not an output", field=where)
             if u == v:
                 raise InvalidProfile(f"layer {v!r} reads its own output", field=where)
             if (u, v) in seen:
@@ -131,7 +137,7 @@ class LayerGraph:
         """The layers each layer reads (the input left out), by position."""
         out: list[list[int]] = [[] for _ in self.layers]
         for u, v in self.edges:
-            if u != INPUT:
+            if u != INPUT and v != OUTPUT:
                 out[self.index[v]].append(self.index[u])
         return tuple(tuple(sorted(p)) for p in out)
 
@@ -151,8 +157,9 @@ class LayerGraph:
 
     @cached_property
     def sinks(self) -> tuple[int, ...]:
-        """The outputs: the layers no layer reads."""
-        return tuple(v for v, s in enumerate(self.successors) if not s)
+        """The outputs: the layers no layer reads and those with an edge to ``output``."""
+        marked = {self.index[u] for u, v in self.edges if v == OUTPUT}
+        return tuple(v for v, s in enumerate(self.successors) if not s or v in marked)
 
     @cached_property
     def order(self) -> tuple[int, ...]:
@@ -190,9 +197,10 @@ class LayerGraph:
         produced there, the input included, that a layer outside it still reads, and every
         output in it."""
         sent = [self.input_bits] if any(not done[v] for v in self.input_readers) else []
+        outputs = set(self.sinks)
         for u in range(self.n_layers):
             readers = self.successors[u]
-            if done[u] and (not readers or any(not done[z] for z in readers)):
+            if done[u] and (u in outputs or any(not done[z] for z in readers)):
                 sent.append(self.output_bits[u])
         return math.fsum(sent)
 
@@ -222,16 +230,18 @@ class LayerGraph:
         edges: dict[tuple[str, str], None] = {}
         for u, v in self.edges:
             a = INPUT if u == INPUT else self.layers[owner[self.index[u]]]
-            b = self.layers[owner[self.index[v]]]
+            b = OUTPUT if v == OUTPUT else self.layers[owner[self.index[v]]]
             if a != b:
                 edges[(a, b)] = None
+
+        outputs = set(self.sinks)
 
         def sent(k: int) -> float:
             inside = set(members_of[k])
             return math.fsum(
                 self.output_bits[m]
                 for m in inside
-                if not self.successors[m] or any(z not in inside for z in self.successors[m])
+                if m in outputs or any(z not in inside for z in self.successors[m])
             )
 
         try:

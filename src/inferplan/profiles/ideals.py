@@ -7,14 +7,13 @@ A deployment runs ``J_l \\ J_(l-1)`` on the ``l``-th node of its path for a chai
 unless the first is inside the second), the bits of each boundary and the parameters of each
 cut. Cuts are numbered by size, then by their members, so ``I ⊂ J`` implies that ``I`` comes
 first: a solver may relax them in index order. A chain is the special case whose cuts are the
-prefixes ``0..N``: its tables are the block-range sums of today's chain planner, entry for
-entry.
+prefixes ``0..N``: its tables are the block-range sums
+(:func:`~inferplan.arrays.range_sums`), entry for entry.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -22,7 +21,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.arrays import FloatArray, IntArray
+from inferplan.arrays import FloatArray, IntArray, exact_differences, scaled_exactly
 from inferplan.errors import InvalidArgument
 from inferplan.profiles.graph import INPUT, LayerGraph
 from inferplan.profiles.profile import Profile
@@ -37,7 +36,6 @@ __all__ = [
     "count_ideals",
     "cuts_of",
     "graph_cuts",
-    "range_sums",
 ]
 
 CutKind = Literal["chain", "graph"]
@@ -122,7 +120,7 @@ class Cuts:
         (``inf`` where ``i`` is not inside ``j``)."""
         if self.kind == "graph" and self.n_cuts > MAX_STATE_CUTS:
             raise _too_many_for_planners(self.n_cuts)
-        sums = _differences(self.exact_work, self.unit)
+        sums = exact_differences(self.exact_work, self.unit)
         sums[~self.subset] = np.inf
         return sums
 
@@ -154,72 +152,9 @@ def _packed(members: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
     return np.packbits(padded, axis=1, bitorder="little").view(np.uint64)
 
 
-def _scaled(values: Sequence[float]) -> tuple[list[int], int]:
-    """``values`` as exact integer multiples of the finest power of two among them."""
-    ratios = [float(v).as_integer_ratio() for v in values]
-    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
-    unit = 1 << shift
-    return [num * (unit // den) for num, den in ratios], unit
-
-
-def _differences(exact: Sequence[int], unit: int) -> FloatArray:
-    """``sums[i, j] = (exact[j] - exact[i]) / unit`` rounded once. When every exact value is a
-    float already, one vectorised subtraction of them is rounded once too."""
-    floats = [_ratio(p, unit) for p in exact]
-    if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
-        S = np.array(floats)
-        sums: FloatArray = S[None, :] - S[:, None]
-        return sums
-    P = np.array(exact, dtype=object)
-    diff = P[None, :] - P[:, None]
-    out: FloatArray = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(diff).astype(np.float64)
-    return out
-
-
-def range_sums(values: Sequence[float]) -> FloatArray:
-    """``sums[i, j] = values[i] + ... + values[j - 1]`` rounded once to the nearest float, for
-    ``0 <= i <= j <= n`` (0 on the diagonal, ``inf`` below it): equal to
-    ``math.fsum(values[i:j])``.
-
-    The sums are formed exactly as integers (in units of the finest power of two among the
-    values), so no value is lost beside a much larger one, as ``S_j - S_i`` of floating-point
-    prefix sums loses it (``[1e14, 1e-3]``: ``S_2 - S_1 = 0``). When every exact prefix sum is
-    a float already (integer FLOP counts below ``2**53``, for instance), one vectorised
-    subtraction of them is rounded once too and gives the same table.
-
-    Examples
-    --------
-    >>> float(range_sums([1e14, 1e-3])[1, 2])
-    0.001
-    """
-    scaled, unit = _scaled(values)
-    exact = [0]
-    for x in scaled:
-        exact.append(exact[-1] + x)
-    sums = _differences(exact, unit)
-    sums[np.tri(len(exact), k=-1, dtype=bool)] = np.inf
-    return sums
-
-
-def _ratio(num: int, den: int) -> float:
-    """``num / den`` rounded once (``inf`` beyond the largest float)."""
-    try:
-        return num / den
-    except OverflowError:
-        return math.inf
-
-
-def _represents(value: float, num: int, den: int) -> bool:
-    """Whether the float ``value`` equals ``num / den`` exactly (``den`` a power of two)."""
-    if not math.isfinite(value):
-        return False
-    a, b = value.as_integer_ratio()
-    return b <= den and a * (den // b) == num
-
-
 def chain_cuts(profile: Profile) -> Cuts:
     """The prefixes of ``profile``'s blocks as cuts."""
-    scaled, unit = _scaled(profile.flops)
+    scaled, unit = scaled_exactly(profile.flops)
     exact = [0]
     for x in scaled:
         exact.append(exact[-1] + x)
@@ -240,7 +175,7 @@ def _enumerate(graph: LayerGraph, limit: int) -> list[tuple[int, int, int]] | No
     order = graph.order
     position = {v: k for k, v in enumerate(order)}
     needs = [sum(1 << position[u] for u in graph.predecessors[v]) for v in order]
-    scaled, _ = _scaled(graph.flops)
+    scaled, _ = scaled_exactly(graph.flops)
     work = [scaled[v] for v in order]
     params = [graph.params[v] for v in order]
     level = [(0, 0, 0)]
@@ -314,7 +249,8 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     for v in order:
         for u in graph.predecessors[v]:
             readers[position[v], position[u]] = 1
-    sink = np.array([not graph.successors[v] for v in order])
+    outputs = set(graph.sinks)
+    sink = np.array([v in outputs for v in order])
     outside = (~members).astype(np.int32)
     unread = (outside @ readers) > 0
     leaving = members & (unread | sink)
@@ -325,7 +261,7 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
         math.fsum([graph.input_bits] * bool(sent) + out_bits[row].tolist())
         for sent, row in zip(list(input_sent), leaving, strict=True)
     ]
-    _, unit = _scaled(graph.flops)
+    _, unit = scaled_exactly(graph.flops)
     return Cuts(
         kind="graph",
         units=tuple(graph.layers[v] for v in order),

@@ -49,6 +49,8 @@ class _ProfileFile(BaseModel):
     blocks: list[str] | None = None
     params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
     seconds: list[Positive] | None = None
+    bytes_per_param: Positive = 4.0
+    state_bytes: list[Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]] | None = None
     flops_per_s: list[Positive] | None = None  # written beside seconds; derived, not read
 
 
@@ -78,6 +80,8 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             params=tuple(doc.params or ()),
             seconds=tuple(doc.seconds or ()),
             graph=graph,
+            bytes_per_param=doc.bytes_per_param,
+            state_bytes=tuple(doc.state_bytes or ()),
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
