@@ -20,6 +20,7 @@ Needs torch for (a) (the ``torch`` extra); the machine is shared, so times are n
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
@@ -39,8 +40,9 @@ ROOT = Path(__file__).parents[1]
 def resnet50_modules() -> Profile:
     """ResNet-50 traced at module granularity (the profile tests' reference model)."""
     sys.path.insert(0, str(ROOT))
-    from inferplan.profiles.from_torch import profile_module
     from tests.profiles.reference_models import ResNet50  # the model the tests check
+
+    from inferplan.profiles.from_torch import profile_module
 
     return profile_module(ResNet50(), [(1, 3, 224, 224)], blocks=3).profile
 
@@ -92,7 +94,7 @@ def chain_network(nodes: int = 8) -> Network:
     ids = [f"w{k}" for k in range(nodes)]
     members = tuple(Node(v, (20 + 30 * ((7 * k) % nodes) / nodes) * 1e9, 1e-9)
                     for k, v in enumerate(ids))  # fmt: skip
-    links = tuple(Link(u, v, 1e9, 1e-9) for u, v in zip(ids, ids[1:], strict=False))
+    links = tuple(Link(u, v, 1e9, 1e-9) for u, v in itertools.pairwise(ids))
     return Network(nodes=members, links=links, source=ids[0], target=ids[-1])
 
 

@@ -18,7 +18,7 @@ from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.planfile import check_plan, plan_from_dict
 from inferplan.codesign.psg import reference_psg
 from inferplan.codesign.throughput_milp import throughput_milp
-from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.errors import Infeasible, InvalidArgument, InvalidProfile
 from inferplan.network.io import network_from_dict
 from inferplan.network.network import Network
 from inferplan.plots.plan import _runs
@@ -325,3 +325,35 @@ def test_memory_terms_hold_on_ideals(data: st.DataObject, graph: LayerGraph, fac
         plan = solver(inst, beta)
         assert plan.cost == pytest.approx(best, rel=1e-7, abs=1e-9)
         assert all(m.memory is None or m.need <= m.memory * (1 + 1e-9) for m in plan.memory)
+
+
+@pytest.mark.parametrize("method", ["milp", "fast"])
+def test_services_plan_at_ideals_and_say_what_runs_where(method: str) -> None:
+    from inferplan.codesign.services import Service, provision_services
+
+    net = inferplan.load_network(NET)
+    two = inferplan.load_profile(TWO)
+    graph = two.graph
+    assert graph is not None
+    services = [Service("two", two, "s", "t", interval=1 / 15),
+                Service("vgg", inferplan.vgg16(), "s", "t", interval=1 / 10)]  # fmt: skip
+    plan = provision_services(net, services, method=method)
+    first, second = plan.services
+    assert first.cuts == "graph" and second.cuts == "chain"
+    assert sorted(x for names in first.layers for x in names) == sorted(graph.layers)
+    assert [x for names in second.layers for x in names] == list(inferplan.vgg16().blocks)
+    assert first.interval <= first.target_interval * (1 + 1e-9)
+
+
+def test_merging_layers_no_cut_should_separate() -> None:
+    graph = inferplan.load_profile(TWO).graph
+    assert graph is not None
+    merged = graph.merged([["a1", "a2"]])
+    assert merged.layers == ("stem", "a1", "b1", "b2", "join")
+    assert math.fsum(merged.flops) == math.fsum(graph.flops)
+    assert merged.output_bits[1] == graph.output_bits[graph.index["a2"]]  # a1's stays inside
+    assert len(graph_ideals(merged)) == len(graph_ideals(graph)) - 3 == graph_cuts(merged).n_cuts
+    with pytest.raises(InvalidProfile, match="merging these layers the layer graph has a cycle"):
+        graph.merged([["stem", "join"]])
+    with pytest.raises(InvalidProfile, match="is in two groups"):
+        graph.merged([["a1", "a2"], ["a2", "b1"]])
