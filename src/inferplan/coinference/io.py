@@ -49,8 +49,15 @@ from inferplan.coinference.system import (
     System,
     layers_from_profile,
 )
-from inferplan.documents import path_exists, read_document, validate_document, write_document
-from inferplan.errors import InferplanError, InvalidSystem
+from inferplan.documents import (
+    decode_text,
+    path_exists,
+    read_bytes,
+    read_document,
+    validate_document,
+    write_document,
+)
+from inferplan.errors import InferplanError, InvalidFile, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
 __all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
@@ -182,18 +189,15 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
 def read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+        raw = read_bytes(path)
+    except InvalidFile as exc:
         raise InvalidSystem(
-            f"cannot read trace file {str(path)!r} ({exc.strerror})", field="file"
+            f"cannot read trace file {str(path)!r} ({exc.message})", field="file"
         ) from None
-    except UnicodeDecodeError as exc:
-        where = exc.object[: exc.start].count(b"\n") + 1
-        raise InvalidSystem(
-            f"line {where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})", source=str(path)
-        ) from None
-    except ValueError:  # a NUL byte in the name
-        raise InvalidSystem(f"not a file name: {str(path)!r}", field="file") from None
+    try:
+        lines = decode_text(raw, path).splitlines()
+    except InvalidFile as exc:
+        raise InvalidSystem(exc.message, source=exc.source) from None
     values: list[float] = []
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
