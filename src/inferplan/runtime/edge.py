@@ -33,7 +33,6 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -65,23 +64,10 @@ __all__ = [
     "BackgroundEdge",
     "EdgeService",
     "create_app",
-    "read_token",
     "serve",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
-
-
-def read_token(path: str | Path) -> str:
-    """The bearer token in the file at ``path`` (surrounding whitespace removed)."""
-    path = Path(path)
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read token file ({exc})", source=str(path)) from None
-    if not token or any(c.isspace() for c in token):
-        raise InvalidArgument("token file must hold one token without spaces", source=str(path))
-    return token
 
 
 class _HttpError(Exception):
