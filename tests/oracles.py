@@ -161,3 +161,62 @@ def plan_latency(
             total += D[b] / (link.capacity + more_b.get((v, path[k + 1]), 0.0)) + link.delay_s
         prev = b
     return total
+
+
+def memory_need(profile: Profile, received: int, sent: int) -> float:
+    """Bytes a node running blocks ``received+1..sent`` holds, from the definition
+    (docs/model.md): parameters and kept state of its blocks plus the largest input+output
+    activation of one of them; the relayed activation when it runs none."""
+    D = profile.activation_bits
+    if received == sent:
+        return D[sent] / 8
+    blocks = range(received, sent)  # 0-based block indices
+    held = math.fsum(profile.params[n] * profile.bytes_per_param + profile.state_bytes[n]
+                     for n in blocks)  # fmt: skip
+    return held + max((D[n] + D[n + 1]) / 8 for n in blocks)
+
+
+def memory_cost(
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    memory: dict[str, float] | None = None,
+) -> float:
+    """The least price of the memory a deployment needs beyond each node's (``inf`` where it
+    cannot be bought); ``memory`` in place of the nodes' own, when given."""
+    nodes = {n.id: n for n in network.nodes}
+    total, prev = 0.0, 0
+    for v, b in zip(path, partition, strict=True):
+        node = nodes[v]
+        have = (memory or {}).get(v, math.inf if node.memory is None else node.memory)
+        short = memory_need(profile, prev, b) - have
+        if short > 0:
+            if node.memory_cost is not None:
+                total += _scalar(node.memory_cost)(short)
+            elif node.memory_price is not None:
+                total += node.memory_price * short
+            else:
+                return math.inf
+        prev = b
+    return total
+
+
+def brute_force_memory_cost(network: Network, profile: Profile, beta: float) -> float:
+    """Minimum co-design cost over all deployments, memory priced per node."""
+    return min(
+        evaluate(network, profile, p, b, beta).cost + memory_cost(network, profile, p, b)
+        for p, b in deployments(network, profile.n_blocks)
+    )
+
+
+def brute_force_fitting_interval(network: Network, profile: Profile) -> float:
+    """``T*`` among the deployments that fit today's memory (``inf`` if none does)."""
+    return min(
+        (evaluate(network, profile, p, b, math.inf).interval
+         for p, b in deployments(network, profile.n_blocks)
+         if all(memory_need(profile, a, c) <= (math.inf if n.memory is None else n.memory)
+                for n, a, c in zip([network.node_by_id[v] for v in p], (0, *b[:-1]), b,
+                                   strict=True))),
+        default=math.inf,
+    )  # fmt: skip

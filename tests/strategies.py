@@ -126,3 +126,43 @@ def small_profiles(draw: st.DrawFn, max_blocks: int = 5) -> Profile:
         flops=tuple(draw(positive) for _ in range(n)),
         activation_bits=tuple(draw(positive) for _ in range(n + 1)),
     )
+
+
+MEMORY_KINDS = ("limit", "price", *COST_KINDS)
+"""How a node's memory may be given: a limit alone (not for sale), a price, or a cost function."""
+
+
+@st.composite
+def profiles_with_params(draw: st.DrawFn, max_blocks: int = 5) -> Profile:
+    """:func:`small_profiles` whose blocks have parameters (some none), a ``bytes_per_param``
+    and sometimes kept state (a KV cache)."""
+    base = draw(small_profiles(max_blocks))
+    n = base.n_blocks
+    return Profile(
+        "random",
+        flops=base.flops,
+        activation_bits=base.activation_bits,
+        params=tuple(draw(st.integers(0, 40)) for _ in range(n)),
+        bytes_per_param=draw(st.sampled_from((4.0, 2.0, 0.5))),
+        state_bytes=tuple(draw(st.sampled_from((0.0, 0.0, 12.5, 30.0))) for _ in range(n)),
+    )
+
+
+@st.composite
+def with_memory(
+    draw: st.DrawFn, network: Network, most: float, kinds: tuple[str, ...] = MEMORY_KINDS
+) -> Network:
+    """``network`` with memory on some nodes (up to ``most`` bytes, often less than a
+    deployment needs), each of a kind of :data:`MEMORY_KINDS`."""
+    nodes = []
+    for node in network.nodes:
+        if draw(st.integers(0, 3)) == 0:  # unlimited
+            nodes.append(node)
+            continue
+        memory = draw(st.floats(min_value=0.0, max_value=most))
+        kind = draw(st.sampled_from(kinds))
+        price = draw(prices) if kind == "price" else None
+        cost = draw(capacity_costs(kind)) if kind in COST_KINDS else None
+        nodes.append(Node(node.id, node.capacity, node.price, node.cost, memory, price, cost))
+    return Network(nodes=nodes, links=network.links, source=network.source,
+                   target=network.target)  # fmt: skip

@@ -21,9 +21,12 @@ def test_provision_json_contract(method):
                  "--json"])  # fmt: skip
     assert set(out) == {"method", "status", "cost", "interval", "target_interval", "latency",
                         "target_latency", "path", "partition", "node_upgrades", "link_upgrades",
-                        "bottleneck"}  # fmt: skip
+                        "bottleneck", "memory_upgrades", "memory"}  # fmt: skip
     assert out["latency"] >= out["interval"] and out["target_latency"] is None
     assert set(out["bottleneck"]) == {"kind", "id"}
+    assert [m["id"] for m in out["memory"]] == out["path"]
+    assert all(set(m) == {"id", "need", "memory", "added"} and m["need"] > 0
+               for m in out["memory"])  # fmt: skip
     assert out["method"] == method
     assert out["status"] == ("optimal" if method == "psg" else "heuristic")
     assert out["target_interval"] == pytest.approx(1 / 30)

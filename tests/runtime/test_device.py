@@ -498,3 +498,27 @@ def test_one_system_and_model_give_one_plan_in_every_command(tmp_path, encoding)
     assert planned["placement"] == simulated["placement"] == ran["placement"]
     assert ran["expected_total_cost"] == pytest.approx(planned["expected_cost"], rel=1e-12)
     assert simulated["analytic_cost"] == pytest.approx(ran["expected_cost"], rel=1e-6)
+
+
+def test_decisions_on_a_markov_channel_follow_the_state_thresholds(tmp_path):
+    from inferplan.coinference.markov_stopping import memory_thresholds
+
+    markov = {"kind": "markov", "snr": [0.05, 1.0, 30.0],
+              "transition": [[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.0, 0.3, 0.7]]}  # fmt: skip
+    system, layered = _system(tmp_path, channel=markov)
+    m = plan_placement(system).placement
+    table = memory_thresholds(system, m)[0]
+    with running_edge(tmp_path) as (edge, _):
+        run = run_device(system, layered, edge.url, method="optimal", inferences=30, seed=4,
+                         emulate=False)  # fmt: skip
+    levels = markov["snr"]
+    expected = []
+    for d in run.decisions:
+        if d.action == "finish":
+            continue
+        k = levels.index(d.snr)  # the SNRs are the chain's own: a path of the Markov chain
+        upload = d.stage == m + 1 or d.snr >= table[d.stage - 1][k]
+        expected.append("upload" if upload else "continue")
+    assert [d.action for d in run.decisions if d.action != "finish"] == expected
+    assert {"continue", "upload"} <= set(expected)
+    assert run.failed == () and run.outputs_match is True

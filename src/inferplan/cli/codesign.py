@@ -9,14 +9,22 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    PROFILE_HELP,
+    BlocksOpt,
+    ConfigOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
     JsonOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
+    SeqLenOpt,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    model_options,
     services_method_help,
     throughput_method_help,
 )
@@ -44,11 +52,7 @@ def _default_method(ctx: typer.Context, value: str | None) -> str:
 def provision_command(
     network: NetworkArg,
     profile: Annotated[
-        str | None,
-        typer.Argument(
-            help="Built-in profile name (vgg16, resnet50, alexnet) or profile file; "
-            "omitted with --services."
-        ),
+        str | None, typer.Argument(help=f"{PROFILE_HELP} Omitted with --services.")
     ] = None,
     services: Annotated[
         Path | None,
@@ -84,6 +88,25 @@ def provision_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the plan report: one self-contained HTML page (the network with "
+            "the path, upgrades and bottleneck; stages with utilisation and headroom; costs).",
+        ),
+    ] = None,
+    dot: Annotated[
+        Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
+    ] = None,
+    plot_states: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot-states",
+            help="Also draw the state graph (v, i) with the plan's state path (small instances: "
+            "at most 8 nodes and 600 transitions).",
+        ),
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -100,6 +123,12 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -108,22 +137,45 @@ def provision_command(
     """
     from inferplan.codesign.provision import provision
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break})  # fmt: skip
+                                         "--tie-break": tie_break, "--input-shape": input_shapes,
+                                         "--blocks": blocks, "--config": config,
+                                         "--seq-len": seq_len, "--decode": decode or None,
+                                         "--dtype": None if dtype == "float32" else dtype,
+                                         "--report": report, "--dot": dot,
+                                         "--plot-states": plot_states})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
+    if plot_states is not None:  # refused before solving when too large to draw
+        from inferplan.plots.pictures import check_drawable
+
+        check_drawable(net, prof)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit)  # fmt: skip
+    if report is not None or dot is not None:
+        from inferplan.codesign.breakdown import plan_breakdown
+        from inferplan.plots.report import write_plan_report
+
+        parts = plan_breakdown(net, prof, plan)
+        title = f"{prof.name} on {network.name}: {plan.method} plan"
+        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
+            written(path)
+    if plot_states is not None:
+        from inferplan.plots.pictures import plot_state_graph
+
+        plot_state_graph(net, prof, plan, plot_states)
+        written(plot_states)
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
@@ -164,7 +216,7 @@ def _provision_services(
     for flag, value in single_only.items():
         if value is not None:
             raise InvalidArgument(
-                f"{flag} is for one profile; a services file gives each service's rate",
+                f"{flag} is for one profile; a services file gives each service's own",
                 field="services",
             )
     net, listed = load_network(network), load_services(services)
@@ -237,6 +289,12 @@ def throughput_command(
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
     as_json: JsonOpt = False,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -244,9 +302,10 @@ def throughput_command(
     """
     from inferplan.codesign.provision import throughput as throughput_optimal
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method)
     if as_json:

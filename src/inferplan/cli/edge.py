@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import math
-import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -61,18 +60,6 @@ def _runtime() -> None:
         raise InvalidProfile(
             f"co-inference needs {exc.name} (pip install 'inferplan[torch,serve]')"
         ) from None
-
-
-def _can_listen(host: str, port: int) -> None:
-    """Refuse an address the server could not listen on, before the model is built."""
-    try:
-        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(info[0], socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-            probe.bind(info[4])
-    except OSError as exc:
-        raise InvalidArgument(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
-                              field="--port") from None  # fmt: skip
 
 
 def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int) -> None:
@@ -132,13 +119,13 @@ def serve_command(
     activations for the edge to finish.
     """
     from inferplan.coinference.io import check_system
-    from inferplan.runtime.client import read_token
+    from inferplan.runtime.client import listen, read_token
 
     # Everything that needs no torch is checked before torch is imported.
     token = read_token(token_file) if token_file is not None else None
     if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
-    _can_listen(host, port)
+    sock = listen(host, port)  # an address in use is refused before the model is built
     check_system(system)
     _runtime()
     from inferplan.runtime.edge import EdgeService, create_app, serve
@@ -154,7 +141,7 @@ def serve_command(
         + (" (bearer token required)" if token else ""),
         file=sys.stderr,
     )
-    serve(create_app(service, token=token), host=host, port=port)
+    serve(create_app(service, token=token), sock)
     stats = service.stats()
     times = stats.get("service_s")
     summary = (f", service time p50 {1e3 * times['p50']:.2f} ms, p99 {1e3 * times['p99']:.2f} ms"
@@ -178,11 +165,10 @@ def _load_inputs(path: Path, layered: LayeredModel, inferences: int | None) -> l
 def _read_snr(path: Path) -> Any:
     import numpy as np
 
+    from inferplan.documents import read_text
+
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidFile(f"cannot read ({exc.strerror})", source=str(path)) from None
+    lines = read_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
         if not text:

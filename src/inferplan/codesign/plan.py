@@ -11,6 +11,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
+from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
 from inferplan.codesign.stages import Stages, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
@@ -138,6 +139,9 @@ class Plan:
         transfer and propagation delays; ``None`` only for a plan file that does not say).
     target_latency
         The latency bound that was asked for, if any.
+    memory
+        Each path node's memory need, its memory after the upgrades and the bytes added
+        (see :class:`~inferplan.codesign.memory.NodeMemory`).
     """
 
     method: str
@@ -152,6 +156,12 @@ class Plan:
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     target_latency: float | None = None
+    memory: tuple[NodeMemory, ...] = ()
+
+    @property
+    def memory_upgrades(self) -> dict[str, float]:
+        """Memory (bytes) added per node id; only non-zero amounts."""
+        return {m.id: m.added for m in self.memory if m.added > 0}
 
     @property
     def feasible(self) -> bool:
@@ -180,6 +190,8 @@ class Plan:
                 for u in self.link_upgrades
             ],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
+            "memory_upgrades": self.memory_upgrades,
+            "memory": [m.to_dict() for m in self.memory],
         }
 
 
@@ -234,15 +246,16 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
 
 def at_caps(inst: CodesignInstance) -> CodesignInstance:
     """``inst`` with every node and link at its cap: its capacity plus the most its cost
-    function can add (whole modules, for capacity sold in modules). Its ``T*`` is the least
-    interval any plan can reach. Where nothing caps an element its capacity is the largest
-    float."""
+    function can add (whole modules, for capacity sold in modules), and every node's memory at
+    the most it can have. Its ``T*`` is the least interval any plan can reach. Where nothing
+    caps an element its capacity is the largest float."""
     # the largest float rather than inf where nothing caps an element: inf / inf is no delay
     most = np.finfo(np.float64).max
     node_cap = _most_added(inst.node_pricing, inst.node_costs)
     link_cap = _most_added(inst.link_pricing, inst.link_costs)
-    return inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
-                       np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+    capped = inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
+                         np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+    return capped.with_memory(most_memory(inst))
 
 
 def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:
@@ -382,11 +395,13 @@ def build_plan(
     *,
     status: PlanStatus,
     target_latency: float | None = None,
+    memory_added: Mapping[int, float] | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
     resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
-    place that turns any solver's choice into a :class:`Plan`.
+    place that turns any solver's choice into a :class:`Plan`. Memory is bought likewise:
+    ``memory_added`` bytes per node, by default what each path node needs beyond its memory.
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
@@ -397,12 +412,18 @@ def build_plan(
         If a purchase exceeds what its cost function can add (its cap): the plan cannot be
         bought, whichever method asked for it.
     """
+    needs = path_needs(inst, path, partition)
+    if memory_added is None:
+        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
+                                                                          strict=True)}  # fmt: skip
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
+    memory_bought: dict[int, float] = {}
     prices: list[float] = []
     for bought, wanted, costs, name in (
         (node_bought, node_added, inst.node_costs, _node_name),
         (link_bought, link_added, inst.link_costs, _link_name),
+        (memory_bought, memory_added, inst.memory_costs, _memory_name),
     ):
         for k in sorted(wanted):
             if wanted[k] > 0:  # every cost is zero at zero: nothing to buy or price
@@ -441,7 +462,25 @@ def build_plan(
         bottleneck=bottleneck,
         latency=latency,
         target_latency=target_latency,
+        memory=tuple(
+            NodeMemory(
+                inst.node_ids[v],
+                need,
+                _memory_after(inst, v, memory_bought),
+                memory_bought.get(v, 0.0),
+            )
+            for v, need in zip(path, needs, strict=True)
+        ),
     )
+
+
+def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
+    own = float(inst.memory[v])
+    return None if math.isinf(own) else own + bought.get(v, 0.0)
+
+
+def _memory_name(inst: CodesignInstance, v: int) -> str:
+    return f"the memory of node {inst.node_ids[v]!r}"
 
 
 def _node_name(inst: CodesignInstance, v: int) -> str:

@@ -1,5 +1,5 @@
-"""Talking to the edge server without torch: the device's HTTP client, the bearer token, and
-what the edge serves (``GET /model``).
+"""Talking to the edge server without torch: the device's HTTP client, the bearer token, what
+the edge serves (``GET /model``), and the edge's listening socket.
 
 Nothing here imports torch, so ``device run`` and ``edge serve`` read the token and reach the
 edge, and refuse what is wrong, before torch is imported.
@@ -16,21 +16,56 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferplan.errors import InferplanError, InvalidArgument
+from inferplan.documents import read_text
+from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
 
-__all__ = ["EdgeClient", "EdgeUnavailable", "Refused", "read_token", "served_model"]
+__all__ = [
+    "DEFAULT_HOST",
+    "EdgeClient",
+    "EdgeUnavailable",
+    "Refused",
+    "listen",
+    "read_token",
+    "served_model",
+]
+
+
+DEFAULT_HOST = "127.0.0.1"
 
 
 def read_token(path: str | Path) -> str:
     """The bearer token in the file at ``path`` (surrounding whitespace removed)."""
-    path = Path(path)
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read token file ({exc})", source=str(path)) from None
+        token = read_text(path).strip()
+    except InvalidFile as exc:
+        raise InvalidArgument(f"cannot read token file ({exc.message})", source=str(path)) from None
     if not token or any(c.isspace() for c in token):
         raise InvalidArgument("token file must hold one token without spaces", source=str(path))
     return token
+
+
+def listen(host: str = DEFAULT_HOST, port: int = 8000) -> socket.socket:
+    """A socket bound to ``host:port`` for :func:`serve`: bound first, so that an address in
+    use or not of this machine is an error before anything is announced or served.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming ``host`` (it does not resolve) or ``port`` (it cannot be bound), and why.
+    """
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (OSError, UnicodeError) as exc:
+        raise InvalidArgument(f"cannot resolve {host!r} ({exc})", field="host") from None
+    sock = socket.socket(family, kind)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgument(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                              field="port") from None  # fmt: skip
+    return sock
 
 
 class EdgeUnavailable(InferplanError):

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from inferplan.coinference import SplitPolicy, System, decide, evaluate_thresholds, load_system
+from inferplan.coinference import Policy, System, decide, evaluate_policy, load_system
 from inferplan.coinference.io import layer_count_error
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile
@@ -195,7 +194,8 @@ class DevicePlan:
     method
         A strategy of :data:`inferplan.coinference.STRATEGIES` or ``fixed:K``.
     policy
-        The thresholds; ``policy.placement`` is ``M``.
+        The thresholds (per stage, or per stage and channel state on a channel with memory);
+        ``policy.placement`` is ``M``.
     expected_cost
         ``E[eta_S(gamma_S)]`` per inference under this policy.
     placement_cost
@@ -205,7 +205,7 @@ class DevicePlan:
     """
 
     method: str
-    policy: SplitPolicy
+    policy: Policy
     expected_cost: float
     placement_cost: float
     split_probabilities: tuple[float, ...]
@@ -239,11 +239,11 @@ def plan_device(system: System, method: str) -> DevicePlan:
     except InvalidArgument as exc:
         raise InvalidArgument(exc.message, field="method") from None
     method, policy = decision.strategy, decision.policy
-    values, split = evaluate_thresholds(system, np.asarray(policy.thresholds, dtype=np.float64))
+    expected, split = evaluate_policy(system, policy)
     return DevicePlan(
         method=method,
         policy=policy,
-        expected_cost=float(values[0]),
+        expected_cost=expected,
         placement_cost=float(system.placement_costs[policy.placement]),
         split_probabilities=tuple(float(p) for p in split),
     )
