@@ -111,13 +111,14 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def check_plan(
-    network: Network, profile: Profile, plan: Plan, *, source: str | None = None
+    network: Network, profile: Profile | None, plan: Plan, *, source: str | None = None
 ) -> None:
     """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` runs
     ``profile`` on ``network``: its path is a source-to-target path of links of the network,
     its partition covers exactly the profile's blocks, its upgrades name nodes and links of the
     network, and its interval and latency (when it gives one) are what those numbers give (a
-    plan made for another profile or network is refused)."""
+    plan made for another profile or network is refused). With ``profile=None`` only what
+    concerns the network is checked (before a model is traced)."""
 
     def bad(field: str, message: str) -> InvalidArgument:
         return InvalidArgument(message, source=source, field=field)
@@ -147,15 +148,19 @@ def check_plan(
     for up in plan.link_upgrades:
         if (up.source, up.target) not in links:
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
+    if profile is None:
+        return
     if plan.cuts == "graph" and profile.graph is None:
         raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
                           "another model?)")  # fmt: skip
     inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     n = inst.last_cut
-    what = "blocks" if plan.cuts == "chain" else "as its last cut (the whole model) ideal"
     if partition[-1] != n:
-        raise bad("partition", f"the plan covers {partition[-1]} {what}, the model has {n} "
-                               "(a plan for another model?)")  # fmt: skip
+        said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
+                if plan.cuts == "chain" else
+                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
+                f"{n}")  # fmt: skip
+        raise bad("partition", f"{said} (a plan for another model?)")
     if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
         raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
                                "layer graph (a plan for another model?)")  # fmt: skip
