@@ -100,6 +100,14 @@ def provision_command(
     dot: Annotated[
         Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
     ] = None,
+    plot_states: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot-states",
+            help="Also draw the state graph (v, i) with the plan's state path (small instances: "
+            "at most 8 nodes and 600 transitions).",
+        ),
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -140,13 +148,18 @@ def provision_command(
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
-                                         "--report": report, "--dot": dot})  # fmt: skip
+                                         "--report": report, "--dot": dot,
+                                         "--plot-states": plot_states})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
+    if plot_states is not None:  # refused before solving when too large to draw
+        from inferplan.plots.pictures import check_drawable
+
+        check_drawable(net, prof)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
@@ -159,6 +172,11 @@ def provision_command(
         title = f"{prof.name} on {network.name}: {plan.method} plan"
         for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
             written(path)
+    if plot_states is not None:
+        from inferplan.plots.pictures import plot_state_graph
+
+        plot_state_graph(net, prof, plan, plot_states)
+        written(plot_states)
     if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
