@@ -103,13 +103,14 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def check_plan(
-    network: Network, profile: Profile, plan: Plan, *, source: str | None = None
+    network: Network, profile: Profile | None, plan: Plan, *, source: str | None = None
 ) -> None:
     """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` runs
     ``profile`` on ``network``: its path is a source-to-target path of links of the network,
     its partition covers exactly the profile's blocks, its upgrades name nodes and links of the
     network, and its interval and latency (when it gives one) are what those numbers give (a
-    plan made for another profile or network is refused)."""
+    plan made for another profile or network is refused). With ``profile=None`` only what
+    concerns the network is checked (before a model is traced)."""
 
     def bad(field: str, message: str) -> InvalidArgument:
         return InvalidArgument(message, source=source, field=field)
@@ -133,16 +134,18 @@ def check_plan(
                                f"got {len(partition)}")  # fmt: skip
     if any(b < a for a, b in pairwise(partition)):
         raise bad("partition", f"must not decrease, got {list(partition)}")
-    n = profile.n_blocks
-    if partition[-1] != n:
-        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
-                               "(a plan for another model?)")  # fmt: skip
     for node in plan.node_upgrades:
         if node not in nodes:
             raise bad("node_upgrades", f"node {node!r} is not in the network")
     for up in plan.link_upgrades:
         if (up.source, up.target) not in links:
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
+    if profile is None:
+        return
+    n = profile.n_blocks
+    if partition[-1] != n:
+        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
+                               "(a plan for another model?)")  # fmt: skip
     inst = compile_instance(network, profile, require_acyclic=False)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
