@@ -234,13 +234,14 @@ def test_cuts_graph_without_a_graph_is_one_line_naming_the_flag() -> None:
 def test_the_plan_picture_names_the_layers() -> None:
     plan = inferplan.provision(inferplan.load_network(NET), inferplan.load_profile(TWO),
                                throughput=20)  # fmt: skip
-    labels = _runs(plan)
+    labels = _runs(plan, None)
     for node, names in zip(plan.path, plan.layers, strict=True):
         assert labels[node] == ("forwards" if not names else ", ".join(names[:3]) +
                                 (f" +{len(names) - 3}" if len(names) > 3 else ""))  # fmt: skip
     chain = inferplan.provision(inferplan.load_network(NET), inferplan.vgg16(), throughput=30)
-    last = _runs(chain)[chain.path[-1]]
+    last = _runs(chain, None)[chain.path[-1]]
     assert last.startswith("blocks ") and chain.layers[-1][0] in last
+    assert last.endswith(chain.layers[-1][-1])
 
 
 def test_profile_graph_shows_its_size_and_ideals() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -181,7 +182,7 @@ def provision_command(
 
         plot_state_graph(net, prof, plan, plot_states)
         written(plot_states)
-    if _drawn_or_json(net, plan, plot, as_json):
+    if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
     console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
@@ -240,16 +241,23 @@ def _provision_services(
 
 
 def _drawn_or_json(
-    net: Network, plan: Plan | ServicesPlan, plot: Path | None, as_json: bool
+    net: Network,
+    plan: Plan | ServicesPlan,
+    plot: Path | None,
+    as_json: bool,
+    *,
+    block_names: Sequence[str] | None = None,
 ) -> bool:
-    """Draw ``plan`` to ``plot`` if asked (matplotlib only then), and print it as JSON if
-    ``as_json``; whether it was printed."""
+    """Draw ``plan`` to ``plot`` if asked (matplotlib only then; a single plan with its
+    ``block_names``), and print it as JSON if ``as_json``; whether it was printed."""
     if plot is not None:
         from inferplan import plots  # matplotlib only when asked for
         from inferplan.codesign.plan import Plan
 
-        draw = plots.plot_plan if isinstance(plan, Plan) else plots.plot_services
-        draw(net, plan, plot)  # type: ignore[arg-type]
+        if isinstance(plan, Plan):
+            plots.plot_plan(net, plan, plot, block_names=block_names)
+        else:
+            plots.plot_services(net, plan, plot)
         written(plot)
     if as_json:
         print_json(plan.to_dict())
