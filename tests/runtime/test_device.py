@@ -381,7 +381,7 @@ def test_device_run_command(tmp_path):
         for bad, message in ((["--method", "sometimes"], "--method: unknown strategy 'sometimes'"),
                              (["--blocks", "nothing"], "error:"), *bad_inputs):  # fmt: skip
             result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge",
-                           edge.url, *bad])  # fmt: skip
+                           edge.url, "--token-file", str(tmp_path / "token"), *bad])  # fmt: skip
             assert result.exit_code == 2 and message in result.stderr
             assert len(result.stderr.strip().splitlines()) == 1
 
@@ -406,17 +406,24 @@ def test_device_run_command_lists_failed_inferences_and_exits_1(tmp_path):
     )
 
 
-def test_device_run_command_exits_non_zero_with_its_summary_when_the_edge_is_gone(tmp_path):
+def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):
     path = write_system(tmp_path / "system.json")
     with running_edge(tmp_path) as (edge, _):
         url = edge.url
     result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge", url,
-                   "--retries", "0", "--inferences", "2", "--json"])  # fmt: skip
-    assert result.exit_code == 1
-    data = json.loads(result.stdout)  # the usual summary: nothing completed
-    assert data["failed"] == [0, 1] and data["completed"] == 0
-    assert data["errors"]["0"].startswith("the edge's model could not be read: edge http://")
-    assert "unreachable" in result.stderr and result.stderr.count("\n") == 1
+                   "--retries", "0", "--inferences", "2"])  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: edge http://127.0.0.1:")
+    assert "unreachable" in result.stderr
+
+
+def test_an_edge_gone_after_the_command_checked_it_leaves_the_summary(tmp_path):
+    system, layered = _system(tmp_path)
+    with running_edge(tmp_path) as (edge, _):
+        url = edge.url
+    run = run_device(system, layered, url, inferences=2, emulate=False, retries=0)
+    assert run.failed == (0, 1) and not run.records and run.outputs == (None, None)
+    assert run.errors[0].startswith("the edge's model could not be read: edge http://")
 
 
 def test_blocks_option_reaches_the_split(tmp_path):
@@ -435,10 +442,10 @@ def test_blocks_option_reaches_the_split(tmp_path):
 
 
 def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_path):
-    from inferplan.runtime.device import EdgeUnavailable, _EdgeClient
+    from inferplan.runtime.client import EdgeClient, EdgeUnavailable
 
     with running_edge(tmp_path) as (edge, _):
-        client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+        client = EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
         try:
             assert client.request("GET", "/health").json()["layers"] == 4
             first = client._connection
@@ -449,7 +456,7 @@ def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_pat
         finally:
             client.close()
     # A fresh connection that fails is a failed attempt: with retries=0 the edge is down.
-    client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+    client = EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
     with pytest.raises(EdgeUnavailable, match="unreachable"):
         client.request("GET", "/health")
 

@@ -18,7 +18,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 
 from inferplan.errors import InvalidArgument, InvalidProfile  # noqa: E402
-from inferplan.runtime.edge import read_token  # noqa: E402
+from inferplan.runtime.client import read_token  # noqa: E402
 from inferplan.runtime.wire import decode_state, decode_tensors, encode_tensors  # noqa: E402
 from tests.cli import app as cli_app  # noqa: E402
 from tests.cli import runner  # noqa: E402
@@ -247,11 +247,12 @@ def test_edge_serve_on_a_port_in_use_is_a_one_line_error_before_announcing(tmp_p
 )
 def test_models_too_large_to_build_are_refused_before_building(tmp_path, model, message):
     path = write_system(tmp_path / "system.json")
-    for command in (["edge", "serve"], ["device", "run"]):
-        extra = ["--edge", "http://127.0.0.1:1"] if command[0] == "device" else []
-        result = runner.invoke(cli_app, [*command, str(path), model, *extra])
-        assert result.exit_code == 2
-        assert result.stderr.startswith(f"error: {message}"), result.stderr
+    with running_edge(tmp_path) as (edge, _):
+        for command in (["edge", "serve"], ["device", "run"]):
+            extra = ["--edge", edge.url] if command[0] == "device" else []
+            result = runner.invoke(cli_app, [*command, str(path), model, *extra])
+            assert result.exit_code == 2
+            assert result.stderr.startswith(f"error: {message}"), result.stderr
 
 
 def test_a_factory_too_large_is_sized_on_meta_and_never_built(monkeypatch):
