@@ -80,8 +80,8 @@ def test_help_and_bare_groups_still_print_help():
     [
         (
             ["coinfer-simulate", SYSTEM, "--inferences", "1000000000000"],
-            "--inferences: 1000000000000 inferences x 8 strategies would keep 8e+12 realised "
-            "costs in memory; the limit is 5e+07 (at most 6250000 inferences for 8 strategies)",
+            "--inferences: 1000000000000 inferences x 9 strategies would keep 9e+12 realised "
+            "costs in memory; the limit is 5e+07 (at most 5555555 inferences for 9 strategies)",
         ),
         (
             ["frontier", NETWORK, "vgg16", "--points", "10000000"],
