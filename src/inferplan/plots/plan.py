@@ -59,9 +59,11 @@ def plot_plan(
     """Draw ``plan`` on ``network`` and save it to ``paths`` (format by suffix).
 
     The path is drawn thick and blue; beside each of its nodes, the blocks it runs (by number,
-    and by name from ``block_names``, the profile's, when given); compute and bandwidth bought
-    in red beside their node or on their arrow; the bottleneck stage in orange (its ring or
-    its arrow) and named. Labels are placed where they cross no line and no other label.
+    and by name from ``block_names``, the profile's, when given, else from the plan's own
+    ``layers``; a plan cut at ideals of a layer graph by its layers' names); compute and
+    bandwidth bought in red beside their node or on their arrow; the bottleneck stage in
+    orange (its ring or its arrow) and named. Labels are placed where they cross no line and
+    no other label.
 
     Examples
     --------
@@ -78,20 +80,7 @@ def plot_plan(
     on_path = set(zip(plan.path[:-1], plan.path[1:], strict=True))
     bought_links = {(u.source, u.target): u.amount for u in plan.link_upgrades}
     slowest = plan.bottleneck.id if plan.bottleneck else None
-    blocks: dict[str, str] = {}
-    previous = 0
-    for node_id, done in zip(plan.path, plan.partition, strict=True):
-        if done == previous:
-            blocks[node_id] = "forwards"
-        elif done == previous + 1:
-            blocks[node_id] = f"block {done}" + (
-                f"\n{block_names[done - 1]}" if block_names else ""
-            )
-        else:
-            blocks[node_id] = f"blocks {previous + 1}–{done}" + (
-                f"\n{block_names[previous]} … {block_names[done - 1]}" if block_names else ""
-            )
-        previous = done
+    blocks = _runs(plan, block_names)
     columns = 1 + max(x for x, _ in pos.values())
     rows = 1 + max(y for _, y in pos.values()) - min(y for _, y in pos.values())
     size = (max(4.0, 1.5 * columns + 1), max(2.5, 1.1 * rows + 1.2))
@@ -161,3 +150,26 @@ def _beside_arrow(dx: float, dy: float) -> list[tuple[float, float]]:
     length = math.hypot(dx, dy) or 1.0
     nx, ny = -dy / length, dx / length
     return [(side * d * nx, side * d * ny) for d in (10.0, 16.0, 24.0, 32.0) for side in (1, -1)]
+
+
+def _runs(plan: Plan, block_names: Sequence[str] | None, shown: int = 3) -> dict[str, str]:
+    """What each path node runs, as the label beside it."""
+    out: dict[str, str] = {}
+    previous = 0
+    for k, (node_id, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
+        names = tuple(plan.layers[k]) if plan.layers else ()
+        if plan.cuts == "chain" and block_names:
+            names = tuple(block_names[previous:done])
+        if not names and done == previous:
+            out[node_id] = "forwards"
+        elif plan.cuts == "graph":
+            more = f" +{len(names) - shown}" if len(names) > shown else ""
+            out[node_id] = ", ".join(names[:shown]) + more
+        elif done == previous + 1:
+            out[node_id] = f"block {done}" + (f"\n{names[0]}" if names else "")
+        else:
+            out[node_id] = f"blocks {previous + 1}–{done}" + (
+                f"\n{names[0]} … {names[-1]}" if names else ""
+            )
+        previous = done
+    return out
