@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from inferplan import Network, Profile
+from inferplan import Network, Node, Profile
 from inferplan.profiles.graph import LayerGraph
 
 CostFn = Callable[[float], float]
@@ -268,16 +268,20 @@ def memory_cost(
     for v, b in zip(path, partition, strict=True):
         node = nodes[v]
         have = (memory or {}).get(v, math.inf if node.memory is None else node.memory)
-        short = memory_need(profile, prev, b) - have
-        if short > 0:
-            if node.memory_cost is not None:
-                total += _scalar(node.memory_cost)(short)
-            elif node.memory_price is not None:
-                total += node.memory_price * short
-            else:
-                return math.inf
+        total += short_memory_price(node, memory_need(profile, prev, b) - have)
         prev = b
     return total
+
+
+def short_memory_price(node: Node, short: float) -> float:
+    """The price of ``short`` bytes more on ``node`` (0 for none, ``inf`` if it cannot buy)."""
+    if short <= 0:
+        return 0.0
+    if node.memory_cost is not None:
+        return _scalar(node.memory_cost)(short)
+    if node.memory_price is not None:
+        return node.memory_price * short
+    return math.inf
 
 
 def brute_force_memory_cost(network: Network, profile: Profile, beta: float) -> float:
@@ -326,13 +330,6 @@ def graph_memory_cost(
         else:
             need = boundary_bits(graph, prev) / 8.0
         node = nodes[v]
-        short = need - (math.inf if node.memory is None else node.memory)
-        if short > 0:
-            if node.memory_cost is not None:
-                total += _scalar(node.memory_cost)(short)
-            elif node.memory_price is not None:
-                total += node.memory_price * short
-            else:
-                return math.inf
+        total += short_memory_price(node, need - (math.inf if node.memory is None else node.memory))
         prev = done
     return total
