@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from inferplan import Network, Profile
+from inferplan import Network, Node, Profile
 from inferplan.profiles.graph import LayerGraph
 
 CostFn = Callable[[float], float]
@@ -103,23 +103,30 @@ def most_added(cost: object) -> float:
     return math.floor(cap / size * (1 + 1e-9)) * size
 
 
-def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
-    """The least interval any plan can reach: ``T*`` over all deployments with every node and
-    link at its capacity plus the most its cost function sells (its ``max_amount``)."""
+def stage_times_at_caps(
+    network: Network, profile: Profile, path: tuple[str, ...], partition: tuple[int, ...]
+) -> dict[tuple[str, str], float]:
+    """Each stage's time with every node and link at its capacity plus the most its cost
+    function sells, by ``(kind, id)`` (a link's id ``u->v``)."""
     nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
     links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
-    S = [0.0, *itertools.accumulate(profile.flops)]
-    D = profile.activation_bits
-    best = math.inf
-    for path, partition in deployments(network, profile.n_blocks):
-        interval, prev = 0.0, 0
-        for k, v in enumerate(path):
-            interval = max(interval, (S[partition[k]] - S[prev]) / nodes[v])
-            if k + 1 < len(path):
-                interval = max(interval, D[partition[k]] / links[(v, path[k + 1])])
-            prev = partition[k]
-        best = min(best, interval)
-    return best
+    times, prev = {}, 0
+    for k, v in enumerate(path):
+        times[("node", v)] = sum(profile.flops[prev : partition[k]]) / nodes[v]
+        if k + 1 < len(path):
+            bits = profile.activation_bits[partition[k]]
+            times[("link", f"{v}->{path[k + 1]}")] = bits / links[v, path[k + 1]]
+        prev = partition[k]
+    return times
+
+
+def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
+    """The least interval any plan can reach: ``T*`` over all deployments with every node and
+    link at its cap (:func:`stage_times_at_caps`)."""
+    return min(
+        max(stage_times_at_caps(network, profile, p, b).values())
+        for p, b in deployments(network, profile.n_blocks)
+    )
 
 
 CYCLIC_NETWORK = {
@@ -261,16 +268,20 @@ def memory_cost(
     for v, b in zip(path, partition, strict=True):
         node = nodes[v]
         have = (memory or {}).get(v, math.inf if node.memory is None else node.memory)
-        short = memory_need(profile, prev, b) - have
-        if short > 0:
-            if node.memory_cost is not None:
-                total += _scalar(node.memory_cost)(short)
-            elif node.memory_price is not None:
-                total += node.memory_price * short
-            else:
-                return math.inf
+        total += short_memory_price(node, memory_need(profile, prev, b) - have)
         prev = b
     return total
+
+
+def short_memory_price(node: Node, short: float) -> float:
+    """The price of ``short`` bytes more on ``node`` (0 for none, ``inf`` if it cannot buy)."""
+    if short <= 0:
+        return 0.0
+    if node.memory_cost is not None:
+        return _scalar(node.memory_cost)(short)
+    if node.memory_price is not None:
+        return node.memory_price * short
+    return math.inf
 
 
 def brute_force_memory_cost(network: Network, profile: Profile, beta: float) -> float:
@@ -319,13 +330,6 @@ def graph_memory_cost(
         else:
             need = boundary_bits(graph, prev) / 8.0
         node = nodes[v]
-        short = need - (math.inf if node.memory is None else node.memory)
-        if short > 0:
-            if node.memory_cost is not None:
-                total += _scalar(node.memory_cost)(short)
-            elif node.memory_price is not None:
-                total += node.memory_price * short
-            else:
-                return math.inf
+        total += short_memory_price(node, need - (math.inf if node.memory is None else node.memory))
         prev = done
     return total
