@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -15,7 +16,8 @@ from inferplan.codesign import compile_instance, cost_frontier
 from inferplan.codesign.planfile import check_plan, plan_from_dict
 from inferplan.codesign.services import Service, provision_services
 from inferplan.errors import InvalidArgument
-from tests.oracles import plan_latency
+from inferplan.network.costs import FunctionCost
+from tests.oracles import brute_force_latency_cost, plan_latency
 from tests.strategies import small_dags, small_networks, small_profiles
 
 REPORTS = settings(max_examples=30, deadline=None,
@@ -99,3 +101,104 @@ def test_frontier_points_and_services_report_latency():
                                     dict(plan.node_upgrades), ups)  # fmt: skip
             assert served.latency == pytest.approx(expected, rel=1e-12)
             assert math.isfinite(served.to_dict()["latency"])
+
+
+# --- provision under a latency bound, against the brute force ------------------------------
+
+BOUNDED = settings(max_examples=35, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+KINDS = [None, ("linear",), ("capped",), ("tiers",), ("modules",),
+         ("linear", "capped", "tiers", "modules")]  # fmt: skip
+
+
+@pytest.mark.parametrize("kinds", KINDS, ids=lambda k: "+".join(k) if k else "prices")
+def test_latency_bounded_plans_are_the_brute_force_optimum(kinds):
+    @BOUNDED
+    @given(net=small_dags(max_nodes=5, cost_kinds=kinds, delays=True),
+           profile=small_profiles(max_blocks=3), alpha=st.floats(0.3, 1.5),
+           shrink=st.floats(0.2, 1.3), method=st.sampled_from(["psg", "pfp"]))  # fmt: skip
+    def check(net, profile, alpha, shrink, method):
+        beta = alpha * inferplan.throughput(net, profile).interval
+        try:
+            free = inferplan.provision(net, profile, interval=beta)
+        except Infeasible:
+            return
+        bound = shrink * free.latency
+        expected = brute_force_latency_cost(net, profile, beta, bound)
+        try:
+            plan = inferplan.provision(net, profile, interval=beta, latency=bound, method=method)
+        except Infeasible as exc:
+            assert method == "pfp" or math.isinf(expected)
+            assert f"latency of {bound:g} s" in str(exc)
+            return
+        assert plan.target_latency == bound
+        ups = _upgrades(plan)
+        assert plan.interval <= beta * (1 + 1e-9)
+        recomputed = plan_latency(net, profile, plan.path, plan.partition, *ups)
+        assert plan.latency == pytest.approx(recomputed, rel=1e-12)
+        assert recomputed <= bound * (1 + 1e-9)
+        if method == "psg":
+            assert plan.status == "optimal"
+            assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-9)
+        else:
+            assert plan.cost >= expected * (1 - 1e-6) - 1e-9
+
+    check()
+
+
+@BOUNDED
+@given(net=small_dags(cost_kinds=("linear", "capped", "tiers", "modules"), delays=True),
+       profile=small_profiles(), alpha=st.floats(0.3, 1.2),
+       shrinks=st.lists(st.floats(0.1, 1.5), min_size=2, max_size=4))  # fmt: skip
+def test_a_looser_bound_never_costs_more_and_a_loose_one_costs_nothing_extra(
+    net, profile, alpha, shrinks
+):
+    beta = alpha * inferplan.throughput(net, profile).interval
+    try:
+        free = inferplan.provision(net, profile, interval=beta)
+    except Infeasible:
+        return
+    loose = inferplan.provision(net, profile, interval=beta, latency=free.latency * 1.0001)
+    assert loose.cost == free.cost and loose.path == free.path
+    costs = []
+    for shrink in sorted(shrinks, reverse=True):
+        try:
+            costs.append(inferplan.provision(net, profile, interval=beta,
+                                             latency=shrink * free.latency).cost)  # fmt: skip
+        except Infeasible:
+            costs.append(math.inf)
+    assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(costs))
+
+
+def test_latency_below_every_propagation_delay_is_infeasible_for_every_method():
+    data = inferplan.tiered(seed=1).to_dict()
+    for link in data["links"]:
+        link["delay_s"] = 0.05
+    net = inferplan.network_from_dict(data)
+    for method in ("psg", "pfp"):
+        with pytest.raises(Infeasible, match="latency of 0.08 s"):
+            inferplan.provision(net, inferplan.vgg16(), throughput=10, latency=0.08,
+                                method=method)  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["pwf", "milp", "psg-reference"])
+def test_methods_without_a_latency_bound_refuse_it_in_one_line(method):
+    with pytest.raises(InvalidArgument, match=f"method '{method}' does not take latency"):
+        inferplan.provision(inferplan.tiered(seed=1), inferplan.vgg16(), throughput=10,
+                            latency=1.0, method=method)  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
+def test_a_bad_latency_bound_is_named(bad):
+    with pytest.raises(InvalidArgument, match="must be a positive finite number of seconds"):
+        inferplan.provision(inferplan.tiered(seed=1), inferplan.vgg16(), throughput=10,
+                            latency=bad)  # fmt: skip
+
+
+def test_a_function_cost_is_refused_under_a_latency_bound():
+    base = inferplan.tiered(seed=1)
+    nodes = [inferplan.Node(n.id, n.capacity, n.price, FunctionCost(lambda x: x**2, name="sq"))
+             for n in base.nodes]  # fmt: skip
+    net = inferplan.Network(nodes, base.links, base.source, base.target)
+    with pytest.raises(InvalidArgument, match="linear, tiered, capped or module costs"):
+        inferplan.provision(net, inferplan.vgg16(), throughput=10, latency=0.2)

@@ -35,10 +35,10 @@ __all__ = [
     "throughput_methods",
 ]
 
-OPTIONS = ("tie_break", "seed", "time_limit")
+OPTIONS = ("tie_break", "seed", "time_limit", "latency")
 """Every option a method may take: ``tie_break`` and ``seed`` (which of several tied
 throughput-optimal deployments a baseline follows), ``time_limit`` (seconds an exact solver
-may take)."""
+may take), ``latency`` (a bound in seconds on the plan's latency)."""
 
 TieBreak = Literal["solver", "keep", "random"]
 TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
@@ -98,7 +98,7 @@ METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
         Method(name="psg", solve=Solver("inferplan.codesign.psg", "solve_psg"), exact=True,
-               acyclic_only=True, options=(), label="PSG",
+               acyclic_only=True, options=("latency",), label="PSG",
                summary="exact minimum cost (acyclic networks)",
                throughput=Solver("inferplan.codesign.throughput", "throughput_optimal")),
         Method(name="milp", solve=Solver("inferplan.codesign.milp", "solve_milp"), exact=True,
@@ -106,7 +106,8 @@ METHODS: Mapping[str, Method] = {
                summary="exact MILP (HiGHS) on any network, cycles too",
                throughput=Solver("inferplan.codesign.throughput_milp", "throughput_milp")),
         Method(name="pfp", solve=Solver("inferplan.codesign.heuristics", "solve_pfp"),
-               exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PFP",
+               exact=False, acyclic_only=True, options=("tie_break", "seed", "latency"),
+               label="PFP",
                summary="baseline: provisioning under frozen partitioning"),
         Method(name="pwf", solve=Solver("inferplan.codesign.heuristics", "solve_pwf"),
                exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PWF",

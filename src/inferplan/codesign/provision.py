@@ -42,6 +42,7 @@ def provision(
     tie_break: TieBreak | None = None,
     seed: int | None = None,
     time_limit: float | None = None,
+    latency: float | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -63,6 +64,10 @@ def provision(
         :func:`inferplan.codesign.solve_pwf`.
     time_limit
         MILP only: seconds HiGHS may take; at the limit the plan has status ``"time_limit"``.
+    latency
+        A bound (s) on the plan's latency, the time one inference takes through it: PSG
+        (exact) and PFP (its frozen deployment, allocated exactly) take it; see
+        :mod:`inferplan.codesign.latency`.
 
     Returns
     -------
@@ -89,7 +94,8 @@ def provision(
     beta = target_interval(interval=interval, throughput=throughput)
     chosen, _ = resolve(method)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
-    return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
+    return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
+                 latency=latency)  # fmt: skip
 
 
 def throughput(network: Network, profile: Profile, *, method: str = "psg") -> Deployment:
