@@ -256,7 +256,9 @@ def _rounded_up(stages: list[tuple[float, float, float, object]], budget: float)
     return total
 
 
-def _allocated(stages: list[tuple[float, float, float, object]], budget: float, upper: float) -> float:
+def _allocated(
+    stages: list[tuple[float, float, float, object]], budget: float, upper: float
+) -> float:
     """The least cost of purchases for ``stages`` ``(w, C, rho, cost)`` whose delays sum to
     at most ``budget`` (``inf`` if none) below ``upper``: the module counts (from the least
     the interval needs, while the rest could still do with their least) and the tier of

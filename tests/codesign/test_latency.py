@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +18,7 @@ from inferplan.codesign.planfile import check_plan, plan_from_dict
 from inferplan.codesign.services import Service, provision_services
 from inferplan.errors import InvalidArgument
 from inferplan.network.costs import FunctionCost
-from tests.oracles import brute_force_latency_cost, plan_latency
+from tests.oracles import brute_force_latency_cost, deployments, evaluate, plan_latency
 from tests.strategies import small_dags, small_networks, small_profiles
 
 REPORTS = settings(max_examples=30, deadline=None,
@@ -106,7 +107,8 @@ def test_frontier_points_and_services_report_latency():
 # --- provision under a latency bound, against the brute force ------------------------------
 
 BOUNDED = settings(max_examples=35, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+                   suppress_health_check=[HealthCheck.too_slow,
+                                          HealthCheck.filter_too_much])  # fmt: skip
 KINDS = [None, ("linear",), ("capped",), ("tiers",), ("modules",),
          ("linear", "capped", "tiers", "modules")]  # fmt: skip
 
@@ -176,7 +178,7 @@ def test_latency_below_every_propagation_delay_is_infeasible_for_every_method():
         link["delay_s"] = 0.05
     net = inferplan.network_from_dict(data)
     for method in ("psg", "pfp"):
-        with pytest.raises(Infeasible, match="latency of 0.08 s"):
+        with pytest.raises(Infeasible, match=r"latency of 0\.08 s"):
             inferplan.provision(net, inferplan.vgg16(), throughput=10, latency=0.08,
                                 method=method)  # fmt: skip
 
@@ -202,3 +204,71 @@ def test_a_function_cost_is_refused_under_a_latency_bound():
     net = inferplan.Network(nodes, base.links, base.source, base.target)
     with pytest.raises(InvalidArgument, match="linear, tiered, capped or module costs"):
         inferplan.provision(net, inferplan.vgg16(), throughput=10, latency=0.2)
+
+
+# --- the least-latency deployment and T* within a latency ----------------------------------
+
+
+def _every_deployment(net, profile):
+    for path, partition in deployments(net, profile.n_blocks):
+        yield (evaluate(net, profile, path, partition, math.inf).interval,
+               plan_latency(net, profile, path, partition))  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(net=small_dags(delays=True), profile=small_profiles(), alpha=st.floats(0.5, 3.0),
+       shrink=st.floats(0.5, 2.0))  # fmt: skip
+def test_least_latency_and_throughput_within_a_latency_are_the_brute_force_optima(
+    net, profile, alpha, shrink
+):
+    every = list(_every_deployment(net, profile))
+    fastest = min(lat for _, lat in every)
+    best = inferplan.latency_optimal(net, profile)
+    assert best.latency == pytest.approx(fastest, rel=1e-9)
+    assert best.latency == pytest.approx(plan_latency(net, profile, best.path, best.partition),
+                                         rel=1e-12)  # fmt: skip
+    beta = alpha * min(interval for interval, _ in every)
+    allowed = [lat for interval, lat in every if interval <= beta * (1 + 1e-9)]
+    if allowed:
+        within = inferplan.latency_optimal(net, profile, interval=beta)
+        assert within.latency == pytest.approx(min(allowed), rel=1e-9)
+        assert within.interval <= beta * (1 + 1e-9)
+    else:
+        with pytest.raises(Infeasible):
+            inferplan.latency_optimal(net, profile, interval=beta)
+    bound = shrink * fastest
+    ok = [interval for interval, lat in every if lat <= bound * (1 + 1e-12)]
+    if not ok:
+        with pytest.raises(Infeasible, match="least is"):
+            inferplan.throughput(net, profile, latency=bound)
+        return
+    found = inferplan.throughput(net, profile, latency=bound)
+    assert found.interval == pytest.approx(min(ok), rel=1e-9)
+    assert found.latency <= bound * (1 + 1e-9)
+
+
+def test_latency_commands_print_one_json_object_and_exit_3_when_infeasible(tmp_path):
+    from tests.cli import app, invoke_json, runner
+
+    example = "examples/network.json"
+    data = json.loads(Path(example).read_text())
+    for link in data["links"]:
+        link["delay_s"] = 0.05
+    delayed = tmp_path / "delayed.json"
+    delayed.write_text(json.dumps(data))
+    out = invoke_json(["latency", example, "vgg16", "--json"])
+    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "bottleneck"}
+    assert out == inferplan.latency_optimal(inferplan.load_network(example),
+                                            inferplan.vgg16()).to_dict()  # fmt: skip
+    within = invoke_json(["throughput", example, "vgg16", "--latency", "0.5", "--json"])
+    assert within["latency"] <= 0.5
+    plan = invoke_json(["provision", example, "vgg16", "--throughput", "30", "--latency", "0.06",
+                        "--json"])  # fmt: skip
+    assert plan["latency"] <= 0.06 * (1 + 1e-9) and plan["target_latency"] == 0.06
+    for args in (["latency", example, "vgg16", "--throughput", "30"],
+                 *(["provision", str(delayed), "vgg16", "--throughput", "30", "--latency",
+                    "0.08", "--method", method] for method in ("psg", "pfp")),
+                 ["throughput", str(delayed), "vgg16", "--latency", "0.08"]):  # fmt: skip
+        result = runner.invoke(app, [*args, "--json"])
+        assert result.exit_code == 3, result.output
+        assert json.loads(result.stdout)["status"] == "infeasible"

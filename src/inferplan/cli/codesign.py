@@ -1,4 +1,5 @@
-"""``inferplan provision``, ``throughput`` and ``generate``: the co-design planner's commands."""
+"""``inferplan provision``, ``throughput``, ``latency`` and ``generate``: the co-design
+planner's commands."""
 
 from __future__ import annotations
 
@@ -100,6 +101,14 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    latency: Annotated[
+        float | None,
+        typer.Option(
+            "--latency",
+            help="Also bound the latency, the seconds one inference takes through the "
+            "deployment (psg exact, pfp on its frozen deployment).",
+        ),
+    ] = None,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -114,7 +123,8 @@ def provision_command(
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break})  # fmt: skip
+                                         "--tie-break": tie_break,
+                                         "--latency": latency})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
@@ -123,7 +133,7 @@ def provision_command(
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit)  # fmt: skip
+                         time_limit=time_limit, latency=latency)  # fmt: skip
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
@@ -253,6 +263,10 @@ def throughput_command(
     method: Annotated[
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
+    latency: Annotated[
+        float | None,
+        typer.Option("--latency", help="Only deployments whose latency is at most this (s)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
@@ -265,12 +279,47 @@ def throughput_command(
 
     net, prof = load_network(network), load_profile(profile)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof, method=method)
+        best = throughput_optimal(net, prof, method=method, latency=latency)
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
+    console.print(_stages(best.path, best.partition, best.bottleneck))
+
+
+@app.command("latency")
+@friendly_errors
+def latency_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="Only deployments whose every stage meets this (s)."),
+    ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option("--throughput", help="Only deployments that reach this inferences/s."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Least-latency deployment as the network is.
+
+    Where each block runs so that one inference takes the least time, buying nothing;
+    optionally among the deployments that meet an interval or a throughput.
+    """
+    from inferplan.codesign.provision import latency_optimal
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
+    net, prof = load_network(network), load_profile(profile)
+    with blame_network_file(network):
+        best = latency_optimal(net, prof, interval=interval, throughput=throughput)
+    if as_json:
+        print_json(best.to_dict())
+        return
+    console.print(f"latency {si(best.latency or 0.0, 's')}, interval {si(best.interval, 's')} "
+                  f"({best.throughput:.4g} inferences/s)")  # fmt: skip
     console.print(_stages(best.path, best.partition, best.bottleneck))
 
 

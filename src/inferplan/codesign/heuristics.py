@@ -6,6 +6,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.latency import frozen_latency_plan
 from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
@@ -72,8 +73,6 @@ def solve_pfp(
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
     if latency is not None:
-        from inferplan.codesign.latency import frozen_latency_plan
-
         return frozen_latency_plan(inst, beta, latency, path, partition, "pfp", "heuristic")
     plan = plan_from_path(inst, "pfp", beta, path, partition, status="heuristic")
     check_scale(inst, beta, plan.cost)

@@ -44,8 +44,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -81,6 +81,7 @@ __all__ = [
     "allocate",
     "least_latency",
     "solve_latency",
+    "throughput_within",
     "trade_of",
 ]
 
@@ -116,8 +117,10 @@ class Trade:
 
     @property
     def convex(self) -> bool:
-        """Whether the cost is convex (piecewise linear with rising slopes)."""
-        return not self.is_modules and all(b >= a for a, b in itertools.pairwise(self.slopes))
+        """Whether the cost is convex (piecewise linear with rising slopes, or free)."""
+        if self.is_modules:
+            return self.price == 0
+        return all(b >= a for a, b in itertools.pairwise(self.slopes))
 
     @property
     def most(self) -> float:
@@ -201,14 +204,9 @@ class Trade:
                         zip(self.starts, self.ends(), self.slopes, self.values, strict=True)
                         if max(a, need) <= b)  # fmt: skip
             return
-        m = math.ceil(need / self.size * (1 - 1e-12))
-        while m <= self.modules and (self.price * m < budget or (self.price == 0 and m == 0)):
+        m = float(math.ceil(need / self.size * (1 - 1e-12)))
+        while m <= self.modules and self.price * m < budget:  # free modules are convex
             yield Trade((m * self.size,), (0.0,), (self.price * m,), m * self.size)
-            if self.price == 0:  # free modules: all of them at once
-                m = self.modules if math.isfinite(self.modules) else math.inf
-                if math.isfinite(m):
-                    yield Trade((m * self.size,), (0.0,), (0.0,), m * self.size)
-                return
             m += 1
 
 
@@ -247,10 +245,10 @@ class _Stage:
             return need, t.cost(need) if need > 0 else 0.0, 0.0
         best = (math.nan, math.inf, math.inf, math.inf)  # value, x, cost, delay
         if t.is_modules:
-            low = math.ceil(need / t.size * (1 - 1e-12))
+            low = float(math.ceil(need / t.size * (1 - 1e-12)))
             if t.price > 0:
                 star = (math.sqrt(lam * w * t.size / t.price) - C) / t.size
-                counts = [math.floor(star), math.ceil(star)]
+                counts = [float(math.floor(star)), float(math.ceil(star))]
             else:
                 counts = [t.modules]
             for m in counts:
@@ -359,13 +357,15 @@ def _convex_allocation(
     xs, cost, delay, _ = at(0.0)
     if not math.isfinite(cost):
         return None
-    if delay > budget:
+    if delay > budget and not any(s.trade.is_modules for s in stage_list):
+        xs, cost, delay, _ = at(_exact_multiplier(stage_list, budget, at))
+    elif delay > budget:
         lo, hi = 0.0, 1.0
         for _ in range(_DOUBLINGS):
             xs, cost, delay, _ = at(hi)
             if delay <= budget:
                 break
-            lo, hi = hi, hi * 2.0 if hi >= 1.0 else hi * 2.0
+            lo, hi = hi, hi * 2.0
         else:
             return None
         if lo == 0.0:  # the bound may hold at a smaller multiplier: search below 1 too
@@ -389,7 +389,71 @@ def _convex_allocation(
     return _finite(stage_list, xs, budget, delay), cost
 
 
-def _finite(stage_list: Sequence[_Stage], xs: list[float], budget: float, delay: float) -> list[float]:
+def _exact_multiplier(
+    stage_list: Sequence[_Stage],
+    budget: float,
+    at: Callable[[float], tuple[list[float], float, float, int]],
+) -> float:
+    """The least multiplier whose best responses (piecewise-linear costs) fit ``budget``.
+
+    A stage's delay is constant in the multiplier except where it buys inside a segment of
+    slope ``p``: there ``x = sqrt(lam w / p) - C`` and the delay is ``sqrt(w p / lam)``.
+    Between two of the multipliers where a stage enters or leaves a segment the total is
+    ``K + A / sqrt(lam)``; the bracket where it crosses ``budget`` is found among them by
+    bisection and the multiplier solved there in closed form."""
+    marks = set()
+    for s in stage_list:
+        if s.load <= 0:
+            continue
+        for a, b, p, _ in zip(s.trade.starts, s.trade.ends(), s.trade.slopes, s.trade.values,
+                              strict=True):  # fmt: skip
+            lo = max(a, s.need)
+            if p > 0 and lo <= b:
+                marks.add(p * (s.have + lo) ** 2 / s.load)
+                if math.isfinite(b):
+                    marks.add(p * (s.have + b) ** 2 / s.load)
+    points = sorted(m for m in marks if math.isfinite(m) and m > 0)
+    lo, hi = 0, len(points)  # the first mark whose responses fit, or len(points)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(points[mid])[2] <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    below = points[lo - 1] if lo > 0 else 0.0
+    above = points[lo] if lo < len(points) else math.inf
+    probe = math.sqrt(below * above) if below > 0 and math.isfinite(above) else (
+        above / 2 if math.isfinite(above) else max(2 * below, 1.0))  # fmt: skip
+    fixed, sloped = [], []
+    for s in stage_list:
+        x, _, d = s.respond(probe)
+        k = max(0, int(np.searchsorted(s.trade.starts, x, side="right")) - 1) if s.load > 0 else 0
+        inside = (s.load > 0 and not s.trade.is_modules and s.trade.slopes[k] > 0
+                  and max(s.trade.starts[k], s.need) < x < s.trade.ends()[k])  # fmt: skip
+        if inside:
+            sloped.append(math.sqrt(s.load * s.trade.slopes[k]))
+        else:
+            fixed.append(d)
+    room = budget - math.fsum(fixed)
+    if sloped and room > 0:
+        lam = min(max((math.fsum(sloped) / room) ** 2, below), above)
+        for _ in range(4):  # rounding may leave the sum a hair above the budget
+            if at(lam)[2] <= budget:
+                return lam
+            lam *= 1 + 1e-14
+    if math.isfinite(above):
+        return above
+    lam = probe
+    for _ in range(_DOUBLINGS):  # past every mark: the responses fit for a large enough one
+        if at(lam)[2] <= budget:
+            break
+        lam *= 2.0
+    return lam
+
+
+def _finite(
+    stage_list: Sequence[_Stage], xs: list[float], budget: float, delay: float
+) -> list[float]:
     """``xs`` with every unbounded free purchase made finite: each such stage gets a small
     share of the latency left (free capacity costs nothing, so the cost is unchanged)."""
     free = [k for k, x in enumerate(xs) if math.isinf(x)]
@@ -402,6 +466,43 @@ def _finite(stage_list: Sequence[_Stage], xs: list[float], budget: float, delay:
         s = stage_list[k]
         out[k] = max(s.need, s.load / share - s.have) if s.load > 0 else s.need
     return out
+
+
+def _linear_response(
+    load: FloatArray,
+    have: FloatArray,
+    need: FloatArray,
+    price: FloatArray,
+    cap: FloatArray,
+    lam: float,
+) -> FloatArray:
+    """``min f(x) + lam * load / (have + x)`` over ``need <= x <= cap`` for linear costs of
+    unit ``price``, each element a row (``inf`` where ``need`` exceeds the cap): the clamped
+    stationary point, or the cap where capacity is free."""
+    shape = (-1,) + (1,) * (load.ndim - 1)
+    p, top = price.reshape(shape), cap.reshape(shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = np.where(p > 0, np.sqrt(lam * load / p) - have, top)
+        x = np.minimum(np.maximum(x, need), top)
+        delay = np.where(load > 0, load / (have + x), 0.0)
+        value = np.where(p > 0, p * x, 0.0) + lam * delay
+    return np.where(need <= top, value, np.inf)
+
+
+# A deployment read back from the terminal: (node, blocks done there, link out or -1) each.
+_Suffix = tuple[tuple[int, int, int], ...]
+
+
+@dataclass
+class _Best:
+    """The cheapest plan found so far: its cost, its deployment and purchases (path,
+    partition, links, each stage's purchase), whether every allocation was exact to its end,
+    and the deployments allocated already."""
+
+    cost: float = math.inf
+    deployment: tuple[list[int], list[int], list[int], list[float]] | None = None
+    complete: bool = True
+    seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=set)
 
 
 class _Problem:
@@ -418,6 +519,16 @@ class _Problem:
         self.need_node = np.maximum(0.0, self.work[None] / beta - inst.capacity[:, None, None])
         self.need_link = np.maximum(0.0, self.bits[None] / beta - inst.bandwidth[links, None])
         self.delay = inst.link_delay[links]
+        # the elements of one linear price (capped or not), priced together by ``tables``
+        self.linear: dict[int, IntArray] = {}
+        self.price: dict[int, FloatArray] = {}
+        self.cap: dict[int, FloatArray] = {}
+        for trades in (self.node_trades, self.link_trades):
+            single = [k for k, t in enumerate(trades) if not t.is_modules and len(t.slopes) == 1]
+            rows = np.array(single, dtype=np.int64)
+            self.linear[id(trades)] = rows
+            self.price[id(trades)] = np.array([trades[k].slopes[0] for k in rows.tolist()])
+            self.cap[id(trades)] = np.array([trades[k].cap for k in rows.tolist()])
 
     def most(self) -> tuple[FloatArray, FloatArray]:
         """Every node's and link's capacity with the most its cost lets be added."""
@@ -429,20 +540,31 @@ class _Problem:
 
     def tables(self, lam: float) -> tuple[FloatArray, FloatArray]:
         """Every transition's compute and link parts at multiplier ``lam`` (links in sweep
-        order, with ``lam`` times their propagation delay)."""
+        order, with ``lam`` times their propagation delay): the elements of one linear
+        price (capped or not) all at once, the others one at a time."""
         inst = self.inst
         node = np.empty((len(inst.node_ids), *self.work.shape))
-        for v, trade in enumerate(self.node_trades):
-            _, f, d = trade.response(self.work, float(inst.capacity[v]), self.need_node[v], lam)
-            with np.errstate(invalid="ignore"):  # 0 * inf where nothing fits: inf below
-                node[v] = np.where(np.isfinite(f), f + lam * d, np.inf)
-        node += inst.forbidden
         link = np.empty((len(self.link_trades), self.bits.size))
-        for r, trade in enumerate(self.link_trades):
-            e = int(inst.sweep_links[r])
-            _, f, d = trade.response(self.bits, float(inst.bandwidth[e]), self.need_link[r], lam)
+        have_link = inst.bandwidth[inst.sweep_links]
+        for table, trades, load, have, need, delay in (
+            (node, self.node_trades, self.work[None], inst.capacity[:, None, None],
+             self.need_node, 0.0),
+            (link, self.link_trades, self.bits[None], have_link[:, None], self.need_link,
+             self.delay[:, None]),
+        ):  # fmt: skip
+            linear = self.linear[id(trades)]
+            if linear.size:
+                table[linear] = _linear_response(
+                    load, have[linear], need[linear], self.price[id(trades)], self.cap[id(trades)],
+                    lam,
+                )  # fmt: skip
+            for k in np.flatnonzero(~np.isin(np.arange(len(trades)), linear)).tolist():
+                _, f, d = trades[k].response(load[0], float(have[k].flat[0]), need[k], lam)
+                with np.errstate(invalid="ignore"):  # 0 * inf where nothing fits: inf below
+                    table[k] = np.where(np.isfinite(f), f + lam * d, np.inf)
             with np.errstate(invalid="ignore"):
-                link[r] = np.where(np.isfinite(f), f + lam * (d + self.delay[r]), np.inf)
+                table += lam * delay if lam else 0.0
+        node += inst.forbidden
         return node, link
 
     def relax(self, lam: float) -> tuple[Relaxation, FloatArray, FloatArray]:
@@ -464,7 +586,9 @@ class _Problem:
         link[link > limit] = np.inf
         return self.relaxed(node + inst.forbidden, link + self.delay[:, None])
 
-    def relaxed(self, node: FloatArray, link: FloatArray) -> tuple[Relaxation, FloatArray, FloatArray]:
+    def relaxed(
+        self, node: FloatArray, link: FloatArray
+    ) -> tuple[Relaxation, FloatArray, FloatArray]:
         """The state graph of transitions weighing ``node`` plus ``link`` (tables as
         :meth:`tables` makes them) relaxed, min-sum, and the two tables."""
         inst = self.inst
@@ -479,23 +603,7 @@ class _Problem:
     def search(self, method: str, floor: float) -> Plan:
         """The cheapest plan meeting the bound (the cheapest for the interval alone, of cost
         ``floor``, does not): the multiplier's search, then the ranking of state paths."""
-        inst, bound = self.inst, self.latency
-        best: list[object] = [math.inf, None]  # cost, (path, partition, links, purchases)
-        complete = [True]
-        seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
-
-        def consider(path: list[int], partition: list[int], links: list[int]) -> None:
-            if (tuple(path), tuple(partition)) in seen:
-                return
-            seen.add((tuple(path), tuple(partition)))
-            found = self.allocation(path, partition, links)
-            if found is None:
-                return
-            xs, cost, whole = found
-            complete[0] &= whole
-            if cost < float(best[0]):  # type: ignore[arg-type]
-                best[0], best[1] = cost, (path, partition, links, xs)
-
+        bound, best = self.latency, _Best()
         lower, lam = floor, 0.0  # the cheapest plan for the interval bounds every other one
         hi = max(floor, 1.0) / bound  # a first multiplier of the plans' own scale
         lo = 0.0
@@ -504,11 +612,11 @@ class _Problem:
             if value > lower:
                 lower, lam = value, hi
             if slow <= bound:
-                consider(*found)
+                self.consider(best, *found)
                 break
             lo, hi = hi, hi * 2.0
         for _ in range(_DUAL_HALVINGS):
-            if lower >= float(best[0]) * (1 - LATENCY_RTOL):  # type: ignore[arg-type]
+            if lower >= best.cost * (1 - LATENCY_RTOL):
                 break
             mid = math.sqrt(lo * hi) if lo > 0 else hi / 2.0
             if not lo < mid < hi:
@@ -517,18 +625,31 @@ class _Problem:
             if value > lower:
                 lower, lam = value, mid
             if slow <= bound:
-                consider(*found)
+                self.consider(best, *found)
                 hi = mid
             else:
                 lo = mid
-        lower = max(lower, self.rank(lam, best, consider, complete))
-        if best[1] is None:
+        lower = max(lower, self.rank(lam, best))
+        if best.deployment is None:
             raise unreachable(self.beta, bound)
-        cost = float(best[0])  # type: ignore[arg-type]
-        path, partition, links, xs = best[1]  # type: ignore[misc]
-        certified = complete[0] and cost <= lower + LATENCY_RTOL * abs(cost)
-        return self.plan(path, partition, links, xs, method,
-                         "optimal" if certified else "uncertified")  # fmt: skip
+        certified = best.complete and best.cost <= lower + LATENCY_RTOL * abs(best.cost)
+        return self.plan(*best.deployment, method, "optimal" if certified else "uncertified")
+
+    def consider(
+        self, best: _Best, path: list[int], partition: list[int], links: list[int]
+    ) -> None:
+        """Allocate a deployment exactly (once) and keep it if it is the cheapest yet."""
+        key = (tuple(path), tuple(partition))
+        if key in best.seen:
+            return
+        best.seen.add(key)
+        found = self.allocation(path, partition, links)
+        if found is None:
+            return
+        xs, cost, whole = found
+        best.complete &= whole
+        if cost < best.cost:
+            best.cost, best.deployment = cost, (path, partition, links, xs)
 
     def dual(self, lam: float) -> tuple[float, float, tuple[list[int], list[int], list[int]]]:
         """The lower bound ``Phi(lam) - lam L``, the latency of the relaxation's deployment
@@ -547,20 +668,21 @@ class _Problem:
         stage_list, propagation = self.stage_list(path, partition, links)
         return allocate(stage_list, self.latency - propagation)
 
-    def rank(self, lam: float, best: list[object], consider: object, complete: list[bool]) -> float:
+    def rank(self, lam: float, best: _Best) -> float:
         """Deployments in order of their weight at ``lam`` (a backward best-first search
         from the terminal whose heuristic, the forward labels, is exact), each allocated by
-        ``consider``, until the next weight less ``lam L`` reaches the best cost: the lower
-        bound proven (``inf`` when no deployment is left). A partial path is dropped when
-        even its cheapest completion at the interval's least purchases costs more than the
-        best plan, or its fastest completion at the caps is slower than the bound."""
+        :meth:`consider`, until the next weight less ``lam L`` reaches the best cost: the
+        lower bound proven (``inf`` when no deployment is left). A partial path is dropped
+        when even its cheapest completion at the interval's least purchases costs more than
+        the best plan, or its fastest completion at the caps is slower than the bound."""
         inst, bound = self.inst, self.latency
         relaxed, node, link = self.relax(lam)
         cheap, cheap_node, cheap_link = self.relax(0.0)  # the interval's least purchases
         fast, fast_node, fast_link = self.relax_delays()
         label, N = relaxed.label, inst.n_blocks
         position = inst.sweep_position
-        heap: list[tuple[float, int, int, int, float, float, float, tuple[object, ...]]] = []
+        # (priority, tie, node, blocks received, weight, cost and delay of the suffix, suffix)
+        heap: list[tuple[float, int, int, int, float, float, float, _Suffix]] = []
         count = itertools.count()
         t = inst.target
         for i in range(N + 1):
@@ -568,28 +690,22 @@ class _Problem:
             if math.isfinite(label[t, i] + g):
                 heapq.heappush(heap, (float(label[t, i]) + g, next(count), t, i, g,
                                       float(cheap_node[t, i, N]), float(fast_node[t, i, N]),
-                                      (t, N, -1, ())))  # fmt: skip
+                                      ((t, N, -1),)))  # fmt: skip
         expansions = 0
         slack = bound * (1 + INTERVAL_RTOL)
         while heap:
             priority, _, v, i, g, c, d, suffix = heapq.heappop(heap)
-            top = float(best[0]) * (1 - LATENCY_RTOL)  # type: ignore[arg-type]
+            top = best.cost * (1 - LATENCY_RTOL)
             if priority - lam * bound >= top:
                 return priority - lam * bound
             expansions += 1
             if expansions > MAX_RANKED:
-                complete[0] = False
+                best.complete = False
                 return priority - lam * bound
             if v == inst.source and i == 0:
-                path, partition, links = [], [], []
-                rest: tuple[object, ...] = suffix
-                while rest:
-                    u, j, e, rest = rest  # type: ignore[misc]
-                    path.append(int(u))  # type: ignore[call-overload]
-                    partition.append(int(j))  # type: ignore[call-overload]
-                    if int(e) >= 0:  # type: ignore[call-overload]
-                        links.append(int(e))  # type: ignore[call-overload]
-                consider(path, partition, links)  # type: ignore[operator]
+                path = [u for u, _, _ in suffix]
+                partition = [j for _, j, _ in suffix]
+                self.consider(best, path, partition, [e for _, _, e in suffix if e >= 0])
                 continue
             for e in inst.in_links[v].tolist():
                 u, r = int(inst.link_src[e]), int(position[e])
@@ -600,13 +716,14 @@ class _Problem:
                 reach = label[u, : i + 1] + node[u, : i + 1, i]
                 keep = (np.isfinite(reach)
                         & (cheap.label[u, : i + 1] + cheap_node[u, : i + 1, i] + lc < top)
-                        & (fast.label[u, : i + 1] + fast_node[u, : i + 1, i] + ld <= slack))  # fmt: skip
+                        & (fast.label[u, : i + 1] + fast_node[u, : i + 1, i] + ld <= slack)
+                        )  # fmt: skip
                 for h in np.flatnonzero(keep).tolist():
                     heapq.heappush(heap, (float(reach[h]) + lw + g, next(count), u, h,
                                           g + float(node[u, h, i]) + lw,
                                           lc + float(cheap_node[u, h, i]),
                                           ld + float(fast_node[u, h, i]),
-                                          (u, i, e, suffix)))  # fmt: skip
+                                          ((u, i, e), *suffix)))  # fmt: skip
         return math.inf
 
     def plan(
@@ -625,7 +742,9 @@ class _Problem:
                           dict(zip(links, xs[n:], strict=True)), links, status=status,
                           target_latency=self.latency)  # fmt: skip
 
-    def stage_list(self, path: list[int], partition: list[int], links: list[int]) -> tuple[list[_Stage], float]:
+    def stage_list(
+        self, path: list[int], partition: list[int], links: list[int]
+    ) -> tuple[list[_Stage], float]:
         """The stages of a deployment and its propagation delay."""
         inst = self.inst
         run = stages(inst, path, partition, links)
@@ -639,9 +758,7 @@ class _Problem:
         return out, math.fsum(run.propagation)
 
 
-def solve_latency(
-    inst: CodesignInstance, beta: float, latency: float, *, method: str = "psg"
-) -> Plan:
+def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Plan:
     """The minimum-cost plan whose every stage takes at most ``beta`` and whose latency is at
     most ``latency`` (seconds), on an acyclic instance: the Lagrangian relaxation and the
     ranking of state paths of the module docstring, each deployment allocated exactly.
@@ -661,7 +778,7 @@ def solve_latency(
     >>> inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
     >>> beta = 0.5 * throughput_optimal(inst).interval
     >>> free = solve_psg(inst, beta)
-    >>> plan = solve_latency(inst, beta, 0.5 * free.latency)
+    >>> plan = solve_latency(inst, beta, latency=0.5 * free.latency)
     >>> plan.status, plan.latency <= 0.5 * free.latency * (1 + 1e-9), plan.cost > free.cost
     ('optimal', True, True)
     """
@@ -673,11 +790,12 @@ def solve_latency(
         _, path, partition, links = psg_path(inst, beta)
     except Infeasible:
         raise unreachable(beta, latency) from None
+    method = "psg"
     cheapest = plan_from_path(inst, method, beta, path, partition, links, status="optimal")
     if cheapest.latency is not None and cheapest.latency <= latency * (1 + INTERVAL_RTOL):
         return replace(cheapest, target_latency=latency)
     least = least_delay(inst, *problem.most(), beta)
-    if not least[0] <= latency:
+    if not least[0] <= latency * (1 + INTERVAL_RTOL):
         raise unreachable(beta, latency, least[0])
     return problem.search(method, cheapest.cost)
 
@@ -756,8 +874,7 @@ def least_latency(inst: CodesignInstance, beta: float | None = None) -> Deployme
     True
     """
     inst.check_acyclic("the least-latency deployment")
-    _, C, B = inst.scalars
-    total, path, partition, links = least_delay(inst, inst.capacity, inst.bandwidth, beta)
+    _, path, partition, links = least_delay(inst, inst.capacity, inst.bandwidth, beta)
     if not path:
         raise Infeasible(f"no deployment reaches an interval of {beta:g} s as the network is")
     interval, bottleneck = slowest_stage(inst, path, partition, links=links)
@@ -791,3 +908,50 @@ def frozen_latency_plan(
     if found is None:
         raise unreachable(beta, latency)
     return problem.plan(path, partition, links, found[0], method, status)
+
+
+def throughput_within(inst: CodesignInstance, latency: float) -> Deployment:
+    """The deployment of least interval under the existing capacities among those whose
+    latency is at most ``latency`` (acyclic instances): the interval is one of the stage
+    delays, found by bisection over them, each probe one :func:`least_delay`.
+
+    Raises
+    ------
+    Infeasible
+        If every deployment is slower than ``latency``.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance, throughput_optimal
+    >>> inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
+    >>> best = throughput_optimal(inst)
+    >>> throughput_within(inst, best.latency).interval == best.interval
+    True
+    """
+    inst.check_acyclic("T* with a latency bound")
+    check_latency(latency)
+    C, B = inst.capacity, inst.bandwidth
+    slack = latency * (1 + INTERVAL_RTOL)  # sums of the same delays in another order
+    if least_delay(inst, C, B, None)[0] > slack:
+        fastest = least_latency(inst).latency
+        raise Infeasible(f"no deployment has a latency of {latency:g} s as the network is "
+                         f"(the least is {fastest:.6g} s)")  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        node = np.where(inst.work_or_zero[None] > 0, inst.work_or_zero[None] / C[:, None, None], 0)
+    candidates = np.unique(np.concatenate((
+        node[:, ~inst.no_transition].ravel(),
+        (inst.activation_bits[None, :] / B[:, None]).ravel(),
+    )))  # fmt: skip
+    lo, hi = 0, candidates.size - 1  # the largest delay admits every deployment
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if least_delay(inst, C, B, float(candidates[mid]))[0] <= slack:
+            hi = mid
+        else:
+            lo = mid + 1
+    _, path, partition, links = least_delay(inst, C, B, float(candidates[lo]))
+    interval, bottleneck = slowest_stage(inst, path, partition, links=links)
+    names = inst.node_ids
+    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck,
+                      deployment_latency(inst, path, partition, links=links))  # fmt: skip

@@ -17,7 +17,7 @@ from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["provision", "target_interval", "throughput"]
+__all__ = ["latency_optimal", "provision", "target_interval", "throughput"]
 
 
 def target_interval(*, interval: float | None = None, throughput: float | None = None) -> float:
@@ -98,7 +98,9 @@ def provision(
                  latency=latency)  # fmt: skip
 
 
-def throughput(network: Network, profile: Profile, *, method: str = "psg") -> Deployment:
+def throughput(
+    network: Network, profile: Profile, *, method: str = "psg", latency: float | None = None
+) -> Deployment:
     """The throughput-optimal deployment and its interval ``T*``: the least output interval
     under the existing capacities.
 
@@ -110,6 +112,9 @@ def throughput(network: Network, profile: Profile, *, method: str = "psg") -> De
         ``"psg"`` (the state graph with bottleneck relaxation; acyclic networks) or
         ``"milp"`` (exact on any network, cycles included; minimises the slowest stage): the
         methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
+    latency
+        Only deployments whose latency is at most this many seconds (``"psg"``; see
+        :func:`~inferplan.codesign.latency.throughput_within`).
 
     Raises
     ------
@@ -132,5 +137,45 @@ def throughput(network: Network, profile: Profile, *, method: str = "psg") -> De
             field="method",
         )
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
+    if latency is not None:
+        if "latency" not in chosen.options:
+            raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
+                                  field="latency")  # fmt: skip
+        from inferplan.codesign.latency import throughput_within
+
+        return throughput_within(inst, latency)
     best: Deployment = chosen.throughput(inst)
     return best
+
+
+def latency_optimal(
+    network: Network,
+    profile: Profile,
+    *,
+    interval: float | None = None,
+    throughput: float | None = None,
+) -> Deployment:
+    """The deployment of least latency under the existing capacities (acyclic networks),
+    among those whose every stage meets ``interval`` (s) or ``throughput`` (inferences/s)
+    when one is given: the state graph, min-sum over each transition's compute, transfer and
+    propagation delays (:func:`~inferplan.codesign.latency.least_latency`).
+
+    Raises
+    ------
+    Infeasible
+        If no deployment meets the interval as the network is.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net, vgg = inferplan.tiered(seed=7), inferplan.load_profile("vgg16")
+    >>> fast = inferplan.latency_optimal(net, vgg)
+    >>> fast.latency <= inferplan.throughput(net, vgg).latency
+    True
+    """
+    from inferplan.codesign.latency import least_latency
+
+    beta = None
+    if interval is not None or throughput is not None:
+        beta = target_interval(interval=interval, throughput=throughput)
+    return least_latency(compile_instance(network, profile), beta)

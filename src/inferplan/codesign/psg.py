@@ -251,20 +251,12 @@ def _vectorised_psg(
     return cost, path, partition, links
 
 
-def solve_psg(
-    inst: CodesignInstance,
-    beta: float,
-    *,
-    engine: Engine = "auto",
-    latency: float | None = None,
-) -> Plan:
+def solve_psg(inst: CodesignInstance, beta: float, *, engine: Engine = "auto") -> Plan:
     """The exact minimum-cost plan for output interval ``beta`` on an acyclic instance.
 
     Relaxes the state graph node by node in compiled loops (``engine="compiled"``, or
     ``"auto"`` with numba installed) or one topological generation at a time in numpy, all
     ``(i, j)`` pairs at once (``"numpy"``); see :func:`psg_path` and the module docstrings.
-    With a ``latency`` bound (seconds) the plan meets it too:
-    :func:`~inferplan.codesign.latency.solve_latency`.
 
     Raises
     ------
@@ -280,10 +272,6 @@ def solve_psg(
     >>> plan.feasible and plan.cost > 0
     True
     """
-    if latency is not None:
-        from inferplan.codesign.latency import solve_latency  # builds on this module
-
-        return solve_latency(inst, beta, latency)
     _, path, partition, links = psg_path(inst, beta, engine=engine)
     return plan_from_path(inst, "psg", beta, path, partition, links, status="optimal")
 
