@@ -6,18 +6,19 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import si
 
 if TYPE_CHECKING:
-    from inferplan.runtime.pipeline import RunReport, RunRequest
+    from inferplan.network.network import Network
+    from inferplan.runtime.pipeline import RunReport
 
 
 def _request(
@@ -25,12 +26,13 @@ def _request(
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
     emulate: bool | None, seed: int, timeout: float,
-) -> RunRequest:  # fmt: skip
+) -> dict[str, Any]:  # fmt: skip
+    """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
     from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
     from inferplan.profiles.cuts import parse_block_spec, parse_shape
-    from inferplan.runtime.pipeline import RunRequest
+    from inferplan.runtime.checks import check_run
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
              ("--plan", plan)) if value is not None]  # fmt: skip
@@ -39,25 +41,29 @@ def _request(
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in shapes]
-    return RunRequest(
-        network=load_network(network),
-        model=model,
-        input_shapes=tuple(s for s, _ in parsed),
-        input_dtypes=tuple(d for _, d in parsed),
-        blocks=parse_block_spec(blocks),
-        dtype=dtype,
-        plan=load_plan(plan) if plan is not None else None,
-        plan_source=str(plan) if plan is not None else None,
-        interval=None if plan is not None else target_interval(interval=interval, throughput=rate),
-        method=method,
-        inferences=inferences,
-        warmup=warmup,
-        inputs=str(inputs) if inputs is not None else None,
-        outputs=str(outputs) if outputs is not None else None,
-        emulate=emulate,
-        seed=seed,
-        timeout_s=timeout,
-    )
+    fields: dict[str, Any] = {
+        "network": load_network(network),
+        "model": model,
+        "input_shapes": tuple(s for s, _ in parsed),
+        "input_dtypes": tuple(d for _, d in parsed),
+        "blocks": parse_block_spec(blocks),
+        "dtype": dtype,
+        "plan": load_plan(plan) if plan is not None else None,
+        "plan_source": str(plan) if plan is not None else None,
+        "interval": None if plan is not None else target_interval(interval=interval,
+                                                                  throughput=rate),
+        "method": method,
+        "inferences": inferences,
+        "warmup": warmup,
+        "inputs": str(inputs) if inputs is not None else None,
+        "outputs": str(outputs) if outputs is not None else None,
+        "emulate": emulate,
+        "seed": seed,
+        "timeout_s": timeout,
+    }  # fmt: skip
+    check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
+                                        "warmup", "inputs", "outputs", "timeout_s")})  # fmt: skip
+    return fields
 
 
 @app.command("run")
@@ -100,30 +106,38 @@ def run_command(
         "--timeout", help="Seconds a stage may wait for a peer before the run is stopped.")
     ] = 60.0,
     as_json: JsonOpt = False,
+    html_report: Annotated[Path | None, typer.Option(
+        "--report", help="Also write the plan report with the measured times beside the "
+                         "predicted ones: one self-contained HTML page.")] = None,
+    dot: Annotated[Path | None, typer.Option(
+        "--dot", help="Also write the plan as GraphViz DOT.")] = None,
 ) -> None:  # fmt: skip
     """Run a plan on a PyTorch model and measure it.
 
     One process per path node, talking through torch.distributed.
     """
+    from inferplan.runtime.checks import under_launcher
+
+    staged = under_launcher()
+    rank = int(os.environ.get("RANK", "0")) if staged else 0
+    fields = None
+    if rank == 0:  # every check that needs no torch comes before torch is imported
+        with blame_network_file(network):
+            fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
+                              plan, method, inferences, warmup, inputs, outputs, emulate, seed,
+                              timeout)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
+            RunRequest,
             StageCancelled,
             StageFailed,
             run_plan,
             run_stage,
-            under_launcher,
         )
     except ImportError:
         raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
                              ) from None  # fmt: skip
-    staged = under_launcher()
-    rank = int(os.environ.get("RANK", "0")) if staged else 0
-    request = None
-    if rank == 0:
-        with blame_network_file(network):
-            request = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
-                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                               timeout)  # fmt: skip
+    request = None if fields is None else RunRequest(**fields)
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -158,10 +172,36 @@ def run_command(
         raise typer.Exit(130) from None
     if report is None:
         return
+    if (html_report is not None or dot is not None) and request is not None:
+        _write_report(request.network, report, html_report, dot)
     if as_json:
         print_json(report.to_dict())
     else:
         _render(report)
+
+
+def _write_report(network: Network, report: RunReport, html: Path | None, dot: Path | None
+                  ) -> None:  # fmt: skip
+    """The plan report of a run: the plan, with what the run measured beside it."""
+    from inferplan.codesign.breakdown import plan_breakdown
+    from inferplan.plots.report import Measured, write_plan_report
+
+    assert report.profile is not None  # a run's report carries its profile
+    mode = "emulated capacities" if report.emulated else "this machine's speed"
+    verdict = "match" if report.outputs_match else "DIFFER from"
+    measured = Measured(
+        interval=report.measured_interval,
+        stages={s.id: s.measured_s for s in report.stages},
+        latency_median=report.latency_median_s,
+        latency_p95=report.latency_p95_s,
+        note=f"{report.inferences} inferences ({report.warmup} warm-up), {mode}; outputs "
+             f"{verdict} the unsplit model's",
+    )  # fmt: skip
+    parts = plan_breakdown(network, report.profile, report.plan)
+    title = f"{report.profile.name}: {report.plan.method} plan, run"
+    for path in write_plan_report(network, parts, html_path=html, dot_path=dot, title=title,
+                                  measured=measured):  # fmt: skip
+        written(path)
 
 
 def _render(report: RunReport) -> None:

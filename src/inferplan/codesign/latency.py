@@ -53,6 +53,7 @@ from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
+    Bottleneck,
     Deployment,
     Plan,
     PlanStatus,
@@ -70,7 +71,7 @@ from inferplan.codesign.psg import (
     relax_generations,
     take_min,
 )
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
@@ -519,6 +520,10 @@ class _Problem:
         self.need_node = np.maximum(0.0, self.work[None] / beta - inst.capacity[:, None, None])
         self.need_link = np.maximum(0.0, self.bits[None] / beta - inst.bandwidth[links, None])
         self.delay = inst.link_delay[links]
+        # the extra terms of the transitions (memory, ...): they depend on no capacity bought
+        # here, so they add to every multiplier's prices and to a deployment's cost alike
+        self.extra_node = inst.terms.node(np.arange(len(inst.node_ids)))
+        self.extra_link = inst.terms.link(links)
         # the elements of one linear price (capped or not), priced together by ``tables``
         self.linear: dict[int, IntArray] = {}
         self.price: dict[int, FloatArray] = {}
@@ -537,6 +542,11 @@ class _Problem:
         link = inst.bandwidth.copy()
         link[inst.sweep_links] += np.array([t.most for t in self.link_trades])
         return node, link
+
+    def fits(self) -> FloatArray:
+        """0 where a node can hold a transition's blocks (buying memory where it is sold),
+        ``inf`` where it cannot."""
+        return np.where(np.isfinite(self.extra_node), 0.0, np.inf)
 
     def tables(self, lam: float) -> tuple[FloatArray, FloatArray]:
         """Every transition's compute and link parts at multiplier ``lam`` (links in sweep
@@ -564,7 +574,8 @@ class _Problem:
                     table[k] = np.where(np.isfinite(f), f + lam * d, np.inf)
             with np.errstate(invalid="ignore"):
                 table += lam * delay if lam else 0.0
-        node += inst.forbidden
+        node += inst.forbidden + self.extra_node
+        link += self.extra_link
         return node, link
 
     def relax(self, lam: float) -> tuple[Relaxation, FloatArray, FloatArray]:
@@ -584,7 +595,10 @@ class _Problem:
         limit = self.beta * (1 + INTERVAL_RTOL)
         node[node > limit] = np.inf
         link[link > limit] = np.inf
-        return self.relaxed(node + inst.forbidden, link + self.delay[:, None])
+        fits_node = np.where(np.isfinite(self.extra_node), 0.0, np.inf)
+        fits_link = np.where(np.isfinite(self.extra_link), 0.0, np.inf)
+        return self.relaxed(node + inst.forbidden + fits_node,
+                            link + self.delay[:, None] + fits_link)  # fmt: skip
 
     def relaxed(
         self, node: FloatArray, link: FloatArray
@@ -592,7 +606,7 @@ class _Problem:
         """The state graph of transitions weighing ``node`` plus ``link`` (tables as
         :meth:`tables` makes them) relaxed, min-sum, and the two tables."""
         inst = self.inst
-        start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+        start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
         start[inst.source, 0] = 0.0
         relaxed = relax_generations(
             inst, start, lambda gen, dist: take_min(dist[:, :, None] + node[gen.rows]),
@@ -664,9 +678,22 @@ class _Problem:
     def allocation(
         self, path: list[int], partition: list[int], links: list[int]
     ) -> tuple[list[float], float, bool] | None:
-        """The exact allocation of a deployment (see :func:`allocate`)."""
+        """The exact allocation of a deployment (see :func:`allocate`), its cost with the
+        extra terms of its transitions."""
         stage_list, propagation = self.stage_list(path, partition, links)
-        return allocate(stage_list, self.latency - propagation)
+        found = allocate(stage_list, self.latency - propagation)
+        if found is None:
+            return None
+        done = [0, *partition[:-1]]
+        extra = math.fsum([
+            *(float(self.extra_node[v, a, b]) for v, a, b in zip(path, done, partition,
+                                                              strict=True)),
+            *(float(self.extra_link[self.inst.sweep_position[e], b])
+              for e, b in zip(links, partition, strict=False)),
+        ])  # fmt: skip
+        if not math.isfinite(extra):
+            return None
+        return found[0], found[1] + extra, found[2]
 
     def rank(self, lam: float, best: _Best) -> float:
         """Deployments in order of their weight at ``lam`` (a backward best-first search
@@ -679,7 +706,7 @@ class _Problem:
         relaxed, node, link = self.relax(lam)
         cheap, cheap_node, cheap_link = self.relax(0.0)  # the interval's least purchases
         fast, fast_node, fast_link = self.relax_delays()
-        label, N = relaxed.label, inst.n_blocks
+        label, N = relaxed.label, inst.last_cut
         position = inst.sweep_position
         # (priority, tie, node, blocks received, weight, cost and delay of the suffix, suffix)
         heap: list[tuple[float, int, int, int, float, float, float, _Suffix]] = []
@@ -794,7 +821,7 @@ def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Pla
     cheapest = plan_from_path(inst, method, beta, path, partition, links, status="optimal")
     if cheapest.latency is not None and cheapest.latency <= latency * (1 + INTERVAL_RTOL):
         return replace(cheapest, target_latency=latency)
-    least = least_delay(inst, *problem.most(), beta)
+    least = least_delay(inst, *problem.most(), beta, problem.fits())
     if not least[0] <= latency * (1 + INTERVAL_RTOL):
         raise unreachable(beta, latency, least[0])
     return problem.search(method, cheapest.cost)
@@ -817,12 +844,20 @@ def unreachable(beta: float, latency: float, least: float | None = None) -> Infe
 
 
 def least_delay(
-    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, beta: float | None
+    inst: CodesignInstance,
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+    beta: float | None,
+    fits: FloatArray | None = None,
 ) -> tuple[float, list[int], list[int], list[int]]:
     """The deployment of least latency under ``capacity`` and ``bandwidth`` among those whose
-    every stage takes at most ``beta`` (any, for ``None``): its latency, path, partition and
-    links (``inf`` and no path when none). The state graph, min-sum, each transition weighed
-    by its compute, transfer and propagation delays."""
+    every stage takes at most ``beta`` (any, for ``None``) and whose every node fits its
+    memory (``fits[v, a, b]`` 0 or ``inf``; today's memory when not given): its latency,
+    path, partition and links (``inf`` and no path when none). The state graph, min-sum, each
+    transition weighed by its compute, transfer and propagation delays."""
+    if fits is None:
+        need, memory = inst.memory_need, inst.memory
+        fits = np.where(need[None] > memory[:, None, None], np.inf, 0.0)
     work, forbidden = inst.work_or_zero, inst.forbidden
     limit = math.inf if beta is None else beta * (1 + INTERVAL_RTOL)
 
@@ -832,7 +867,7 @@ def least_delay(
         def step(part: slice) -> tuple[FloatArray, IntArray]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 delay = work[None] / have[part, None, None]
-            delay = np.where(work[None] > 0, delay, 0.0) + forbidden
+            delay = np.where(work[None] > 0, delay, 0.0) + forbidden + fits[gen.rows][part]
             if beta is not None:
                 delay[delay > limit] = np.inf
             return take_min(dist[part, :, None] + delay)
@@ -846,7 +881,7 @@ def least_delay(
     if beta is not None:
         link[link > limit] = np.inf
     link += inst.link_delay[links, None]
-    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+    start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(inst, start, stage, link, np.add)
     total = float(relaxed.stage_min[inst.target, -1])
@@ -879,9 +914,7 @@ def least_latency(inst: CodesignInstance, beta: float | None = None) -> Deployme
         raise Infeasible(f"no deployment reaches an interval of {beta:g} s as the network is")
     interval, bottleneck = slowest_stage(inst, path, partition, links=links)
     latency = deployment_latency(inst, path, partition, links=links)
-    names = inst.node_ids
-    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck,
-                      latency)  # fmt: skip
+    return _deployment(inst, path, partition, interval, bottleneck, latency)
 
 
 def frozen_latency_plan(
@@ -952,6 +985,18 @@ def throughput_within(inst: CodesignInstance, latency: float) -> Deployment:
             lo = mid + 1
     _, path, partition, links = least_delay(inst, C, B, float(candidates[lo]))
     interval, bottleneck = slowest_stage(inst, path, partition, links=links)
-    names = inst.node_ids
-    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck,
-                      deployment_latency(inst, path, partition, links=links))  # fmt: skip
+    latency = deployment_latency(inst, path, partition, links=links)
+    return _deployment(inst, path, partition, interval, bottleneck, latency)
+
+
+def _deployment(
+    inst: CodesignInstance,
+    path: list[int],
+    partition: list[int],
+    interval: float,
+    bottleneck: Bottleneck,
+    latency: float,
+) -> Deployment:
+    return Deployment(tuple(inst.node_ids[v] for v in path), tuple(partition), interval,
+                      bottleneck, latency, layers=stage_units(inst, partition),
+                      sends=stage_sends(inst, partition), cuts=inst.cuts.kind)  # fmt: skip

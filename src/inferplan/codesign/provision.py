@@ -6,15 +6,17 @@ import math
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.methods import (
+    METHODS,
     TieBreak,
     get_method,
     resolve,
     solve,
     throughput_methods,
 )
-from inferplan.codesign.plan import Deployment, Plan
-from inferplan.errors import InvalidArgument
+from inferplan.codesign.plan import Deployment, Plan, at_caps, beyond_caps
+from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = ["latency_optimal", "provision", "target_interval", "throughput"]
@@ -42,6 +44,8 @@ def provision(
     tie_break: TieBreak | None = None,
     seed: int | None = None,
     time_limit: float | None = None,
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
     latency: float | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
@@ -64,6 +68,11 @@ def provision(
         :func:`inferplan.codesign.solve_pwf`.
     time_limit
         MILP only: seconds HiGHS may take; at the limit the plan has status ``"time_limit"``.
+    cuts, max_ideals
+        Where the model may be cut: ``"chain"`` (between consecutive blocks) or ``"graph"``
+        (at every ideal of the profile's layer graph, at most ``max_ideals`` of them); by
+        default the graph's when the profile has one within the limits (see
+        :func:`~inferplan.codesign.instance.compile_instance`).
     latency
         A bound (s) on the plan's latency, the time one inference takes through it: PSG
         (exact) and PFP (its frozen deployment, allocated exactly) take it; see
@@ -78,6 +87,8 @@ def provision(
     ------
     Infeasible
         If no plan of the method meets the target within the capacity caps (every method).
+        Its message names the best interval the caps allow (``T*`` with every node and link
+        at its cap) and the caps that bind it; its ``details`` hold the same as numbers.
     InvalidArgument
         For an unknown method, or an option the method does not take.
 
@@ -93,13 +104,30 @@ def provision(
     """
     beta = target_interval(interval=interval, throughput=throughput)
     chosen, _ = resolve(method)
-    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
-    return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
-                 latency=latency)  # fmt: skip
+    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
+                            max_ideals=max_ideals)  # fmt: skip
+    try:
+        return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
+                     latency=latency)  # fmt: skip
+    except Infeasible as error:
+        if latency is not None:
+            raise  # its message gives the least latency within the caps
+        capped = at_caps(inst)
+        try:  # T* at the caps: by the state graph on an acyclic network, else by the MILP
+            best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
+        except Infeasible:  # not even the caps' capacities fit the model's memory
+            raise error from None
+        raise beyond_caps(error, capped, best, beta) from None
 
 
 def throughput(
-    network: Network, profile: Profile, *, method: str = "psg", latency: float | None = None
+    network: Network,
+    profile: Profile,
+    *,
+    method: str = "psg",
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
+    latency: float | None = None,
 ) -> Deployment:
     """The throughput-optimal deployment and its interval ``T*``: the least output interval
     under the existing capacities.
@@ -112,6 +140,8 @@ def throughput(
         ``"psg"`` (the state graph with bottleneck relaxation; acyclic networks) or
         ``"milp"`` (exact on any network, cycles included; minimises the slowest stage): the
         methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
+    cuts, max_ideals
+        Where the model may be cut, as for :func:`provision`.
     latency
         Only deployments whose latency is at most this many seconds (``"psg"``; see
         :func:`~inferplan.codesign.latency.throughput_within`).
@@ -136,7 +166,8 @@ def throughput(
             f"method {method!r} does not compute T* (methods: {', '.join(throughput_methods())})",
             field="method",
         )
-    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
+    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
+                            max_ideals=max_ideals)  # fmt: skip
     if latency is not None:
         if "latency" not in chosen.options:
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",

@@ -78,6 +78,9 @@ class _NodeEntry(BaseModel):
     capacity: Number
     price: Number | None = None
     cost: _CostEntry | None = None
+    memory: Number | None = None
+    memory_price: Number | None = None
+    memory_cost: _CostEntry | None = None
 
 
 class _LinkEntry(BaseModel):
@@ -277,19 +280,71 @@ def _plain_network(data: object) -> Network | None:
     if set(data) != {"source", "target", "nodes", links_key}:
         return None
     source, target = data["source"], data["target"]
-    nodes = _plain_elements(data["nodes"], _NODE_FIELDS)
+    memory = _plain_memory(data["nodes"])
+    if memory is None:
+        return None
+    stripped, memory_columns = memory
+    nodes = _plain_elements(stripped, _NODE_FIELDS)
     links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
     items = {"nodes": data["nodes"], links_key: data[links_key]}
     if not _checked_costs({"nodes": nodes, links_key: links}, lambda kind, k: items[kind][k]):
         return None
+    if memory_columns is not None:
+        checked = _checked_memory(memory_columns, nodes["id"], lambda k: items["nodes"][k])
+        if checked is None:
+            return None
+        nodes["memory"] = checked
     return _from_plain(nodes, links, source, target)
+
+
+_MEMORY_FIELDS = ("memory", "memory_price", "memory_cost")
+
+
+def _plain_memory(items: object) -> tuple[object, dict[str, Any] | None] | None:
+    """The nodes of a document without their memory fields and those fields as read (a
+    ``memory`` and a ``memory_price`` per node, ``None`` where not given, and the memory
+    cost objects as :class:`~inferplan.network.cost_columns.RawCosts`), or ``(items, None)``
+    when no node gives one; ``None`` when a memory or memory price is not a number (then the
+    nodes are validated one by one)."""
+    if not isinstance(items, list) or set(map(type, items)) - {dict}:
+        return items, None
+    if not any(name in item for item in items for name in _MEMORY_FIELDS):
+        return items, None
+    memory = [item.get("memory") for item in items]
+    price = [item.get("memory_price") for item in items]
+    if not set(map(type, memory)) | set(map(type, price)) <= {int, float, type(None)}:
+        return None
+    rows = np.array([k for k, item in enumerate(items) if item.get("memory_cost") is not None],
+                    dtype=np.int64)  # fmt: skip
+    raw = RawCosts.from_objects(rows, [items[k]["memory_cost"] for k in rows.tolist()])
+    stripped = [{k: v for k, v in item.items() if k not in _MEMORY_FIELDS} for item in items]
+    return stripped, {"memory": memory, "memory_price": price, "costs": raw}
+
+
+def _checked_memory(
+    read: dict[str, Any], ids: Sequence[str], element: Callable[[int], object]
+) -> dict[str, Any] | None:
+    """``from_columns``' memory arguments from the memory fields read (see
+    :func:`_plain_memory`): a refused memory cost raises its element's error (``element(k)``
+    gives the element); ``None`` when the column check refuses what the element's own
+    validation accepts, or a number is beyond the floating-point range."""
+    raw: RawCosts = read["costs"]
+    bad = check(raw)
+    if bad.any():
+        k = int(raw.rows[int(bad.argmax())])
+        _element_error("nodes", k, element(k))
+        return None
+    try:
+        return _memory_columns(read["memory"], read["memory_price"], raw.columns(), ids)
+    except OverflowError:
+        return None
 
 
 def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
     """The network of plain columns (see :func:`_plain_elements`), with their checked
-    ``costs`` if any."""
+    ``costs`` and the nodes' ``memory`` columns if any."""
     return Network.from_columns(
         node_ids=nodes["id"],
         node_capacity=nodes["capacity"],
@@ -302,6 +357,7 @@ def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, targe
         target=target,
         node_costs=nodes.get("costs"),
         link_costs=links.get("costs"),
+        **nodes.get("memory", {}),
         link_delay=links.get("delay_s"),
     )
 
@@ -340,10 +396,45 @@ def network_from_dict(
             target=doc.target,
             node_costs=node_costs,
             link_costs=link_costs,
+            **_listed_memory(doc.nodes),
             link_delay=[e.delay_s for e in doc.links],
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
+
+
+def _listed_memory(nodes: Sequence[_NodeEntry]) -> dict[str, Any]:
+    """The memory columns of validated node entries (none when no node gives memory)."""
+    if not any(n.memory is not None or n.memory_price is not None or n.memory_cost is not None
+               for n in nodes):  # fmt: skip
+        return {}
+    return _memory_columns(
+        [n.memory for n in nodes],
+        [n.memory_price for n in nodes],
+        {k: n.memory_cost.build() for k, n in enumerate(nodes) if n.memory_cost is not None},
+        [n.id for n in nodes],
+    )
+
+
+def _memory_columns(
+    memory: Sequence[float | None], price: Sequence[float | None], costs: Any,
+    ids: Sequence[str],
+) -> dict[str, Any]:  # fmt: skip
+    """``from_columns``' memory arguments from a memory and a memory price per node
+    (``None``: not given), the memory cost functions and the node ids; a NaN memory price is
+    refused here (NaN is how the column says "not given")."""
+    prices = np.array([math.nan if p is None else p for p in price], dtype=np.float64)
+    given = np.array([p is not None for p in price], dtype=bool)
+    bad = np.flatnonzero(given & np.isnan(prices))
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidNetwork("memory_price must be a non-negative finite number, got nan",
+                             field=f"nodes[{k}] ({ids[k]!r}).memory_price")  # fmt: skip
+    return {
+        "node_memory": np.array([math.inf if m is None else m for m in memory], dtype=np.float64),
+        "node_memory_price": prices,
+        "node_memory_costs": costs,
+    }
 
 
 def load_network(path: str | Path) -> Network:

@@ -33,7 +33,6 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -49,6 +48,7 @@ from starlette.routing import Route
 
 from inferplan.coinference import System
 from inferplan.errors import InvalidArgument
+from inferplan.runtime.client import DEFAULT_HOST, listen
 from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import LayeredModel
 from inferplan.runtime.wire import (
@@ -65,23 +65,9 @@ __all__ = [
     "BackgroundEdge",
     "EdgeService",
     "create_app",
-    "read_token",
+    "listen",
     "serve",
 ]
-
-DEFAULT_HOST = "127.0.0.1"
-
-
-def read_token(path: str | Path) -> str:
-    """The bearer token in the file at ``path`` (surrounding whitespace removed)."""
-    path = Path(path)
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read token file ({exc})", source=str(path)) from None
-    if not token or any(c.isspace() for c in token):
-        raise InvalidArgument("token file must hold one token without spaces", source=str(path))
-    return token
 
 
 class _HttpError(Exception):
@@ -342,18 +328,19 @@ def _config(app: Starlette, **options: Any) -> uvicorn.Config:
     )
 
 
-def serve(app: Starlette, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
-    """Run ``app`` on ``host:port`` (uvicorn, one process) until SIGINT or SIGTERM, then return
-    after a graceful shutdown. Call it from the main thread."""
-    config = _config(app, host=host, port=port)
+def serve(app: Starlette, sock: socket.socket) -> None:
+    """Run ``app`` on ``sock`` (of :func:`listen`; uvicorn, one process) until SIGINT or
+    SIGTERM, then return after a graceful shutdown. Call it from the main thread."""
+    config = _config(app)
     # uvicorn re-raises the signal that stopped it once it has shut down; return instead.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
 
 
 class BackgroundEdge:

@@ -1,0 +1,86 @@
+"""The memory a node needs to run a range of blocks: the one place this formula is written.
+
+A node running blocks ``i+1..j`` (``i < j``) holds
+
+    need(i, j) = R_(i+1) + ... + R_j  +  max_(i < n <= j) (D_(n-1) + D_n) / 8
+
+bytes: every block's resident bytes ``R_n`` (its parameters at ``bytes_per_param`` bytes each
+and the state it keeps between inferences, a decoder's KV cache: :attr:`Profile.resident_bytes
+<inferplan.profiles.profile.Profile.resident_bytes>`), and the largest working set of one block,
+its input and output activations side by side. A node that only forwards (``i = j``) holds the
+activation it relays, ``D_i / 8``. Not counted: the framework's own memory (the interpreter,
+libraries, allocator slack), activations a block keeps inside itself beyond its input and
+output (a residual branch's copy, attention scores), several inferences in flight at once, and
+optimiser state (inference only). The sums are rounded once (:func:`~inferplan.arrays.range_sums`),
+so ``need`` is non-increasing in ``i`` and non-decreasing in ``j``, exactly, in floating point:
+a limit on it is a window of ``i`` that only moves right as ``j`` grows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from inferplan.arrays import FloatArray, exact_differences, range_sums, scaled_exactly
+from inferplan.profiles.ideals import Cuts
+from inferplan.profiles.profile import Profile
+
+__all__ = ["graph_memory_need", "memory_need"]
+
+
+def memory_need(profile: Profile) -> FloatArray:
+    """``need[i, j]`` in bytes for ``0 <= i <= j <= N`` (``inf`` below the diagonal): see the
+    module docstring.
+
+    Examples
+    --------
+    >>> p = Profile("tiny", flops=(1.0, 1.0), activation_bits=(80.0, 160.0, 8.0),
+    ...             params=(10, 20))
+    >>> need = memory_need(p)
+    >>> float(need[0, 2]), float(need[1, 2]), float(need[1, 1])  # 4 bytes per parameter
+    (150.0, 101.0, 20.0)
+    """
+    resident = range_sums(profile.resident_bytes)
+    D = np.asarray(profile.activation_bits, dtype=np.float64)
+    working = (D[:-1] + D[1:]) / 8.0  # block n's input and output, n = 1..N
+    W = D.size
+    largest = np.zeros((W, W))
+    for i in range(W - 1):  # the largest working set of blocks i+1..j, for every j > i
+        largest[i, i + 1 :] = np.maximum.accumulate(working[i:])
+    need = resident + largest
+    diagonal = np.arange(W)
+    need[diagonal, diagonal] = D / 8.0
+    return need
+
+
+def graph_memory_need(profile: Profile, cuts: Cuts) -> FloatArray:
+    """``need[i, j]`` in bytes between two ideals ``i ⊆ j`` of ``profile``'s layer graph
+    (``cuts``, :func:`~inferplan.profiles.ideals.graph_cuts`; ``inf`` where ``i`` is not
+    inside ``j``): the formula of the module docstring with the layers of ``j`` outside ``i``
+    for the blocks, a layer's working set being the tensors it reads and its output side by
+    side. A node that only forwards holds the boundary of ``i``. On a path graph this is
+    :func:`memory_need` of its blocks, entry for entry.
+    """
+    graph = profile.graph
+    assert graph is not None and cuts.members is not None and cuts.kind == "graph"
+    order = graph.order
+    scaled, unit = scaled_exactly([profile.bytes_per_param * graph.params[v] for v in order])
+    members = cuts.members
+    exact = members.astype(object) @ np.array(scaled, dtype=object)
+    need = exact_differences([int(x) for x in exact], unit)
+    read = {v: [graph.input_bits] * (v in graph.input_readers) for v in order}
+    for v in order:
+        read[v] += [graph.output_bits[u] for u in graph.predecessors[v]]
+    working = [math.fsum([*read[v], graph.output_bits[v]]) / 8.0 for v in order]
+    largest = np.zeros_like(need)
+    unset = np.ones(need.shape, dtype=bool)
+    for x in sorted(range(len(order)), key=lambda k: -working[k]):
+        fresh = unset & np.outer(~members[:, x], members[:, x])
+        largest[fresh] = working[x]
+        unset &= ~fresh
+    need += largest
+    diagonal = np.arange(cuts.n_cuts)
+    need[diagonal, diagonal] = cuts.bits / 8.0
+    need[~cuts.subset] = np.inf
+    return need
