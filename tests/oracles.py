@@ -92,6 +92,35 @@ def brute_force_interval(network: Network, profile: Profile) -> float:
     )
 
 
+def most_added(cost: object) -> float:
+    """The most capacity a cost function sells: its ``max_amount``, or as many whole modules of
+    ``size`` as fit under it."""
+    cap = float(cost.max_amount)  # type: ignore[attr-defined]
+    size = getattr(cost, "size", None)
+    if size is None or math.isinf(cap):
+        return cap
+    return math.floor(cap / size * (1 + 1e-9)) * size
+
+
+def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
+    """The least interval any plan can reach: ``T*`` over all deployments with every node and
+    link at its capacity plus the most its cost function sells (its ``max_amount``)."""
+    nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
+    links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    best = math.inf
+    for path, partition in deployments(network, profile.n_blocks):
+        interval, prev = 0.0, 0
+        for k, v in enumerate(path):
+            interval = max(interval, (S[partition[k]] - S[prev]) / nodes[v])
+            if k + 1 < len(path):
+                interval = max(interval, D[partition[k]] / links[(v, path[k + 1])])
+            prev = partition[k]
+        best = min(best, interval)
+    return best
+
+
 CYCLIC_NETWORK = {
     "source": "s",
     "target": "t",
@@ -106,3 +135,88 @@ CYCLIC_NETWORK = {
               {"source": "b", "target": "t", "capacity": 1e8, "price": 1e-8}],
 }  # fmt: skip
 """A network file with a cycle on the way from source to target: s -> a <-> b -> t, s -> b."""
+
+
+def plan_latency(
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    node_upgrades: dict[str, float] | None = None,
+    link_upgrades: dict[tuple[str, str], float] | None = None,
+) -> float:
+    """One inference's time through a deployment, straight from the definition: every
+    node's blocks at its capacity (plus upgrades), every link's bits at its bandwidth (plus
+    upgrades), and every link's propagation delay."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    more_c, more_b = node_upgrades or {}, link_upgrades or {}
+    D = profile.activation_bits
+    total, prev = 0.0, 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        total += sum(profile.flops[prev:b]) / (nodes[v].capacity + more_c.get(v, 0.0))
+        if k + 1 < len(path):
+            link = links[(v, path[k + 1])]
+            total += D[b] / (link.capacity + more_b.get((v, path[k + 1]), 0.0)) + link.delay_s
+        prev = b
+    return total
+
+
+def memory_need(profile: Profile, received: int, sent: int) -> float:
+    """Bytes a node running blocks ``received+1..sent`` holds, from the definition
+    (docs/model.md): parameters and kept state of its blocks plus the largest input+output
+    activation of one of them; the relayed activation when it runs none."""
+    D = profile.activation_bits
+    if received == sent:
+        return D[sent] / 8
+    blocks = range(received, sent)  # 0-based block indices
+    held = math.fsum(profile.params[n] * profile.bytes_per_param + profile.state_bytes[n]
+                     for n in blocks)  # fmt: skip
+    return held + max((D[n] + D[n + 1]) / 8 for n in blocks)
+
+
+def memory_cost(
+    network: Network,
+    profile: Profile,
+    path: tuple[str, ...],
+    partition: tuple[int, ...],
+    memory: dict[str, float] | None = None,
+) -> float:
+    """The least price of the memory a deployment needs beyond each node's (``inf`` where it
+    cannot be bought); ``memory`` in place of the nodes' own, when given."""
+    nodes = {n.id: n for n in network.nodes}
+    total, prev = 0.0, 0
+    for v, b in zip(path, partition, strict=True):
+        node = nodes[v]
+        have = (memory or {}).get(v, math.inf if node.memory is None else node.memory)
+        short = memory_need(profile, prev, b) - have
+        if short > 0:
+            if node.memory_cost is not None:
+                total += _scalar(node.memory_cost)(short)
+            elif node.memory_price is not None:
+                total += node.memory_price * short
+            else:
+                return math.inf
+        prev = b
+    return total
+
+
+def brute_force_memory_cost(network: Network, profile: Profile, beta: float) -> float:
+    """Minimum co-design cost over all deployments, memory priced per node."""
+    return min(
+        evaluate(network, profile, p, b, beta).cost + memory_cost(network, profile, p, b)
+        for p, b in deployments(network, profile.n_blocks)
+    )
+
+
+def brute_force_fitting_interval(network: Network, profile: Profile) -> float:
+    """``T*`` among the deployments that fit today's memory (``inf`` if none does)."""
+    return min(
+        (evaluate(network, profile, p, b, math.inf).interval
+         for p, b in deployments(network, profile.n_blocks)
+         if all(memory_need(profile, a, c) <= (math.inf if n.memory is None else n.memory)
+                for n, a, c in zip([network.node_by_id[v] for v in p], (0, *b[:-1]), b,
+                                   strict=True))),
+        default=math.inf,
+    )  # fmt: skip

@@ -53,7 +53,8 @@ def test_every_help_reads_cleanly_at_80_columns(args, command):
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "<bool>" not in text and "list[" not in text
     assert not re.search(r"\w-\n", text), "a word is split at a hyphen"
-    assert "..." not in text.replace("[ARGS]...", ""), "a summary is cut short"
+    body = text.split("\n", 1)[1]  # the usage line marks arguments taken many times with ...
+    assert "..." not in body, "a summary is cut short"
     for param in command.params:
         descriptor = getattr(param, "type_descriptor", None)
         for choice in getattr(descriptor, "choices", None) or ():

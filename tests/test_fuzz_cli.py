@@ -135,7 +135,9 @@ def _fill(command: list[str], **files: str) -> list[str]:
 @given(doc=mutated(NETWORK), as_yaml=st.booleans(), command=codesign_commands)
 def test_any_network_file(tmp_path_factory, doc, as_yaml, command):
     tmp = tmp_path_factory.mktemp("net")
-    _check(_fill(command, net=_write(tmp, "net", doc, as_yaml), prof="vgg16"))
+    net = _write(tmp, "net", doc, as_yaml)
+    _check(_fill(command, net=net, prof="vgg16"))
+    _check(["validate", net])
 
 
 @FUZZ
@@ -145,6 +147,7 @@ def test_any_profile_file(tmp_path_factory, doc, as_yaml, command):
     net = str(ROOT / "examples" / "network.json")
     _check(_fill(command, net=net, prof=_write(tmp, "prof", doc, as_yaml)))
     _check(["profile", _write(tmp, "again", doc, as_yaml), "--json"])
+    _check(["validate", _write(tmp, "again", doc, as_yaml), "--json"])
 
 
 SERVICES = {
@@ -161,8 +164,9 @@ def test_any_services_file(tmp_path_factory, doc, as_yaml, method):
     tmp = tmp_path_factory.mktemp("services")
     (tmp / "prof.json").write_text(json.dumps(PROFILE))
     net = str(ROOT / "examples" / "network.json")
-    _check(["provision", net, "--services", _write(tmp, "services", doc, as_yaml), "--method",
-            method, "--json"])  # fmt: skip
+    services = _write(tmp, "services", doc, as_yaml)
+    _check(["provision", net, "--services", services, "--method", method, "--json"])
+    _check(["validate", services])
 
 
 channels = st.one_of(
@@ -206,7 +210,9 @@ coinference_commands = st.sampled_from(
 @given(doc=systems(), as_yaml=st.booleans(), command=coinference_commands)
 def test_any_system_file(tmp_path_factory, doc, as_yaml, command):
     tmp = tmp_path_factory.mktemp("sys")
-    _check(_fill(command, sys=_write(tmp, "sys", doc, as_yaml)))
+    system = _write(tmp, "sys", doc, as_yaml)
+    _check(_fill(command, sys=system))
+    _check(["validate", system])
 
 
 options = st.lists(

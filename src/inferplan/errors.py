@@ -6,6 +6,9 @@ so that the command line can print it as one line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
     "DivergentCost",
     "Infeasible",
@@ -75,7 +78,23 @@ class InvalidSystem(InferplanError):
 
 
 class Infeasible(InferplanError):
-    """The request cannot be met by any plan."""
+    """The request cannot be met by any plan.
+
+    ``details`` holds what is known beyond the message, as JSON-ready values (for a co-design
+    target: the best interval the capacity caps allow and the caps that bind it); the command
+    line adds them to its ``{"status": "infeasible", ...}`` object.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        field: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ):
+        self.details: Mapping[str, Any] = dict(details or {})
+        super().__init__(message, source=source, field=field)
 
 
 class DivergentCost(InferplanError):

@@ -1,10 +1,11 @@
-"""Formatting quantities for people: SI prefixes for tables, captions and figure labels."""
+"""Formatting for people: quantities with SI prefixes (tables, captions, figure labels), and
+the one notation of a link, ``s -> a1``."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["si"]
+__all__ = ["link_name", "si"]
 
 
 def si(value: float, unit: str = "") -> str:
@@ -23,3 +24,17 @@ def si(value: float, unit: str = "") -> str:
         if abs(value) >= scale:
             return f"{value / scale:.4g} {prefix}{unit}".strip()
     return f"{value:.4g} {unit}".strip()
+
+
+def link_name(source: str, target: str | None = None) -> str:
+    """A link as tables, messages and figures show it: ``source -> target``; given one
+    argument, a link id ``"u->v"`` (as a bottleneck names it) in that notation.
+
+    Examples
+    --------
+    >>> link_name("s", "a1"), link_name("s->a1")
+    ('s -> a1', 's -> a1')
+    """
+    if target is None:
+        source, _, target = source.partition("->")
+    return f"{source} -> {target}"

@@ -88,6 +88,11 @@ BAD_NETWORKS = [
      '"price": NaN}, {"id": "t", "capacity": 1, "price": 1}], "links": [{"source": "s", '
      '"target": "t", "capacity": 1, "price": 1}]}',
      "nodes[0] ('s').price: price must be a non-negative finite number, got nan"),
+    ("negative delay", _edited(links=_links((0, "delay_s", -0.5))),
+     "links[0] ('s'->'a1').delay_s: delay_s must be a non-negative finite number of seconds, "
+     "got -0.5"),
+    ("text delay", _edited(links=_links((1, "delay_s", "5 ms"))), "links[1].delay_s"),
+    ("boolean delay", _edited(links=_links((1, "delay_s", True))), "links[1].delay_s"),
     ("unknown source", _edited(source="x"), "source: 'x' is not a node of the network"),
     ("source equals target", _edited(target="s"), "target: source and target must differ"),
     ("unreachable", _edited(links=GOOD["links"][:1]),

@@ -93,7 +93,7 @@ def test_the_cache_lives_where_the_environment_says(monkeypatch, tmp_path):
 
 def test_a_kernel_refuses_arguments_of_the_wrong_kind(cached):
     throughput = native.kernel("throughput")  # work_t (2-d floats), D (1-d floats), ...
-    with pytest.raises(TypeError, match="takes 19 arguments, got 2"):
+    with pytest.raises(TypeError, match="takes 21 arguments, got 2"):
         throughput(np.zeros((1, 1)), np.zeros(1))
     with pytest.raises(TypeError, match="argument 1 must be a C-contiguous 1-d float64 array"):
         throughput.pack([np.zeros(1, dtype=np.int64)], start=1)  # activations must be floats
@@ -113,16 +113,17 @@ def test_a_kernel_refuses_arguments_of_the_wrong_kind(cached):
 def test_a_frame_carves_the_per_call_arrays_from_one_buffer(cached):
     kernel = native.kernel("throughput")
     fixed = [np.zeros((3, 3)), np.zeros(3), 0, 1] + [np.zeros(2, dtype=np.int64)] * 6
-    frame = kernel.frame(fixed, [(2,), (1,), (2, 3), (3,), (3,), (3,), (2,), (2,), (1,)])
+    fixed.append(np.zeros((3, 3)))  # need_t
+    shapes = [(2,), (1,), (2,), (2, 3), (3,), (3,), (3,), (2,), (2,), (1,)]
+    frame = kernel.frame(fixed, shapes)
     call = frame.new()
-    assert [a.shape for a in call.arrays] == [(2,), (1,), (2, 3), (3,), (3,), (3,), (2,), (2,),
-                                              (1,)]  # fmt: skip
-    assert [a.dtype.kind for a in call.arrays] == list("fffffiiii")
+    assert [a.shape for a in call.arrays] == shapes
+    assert [a.dtype.kind for a in call.arrays] == list("ffffffiiii")
     addresses = [a.ctypes.data for a in call.arrays]
     assert addresses == sorted(addresses) and len(set(addresses)) == len(addresses)
     assert all(a.base is not None for a in call.arrays)  # views of the one buffer
     assert frame.call() is frame.call()  # a small buffer is kept for this thread
-    with pytest.raises(TypeError, match="3 shapes for the arrays of 9 per-call arguments"):
+    with pytest.raises(TypeError, match="3 shapes for the arrays of 10 per-call arguments"):
         kernel.frame(fixed, [(2,), (1,), (2, 3)])
 
 

@@ -8,12 +8,31 @@ import pytest
 from hypothesis import given
 
 from inferplan import Network, load_network, save_network, tiered
+from inferplan.network.io import network_from_dict
 from tests.strategies import small_dags
 
 
-@given(small_dags())
+@given(small_dags(delays=True))
 def test_networkx_round_trip(network):
-    assert Network.from_networkx(network.to_networkx()) == network
+    back = Network.from_networkx(network.to_networkx())
+    assert back == network and back.links == network.links
+
+
+def test_link_delays_round_trip_and_default_to_zero(tmp_path):
+    data = tiered(seed=4).to_dict()
+    assert all("delay_s" not in link for link in data["links"])  # none given: none written
+    data["links"][2]["delay_s"] = 0.004
+    data["links"][3]["delay_s"] = 2  # an int is a number of seconds too
+    net = network_from_dict(data)
+    assert net.link_delay[:4].tolist() == [0.0, 0.0, 0.004, 2.0]
+    assert net.links[2].delay_s == 0.004 and net != tiered(seed=4)
+    for suffix in (".json", ".yaml"):
+        save_network(net, tmp_path / f"n{suffix}")
+        assert load_network(tmp_path / f"n{suffix}").links == net.links
+    graph = net.to_networkx()
+    assert graph.edges[net.links[2].source, net.links[2].target]["delay_s"] == 0.004
+    del graph.edges[net.links[2].source, net.links[2].target]["delay_s"]
+    assert Network.from_networkx(graph).link_delay[2] == 0.0
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

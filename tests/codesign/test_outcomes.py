@@ -14,8 +14,9 @@ import inferplan
 from inferplan import Infeasible, LinearCost, Network
 from inferplan.codesign import METHODS, compile_instance, solve_pfp, solve_pwf
 from inferplan.errors import InvalidArgument
+from inferplan.units import link_name
 from tests.cli import app, runner
-from tests.oracles import evaluate
+from tests.oracles import brute_force_interval_at_caps, evaluate, most_added
 from tests.strategies import COST_KINDS, small_dags, small_profiles
 
 CAP = 1e9
@@ -67,8 +68,45 @@ def test_cli_exits_3_on_infeasible_with_one_json_object(tmp_path, method):
     assert out["status"] == "infeasible" and out["method"] == method
     assert out["message"].startswith("no plan reaches an interval of 0.01 s")
     assert result.stderr.startswith("error: no plan reaches") and result.stderr.count("\n") == 1
+    # what the caps allow, as numbers: T* with node 't' at its cap of 2e9 FLOP/s
+    t_at_cap = sum(inferplan.vgg16().flops[6:]) / 2e9
+    assert out["best_interval"] == pytest.approx(t_at_cap, rel=1e-9)
+    assert out["binding"] == [{"kind": "node", "id": "t", "capacity": 2e9}]
+    assert out["at_caps"]["path"] == ["s", "t"] and out["at_caps"]["partition"] == [6, 16]
     plain = runner.invoke(app, ["provision", str(path), "vgg16", "--throughput", "100"])
-    assert plain.exit_code == 3 and plain.stdout == ""
+    assert plain.exit_code == 3 and "the caps allow at best 7.985 s" in plain.stderr
+    assert "best within the caps: interval 7.985 s" in plain.stdout
+    assert "binds: at its cap of 2 GFLOP/s" in plain.stdout and "s -> t" in plain.stdout
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    net=small_dags(max_nodes=5, cost_kinds=COST_KINDS),
+    profile=small_profiles(max_blocks=4),
+    alpha=st.floats(min_value=0.2, max_value=0.999),
+    method=st.sampled_from(list(METHODS)),
+)
+def test_an_infeasible_target_names_the_best_interval_the_caps_allow_and_what_binds(
+    net, profile, alpha, method
+):
+    best = brute_force_interval_at_caps(net, profile)
+    if not 0 < best < math.inf:
+        return
+    exact = inferplan.provision(net, profile, interval=best * (1 + 1e-6), method="psg")
+    assert exact.feasible  # the caps allow this interval: the exact method reaches it
+    with pytest.raises(Infeasible) as info:  # and no method goes below it
+        inferplan.provision(net, profile, interval=alpha * best, method=method)
+    details = info.value.details
+    assert details["best_interval"] == pytest.approx(best, rel=1e-9)
+    assert f"the caps allow at best {best:.4g} s" in str(info.value)
+    # the binding caps are the stages of that deployment as slow as the interval, at their caps
+    at_caps = details["at_caps"]
+    slow = evaluate_at_caps(net, profile, at_caps["path"], at_caps["partition"])
+    assert max(slow.values()) == pytest.approx(best, rel=1e-9)
+    bound = {(b["kind"], b["id"]) for b in details["binding"]}
+    assert bound == {k for k, t in slow.items() if t >= best * (1 - 1e-9)}
+    for b in details["binding"]:
+        assert (link_name(b["id"]) if b["kind"] == "link" else repr(b["id"])) in str(info.value)
 
 
 def test_an_option_a_method_does_not_take_is_an_error_naming_it():
@@ -136,8 +174,30 @@ def test_baselines_respect_every_cap_or_are_infeasible_exactly_when_their_deploy
         plan = solver(inst, beta)
     except Infeasible:
         assert math.isinf(needed)
+        # the message says whether the caps or the baseline's own deployment fell short
+        name = "pfp" if solver is solve_pfp else "pwf"
+        with pytest.raises(Infeasible) as info:
+            inferplan.provision(net, profile, interval=beta, method=name)
+        caps_allow = brute_force_interval_at_caps(net, profile) <= beta * (1 + 1e-9)
+        assert ("an exact method (psg, milp) finds that plan" in str(info.value)) == caps_allow
         return
     assert math.isfinite(needed)
     assert (plan.path, plan.partition) == (free.path, free.partition)
     assert _within_caps(net, plan)
     assert math.isfinite(plan.cost) and plan.feasible and plan.status == "heuristic"
+
+
+def evaluate_at_caps(
+    network: Network, profile: inferplan.Profile, path: list[str], partition: list[int]
+) -> dict[tuple[str, str], float]:
+    """Each stage's time with every element at its cap, by ``(kind, id)``."""
+    nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
+    links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
+    flops, bits = profile.flops, profile.activation_bits
+    times, prev = {}, 0
+    for k, v in enumerate(path):
+        times[("node", v)] = sum(flops[prev : partition[k]]) / nodes[v]
+        if k + 1 < len(path):
+            times[("link", f"{v}->{path[k + 1]}")] = bits[partition[k]] / links[v, path[k + 1]]
+        prev = partition[k]
+    return times

@@ -24,7 +24,7 @@ import inferplan
 from inferplan import Infeasible, InvalidFile, InvalidNetwork, Link, Network, NetworkHasCycle, Node
 from inferplan.codesign import compile_instance
 from inferplan.network import network as network_module
-from tests.cli import app, runner
+from tests.cli import app, fifo, runner
 from tests.strategies import small_dags, small_networks, small_profiles
 
 FORMS = ("json", "parquet", "csv")
@@ -45,8 +45,8 @@ def _costs(network: Network) -> list[Any]:
 
 
 @slow
-@given(net=st.one_of(small_dags(cost_kinds=FILE_COSTS), small_networks(cost_kinds=FILE_COSTS),
-                     small_dags()),
+@given(net=st.one_of(small_dags(cost_kinds=FILE_COSTS, delays=True),
+                     small_networks(cost_kinds=FILE_COSTS, delays=True), small_dags()),
        profile=small_profiles(), alpha=st.floats(0.2, 1.5))  # fmt: skip
 def test_every_form_loads_the_same_network_and_plan(tmp_path_factory, net, profile, alpha):
     folder = tmp_path_factory.mktemp("forms")
@@ -148,6 +148,7 @@ DEFECTS: list[tuple[str, str, Any]] = [  # (elements, what is edited, the new va
         ("cost", {"kind": "tiers", "upto": [1.0, 2.0], "price": [1.0, math.inf]}),
         ("cost", {"kind": "tiers", "upto": [1.0], "price": [1.0, -2.0], "max": 3.0}),
     ]),
+    *(("links", "delay_s", value) for value in (-1.0, math.inf, math.nan)),
 ]  # fmt: skip
 
 
@@ -193,6 +194,16 @@ def test_tables_report_each_defect_as_the_listed_form_does(tmp_path, defect, k, 
     assert expected.startswith(f"{kind}[{at}]")
     file, rest = _message(_write_tables(doc, tmp_path, form))
     assert (file, rest) == (str(tmp_path / f"{kind}.{form}"), expected)
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_link_delays_may_be_left_out_or_empty(tmp_path, form):
+    doc = json.loads(json.dumps(GOOD))
+    assert inferplan.load_network(_write_tables(doc, tmp_path, form)).link_delay.tolist() == [0] * 4
+    doc["links"][1]["delay_s"], doc["links"][3]["delay_s"] = 0.25, 3
+    loaded = inferplan.load_network(_write_tables(doc, tmp_path, form))  # empty cells: 0
+    assert loaded.link_delay.tolist() == [0.0, 0.25, 0.0, 3.0]
+    assert loaded == inferplan.load_network(_saved(loaded, tmp_path, form))
 
 
 @pytest.mark.parametrize(
@@ -411,3 +422,31 @@ def test_columns_of_different_lengths_are_refused(change, expected):
     with pytest.raises(InvalidNetwork) as info:
         Network.from_columns(**{**columns, **change}, source="s", target="t")
     assert str(info.value) == expected
+
+
+# --- tables that are not plain tables: repeated columns, special files ---------------------
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_repeated_column_is_named(tmp_path, form):
+    path = _write_tables(GOOD, tmp_path, form)
+    nodes = tmp_path / f"nodes.{form}"
+    if form == "csv":
+        lines = nodes.read_text().splitlines()
+        nodes.write_text("\n".join(f"{line},{line.split(',')[-1]}" for line in lines) + "\n")
+    else:
+        table = pq.read_table(nodes)
+        pq.write_table(table.append_column(table.field(2), table.column(2)), nodes)
+    result = runner.invoke(app, ["provision", str(path), "vgg16", "--throughput", "1"])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {nodes}: column {'price'!r} appears more than once\n"
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_table_that_is_a_fifo_is_refused_without_blocking(tmp_path, form):
+    path = _write_tables(GOOD, tmp_path, form)
+    links = tmp_path / f"links.{form}"
+    links.unlink()
+    fifo(links)  # a read would wait for a writer for ever
+    with pytest.raises(InvalidFile, match=r"links\.\w+: cannot read file \(a FIFO, not a regular"):
+        inferplan.load_network(path)

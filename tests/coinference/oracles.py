@@ -82,3 +82,80 @@ def agreement_probability(
 
         total += prob * (split(first) == split(second))
     return total
+
+
+# ------------------------------------------------------------------ channels with memory
+
+
+def markov_paths(
+    snr: tuple[float, ...],
+    transitions: list[list[list[float]]],
+    initial: tuple[float, ...],
+    stages: int,
+) -> list[tuple[tuple[int, ...], float]]:
+    """Every state path over ``stages`` stages with its probability under the chain
+    (``transitions[n - 1]`` takes stage ``n`` to ``n + 1``)."""
+    out = []
+    for path in itertools.product(range(len(snr)), repeat=stages):
+        prob = initial[path[0]]
+        for n in range(1, stages):
+            prob *= transitions[n - 1][path[n - 1]][path[n]]
+        if prob > 0:
+            out.append((path, prob))
+    return out
+
+
+def markov_policy_cost(
+    system: System,
+    snr: tuple[float, ...],
+    paths: list[tuple[tuple[int, ...], float]],
+    m: int,
+    stop: dict[tuple[int, int], bool],
+) -> float:
+    """Expected ETC of "split at the first n <= m with stop[(n, state)]", over every path."""
+    total = 0.0
+    for path, prob in paths:
+        n = next((n for n in range(1, m + 1) if stop[(n, path[n - 1])]), m + 1)
+        total += prob * eta(system, n, snr[path[n - 1]])
+    return total
+
+
+def markov_brute_force(
+    system: System,
+    snr: tuple[float, ...],
+    transitions: list[list[list[float]]],
+    initial: tuple[float, ...],
+    m: int,
+) -> tuple[float, list[dict[tuple[int, int], bool]]]:
+    """The least expected ETC over every stopping decision per (stage, state), and every
+    decision table that reaches it (within 1e-12 relative)."""
+    paths = markov_paths(snr, transitions, initial, m + 1)
+    keys = [(n, k) for n in range(1, m + 1) for k in range(len(snr))]
+    results = []
+    for choice in itertools.product((False, True), repeat=len(keys)):
+        stop = dict(zip(keys, choice, strict=True))
+        results.append((markov_policy_cost(system, snr, paths, m, stop), stop))
+    best = min(cost for cost, _ in results)
+    return best, [stop for cost, stop in results if cost <= best * (1 + 1e-12) + 1e-300]
+
+
+def markov_history_optimum(
+    system: System,
+    snr: tuple[float, ...],
+    transitions: list[list[list[float]]],
+    initial: tuple[float, ...],
+    m: int,
+) -> float:
+    """The least expected ETC over every rule that may look at the whole SNR history (an
+    expectimax over the tree of histories, not over states)."""
+
+    def value(history: tuple[int, ...]) -> float:
+        n = len(history)
+        now = eta(system, n, snr[history[-1]])
+        if n == m + 1:
+            return now
+        row = transitions[n - 1][history[-1]]
+        go_on = sum(p * value((*history, j)) for j, p in enumerate(row) if p > 0)
+        return min(now, go_on)
+
+    return sum(p * value((k,)) for k, p in enumerate(initial) if p > 0)

@@ -18,9 +18,9 @@ MLP_SHAPE = (1, 16)
 
 
 def system_data(**overrides: Any) -> dict[str, Any]:
-    """A system without layers (they come from the model): a slow device, a 3-level channel,
-    a free download; the optimal and the 1-sla placement of the test MLP are both M = N = 4
-    with finite thresholds (the tests check this)."""
+    """A system whose layers come from the model (its input uploaded at 32 bits per element):
+    a slow device, a 3-level channel, a free download; the optimal and the 1-sla placement of
+    the test MLP are both M = N = 4 with finite thresholds (the tests check this)."""
     data: dict[str, Any] = {
         "device": {"cpu_hz": 1.0e5, "kappa": 1.0e-28, "tx_power_w": 0.1, "bandwidth_hz": 1.0e5},
         "edge": {"cpu_hz": 1.0e8},
@@ -28,6 +28,7 @@ def system_data(**overrides: Any) -> dict[str, Any]:
         "inferences_per_update": 1000,
         "energy_weight": 0.5,
         "channel": {"kind": "discrete", "snr": [0.05, 1.0, 30.0], "prob": [0.3, 0.4, 0.3]},
+        "layers": {"input_bits_per_element": 32},
     }
     data.update(overrides)
     return data

@@ -34,7 +34,7 @@ from inferplan.runtime.layered import (  # noqa: E402
 )
 from inferplan.runtime.measure import random_inputs  # noqa: E402
 from tests.cli import app as cli_app  # noqa: E402
-from tests.cli import runner  # noqa: E402
+from tests.cli import invoke_json, runner  # noqa: E402
 
 from .edge_support import (  # noqa: E402
     MLP,
@@ -460,3 +460,65 @@ def test_an_edge_url_that_is_not_http_host_port_is_one_clear_error(tmp_path, url
     with pytest.raises(InvalidArgument, match="edge") as info:
         run_device(system, layered, url, inferences=1, emulate=False)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("encoding", [None, {"input_bits_per_element": 32, "cycles_per_flop": 2.0}])
+def test_one_system_and_model_give_one_plan_in_every_command(tmp_path, encoding):
+    # coinfer and coinfer-simulate read the model's profile file; device run and edge serve
+    # read the same system for the model itself: one default encodes the input for all four.
+    layered = build_layers(spec(), weights=False)
+    profile_file = tmp_path / "mlp-profile.json"
+    runner.invoke(cli_app, ["profile", MLP, "--input-shape", "1,16", "-o", str(profile_file)])
+    named = write_system(tmp_path / "named.json",
+                         layers={"profile": str(profile_file), **(encoding or {})})  # fmt: skip
+    for_model = write_system(tmp_path / "model.json", layers=encoding)  # None: no layers
+    bits = (encoding or {}).get("input_bits_per_element", 8)
+    assert load_model_system(for_model, layered.profile).layers.input_bits[0] == 16 * bits
+    planned = invoke_json(["coinfer", str(named), "--json"])
+    simulated = invoke_json(["coinfer-simulate", str(named), "--strategy", "optimal",
+                             "--inferences", "200", "--json"])["strategies"]["optimal"]  # fmt: skip
+    with running_edge(tmp_path, layers=encoding) as (edge, service):
+        assert service.system == load_model_system(for_model, layered.profile)
+        ran = invoke_json(
+            [
+                "device",
+                "run",
+                str(for_model),
+                MLP,
+                "--input-shape",
+                "1,16",
+                "--edge",
+                edge.url,
+                "--inferences",
+                "2",
+                "--no-emulate",
+                "--json",
+            ]
+        )
+    assert planned["placement"] == simulated["placement"] == ran["placement"]
+    assert ran["expected_total_cost"] == pytest.approx(planned["expected_cost"], rel=1e-12)
+    assert simulated["analytic_cost"] == pytest.approx(ran["expected_cost"], rel=1e-6)
+
+
+def test_decisions_on_a_markov_channel_follow_the_state_thresholds(tmp_path):
+    from inferplan.coinference.markov_stopping import memory_thresholds
+
+    markov = {"kind": "markov", "snr": [0.05, 1.0, 30.0],
+              "transition": [[0.7, 0.3, 0.0], [0.2, 0.6, 0.2], [0.0, 0.3, 0.7]]}  # fmt: skip
+    system, layered = _system(tmp_path, channel=markov)
+    m = plan_placement(system).placement
+    table = memory_thresholds(system, m)[0]
+    with running_edge(tmp_path) as (edge, _):
+        run = run_device(system, layered, edge.url, method="optimal", inferences=30, seed=4,
+                         emulate=False)  # fmt: skip
+    levels = markov["snr"]
+    expected = []
+    for d in run.decisions:
+        if d.action == "finish":
+            continue
+        k = levels.index(d.snr)  # the SNRs are the chain's own: a path of the Markov chain
+        upload = d.stage == m + 1 or d.snr >= table[d.stage - 1][k]
+        expected.append("upload" if upload else "continue")
+    assert [d.action for d in run.decisions if d.action != "finish"] == expected
+    assert {"continue", "upload"} <= set(expected)
+    assert run.failed == () and run.outputs_match is True

@@ -7,7 +7,8 @@ command so that a mistake is one line on stderr, never a traceback:
   cannot be written): ``error: ...``, exit code 2;
 * :class:`~inferplan.errors.Infeasible` (the request is valid but no plan meets it): exit code
   3, and with ``--json`` one object ``{"status": "infeasible", "method": ..., "message": ...}``
-  on stdout.
+  on stdout, with the error's ``details`` (a co-design target: ``best_interval``, ``binding``,
+  ``at_caps``); without it, the deployment the caps allow as a table on stdout.
 
 A usage error (unknown option, missing argument, bad choice or type) is one line too, exit code
 2 (:class:`OneLineErrors`, the top-level group). The library names its parameters
@@ -29,7 +30,7 @@ from typer._click import _textwrap
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperGroup
 
-from inferplan.cli.render import print_json
+from inferplan.cli.render import console, infeasible_table, print_json
 from inferplan.errors import Infeasible, InferplanError
 
 __all__ = [
@@ -184,7 +185,10 @@ def friendly_errors(command: F) -> F:
             if isinstance(exc, Infeasible):
                 if kwargs.get("as_json"):
                     method = kwargs.get("method")
-                    print_json({"status": "infeasible", "method": method, "message": line})
+                    print_json({"status": "infeasible", "method": method, "message": line,
+                                **exc.details})  # fmt: skip
+                elif (caps := infeasible_table(exc.details)) is not None:
+                    console.print(caps)
                 print(f"error: {line}", file=sys.stderr)
                 raise typer.Exit(EXIT_INFEASIBLE) from None
             print(f"error: {line}", file=sys.stderr)

@@ -9,20 +9,28 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    PROFILE_HELP,
+    BlocksOpt,
+    ConfigOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
     JsonOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
+    SeqLenOpt,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
+    model_options,
     services_method_help,
     throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, print_json, stages_table, table, written
 from inferplan.errors import InvalidArgument
-from inferplan.units import si
+from inferplan.units import link_name, si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
@@ -44,11 +52,7 @@ def _default_method(ctx: typer.Context, value: str | None) -> str:
 def provision_command(
     network: NetworkArg,
     profile: Annotated[
-        str | None,
-        typer.Argument(
-            help="Built-in profile name (vgg16, resnet50, alexnet) or profile file; "
-            "omitted with --services."
-        ),
+        str | None, typer.Argument(help=f"{PROFILE_HELP} Omitted with --services.")
     ] = None,
     services: Annotated[
         Path | None,
@@ -84,6 +88,17 @@ def provision_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the plan report: one self-contained HTML page (the network with "
+            "the path, upgrades and bottleneck; stages with utilisation and headroom; costs).",
+        ),
+    ] = None,
+    dot: Annotated[
+        Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -100,6 +115,12 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -108,32 +129,48 @@ def provision_command(
     """
     from inferplan.codesign.provision import provision
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break})  # fmt: skip
+                                         "--tie-break": tie_break, "--input-shape": input_shapes,
+                                         "--blocks": blocks, "--config": config,
+                                         "--seq-len": seq_len, "--decode": decode or None,
+                                         "--dtype": None if dtype == "float32" else dtype,
+                                         "--report": report, "--dot": dot})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit)  # fmt: skip
+    if report is not None or dot is not None:
+        from inferplan.codesign.breakdown import plan_breakdown
+        from inferplan.plots.report import write_plan_report
+
+        parts = plan_breakdown(net, prof, plan)
+        title = f"{prof.name} on {network.name}: {plan.method} plan"
+        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
+            written(path)
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
-    console.print(f"achieved: {_rate(plan.interval)}")
-    console.print(f"target:   {_rate(plan.target_interval)}")
+    console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
+    bound = plan.target_latency
+    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
+    console.print(f"target:   {_rate(plan.target_interval)}{within}")
     added = {
         **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
-    console.print(_stages(plan.path, plan.partition, plan.bottleneck, added))
+    console.print(stages_table("deployment", plan.path, plan.partition,
+                               _bottleneck(plan.bottleneck), added))  # fmt: skip
 
 
 def _provision_services(
@@ -161,7 +198,7 @@ def _provision_services(
     for flag, value in single_only.items():
         if value is not None:
             raise InvalidArgument(
-                f"{flag} is for one profile; a services file gives each service's rate",
+                f"{flag} is for one profile; a services file gives each service's own",
                 field="services",
             )
     net, listed = load_network(network), load_services(services)
@@ -202,44 +239,27 @@ def _print_services(plan: ServicesPlan) -> None:
     )
     rows = [
         [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),
-         si(s.interval, "s"), si(s.target_interval, "s")]
+         si(s.interval, "s"), si(s.target_interval, "s"), si(s.latency or 0.0, "s")]
         for s in plan.services
     ]  # fmt: skip
-    console.print(table("services", ["service", "path", "partition", "interval", "target"], rows))
+    console.print(table("services", ["service", "path", "partition", "interval", "target",
+                                     "latency"], rows))  # fmt: skip
     elements = [
         *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
           for v, x in plan.node_loads.items()),
-        *((f"{u}->{v}", si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
+        *((link_name(u, v), si(x, "bit/s"), si(plan.link_upgrades.get((u, v), 0.0), "bit/s"))
           for (u, v), x in plan.link_loads.items()),
     ]  # fmt: skip
     console.print(table("shared loads", ["element", "load", "added"],
                         [list(row) for row in elements]))  # fmt: skip
 
 
+def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
+    return {bottleneck.id: "bottleneck"} if bottleneck else {}
+
+
 def _rate(interval: float) -> str:
     return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
-
-
-def _stages(
-    path: tuple[str, ...],
-    partition: tuple[int, ...],
-    bottleneck: Bottleneck | None,
-    added: dict[str, str] | None = None,
-) -> object:
-    """The deployment as its stages in order, nodes and the links between them, with the
-    blocks each runs or carries, the capacity added (if ``added``), and the bottleneck."""
-    rows, prev = [], 0
-    slowest = bottleneck.id if bottleneck else None
-    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
-        stages = [(node, f"{prev + 1}..{done}" if done > prev else "-")]
-        if k + 1 < len(path):
-            stages.append((f"{node}->{path[k + 1]}", f"after {done}"))
-        for stage, blocks in stages:
-            extra = [added.get(stage, "-")] if added is not None else []
-            rows.append([stage, blocks, *extra, "bottleneck" if stage == slowest else ""])
-        prev = done
-    columns = ["stage", "blocks", *(["added"] if added is not None else []), "sets interval"]
-    return table("deployment", columns, rows)
 
 
 @app.command("throughput")
@@ -251,6 +271,12 @@ def throughput_command(
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
     as_json: JsonOpt = False,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -258,16 +284,19 @@ def throughput_command(
     """
     from inferplan.codesign.provision import throughput as throughput_optimal
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method)
     if as_json:
         print_json(best.to_dict())
         return
-    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s)")
-    console.print(_stages(best.path, best.partition, best.bottleneck))
+    console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
+                  f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
+    console.print(stages_table("deployment", best.path, best.partition,
+                               _bottleneck(best.bottleneck)))  # fmt: skip
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

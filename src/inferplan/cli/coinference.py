@@ -1,4 +1,5 @@
-"""``inferplan coinfer`` and ``coinfer-simulate``: the device-edge co-inference planner."""
+"""``inferplan coinfer``, ``coinfer-simulate`` and ``coinfer-fit``: the device-edge
+co-inference planner, and Markov channels fitted to SNR traces."""
 
 from __future__ import annotations
 
@@ -93,9 +94,13 @@ def coinfer_command(
     rows = []
     for n, p in enumerate(split, start=1):
         where = "edge-only" if n == 1 else f"after {names[n - 2]}"
-        threshold = (
-            "forced" if n > plan.placement else _threshold(plan.thresholds[n - 1], channels[n - 1])
-        )
+        structure = plan.solution.threshold_structure
+        if n > plan.placement:
+            threshold = "forced"
+        elif structure is not None and not structure[n - 1]:
+            threshold = "by state (--json)"
+        else:
+            threshold = _threshold(plan.thresholds[n - 1], channels[n - 1])
         rows.append(
             [str(n), where, si(sys_.layers.input_bits[n - 1], "bit"), threshold, f"{p:.4f}"]
         )
@@ -164,4 +169,79 @@ def coinfer_simulate_command(
             ["strategy", "M", "expected", "mean", "CI", "p95", "top split"],
             rows,
         )
+    )
+
+
+@app.command("coinfer-fit")
+@friendly_errors
+def coinfer_fit_command(
+    trace: Annotated[
+        Path,
+        typer.Argument(help="SNR trace: a CSV of linear SNRs, one per step, an optional header."),
+    ],
+    states: Annotated[
+        int | None,
+        typer.Option("--states", help="K, the number of states (equiprobable under the trace)."),
+    ] = None,
+    boundaries: Annotated[
+        str | None,
+        typer.Option(
+            "--boundaries",
+            metavar="<snrs>",
+            help="The K - 1 SNRs between the states, separated by commas (instead of "
+            "equiprobable ones).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the channel (YAML or JSON by suffix) for a system file."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit a Markov channel to an SNR trace.
+
+    One step of the trace is one step between split stages; the channel goes in a system file
+    as its `channel`.
+    """
+    from inferplan.coinference.io import read_trace
+    from inferplan.coinference.markov import fit_markov
+    from inferplan.documents import write_document
+    from inferplan.errors import InferplanError, InvalidArgument
+
+    cuts = None
+    if boundaries is not None:
+        try:
+            cuts = [float(v) for v in boundaries.split(",") if v.strip()]
+        except ValueError:
+            raise InvalidArgument(
+                f"must be SNRs separated by commas, got {boundaries!r}", field="boundaries"
+            ) from None
+    if states is None:
+        if cuts is None:
+            raise InvalidArgument("give the number of states (or --boundaries)", field="states")
+        states = len(cuts) + 1
+    samples = read_trace(trace)
+    try:
+        channel = fit_markov(samples, states, boundaries=cuts)
+    except InferplanError as exc:
+        if exc.field == "trace":
+            exc.field = None
+            raise exc.located(str(trace)) from None
+        raise
+    if out is not None:
+        write_document(channel.to_dict(), out)
+        written(out)
+    if as_json:
+        print_json(channel.to_dict())
+        return
+    law = channel.law
+    edges = ["-inf", *(f"{b:.4g}" for b in channel.boundaries or ()), "inf"]
+    rows = [
+        [str(k), f"[{edges[k]}, {edges[k + 1]})", f"{snr:.4g}", f"{law[k]:.4f}",
+         " ".join(f"{p:.3f}" for p in channel.transition[k])]
+        for k, snr in enumerate(channel.snr)
+    ]  # fmt: skip
+    console.print(f"{len(samples)} samples, {states} states")
+    console.print(
+        table("Markov channel", ["state", "SNR range", "SNR", "P(state)", "to states 0..K-1"], rows)
     )

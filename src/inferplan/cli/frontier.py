@@ -10,12 +10,19 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
+    BlocksOpt,
+    ConfigOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
     JsonOpt,
     MethodChoice,
     NetworkArg,
     ProfileArg,
+    SeqLenOpt,
     blame_network_file,
     method_help,
+    model_options,
 )
 from inferplan.cli.render import console, print_json, table, written
 
@@ -41,6 +48,12 @@ def frontier_command(
         Path | None, typer.Option("--plot", help="Also draw the frontier to this image file.")
     ] = None,
     as_json: JsonOpt = False,
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
+    decode: DecodeOpt = False,
 ) -> None:
     """Least cost against target throughput.
 
@@ -50,9 +63,10 @@ def frontier_command(
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.methods import get_method
     from inferplan.network.io import load_network
-    from inferplan.profiles.io import load_profile
+    from inferplan.profiles.models import model_profile
 
-    net, prof = load_network(network), load_profile(profile)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only)
         front = cost_frontier(inst, low=low, high=high, points=points, method=method)
@@ -76,7 +90,7 @@ def frontier_command(
         [
             f"{a.throughput:.6g} .. {b.throughput:.6g}",
             f"{a.cost:.6g} .. {b.cost:.6g}" if math.isfinite(b.cost) else "infeasible",
-            " > ".join(a.path) or "-",
+            " -> ".join(a.path) or "-",
             ",".join(str(k) for k in a.partition) or "-",
         ]
         for a, b in zip(bounds, ends, strict=True)

@@ -18,6 +18,8 @@ def register() -> None:
         frontier,
         profiles,
         run,
+        split,
+        validate,
     )
 
 

@@ -14,6 +14,12 @@ from inferplan.codesign.methods import METHODS, SERVICE_METHODS, TIE_BREAKS, thr
 from inferplan.errors import InvalidArgument, InvalidNetwork
 
 __all__ = [
+    "PROFILE_HELP",
+    "BlocksOpt",
+    "ConfigOpt",
+    "DecodeOpt",
+    "DtypeOpt",
+    "InputShapesOpt",
     "JsonOpt",
     "MethodChoice",
     "NetworkArg",
@@ -23,19 +29,50 @@ __all__ = [
     "TieBreakChoice",
     "blame_network_file",
     "method_help",
+    "model_options",
     "services_method_help",
     "throughput_method_help",
 ]
 
 NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
-ProfileArg = Annotated[
-    str, typer.Argument(help="Built-in profile name (vgg16, resnet50, alexnet) or profile file.")
+PROFILE_HELP = (
+    "Built-in profile name (vgg16, resnet50, alexnet, mlp-WxD), profile file, or a model "
+    "profiled on the fly as inferplan profile takes it: MODULE:FACTORY or file.py:FACTORY "
+    "with --input-shape (imports and runs that code), an ONNX file, or "
+    "transformers:CONFIG_CLASS with --seq-len."
+)
+ProfileArg = Annotated[str, typer.Argument(help=PROFILE_HELP)]
+
+# How a model named in place of a profile is profiled: the options of ``inferplan profile``
+InputShapesOpt = Annotated[list[str] | None, typer.Option(
+    "--input-shape", metavar="<shape>",
+    help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs. "
+         "PyTorch keyword inputs: input_ids=1x128:int64.",
+)]  # fmt: skip
+BlocksOpt = Annotated[str | None, typer.Option(
+    "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
+                     "Default: top-level modules.")]  # fmt: skip
+DtypeOpt = Annotated[str, typer.Option(
+    "--dtype", help="PyTorch: floating-point dtype of weights and activations.")]  # fmt: skip
+ConfigOpt = Annotated[list[str] | None, typer.Option(
+    "--config", metavar="<key=value>",
+    help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
+)]  # fmt: skip
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seq-len", help="transformers: tokens per sequence (prompt, or KV cache in decode)."
+    ),
+]
+DecodeOpt = Annotated[
+    bool, typer.Option("--decode", help="transformers: profile one decode step with a KV cache.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 # The choices of --method and --tie-break are the registries' names (typer reads the Literal).
 if TYPE_CHECKING:
     from inferplan.codesign.methods import TieBreak as TieBreakChoice
+    from inferplan.profiles.models import ModelOptions
 
     MethodChoice = str
     ProvisionMethodChoice = str
@@ -68,6 +105,21 @@ def throughput_method_help() -> str:
     return "How to find T*: " + "; ".join(
         f"{m.name} ({where[m.acyclic_only]})" for m in METHODS.values() if m.throughput
     )
+
+
+def model_options(
+    input_shapes: list[str] | None,
+    blocks: str | None,
+    dtype: str,
+    config: list[str] | None,
+    seq_len: int | None,
+    decode: bool,
+) -> ModelOptions:
+    """The options of a model named in place of a profile, from the shared flags."""
+    from inferplan.profiles.models import ModelOptions, TransformerOptions
+
+    hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
+    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf)
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,8 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import (
+    BlocksOpt,
+    ConfigOpt,
+    DecodeOpt,
+    DtypeOpt,
+    InputShapesOpt,
+    SeqLenOpt,
+)
 from inferplan.cli.render import console, print_json, table, written
-from inferplan.errors import InvalidArgument, InvalidProfile
+from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
 Shape = tuple[int, ...]
@@ -27,106 +34,6 @@ class FlopCount(StrEnum):
     all = "all"
 
 
-@dataclass(frozen=True)
-class _Transformer:
-    """The options of a ``transformers:CONFIG_CLASS`` model."""
-
-    config: list[str]
-    seq_len: int | None
-    batch: int
-    decode: bool
-    cache_len: int | None
-    attention_mask: bool
-    model_class: str | None
-
-    def given(self) -> list[str]:
-        return [name for name, used in (
-            ("--config", self.config), ("--seq-len", self.seq_len is not None),
-            ("--batch", self.batch != 1), ("--decode", self.decode),
-            ("--cache-len", self.cache_len is not None),
-            ("--attention-mask", self.attention_mask),
-            ("--model-class", self.model_class is not None)) if used]  # fmt: skip
-
-
-def _profile_transformers(model: str, hf: _Transformer, shapes: list[str], blocks: str | None,
-                          dtype: str, flops: FlopCount) -> GraphProfile:  # fmt: skip
-    from inferplan.profiles.cuts import parse_block_spec
-
-    if shapes or flops is not FlopCount.matrix:
-        given = "--input-shape" if shapes else "--flops"
-        raise InvalidArgument(f"{given} does not apply to transformers models (use --seq-len)")
-    if hf.seq_len is None:
-        raise InvalidArgument("give the tokens per sequence (--seq-len)", field="--seq-len")
-    if hf.cache_len is not None and not hf.decode:
-        raise InvalidArgument("--cache-len applies to --decode only", field="--cache-len")
-    try:
-        from inferplan.profiles.from_transformers import (
-            parse_config_overrides,
-            profile_transformers,
-        )
-    except ImportError:
-        raise InvalidProfile("transformers models need torch and transformers "
-                             "(pip install 'inferplan[transformers]')") from None  # fmt: skip
-    return profile_transformers(
-        model.removeprefix("transformers:"), parse_config_overrides(hf.config),
-        seq_len=hf.seq_len, batch=hf.batch, phase="decode" if hf.decode else "prefill",
-        cache_len=hf.cache_len, attention_mask=hf.attention_mask, model_class=hf.model_class,
-        blocks=parse_block_spec(blocks), dtype=dtype,
-    )  # fmt: skip
-
-
-def _trace(
-    model: str,
-    shapes: list[str],
-    blocks: str | None,
-    dtype: str,
-    flops: FlopCount,
-    hf: _Transformer,
-) -> GraphProfile | None:
-    """Trace ``model`` if it is an ONNX file, a ``transformers:CONFIG_CLASS`` or a
-    ``module:factory``; ``None`` otherwise."""
-    from inferplan.documents import path_exists
-    from inferplan.profiles.cuts import parse_block_spec, parse_factory_spec, parse_shape
-
-    if model.startswith("transformers:"):
-        return _profile_transformers(model, hf, shapes, blocks, dtype, flops)
-    if hf.given():
-        raise InvalidArgument(f"{', '.join(hf.given())} apply to transformers:CONFIG_CLASS "
-                              "models only")  # fmt: skip
-    names = [s.partition("=")[0].strip() if "=" in s else None for s in shapes]
-    parsed = [parse_shape(s.partition("=")[2] if "=" in s else s) for s in shapes]
-    if any(names) and not all(name and name.isidentifier() for name in names):
-        raise InvalidArgument("name every input (name=shape) or none", field="--input-shape")
-    spec = parse_block_spec(blocks)
-    if model.lower().endswith(".onnx"):
-        if any(names):
-            raise InvalidArgument("ONNX inputs are given in order, without names",
-                                  field="--input-shape")  # fmt: skip
-        if dtype != "float32" or any(kind for _, kind in parsed):
-            raise InvalidArgument("ONNX models carry their own dtypes", field="dtype")
-        try:
-            from inferplan.profiles.from_onnx import profile_onnx
-        except ImportError:
-            raise InvalidProfile("ONNX models need onnx (pip install 'inferplan[onnx]')") from None
-        return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
-                            flops=flops.value)  # fmt: skip
-    if parse_factory_spec(model) is not None and not path_exists(model):
-        try:
-            from inferplan.profiles.from_torch import profile_torch
-        except ImportError:
-            raise InvalidProfile("PyTorch models need torch (pip install 'inferplan[torch]')"
-                                 ) from None  # fmt: skip
-        if flops is not FlopCount.matrix:
-            raise InvalidArgument("PyTorch models count matrix FLOPs only", field="--flops")
-        dims = [s for s, _ in parsed]
-        inputs: list[Shape] | dict[str, Shape] = dims
-        if any(names):
-            inputs = {str(name): dim for name, dim in zip(names, dims, strict=True)}
-        return profile_torch(model, inputs, blocks=spec, dtype=dtype,
-                             input_dtypes=[d for _, d in parsed])  # fmt: skip
-    return None
-
-
 @app.command("profile")
 @friendly_errors
 def profile_command(
@@ -137,16 +44,9 @@ def profile_command(
         "as module.path:factory (or file.py:factory). The last IMPORTS AND RUNS that Python "
         "code, with the current directory first on the import path (as python -c does): use "
         "it only with code you trust. No other name is imported."))],
-    input_shapes: Annotated[list[str] | None, typer.Option(
-        "--input-shape", metavar="<shape>",
-        help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs. "
-             "PyTorch keyword inputs: input_ids=1x128:int64.",
-    )] = None,
-    blocks: Annotated[str | None, typer.Option(
-        "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
-                         "Default: top-level modules.")] = None,
-    dtype: Annotated[str, typer.Option(
-        "--dtype", help="PyTorch: floating-point dtype of weights and activations.")] = "float32",
+    input_shapes: InputShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
     flops: Annotated[FlopCount, typer.Option(
         "--flops", help="ONNX: count matrix products only, or all formulas.")] = FlopCount.matrix,
     cuts: Annotated[bool, typer.Option(
@@ -154,17 +54,11 @@ def profile_command(
     measure: Annotated[bool, typer.Option(
         "--measure", help="PyTorch: time each block on this machine (real weights, warm-up, "
                           "median of repeats) and add seconds and FLOP/s per block.")] = False,
-    config: Annotated[list[str] | None, typer.Option(
-        "--config", metavar="<key=value>",
-        help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
-    )] = None,
-    seq_len: Annotated[int | None, typer.Option(
-        "--seq-len", help="transformers: tokens per sequence (prompt, or KV cache in decode).",
-    )] = None,
+    config: ConfigOpt = None,
+    seq_len: SeqLenOpt = None,
     batch: Annotated[int, typer.Option(
         "--batch", help="transformers: sequences per inference.")] = 1,
-    decode: Annotated[bool, typer.Option(
-        "--decode", help="transformers: profile one decode step with a KV cache.")] = False,
+    decode: DecodeOpt = False,
     cache_len: Annotated[int | None, typer.Option(
         "--cache-len", help="transformers: tokens in the KV cache (default: --seq-len).",
     )] = None,
@@ -181,16 +75,17 @@ def profile_command(
 ) -> None:  # fmt: skip
     """FLOPs, activations and parameters of a DNN per block."""
     from inferplan.profiles.io import load_profile, save_profile
+    from inferplan.profiles.models import ModelOptions, TransformerOptions, trace_model
 
-    hf = _Transformer(config or [], seq_len, batch, decode, cache_len, attention_mask,
-                      model_class)  # fmt: skip
-    traced = _trace(model, input_shapes or [], blocks, dtype, flops, hf)
+    hf = TransformerOptions(tuple(config or ()), seq_len, batch, decode, cache_len,
+                            attention_mask, model_class)  # fmt: skip
+    options = ModelOptions(tuple(input_shapes or ()), blocks, dtype, flops.value, hf)
+    traced = trace_model(model, options)
     if traced is None:
-        given = [name for name, used in (("--input-shape", input_shapes), ("--blocks", blocks),
-                 ("--cuts", cuts), ("--dtype", dtype != "float32"),
-                 ("--flops", flops is not FlopCount.matrix)) if used]  # fmt: skip
+        given = options.given() + (["cuts"] if cuts else [])
         if given:
-            raise InvalidArgument(f"{', '.join(given)} apply to ONNX and PyTorch models only")
+            raise InvalidArgument("applies to ONNX, PyTorch and transformers models only",
+                                  field=given[0])  # fmt: skip
         profile = load_profile(model)
     else:
         profile = traced.profile

@@ -1,11 +1,16 @@
-"""Turning results into terminal output: one JSON object, or rich tables."""
+"""Turning results into terminal output: one JSON object, or rich tables.
+
+Output piped to a file or a log is never wrapped (a line is as long as its content); on a
+terminal it takes the terminal's full width. Links are written ``s -> a1`` and a zero quantity
+``0 FLOP/s`` everywhere (:mod:`inferplan.units`).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "print_json", "table", "written"]
+__all__ = ["console", "infeasible_table", "print_json", "stages_table", "table", "written"]
 
 
 class _Console:
@@ -24,10 +29,17 @@ class _Console:
     def rich(self) -> Console:
         from rich.console import Console
 
-        return Console()
+        if sys.stdout.isatty():
+            return Console()  # the terminal's own width
+        # a pipe or a log: no line is cut short (rich would wrap at 80 columns)
+        return Console(width=UNWRAPPED, soft_wrap=True)
 
     def print(self, *objects: Any, **options: Any) -> None:
         self.rich.print(*objects, **options)
+
+
+UNWRAPPED = 100_000
+"""The width of output that is not a terminal: wider than any line of ours, so none wraps."""
 
 
 console = _Console()
@@ -64,3 +76,50 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
     for row in rows:
         out.add_row(*row)
     return out
+
+
+def stages_table(
+    title: str,
+    path: Sequence[str],
+    partition: Sequence[int],
+    marks: Mapping[str, str],
+    added: Mapping[str, str] | None = None,
+    *,
+    mark_column: str = "sets interval",
+) -> Table:
+    """A deployment as its stages in order, nodes and the links between them (``s -> a1``),
+    with the blocks each runs or carries, the capacity added (if ``added``, by node id or link
+    id ``u->v``; ``0`` where none) and a mark per stage id (``marks``)."""
+    from inferplan.units import link_name
+
+    rows, prev = [], 0
+    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
+        stages = [(node, node, f"{prev + 1}..{done}" if done > prev else "-")]
+        if k + 1 < len(path):
+            link = f"{node}->{path[k + 1]}"
+            stages.append((link, link_name(node, path[k + 1]), f"after {done}"))
+        for stage, shown, blocks in stages:
+            zero = "0 bit/s" if "->" in stage else "0 FLOP/s"
+            extra = [added.get(stage, zero)] if added is not None else []
+            rows.append([shown, blocks, *extra, marks.get(stage, "")])
+        prev = done
+    columns = ["stage", "blocks", *(["added"] if added is not None else []), mark_column]
+    return table(title, columns, rows)
+
+
+def infeasible_table(details: Mapping[str, Any]) -> Table | None:
+    """The deployment that reaches the best interval the capacity caps allow, its binding caps
+    marked (``details`` of a co-design :class:`~inferplan.errors.Infeasible`); ``None`` when the
+    error carries no such deployment."""
+    from inferplan.units import si
+
+    best = details.get("at_caps")
+    if not best:
+        return None
+    unit = {"node": "FLOP/s", "link": "bit/s"}
+    marks = {
+        b["id"]: f"binds: at its cap of {si(b['capacity'], unit[b['kind']])}"
+        for b in details.get("binding", ())
+    }
+    title = f"best within the caps: interval {si(details['best_interval'], 's')}"
+    return stages_table(title, best["path"], best["partition"], marks, mark_column="cap")

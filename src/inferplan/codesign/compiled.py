@@ -50,7 +50,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import native
-from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
 
 __all__ = [
@@ -149,21 +149,27 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
         return _ARRAYS[inst]
     # Each node's piecewise-linear pieces (one of slope its price for a node without its own
     # cost function) or its row in the cost tables, built column-wise.
+    # Nodes with extra terms beyond a limit (memory they may buy) are priced into tables too.
     n = len(inst.node_ids)
+    terms = inst.terms
     pieces = inst.node_pieces
     seg_ptr, starts, slopes, values = pieces.ptr, pieces.starts, pieces.slopes, pieces.values
-    node_cap = np.where(pieces.table, math.inf, pieces.cap)  # tables price their caps
-    table_nodes = np.flatnonzero(pieces.table)
+    table_nodes = np.union1d(np.flatnonzero(pieces.table), terms.table_nodes).astype(np.int64)
+    tabled = np.zeros(n, dtype=bool)
+    tabled[table_nodes] = True
+    node_cap = np.where(tabled, math.inf, pieces.cap)  # tables price their caps
     node_table = np.full(n, -1, dtype=np.int64)
     node_table[table_nodes] = np.arange(table_nodes.size)
     # The same for the links; a link of one piece from 0 and no cap is plain linear.
     lpieces = inst.link_pieces
-    table_links = np.flatnonzero(lpieces.table)
+    table_links = np.union1d(np.flatnonzero(lpieces.table), terms.table_links).astype(np.int64)
+    ltabled = np.zeros(inst.n_links, dtype=bool)
+    ltabled[table_links] = True
     link_table = np.full(inst.n_links, -1, dtype=np.int64)
     link_table[table_links] = np.arange(table_links.size)
-    link_cap = np.where(lpieces.table, math.inf, lpieces.cap)
+    link_cap = np.where(ltabled, math.inf, lpieces.cap)
     first = np.minimum(lpieces.ptr[:-1], max(lpieces.starts.size - 1, 0))
-    one_piece = (np.diff(lpieces.ptr) == 1) & ~lpieces.table & np.isinf(link_cap)
+    one_piece = (np.diff(lpieces.ptr) == 1) & ~ltabled & np.isinf(link_cap)
     if lpieces.starts.size:
         one_piece &= (lpieces.starts[first] == 0.0) & (lpieces.values[first] == 0.0)
     linear = one_piece.astype(np.int64)
@@ -173,6 +179,12 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     W = inst.n_blocks + 1
     work_t = np.ascontiguousarray(inst.work_between.T)
     network = (work_t, inst.activation_bits, inst.source, inst.target)
+    # The limit of the nodes outside the tables (the tables hold their own limits).
+    if terms.limit is None or terms.limit_need is None:
+        need_t, limit = np.zeros((W, W)), np.full(n, math.inf)
+    else:
+        need_t = np.ascontiguousarray(terms.limit_need.T)
+        limit = np.where(tabled, math.inf, terms.limit)
     adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
     arrays = KernelArrays(
         table_nodes=table_nodes,
@@ -189,9 +201,12 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
             *link_columns,
             *adjacency,
             linear,
+            need_t,
+            limit,
         ),
-        throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency),
-    )
+        throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency,
+                         np.ascontiguousarray(inst.memory_need.T)),
+    )  # fmt: skip
     _ARRAYS[inst] = arrays
     return arrays
 
@@ -211,18 +226,9 @@ def psg_kernel(
     arrays = kernel_arrays(inst)
     node_tables, link_tables = arrays.no_node_tables, arrays.no_link_tables
     if arrays.table_nodes.size:
-        rho = np.maximum(
-            0.0, inst.work_or_zero / beta - inst.capacity[arrays.table_nodes][:, None, None]
-        )
-        node_tables = np.stack([inst.node_costs[v](rho[r])
-                                for r, v in enumerate(arrays.table_nodes.tolist())])  # fmt: skip
-        node_tables += inst.forbidden
+        node_tables = node_cost_table(inst, arrays.table_nodes, beta)
     if arrays.table_links.size:
-        sigma = np.maximum(
-            0.0, inst.activation_bits / beta - inst.bandwidth[arrays.table_links][:, None]
-        )
-        link_tables = np.stack([inst.link_costs[e](sigma[r])
-                                for r, e in enumerate(arrays.table_links.tolist())])  # fmt: skip
+        link_tables = link_cost_table(inst, arrays.table_links, beta)
     kernel = native.kernel("psg")
     if arrays.table_nodes.size or arrays.table_links.size:  # priced for this beta
         fixed = (*arrays.psg_args, node_tables, link_tables)
@@ -242,8 +248,8 @@ def _shapes(inst: CodesignInstance, name: str) -> list[tuple[int, ...]]:
     V, W, E = len(inst.node_ids), inst.n_blocks + 1, inst.n_links
     if name == "psg":  # req_t, wanted, label, out, tail, queue, keys, path, partition, used, count
         return [(W, W), (W,), (V, W), (W,), (W,), (W,), (W,), (V,), (V,), (V,), (1,)]
-    # capacity, bandwidth, label, out, tail, stack, path, partition, count
-    return [(V,), (E,), (V, W), (W,), (W,), (W,), (V,), (V,), (1,)]
+    # capacity, bandwidth, limit, label, out, tail, stack, path, partition, count
+    return [(V,), (E,), (V,), (V, W), (W,), (W,), (W,), (V,), (V,), (1,)]
 
 
 # Each instance's frames (the fixed fields of its arrays, which the instance keeps alive).
@@ -266,14 +272,16 @@ def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
 
 
 def throughput_kernel(
-    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray
+    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, memory: FloatArray
 ) -> tuple[float, list[int], list[int]]:
-    """T* on ``inst`` under ``capacity`` and ``bandwidth`` by the compiled kernel: the least
-    interval and the path and partition (node indices)."""
+    """T* on ``inst`` under ``capacity`` and ``bandwidth`` among the deployments that fit
+    ``memory`` (bytes per node) by the compiled kernel: the least interval and the path and
+    partition (node indices; none when no deployment fits)."""
     call = _frame(inst, native.kernel("throughput")).call()
-    own_capacity, own_bandwidth, *_, path, partition, count = call.arrays
+    own_capacity, own_bandwidth, own_memory, *_, path, partition, count = call.arrays
     np.copyto(own_capacity, capacity)
     np.copyto(own_bandwidth, bandwidth)
+    np.copyto(own_memory, memory)
     interval = call.run()
     n = int(count[0])  # read back from the target
     return interval, path[:n][::-1].tolist(), partition[:n][::-1].tolist()

@@ -41,13 +41,15 @@ class FrontierPoint:
     """The optimum at one target rate. ``status`` is the plan's (``"optimal"``, or for a MILP
     ``"time_limit"`` when stopped early and ``"uncertified"`` when it could not prove its plan
     optimal) or ``"infeasible"`` when no plan meets the rate within the capacity caps (then
-    ``cost`` is ``inf`` and the path empty)."""
+    ``cost`` is ``inf``, the path empty and ``latency`` ``None``). ``latency`` is the plan's
+    (seconds)."""
 
     throughput: float
     cost: float
     path: tuple[str, ...]
     partition: tuple[int, ...]
     status: str = "optimal"
+    latency: float | None = None
 
     @property
     def interval(self) -> float:
@@ -63,6 +65,7 @@ class FrontierPoint:
             "interval": self.interval,
             "status": self.status,
             "cost": self.cost,
+            "latency": self.latency,
             "path": list(self.path),
             "partition": list(self.partition),
         }
@@ -107,7 +110,7 @@ def _point(solve: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
         plan: Plan = solve(inst, 1.0 / rate)
     except Infeasible:
         return FrontierPoint(rate, math.inf, (), (), "infeasible")
-    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status)
+    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency)
 
 
 def cost_frontier(

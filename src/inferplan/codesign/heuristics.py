@@ -6,6 +6,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
 from inferplan.codesign.plan import (
@@ -31,8 +32,9 @@ def _optimal_deployment(
     rng: np.random.Generator,
     current: tuple[list[int], list[int]] | None = None,
 ) -> tuple[list[int], list[int]]:
-    """A throughput-optimal deployment under ``C``, ``B``, chosen among ties by ``tie_break``."""
-    best = throughput_optimal(inst, C, B)
+    """A throughput-optimal deployment under ``C``, ``B``, chosen among ties by ``tie_break``,
+    among the deployments that fit the memory the nodes can have (buying what they need)."""
+    best = throughput_optimal(inst, C, B, memory=most_memory(inst))
     if (
         tie_break == "keep"
         and current is not None

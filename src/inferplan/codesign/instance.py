@@ -10,7 +10,6 @@ columns and builds every array with numpy: no Python object per node or link (th
 from __future__ import annotations
 
 import heapq
-import math
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -20,17 +19,28 @@ from typing import TYPE_CHECKING, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.arrays import FloatArray, IntArray
+from inferplan.arrays import FloatArray, IntArray, range_sums
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Link, Network, adjacency
+from inferplan.profiles.memory import memory_need
 from inferplan.profiles.profile import Profile
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["CodesignInstance", "Generation", "Pricing", "compile_instance", "range_sums"]
+__all__ = [
+    "CodesignInstance",
+    "Generation",
+    "Pricing",
+    "Terms",
+    "compile_instance",
+    "link_cost_table",
+    "memory_terms",
+    "node_cost_table",
+    "range_sums",
+]
 
 T = TypeVar("T")
 
@@ -89,6 +99,130 @@ class Pricing:
     capped: IntArray
     other: IntArray
 
+    def cost(
+        self, elements: IntArray, amount: FloatArray, costs: Sequence[CapacityCost]
+    ) -> FloatArray:
+        """The cost of adding ``amount[r, ...]`` (any trailing shape) to each of
+        ``elements`` (``inf`` beyond a cap): linear costs priced in one vectorised step,
+        others (``costs[element]``, called) one element at a time."""
+        spread = (slice(None), *(None,) * (amount.ndim - 1))
+        with np.errstate(over="ignore"):  # a price beyond floating point is inf, as a cap is
+            cost: FloatArray = self.price[elements][spread] * amount
+        if self.capped.size or self.other.size:
+            cost[amount > self.cap[elements][spread]] = np.inf
+            for r in np.flatnonzero(np.isin(elements, self.other)):
+                cost[r] = costs[int(elements[r])](amount[r])
+        return cost
+
+
+NodeRows = Callable[[IntArray], FloatArray]
+"""A node term: its values ``term[r, a, b]`` for nodes ``nodes[r]``, ``(len(nodes), W, W)``."""
+LinkRows = Callable[[IntArray], FloatArray]
+"""A link term: its values ``term[r, b]`` for links ``links[r]``, ``(len(links), W)``."""
+
+
+def _zero_rows(width: int, ndim: int) -> Callable[[IntArray], FloatArray]:
+    return lambda elements: np.zeros((elements.size, *(width,) * ndim))
+
+
+@dataclass(frozen=True, eq=False)
+class Terms:
+    """Extra cost terms of the state graph's transitions: THE extension point of every
+    solver that walks the state graph (both PSG engines, the MILP, T*).
+
+    A transition ``(v, a) -> (z, b)`` over the link ``e = (v, z)`` runs blocks ``a+1..b`` on
+    ``v`` and sends cut ``b``'s data over ``e``; it costs its compute term
+    ``f_v(max(0, w(a, b) / beta - C_v))``, its link term ``g_e(max(0, D_b / beta - B_e))``,
+    and the extra terms ``node(v, a, b) + link(e, b)`` (``inf``: the transition is
+    infeasible). The extra terms depend on nothing else, so the state-graph reduction stays
+    exact on acyclic networks (docs/model.md). Node memory is their first user
+    (:func:`memory_terms`): ``h_v([need(a, b) - memory_v]^+)``.
+
+    Attributes
+    ----------
+    node
+        ``node(nodes)``: the node term of each of ``nodes`` for every ``(a, b)``, shape
+        ``(len(nodes), W, W)`` (entries with ``a > b`` are ignored); 0 where a node has none.
+    table_nodes
+        The nodes whose node term is more than a limit (below): the compiled engine prices
+        them into ``(W, W)`` tables, ``O(N^2)`` per node; every other node's term is 0 or,
+        beyond its limit, ``inf``.
+    limit_need, limit
+        A limit: ``(v, a, b)`` is infeasible where ``limit_need[a, b] > limit[v]``
+        (``limit_need`` non-increasing in ``a`` and non-decreasing in ``b``, ``limit[v]``
+        ``inf`` for none). The compiled engine keeps such a term linear: for each ``b`` the
+        feasible ``a`` form a window that only moves right as ``b`` grows. ``node`` includes
+        the limit too (``inf`` beyond it), for the engines that take whole tables.
+    link, table_links
+        ``link(links)``: the link term of each of ``links`` for every ``b``, shape
+        ``(len(links), W)``; ``table_links`` the links that have one (priced into the
+        compiled engine's link tables).
+
+    Examples
+    --------
+    A term that forbids node 1 to run more than one block (the compiled engine sees a limit):
+
+    >>> import numpy as np
+    >>> need = np.subtract.outer(-np.arange(4.0), -np.arange(4.0))  # b - a
+    >>> terms = Terms.limited(need, np.array([np.inf, 1.0]))
+    >>> float(terms.node(np.array([1]))[0, 0, 2])
+    inf
+    """
+
+    node: NodeRows
+    table_nodes: IntArray
+    limit_need: FloatArray | None
+    limit: FloatArray | None
+    link: LinkRows
+    table_links: IntArray
+
+    @classmethod
+    def none(cls, width: int) -> Terms:
+        """No extra term (``width = N + 1``)."""
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(_zero_rows(width, 2), empty, None, None, _zero_rows(width, 1), empty)
+
+    @classmethod
+    def limited(cls, need: FloatArray, limit: FloatArray) -> Terms:
+        """A limit alone: ``(v, a, b)`` infeasible where ``need[a, b] > limit[v]``."""
+
+        def node(nodes: IntArray) -> FloatArray:
+            return np.where(need[None] > limit[nodes][:, None, None], np.inf, 0.0)
+
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(node, empty, need, limit, _zero_rows(need.shape[0], 1), empty)
+
+    @property
+    def empty(self) -> bool:
+        """Whether no transition has an extra term."""
+        limited = self.limit is not None and bool(np.isfinite(self.limit).any())
+        return not (limited or self.table_nodes.size or self.table_links.size)
+
+    def plus(self, other: Terms) -> Terms:
+        """Both terms added. Of two limits the first stays a limit and the nodes the second
+        limits are priced into tables."""
+        if other.empty:
+            return self
+        if self.empty:
+            return other
+        first, second = self.node, other.node
+
+        def node(nodes: IntArray) -> FloatArray:
+            return first(nodes) + second(nodes)
+
+        def link(links: IntArray) -> FloatArray:
+            return self.link(links) + other.link(links)
+
+        tables = np.union1d(self.table_nodes, other.table_nodes)
+        limit_need, limit = self.limit_need, self.limit
+        if other.limit is not None:
+            if limit is None:
+                limit_need, limit = other.limit_need, other.limit
+            else:
+                tables = np.union1d(tables, np.flatnonzero(np.isfinite(other.limit)))
+        links = np.union1d(self.table_links, other.table_links)
+        return Terms(node, tables, limit_need, limit, link, links)
+
 
 @dataclass(frozen=True, eq=False)
 class CodesignInstance:
@@ -125,10 +259,16 @@ class CodesignInstance:
     source: int
     target: int
     acyclic: bool
+    memory: FloatArray
+    """Each node's memory (bytes), ``inf`` where unlimited."""
     own_node_costs: tuple[CapacityCost, ...] | None = None
     """Every node's cost function by index, in place of the network's (see :meth:`priced`)."""
     own_link_costs: tuple[CapacityCost, ...] | None = None
     """Every link's cost function by index, in place of the network's."""
+    own_memory_costs: tuple[CapacityCost, ...] | None = None
+    """Every node's memory cost function by index, in place of the network's."""
+    extra_terms: Terms | None = None
+    """Extra transition terms besides memory's (see :meth:`with_terms`)."""
 
     def priced(
         self,
@@ -148,6 +288,69 @@ class CodesignInstance:
             own_link_costs=tuple(link_costs),
         )
 
+    def with_memory(
+        self, memory: FloatArray, memory_costs: Sequence[CapacityCost] | None = None
+    ) -> CodesignInstance:
+        """This instance with every node's memory (and memory cost function, when given)
+        replaced by index: the same state graph, nothing compiled again."""
+        return replace(
+            self,
+            memory=np.asarray(memory, dtype=np.float64),
+            own_memory_costs=self.own_memory_costs if memory_costs is None
+            else tuple(memory_costs),
+        )  # fmt: skip
+
+    def with_terms(self, terms: Terms) -> CodesignInstance:
+        """This instance with ``terms`` added to every transition (to those it already has):
+        the hook for any cost or feasibility of a transition that depends on ``(v, a, b)``
+        or ``(e, b)`` only. Nothing is compiled again."""
+        extra = terms if self.extra_terms is None else self.extra_terms.plus(terms)
+        return replace(self, extra_terms=extra)
+
+    @cached_property
+    def terms(self) -> Terms:
+        """Every extra term of the transitions: memory's and :attr:`extra_terms`."""
+        own = memory_terms(self)
+        return own if self.extra_terms is None else own.plus(self.extra_terms)
+
+    @cached_property
+    def memory_need(self) -> FloatArray:
+        """``need[a, b]``, the bytes a node running blocks ``a+1..b`` holds
+        (:func:`~inferplan.profiles.memory.memory_need`; ``inf`` for ``a > b``)."""
+        need = memory_need(self.profile)
+        need.flags.writeable = False
+        return need
+
+    @cached_property
+    def memory_costs(self) -> Sequence[CapacityCost]:
+        """Each node's memory cost function (made when looked up)."""
+        if self.own_memory_costs is not None:
+            return self.own_memory_costs
+        return Lookup(len(self.node_ids), self._memory_cost)
+
+    def _memory_cost(self, v: int) -> CapacityCost:
+        return self.network.node_memory_cost(int(self.node_positions[v]))
+
+    @cached_property
+    def memory_pricing(self) -> Pricing:
+        """The nodes' memory costs in the arrays the vectorised solvers use (a cap of 0
+        where memory cannot be added)."""
+        if self.own_memory_costs is not None:
+            own = CostColumns.of(dict(enumerate(self.own_memory_costs)))
+            return _pricing(own, np.zeros(len(self.node_ids)), np.arange(len(self.node_ids)))
+        positions = self.node_positions
+        given = self.network.node_memory_price
+        pricing = _pricing(self.network.node_memory_costs, np.nan_to_num(given, nan=0.0),
+                           positions)  # fmt: skip
+        cap = pricing.cap.copy()
+        costs = self.network.node_memory_costs
+        for_sale = ~np.isnan(given[positions]) | (costs.lookup(positions) >= 0)
+        if costs.objects:
+            for_sale |= np.isin(positions, list(costs.objects))
+        cap[~for_sale] = 0.0
+        return Pricing(price=pricing.price, cap=cap, capped=np.flatnonzero(np.isfinite(cap)),
+                       other=pricing.other)  # fmt: skip
+
     @property
     def n_blocks(self) -> int:
         return self.profile.n_blocks
@@ -160,6 +363,11 @@ class CodesignInstance:
     def links(self) -> Sequence[Link]:
         """Each link as a :class:`~inferplan.network.network.Link` (made when looked up)."""
         return Lookup(self.n_links, self._link)
+
+    @cached_property
+    def link_delay(self) -> FloatArray:
+        """Each link's propagation delay (s)."""
+        return self.network.link_delay[self.link_positions]
 
     @cached_property
     def node_costs(self) -> Sequence[CapacityCost]:
@@ -339,56 +547,50 @@ class CodesignInstance:
         }  # fmt: skip
 
 
-def range_sums(values: Sequence[float]) -> FloatArray:
-    """``sums[i, j] = values[i] + ... + values[j - 1]`` rounded once to the nearest float, for
-    ``0 <= i <= j <= n`` (0 on the diagonal, ``inf`` below it): equal to
-    ``math.fsum(values[i:j])``.
-
-    The sums are formed exactly as integers (in units of the finest power of two among the
-    values), so no value is lost beside a much larger one, as ``S_j - S_i`` of floating-point
-    prefix sums loses it (``[1e14, 1e-3]``: ``S_2 - S_1 = 0``). When every exact prefix sum is
-    a float already (integer FLOP counts below ``2**53``, for instance), one vectorised
-    subtraction of them is rounded once too and gives the same table.
-
-    Examples
-    --------
-    >>> float(range_sums([1e14, 1e-3])[1, 2])
-    0.001
-    """
-    ratios = [float(v).as_integer_ratio() for v in values]
-    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
-    unit = 1 << shift
-    exact = [0]
-    for num, den in ratios:
-        exact.append(exact[-1] + num * (unit // den))
-    prefix = [_ratio(p, unit) for p in exact]
-    n = len(exact)
-    below = np.tri(n, k=-1, dtype=bool)
-    if all(_represents(f, p, unit) for f, p in zip(prefix, exact, strict=True)):
-        S = np.array(prefix)
-        sums: FloatArray = S[None, :] - S[:, None]
-    else:
-        P = np.array(exact, dtype=object)
-        diff = np.where(below, 0, P[None, :] - P[:, None])
-        sums = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(diff).astype(np.float64)
-    sums[below] = np.inf
-    return sums
+def node_cost_table(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
+    """``f_v(max(0, w(i, j) / beta - C_v))`` plus the extra node terms (memory, see
+    :class:`~inferplan.codesign.instance.Terms`) for each of ``nodes`` and ``(i, j)`` (``inf``
+    for ``i > j`` and beyond a cap or a limit). Linear costs are priced in one vectorised
+    step, others one node at a time."""
+    rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
+    cost = inst.node_pricing.cost(nodes, rho, inst.node_costs)
+    if not inst.terms.empty:
+        cost += inst.terms.node(nodes)
+    cost += inst.forbidden
+    return cost
 
 
-def _ratio(num: int, den: int) -> float:
-    """``num / den`` rounded once (``inf`` beyond the largest float)."""
-    try:
-        return num / den
-    except OverflowError:
-        return math.inf
+def link_cost_table(inst: CodesignInstance, links: IntArray, beta: float) -> FloatArray:
+    """``g_e(max(0, D_j / beta - B_e))`` plus the extra link terms for each of ``links``
+    (rows) and each ``j`` (columns), ``inf`` beyond a cap."""
+    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
+    cost = inst.link_pricing.cost(links, sigma, inst.link_costs)
+    if inst.terms.table_links.size:
+        cost += inst.terms.link(links)
+    return cost
 
 
-def _represents(value: float, num: int, den: int) -> bool:
-    """Whether the float ``value`` equals ``num / den`` exactly (``den`` a power of two)."""
-    if not math.isfinite(value):
-        return False
-    a, b = value.as_integer_ratio()
-    return b <= den and a * (den // b) == num
+def memory_terms(inst: CodesignInstance) -> Terms:
+    """The memory term of every transition of ``inst`` (none when every node's memory holds
+    the whole model, or is unlimited)."""
+    need = inst.memory_need
+    W = need.shape[0]
+    short = np.flatnonzero(inst.memory < need[0, W - 1])  # the largest need of all
+    if not short.size:
+        return Terms.none(W)
+    pricing = inst.memory_pricing
+    limit = inst.memory + pricing.cap  # what a node can hold at most (inf where unbounded)
+    priced = short[pricing.cap[short] > 0]
+    need_or_zero = np.where(np.isfinite(need), need, 0.0)
+
+    def node(nodes: IntArray) -> FloatArray:
+        extra = np.maximum(0.0, need_or_zero[None] - inst.memory[nodes][:, None, None])
+        cost = pricing.cost(nodes, extra, inst.memory_costs)
+        cost[extra == 0.0] = 0.0  # every cost is zero at zero (a callable's too)
+        return cost
+
+    empty = np.zeros(0, dtype=np.int64)
+    return Terms(node, priced, need, limit, Terms.none(W).link, empty)
 
 
 def _pricing(costs: CostColumns, prices: FloatArray, positions: IntArray) -> Pricing:
@@ -489,4 +691,5 @@ def compile_instance(
         source=int(rank[position[network.node_position[network.source]]]),
         target=int(rank[position[network.node_position[network.target]]]),
         acyclic=acyclic,
+        memory=network.node_memory[nodes],
     )

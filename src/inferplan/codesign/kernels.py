@@ -79,11 +79,12 @@ def table_step(row: FloatArray, table: FloatArray, reached: int, out: FloatArray
 
 
 @jit
-def free_window(req_t: FloatArray, row: FloatArray, C: float, out: FloatArray,
-                queue: IntArray, keys: FloatArray) -> None:  # fmt: skip
+def free_window(req_t: FloatArray, row: FloatArray, C: float, need_t: FloatArray, M: float,
+                out: FloatArray, queue: IntArray, keys: FloatArray) -> None:  # fmt: skip
     """``out[j] = min row[i]`` over the ``i <= j`` that need no added compute,
-    ``x(i, j) = w(i, j) / beta - C <= 0`` (``req_t[j, i] = w(i, j) / beta``): a window
-    ``[f, j]`` sliding right."""
+    ``x(i, j) = w(i, j) / beta - C <= 0`` (``req_t[j, i] = w(i, j) / beta``), and fit the
+    limit, ``need_t[j, i] <= M``: a window ``[f, j]`` sliding right (both conditions only
+    fail for more ``i`` as ``j`` grows)."""
     f, h, t = 0, 0, 0
     for j in range(row.size):
         if row[j] < np.inf:
@@ -91,7 +92,7 @@ def free_window(req_t: FloatArray, row: FloatArray, C: float, out: FloatArray,
                 t -= 1
             queue[t], keys[t] = j, row[j]
             t += 1
-        while f < j and req_t[j, f] - C > 0.0:
+        while f <= j and (req_t[j, f] - C > 0.0 or need_t[j, f] > M):
             f += 1
         while t > h and queue[h] < f:
             h += 1
@@ -100,13 +101,14 @@ def free_window(req_t: FloatArray, row: FloatArray, C: float, out: FloatArray,
 
 @jit
 def piece_window(req_t: FloatArray, work_t: FloatArray, row: FloatArray, beta: float, C: float,
-                 start: float, slope: float, value: float, end: float, out: FloatArray,
-                 queue: IntArray) -> None:  # fmt: skip
+                 need_t: FloatArray, M: float, start: float, slope: float, value: float,
+                 end: float, out: FloatArray, queue: IntArray) -> None:  # fmt: skip
     """Lower ``out[j]`` to the best ``row[i] + value + slope * (x(i, j) - start)`` over the
-    ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]``: a window ``[lo, up-1]``
-    sliding right. Within the piece ``i`` beats an earlier ``b`` at every ``j`` when
-    ``row[b] + slope * w(b, i) / beta > row[i]``, compared so (the work between them, not
-    ``S_i / beta``, which may dwarf the costs); the best is priced as written."""
+    ``i`` whose request ``x(i, j)`` lies in the piece ``(start, end]`` and that fit the limit
+    ``need_t[j, i] <= M``: a window ``[lo, up-1]`` sliding right. Within the piece ``i``
+    beats an earlier ``b`` at every ``j`` when ``row[b] + slope * w(b, i) / beta > row[i]``,
+    compared so (the work between them, not ``S_i / beta``, which may dwarf the costs); the
+    best is priced as written."""
     lo, up, h, t = 0, 0, 0, 0
     for j in range(row.size):
         while up < j and req_t[j, up] - C > start:
@@ -119,7 +121,7 @@ def piece_window(req_t: FloatArray, work_t: FloatArray, row: FloatArray, beta: f
                 queue[t] = up
                 t += 1
             up += 1
-        while end < np.inf and lo < up and req_t[j, lo] - C > end:
+        while lo < up and ((end < np.inf and req_t[j, lo] - C > end) or need_t[j, lo] > M):
             lo += 1
         while t > h and queue[h] < lo:
             h += 1
@@ -133,11 +135,13 @@ def piece_window(req_t: FloatArray, work_t: FloatArray, row: FloatArray, beta: f
 def compute_step(v: int, row: FloatArray, out: FloatArray, req_t: FloatArray, work_t: FloatArray,
                  beta: float, capacity: FloatArray, seg_ptr: IntArray, seg_start: FloatArray,
                  seg_slope: FloatArray, seg_value: FloatArray, node_cap: FloatArray,
-                 node_table: IntArray, node_tables: FloatArray, queue: IntArray,
-                 keys: FloatArray) -> bool:  # fmt: skip
+                 node_table: IntArray, node_tables: FloatArray, need_t: FloatArray,
+                 limit: FloatArray, queue: IntArray, keys: FloatArray) -> bool:  # fmt: skip
     """``out`` = node ``v``'s labels after its compute step, from its received labels ``row``
-    (``out[j] = min_i row[i] + f_v(x(i, j))``); ``False`` (and ``out`` all ``inf``) when no
-    state of ``v`` is reached."""
+    (``out[j] = min_i row[i] + f_v(x(i, j))`` over the ``i`` within the limit,
+    ``need_t[j, i] <= limit[v]``; a node priced into tables has its extra terms, its limit
+    included, in its table); ``False`` (and ``out`` all ``inf``) when no state of ``v`` is
+    reached."""
     out[:] = np.inf
     reached = 0
     while reached < row.size and row[reached] == np.inf:
@@ -147,11 +151,12 @@ def compute_step(v: int, row: FloatArray, out: FloatArray, req_t: FloatArray, wo
     if node_table[v] >= 0:
         table_step(row, node_tables[node_table[v]], reached, out)
     else:
-        free_window(req_t, row, capacity[v], out, queue, keys)
+        M = limit[v]
+        free_window(req_t, row, capacity[v], need_t, M, out, queue, keys)
         for k in range(seg_ptr[v], seg_ptr[v + 1]):
             end = seg_start[k + 1] if k + 1 < seg_ptr[v + 1] else node_cap[v]
-            piece_window(req_t, work_t, row, beta, capacity[v], seg_start[k], seg_slope[k],
-                         seg_value[k], end, out, queue)  # fmt: skip
+            piece_window(req_t, work_t, row, beta, capacity[v], need_t, M, seg_start[k],
+                         seg_slope[k], seg_value[k], end, out, queue)  # fmt: skip
     return True
 
 
@@ -164,8 +169,8 @@ def psg(
     lseg_ptr: IntArray, lseg_start: FloatArray, lseg_slope: FloatArray,
     lseg_value: FloatArray, link_cap: FloatArray, link_table: IntArray,
     out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray, in_links: IntArray,
-    linear: IntArray, node_tables: FloatArray, link_tables: FloatArray, beta: float,
-    req_t: FloatArray, wanted: FloatArray,
+    linear: IntArray, need_t: FloatArray, limit: FloatArray, node_tables: FloatArray,
+    link_tables: FloatArray, beta: float, req_t: FloatArray, wanted: FloatArray,
     label: FloatArray, out: FloatArray, tail: FloatArray, queue: IntArray, keys: FloatArray,
     path: IntArray, partition: IntArray, used: IntArray, count: IntArray,
 ) -> float:  # fmt: skip
@@ -189,7 +194,7 @@ def psg(
     for v in range(V):
         if not compute_step(v, label[v], out, req_t, work_t, beta, capacity, seg_ptr,
                             seg_start, seg_slope, seg_value, node_cap, node_table,
-                            node_tables, queue, keys):  # fmt: skip
+                            node_tables, need_t, limit, queue, keys):  # fmt: skip
             continue
         if v == target:  # the last node on any path: nothing after it leads back
             cost = out[W - 1]
@@ -228,6 +233,8 @@ def psg(
                 continue
             if node_table[v] >= 0:
                 c = row[i] + node_tables[node_table[v], i, j]
+            elif need_t[j, i] > limit[v]:
+                continue
             else:
                 c = row[i] + piece_cost(req_t[j, i] - C, seg_ptr[v], seg_ptr[v + 1], seg_start,
                                          seg_slope, seg_value, node_cap[v])  # fmt: skip
@@ -240,7 +247,8 @@ def psg(
             # the tail's labels after its compute step, formed again (they are not kept)
             if not compute_step(link_src[e], label[link_src[e]], tail, req_t, work_t, beta,
                                 capacity, seg_ptr, seg_start, seg_slope, seg_value, node_cap,
-                                node_table, node_tables, queue, keys):  # fmt: skip
+                                node_table, node_tables, need_t, limit, queue,
+                                keys):  # fmt: skip
                 continue
             sigma = max(0.0, wanted[j] - bandwidth[e])
             c = tail[j] + link_cost(sigma, e, lseg_ptr, lseg_start, lseg_slope, lseg_value,
@@ -262,39 +270,49 @@ def _fill(values: FloatArray, value: float) -> None:
 
 
 @jit
-def bottleneck_step(row: FloatArray, C: float, work_t: FloatArray, stack: IntArray,
-                    out: FloatArray) -> bool:  # fmt: skip
-    """``out[j] = min_{i <= j} max(row[i], w(i, j) / C)`` (T*'s compute step, see the module
-    docstring); ``False`` when no state is reached."""
-    top, c = -1, 0  # stack[c] is the first entry whose label is at least its delay
+def bottleneck_step(row: FloatArray, C: float, work_t: FloatArray, need_t: FloatArray, M: float,
+                    stack: IntArray, out: FloatArray) -> bool:  # fmt: skip
+    """``out[j] = min max(row[i], w(i, j) / C)`` over the ``i <= j`` within the limit,
+    ``need_t[j, i] <= M`` (T*'s compute step, see the module docstring); ``False`` when no
+    state is reached. The limit drops entries from the bottom of the stack: the feasible
+    ``i`` only move right as ``j`` grows."""
+    bot, top, c, f = 0, -1, 0, 0  # stack[c] is the first entry whose label is at least its delay
+    reached = False
     for j in range(row.size):
         if row[j] < np.inf:
-            while top >= 0 and row[stack[top]] > row[j]:
+            reached = True
+            while top >= bot and row[stack[top]] > row[j]:
                 top -= 1
             top += 1
             stack[top] = j
             c = min(c, top)
-        if top < 0:
+        while f <= j and need_t[j, f] > M:
+            f += 1
+        while bot <= top and stack[bot] < f:
+            bot += 1
+        c = max(c, bot)
+        if top < bot:
             out[j] = np.inf
             continue
         while c <= top and row[stack[c]] < work_t[j, stack[c]] / C:
             c += 1
         best = row[stack[c]] if c <= top else np.inf
-        if c > 0:
+        if c > bot:
             best = min(best, work_t[j, stack[c - 1]] / C)
         out[j] = best
-    return top >= 0
+    return reached
 
 
 @jit
 def throughput(
     work_t: FloatArray, D: FloatArray, source: int, target: int, link_src: IntArray,
     link_dst: IntArray, out_ptr: IntArray, out_links: IntArray, in_ptr: IntArray,
-    in_links: IntArray, capacity: FloatArray, bandwidth: FloatArray,
-    label: FloatArray, out: FloatArray, tail: FloatArray, stack: IntArray,
+    in_links: IntArray, need_t: FloatArray, capacity: FloatArray, bandwidth: FloatArray,
+    limit: FloatArray, label: FloatArray, out: FloatArray, tail: FloatArray, stack: IntArray,
     path: IntArray, partition: IntArray, count: IntArray,
 ) -> float:  # fmt: skip
-    """T*: the least interval; the path and partition are written to ``path`` and
+    """T*: the least interval among the deployments within the limit (``need_t[j, i] <=
+    limit[v]``, ``inf`` when none is); the path and partition are written to ``path`` and
     ``partition`` (their first ``count[0]`` entries, from the target back; see the module
     docstring). ``label`` is ``(V, W)``, filled here; the kernel allocates nothing."""
     V, W = capacity.size, D.size
@@ -303,7 +321,7 @@ def throughput(
     count[0] = 0
     interval = np.inf
     for v in range(V):
-        if not bottleneck_step(label[v], capacity[v], work_t, stack, out):
+        if not bottleneck_step(label[v], capacity[v], work_t, need_t, limit[v], stack, out):
             continue
         if v == target:  # the last node on any path: nothing after it leads back
             interval = out[W - 1]
@@ -321,15 +339,20 @@ def throughput(
         C = capacity[v]
         best, chosen = np.inf, -1
         for i in range(j + 1):
+            if need_t[j, i] > limit[v]:
+                continue
             d = max(label[v, i], work_t[j, i] / C)
             if d < best or chosen < 0:  # the first i when every delay overflows
                 best, chosen = d, i
+        if chosen < 0:  # no deployment within the limits: none read back (count 0)
+            return interval
         j = chosen
         best, link = np.inf, -1
         for t in range(in_ptr[v], in_ptr[v + 1]):
             e = in_links[t]
             u = link_src[e]
-            bottleneck_step(label[u], capacity[u], work_t, stack, tail)  # formed again
+            bottleneck_step(label[u], capacity[u], work_t, need_t, limit[u], stack,
+                            tail)  # formed again  # fmt: skip
             d = max(tail[j], D[j] / bandwidth[e])
             if d < best or link < 0:
                 best, link = d, e

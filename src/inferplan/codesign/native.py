@@ -57,7 +57,8 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
         _I1, _F1, _F1, _F1, _F1, _I1,  # seg_ptr, seg_start/slope/value, node_cap, node_table
         _I1, _F1, _F1, _F1, _F1, _I1,  # the same of the links (lseg_*, link_cap, link_table)
         _I1, _I1, _I1, _I1,  # out_ptr, out_links, in_ptr, in_links
-        _I1, _F3, _F2, _F8,  # linear (links of one piece, uncapped), tables, beta
+        _I1, _F2, _F1,  # linear (links of one piece, uncapped), need_t, limit
+        _F3, _F2, _F8,  # node and link tables, beta
         _F2, _F1,  # req_t, wanted
         _F2, _F1, _F1, _I1, _F1,  # label, out, tail, queue, keys
         _I1, _I1, _I1, _I1,  # path, partition, used, count
@@ -65,7 +66,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "throughput": (
         _F2, _F1, _I8, _I8,  # work_t, D, source, target
         _I1, _I1, _I1, _I1, _I1, _I1,  # link_src, link_dst, out_ptr, out_links, in_ptr, in_links
-        _F1, _F1,  # capacity, bandwidth
+        _F2, _F1, _F1, _F1,  # need_t, capacity, bandwidth, limit
         _F2, _F1, _F1, _I1,  # label, out, tail, stack
         _I1, _I1, _I1,  # path, partition, count
     ),

@@ -10,10 +10,12 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.stages import stages
+from inferplan.codesign.instance import CodesignInstance, Pricing
+from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
+from inferplan.codesign.stages import Stages, stages
 from inferplan.errors import Infeasible, InvalidArgument
-from inferplan.network.costs import CapacityCost
+from inferplan.network.costs import CapacityCost, ModuleCost
+from inferplan.units import link_name, si
 
 __all__ = [
     "STATUSES",
@@ -23,8 +25,11 @@ __all__ = [
     "Plan",
     "PlanStatus",
     "added",
+    "at_caps",
+    "beyond_caps",
     "build_plan",
     "check_scale",
+    "deployment_latency",
     "infeasible",
     "plan_from_path",
     "slowest_stage",
@@ -67,13 +72,16 @@ class Deployment:
 
     ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
     last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with, and ``bottleneck`` the stage that sets it.
+    the deployment was evaluated with, ``bottleneck`` the stage that sets it, and ``latency``
+    the seconds one inference takes through it (see
+    :meth:`~inferplan.codesign.stages.Stages.latency`).
     """
 
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
     bottleneck: Bottleneck | None = None
+    latency: float | None = None
 
     @property
     def throughput(self) -> float:
@@ -84,6 +92,7 @@ class Deployment:
         return {
             "interval": self.interval,
             "throughput": self.throughput,
+            "latency": self.latency,
             "path": list(self.path),
             "partition": list(self.partition),
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
@@ -125,6 +134,14 @@ class Plan:
         Bandwidth (bit/s) added per link; only non-zero amounts.
     bottleneck
         The stage that sets ``interval`` after the upgrades (see :class:`Bottleneck`).
+    latency
+        Seconds one inference takes through the deployment after the upgrades (compute,
+        transfer and propagation delays; ``None`` only for a plan file that does not say).
+    target_latency
+        The latency bound that was asked for, if any.
+    memory
+        Each path node's memory need, its memory after the upgrades and the bytes added
+        (see :class:`~inferplan.codesign.memory.NodeMemory`).
     """
 
     method: str
@@ -137,11 +154,24 @@ class Plan:
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
     bottleneck: Bottleneck | None = None
+    latency: float | None = None
+    target_latency: float | None = None
+    memory: tuple[NodeMemory, ...] = ()
+
+    @property
+    def memory_upgrades(self) -> dict[str, float]:
+        """Memory (bytes) added per node id; only non-zero amounts."""
+        return {m.id: m.added for m in self.memory if m.added > 0}
 
     @property
     def feasible(self) -> bool:
-        """Whether the plan meets its target interval."""
-        return self.interval <= self.target_interval * (1 + INTERVAL_RTOL)
+        """Whether the plan meets its target interval (and its latency bound, if any)."""
+        on_time = (
+            self.target_latency is None
+            or self.latency is None
+            or self.latency <= self.target_latency * (1 + INTERVAL_RTOL)
+        )
+        return on_time and self.interval <= self.target_interval * (1 + INTERVAL_RTOL)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +180,8 @@ class Plan:
             "cost": self.cost,
             "interval": self.interval,
             "target_interval": self.target_interval,
+            "latency": self.latency,
+            "target_latency": self.target_latency,
             "path": list(self.path),
             "partition": list(self.partition),
             "node_upgrades": dict(self.node_upgrades),
@@ -158,6 +190,8 @@ class Plan:
                 for u in self.link_upgrades
             ],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
+            "memory_upgrades": self.memory_upgrades,
+            "memory": [m.to_dict() for m in self.memory],
         }
 
 
@@ -210,6 +244,74 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
     return Infeasible(f"no plan reaches an interval of {beta:g} s within the capacity caps{more}")
 
 
+def at_caps(inst: CodesignInstance) -> CodesignInstance:
+    """``inst`` with every node and link at its cap: its capacity plus the most its cost
+    function can add (whole modules, for capacity sold in modules), and every node's memory at
+    the most it can have. Its ``T*`` is the least interval any plan can reach. Where nothing
+    caps an element its capacity is the largest float."""
+    # the largest float rather than inf where nothing caps an element: inf / inf is no delay
+    most = np.finfo(np.float64).max
+    node_cap = _most_added(inst.node_pricing, inst.node_costs)
+    link_cap = _most_added(inst.link_pricing, inst.link_costs)
+    capped = inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
+                         np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+    return capped.with_memory(most_memory(inst))
+
+
+def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:
+    """The most each element can add: its cap, or the whole modules that fit under it."""
+    most = pricing.cap.copy()
+    for k in pricing.other.tolist():
+        cost = costs[k]
+        if isinstance(cost, ModuleCost):
+            most[k] = cost.max_modules * cost.size
+    return most
+
+
+def beyond_caps(
+    error: Infeasible, capped: CodesignInstance, best: Deployment, beta: float
+) -> Infeasible:
+    """``error`` (the :func:`infeasible` of a method) told what the caps allow: ``best`` is
+    ``T*`` of ``capped`` (:func:`at_caps`), the best interval with every element at its cap,
+    and the caps that bind it are the stages of that deployment as slow as its interval.
+
+    Its message names them and the interval; its ``details`` hold ``best_interval``,
+    ``binding`` (each ``kind``, ``id`` and ``capacity`` at its cap, FLOP/s or bit/s) and
+    ``at_caps`` (the deployment, as :meth:`Deployment.to_dict`). When ``best`` meets the
+    target ``beta`` (a baseline's deployment fell short, not the caps), the message says so."""
+    index = {v: k for k, v in enumerate(capped.node_ids)}
+    path = [index[v] for v in best.path]
+    deployment = stages(capped, path, best.partition)
+    _, C, B = capped.scalars
+    compute, transfer = deployment.delays(C, B)
+    most = np.finfo(np.float64).max
+    binding: list[dict[str, Any]] = []
+    named: list[str] = []
+    slow = best.interval * (1 - INTERVAL_RTOL)
+    for k, v in enumerate(deployment.nodes):
+        if compute[k] >= slow and C[v] < most:
+            binding.append({"kind": "node", "id": capped.node_ids[v], "capacity": C[v]})
+            named.append(f"node {capped.node_ids[v]!r} at its cap of {si(C[v], 'FLOP/s')}")
+        e = deployment.links[k] if k < len(deployment.links) else None
+        if e is not None and transfer[k] >= slow and B[e] < most:
+            link = capped.links[e]
+            binding.append({"kind": "link", "id": f"{link.source}->{link.target}",
+                            "capacity": B[e]})  # fmt: skip
+            named.append(f"link {link_name(link.source, link.target)} at its cap of "
+                         f"{si(B[e], 'bit/s')}")  # fmt: skip
+    interval = best.interval if binding else 0.0  # only uncapped elements: no interval binds
+    if not binding:
+        said = "the caps allow any interval"
+    else:
+        said = f"the caps allow at best {interval:.4g} s ({best.throughput:.4g} inferences/s)"
+        said += f", bound by {' and '.join(named)}"
+    if interval <= beta * (1 + INTERVAL_RTOL):  # a baseline's own deployment fell short
+        said += f", which meets {beta:g} s: an exact method (psg, milp) finds that plan"
+    details = {"best_interval": interval, "binding": binding, "at_caps": best.to_dict()}
+    return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
+                      details=details)  # fmt: skip
+
+
 def slowest_stage(
     inst: CodesignInstance,
     path: Sequence[int],
@@ -225,16 +327,48 @@ def slowest_stage(
     under ``capacity`` and ``bandwidth`` (the instance's own when not given) plus any
     ``added_capacity`` and ``added_bandwidth`` (by node and link index), and the stage that
     sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
-    deployment = stages(inst, path, partition, links)
-    _, own_capacity, own_bandwidth = inst.scalars
-    C = own_capacity if capacity is None else capacity
-    B = own_bandwidth if bandwidth is None else bandwidth
+    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     interval = deployment.interval(C, B, added_capacity, added_bandwidth)
     kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
     if kind == "node":
         return interval, Bottleneck("node", inst.node_ids[k])
     link = inst.links[k]
     return interval, Bottleneck("link", f"{link.source}->{link.target}")
+
+
+def deployment_latency(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None = None,
+    bandwidth: Sequence[float] | FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    added_capacity: Mapping[int, float] | None = None,
+    added_bandwidth: Mapping[int, float] | None = None,
+) -> float:
+    """The latency (s) of ``partition`` along ``path``, its arguments as for
+    :func:`slowest_stage` (see :meth:`~inferplan.codesign.stages.Stages.latency`)."""
+    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
+    return deployment.latency(C, B, added_capacity, added_bandwidth)
+
+
+def _evaluated(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None,
+    bandwidth: Sequence[float] | FloatArray | None,
+    links: Sequence[int] | None,
+) -> tuple[Stages, Sequence[float] | FloatArray, Sequence[float] | FloatArray]:
+    """The stages of a deployment, and the capacities to evaluate them under (the
+    instance's own where not given)."""
+    _, own_capacity, own_bandwidth = inst.scalars
+    return (
+        stages(inst, path, partition, links),
+        own_capacity if capacity is None else capacity,
+        own_bandwidth if bandwidth is None else bandwidth,
+    )
 
 
 def _price(cost: CapacityCost, amount: float) -> float:
@@ -260,11 +394,14 @@ def build_plan(
     links: Sequence[int] | None = None,
     *,
     status: PlanStatus,
+    target_latency: float | None = None,
+    memory_added: Mapping[int, float] | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
     resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
-    place that turns any solver's choice into a :class:`Plan`.
+    place that turns any solver's choice into a :class:`Plan`. Memory is bought likewise:
+    ``memory_added`` bytes per node, by default what each path node needs beyond its memory.
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
@@ -275,12 +412,18 @@ def build_plan(
         If a purchase exceeds what its cost function can add (its cap): the plan cannot be
         bought, whichever method asked for it.
     """
+    needs = path_needs(inst, path, partition)
+    if memory_added is None:
+        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
+                                                                          strict=True)}  # fmt: skip
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
+    memory_bought: dict[int, float] = {}
     prices: list[float] = []
     for bought, wanted, costs, name in (
         (node_bought, node_added, inst.node_costs, _node_name),
         (link_bought, link_added, inst.link_costs, _link_name),
+        (memory_bought, memory_added, inst.memory_costs, _memory_name),
     ):
         for k in sorted(wanted):
             if wanted[k] > 0:  # every cost is zero at zero: nothing to buy or price
@@ -299,6 +442,9 @@ def build_plan(
     interval, bottleneck = slowest_stage(
         inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
     )
+    latency = deployment_latency(
+        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
+    )
     return Plan(
         method=method,
         status=status,
@@ -314,7 +460,27 @@ def build_plan(
             if y > 0
         ),
         bottleneck=bottleneck,
+        latency=latency,
+        target_latency=target_latency,
+        memory=tuple(
+            NodeMemory(
+                inst.node_ids[v],
+                need,
+                _memory_after(inst, v, memory_bought),
+                memory_bought.get(v, 0.0),
+            )
+            for v, need in zip(path, needs, strict=True)
+        ),
     )
+
+
+def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
+    own = float(inst.memory[v])
+    return None if math.isinf(own) else own + bought.get(v, 0.0)
+
+
+def _memory_name(inst: CodesignInstance, v: int) -> str:
+    return f"the memory of node {inst.node_ids[v]!r}"
 
 
 def _node_name(inst: CodesignInstance, v: int) -> str:

@@ -73,6 +73,9 @@ class _PlanFile(BaseModel):
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
+    # A file from before plans carried their latency says nothing of it.
+    latency: Amount | None = None
+    target_latency: Seconds | None = None
 
 
 def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
@@ -89,6 +92,8 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
+        latency=doc.latency,
+        target_latency=doc.target_latency,
     )
 
 
@@ -103,8 +108,8 @@ def check_plan(
     """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` runs
     ``profile`` on ``network``: its path is a source-to-target path of links of the network,
     its partition covers exactly the profile's blocks, its upgrades name nodes and links of the
-    network, and its interval is what those numbers give (a plan made for another profile or
-    network is refused)."""
+    network, and its interval and latency (when it gives one) are what those numbers give (a
+    plan made for another profile or network is refused)."""
 
     def bad(field: str, message: str) -> InvalidArgument:
         return InvalidArgument(message, source=source, field=field)
@@ -141,17 +146,24 @@ def check_plan(
     inst = compile_instance(network, profile, require_acyclic=False)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
-    interval = stages(inst, [index[v] for v in path], partition).interval(
+    deployment = stages(inst, [index[v] for v in path], partition)
+    upgraded = (
         capacity,
         bandwidth,
-        added_capacity={index[v]: x for v, x in plan.node_upgrades.items() if v in index},
-        added_bandwidth={
+        {index[v]: x for v, x in plan.node_upgrades.items() if v in index},
+        {
             inst.link_index(index[u.source], index[u.target]): u.amount
             for u in plan.link_upgrades
             if u.source in index and u.target in index
         },
     )
+    interval, latency = deployment.interval(*upgraded), deployment.latency(*upgraded)
     if not math.isclose(interval, plan.interval, rel_tol=_SAME_INTERVAL):
         raise bad("interval", f"the plan says {plan.interval:.6g} s, but its deployment of this "
                               f"model on this network gives {interval:.6g} s (a plan for "
                               "another model or network?)")  # fmt: skip
+    if plan.latency is not None and not math.isclose(latency, plan.latency,
+                                                     rel_tol=_SAME_INTERVAL):  # fmt: skip
+        raise bad("latency", f"the plan says {plan.latency:.6g} s, but its deployment of this "
+                             f"model on this network takes {latency:.6g} s (a plan for another "
+                             "model or network?)")  # fmt: skip

@@ -6,14 +6,15 @@ import math
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.methods import (
+    METHODS,
     TieBreak,
     get_method,
     resolve,
     solve,
     throughput_methods,
 )
-from inferplan.codesign.plan import Deployment, Plan
-from inferplan.errors import InvalidArgument
+from inferplan.codesign.plan import Deployment, Plan, at_caps, beyond_caps
+from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
@@ -73,6 +74,8 @@ def provision(
     ------
     Infeasible
         If no plan of the method meets the target within the capacity caps (every method).
+        Its message names the best interval the caps allow (``T*`` with every node and link
+        at its cap) and the caps that bind it; its ``details`` hold the same as numbers.
     InvalidArgument
         For an unknown method, or an option the method does not take.
 
@@ -89,7 +92,15 @@ def provision(
     beta = target_interval(interval=interval, throughput=throughput)
     chosen, _ = resolve(method)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
-    return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
+    try:
+        return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
+    except Infeasible as error:
+        capped = at_caps(inst)
+        try:  # T* at the caps: by the state graph on an acyclic network, else by the MILP
+            best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
+        except Infeasible:  # not even the caps' capacities fit the model's memory
+            raise error from None
+        raise beyond_caps(error, capped, best, beta) from None
 
 
 def throughput(network: Network, profile: Profile, *, method: str = "psg") -> Deployment:

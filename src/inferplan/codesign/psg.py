@@ -35,7 +35,13 @@ import numpy as np
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
-from inferplan.codesign.instance import CodesignInstance, Generation
+from inferplan.codesign.instance import (
+    CodesignInstance,
+    Generation,
+    link_cost_table,
+    node_cost_table,
+)
+from inferplan.codesign.memory import fits_somewhere, memory_infeasible, most_memory
 from inferplan.codesign.plan import Plan, check_scale, infeasible, plan_from_path
 
 __all__ = [
@@ -75,22 +81,6 @@ def by_chunks(
     return values, chosen
 
 
-def node_cost_table(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
-    """``f_v(max(0, w(i, j) / beta - C_v))`` for each of ``nodes`` and ``(i, j)`` (``inf`` for
-    ``i > j`` and beyond a cap). Linear costs are priced in one vectorised step, others one
-    node at a time."""
-    rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
-    pricing = inst.node_pricing
-    with np.errstate(over="ignore"):  # a price beyond floating point is inf, as a cap is
-        cost = pricing.price[nodes][:, None, None] * rho
-    if pricing.capped.size or pricing.other.size:
-        cost[rho > pricing.cap[nodes][:, None, None]] = np.inf
-        for r in np.flatnonzero(np.isin(nodes, pricing.other)):
-            cost[r] = inst.node_costs[int(nodes[r])](rho[r])
-    cost += inst.forbidden
-    return cost
-
-
 def take_min(total: FloatArray) -> tuple[FloatArray, IntArray]:
     """Minimum over axis 1 of ``(rows, i, j)`` and the smallest ``i`` attaining it."""
     return total.min(axis=1), total.argmin(axis=1)
@@ -111,20 +101,6 @@ def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
             dist[part, :, None] + node_cost_table(inst, gen.nodes[part], beta)))  # fmt: skip
 
     return stage
-
-
-def link_cost_table(inst: CodesignInstance, links: IntArray, beta: float) -> FloatArray:
-    """``g_e(max(0, D_j / beta - B_e))`` for each of ``links`` (rows) and each ``j`` (columns),
-    ``inf`` beyond a cap."""
-    sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
-    pricing = inst.link_pricing
-    with np.errstate(over="ignore"):
-        cost = pricing.price[links, None] * sigma
-    if pricing.capped.size or pricing.other.size:
-        cost[sigma > pricing.cap[links, None]] = np.inf
-        for row in np.flatnonzero(np.isin(links, pricing.other)):
-            cost[row] = inst.link_costs[int(links[row])](sigma[row])
-    return cost
 
 
 @dataclass(frozen=True)
@@ -227,6 +203,8 @@ def psg_path(
         cost, path, partition, links = _vectorised_psg(inst, beta)
     if not math.isfinite(cost):
         check_scale(inst, beta, cost)
+        if not inst.terms.empty and not fits_somewhere(inst, most_memory(inst)):
+            raise memory_infeasible(inst, most_memory(inst), beta)
         raise infeasible(beta)
     return cost, path, partition, links
 
@@ -288,9 +266,13 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
     dist[inst.source][0] = 0.0
     terminal, terminal_parent = math.inf, (-1, -1)
 
+    # the extra terms (memory, for instance), one node at a time
+    terms = None if inst.terms.empty else [inst.terms.node(np.array([v]))[0] for v in range(V)]
+
     def compute_cost(v: int, i: int, j: int) -> float:
         rho = max(0.0, inst.work(i, j) / beta - inst.capacity[v])
-        return float(inst.node_costs[v](np.array([rho]))[0])
+        extra = 0.0 if terms is None else float(terms[v][i, j])
+        return float(inst.node_costs[v](np.array([rho]))[0]) + extra
 
     for v in range(V):
         for i in range(N + 1):
@@ -311,6 +293,8 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
                         parent[(z, j)] = (v, i)
     if math.isinf(terminal):
         check_scale(inst, beta, terminal)
+        if not inst.terms.empty and not fits_somewhere(inst, most_memory(inst)):
+            raise memory_infeasible(inst, most_memory(inst), beta)
         raise infeasible(beta)
     path, partition = [inst.target], [N]
     state = terminal_parent

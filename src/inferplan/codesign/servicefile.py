@@ -7,7 +7,18 @@
       - {name: cams, profile: resnet50, source: cam1, target: dc, throughput: 30}
       - {name: asr, profile: asr.json, source: mic, target: dc, interval: 0.05}
 
-``profile`` is a built-in profile name or a profile file, relative to the services file.
+``profile`` is a built-in profile name or a profile file, relative to the services file, or a
+model profiled on the fly as ``inferplan profile`` profiles it (an ONNX file, ``file.py:FACTORY``
+relative to the services file, ``MODULE:FACTORY``, ``transformers:CONFIG_CLASS``), with the
+options of that command as fields of the service::
+
+      - {name: seg, profile: models.py:make_unet, input_shape: "1,3,256,256",
+         source: cam1, target: dc, throughput: 10}
+      - {name: lm, profile: "transformers:GPT2Config", config: [n_layer=2], seq_len: 128,
+         source: mic, target: dc, interval: 0.5}
+
+``input_shape`` is one shape or a list of them; ``blocks``, ``dtype``, ``config`` (a list of
+``key=value``), ``seq_len`` and ``decode`` are as the command's flags.
 """
 
 from __future__ import annotations
@@ -19,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.services import Service
 from inferplan.documents import read_document, validate_document
-from inferplan.errors import InferplanError, InvalidFile
-from inferplan.profiles.io import load_profile
+from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
+from inferplan.profiles.cuts import parse_factory_spec
+from inferplan.profiles.models import ModelOptions, TransformerOptions, model_profile
 
 __all__ = ["load_services", "services_from_dict"]
 
@@ -36,6 +48,19 @@ class _ServiceEntry(BaseModel):
     target: str
     throughput: Positive | None = None
     interval: Positive | None = None
+    # how a model named in place of a profile is profiled (inferplan profile's options)
+    input_shape: str | list[str] | None = None
+    blocks: str | None = None
+    dtype: str = "float32"
+    config: list[str] = []
+    seq_len: Annotated[int, Field(strict=True, ge=1)] | None = None
+    decode: Annotated[bool, Field(strict=True)] = False
+
+    def model_options(self) -> ModelOptions:
+        shapes = [self.input_shape] if isinstance(self.input_shape, str) else self.input_shape
+        hf = TransformerOptions(config=tuple(self.config), seq_len=self.seq_len,
+                                decode=self.decode)  # fmt: skip
+        return ModelOptions(tuple(shapes or ()), self.blocks, self.dtype, "matrix", hf)
 
 
 class _ServicesFile(BaseModel):
@@ -78,7 +103,11 @@ def services_from_dict(
             )
         interval = entry.interval if entry.interval is not None else 1.0 / entry.throughput  # type: ignore[operator]
         try:
-            profile = load_profile(_profile_path(entry.profile, base))
+            profile = model_profile(_profile_path(entry.profile, base), entry.model_options())
+        except InvalidArgument as exc:  # an option of the model: the service's field of it
+            name = {"input_shapes": "input_shape"}.get(exc.field or "", exc.field)
+            raise InvalidFile(f"profile {entry.profile!r}: {exc.message}", source=source,
+                              field=f"{where}.{name}") from None  # fmt: skip
         except InferplanError as exc:
             raise InvalidFile(
                 f"profile {entry.profile!r}: {exc}", source=source, field=f"{where}.profile"
@@ -88,11 +117,15 @@ def services_from_dict(
 
 
 def _profile_path(profile: str, base: Path | None) -> str:
-    """``profile`` relative to ``base`` when it names a file there (or looks like one)."""
+    """``profile`` relative to ``base`` when it names a file there (or looks like one), and
+    the file of a ``file.py:FACTORY`` too."""
+    factory = parse_factory_spec(profile)
+    if factory is not None and factory[0].endswith(".py"):
+        return f"{_profile_path(factory[0], base)}:{factory[1]}"
     if base is None or Path(profile).is_absolute():
         return profile
     candidate = base / profile
-    if candidate.suffix.lower() in (".json", ".yaml", ".yml") or candidate.exists():
+    if candidate.suffix.lower() in (".json", ".yaml", ".yml", ".onnx") or candidate.exists():
         return str(candidate)
     return profile
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import get_service_method
-from inferplan.codesign.plan import CAP_RTOL, PlanStatus
+from inferplan.codesign.plan import CAP_RTOL, PlanStatus, check_scale
 from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -80,14 +80,16 @@ class Service:
 @dataclass(frozen=True)
 class ServiceDeployment:
     """Where one service runs: its ``path`` and ``partition`` (as in a single-service plan),
-    the ``interval`` it achieves once the plan's capacity is bought and shared, and the
-    ``target_interval`` it asked for."""
+    the ``interval`` it achieves once the plan's capacity is bought and shared, the
+    ``target_interval`` it asked for, and its ``latency``: what one of its inferences takes
+    when it finds the bought capacity idle (each stage at the element's whole capacity)."""
 
     name: str
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
     target_interval: float
+    latency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +98,7 @@ class ServiceDeployment:
             "partition": list(self.partition),
             "interval": self.interval,
             "target_interval": self.target_interval,
+            "latency": self.latency,
         }
 
 
@@ -195,6 +198,11 @@ class JointProblem:
         self.instances: tuple[CodesignInstance, ...] = tuple(
             _compile(network, s, require_acyclic) for s in services
         )
+        for service, inst in zip(services, self.instances, strict=True):
+            try:  # here, so that the error names the service, not a planner's interval
+                check_scale(inst, service.interval)
+            except InvalidArgument as exc:
+                raise InvalidArgument(exc.message, field=f"service {service.name!r}") from None
         self.node_of = tuple(
             np.array([node_index[v] for v in inst.node_ids], dtype=np.int64)
             for inst in self.instances
@@ -295,17 +303,24 @@ class JointProblem:
         for s, (path, partition) in enumerate(choices):
             inst, service = self.instances[s], self.services[s]
             run = stages(inst, path, partition)
-            nodes_of, links_of = self.node_of[s], self.link_of[s]
+            node_k = self.node_of[s][list(run.nodes)].tolist()
+            link_k = self.link_of[s][list(run.links)].tolist()
             shares = [
                 service.interval * node[k] / (self.capacity[k] + bought[0].get(k, 0.0))
-                for k, w in zip(nodes_of[list(run.nodes)].tolist(), run.work, strict=True)
+                for k, w in zip(node_k, run.work, strict=True)
                 if w > 0
             ]
             shares += [
                 service.interval * link[k] / (self.bandwidth[k] + bought[1].get(k, 0.0))
-                for k, d in zip(links_of[list(run.links)].tolist(), run.bits, strict=True)
+                for k, d in zip(link_k, run.bits, strict=True)
                 if d > 0
             ]
+            latency = run.latency(
+                inst.capacity,
+                inst.bandwidth,
+                {v: bought[0].get(k, 0.0) for v, k in zip(run.nodes, node_k, strict=True)},
+                {e: bought[1].get(k, 0.0) for e, k in zip(run.links, link_k, strict=True)},
+            )
             deployments.append(
                 ServiceDeployment(
                     name=service.name,
@@ -313,6 +328,7 @@ class JointProblem:
                     partition=tuple(int(b) for b in partition),
                     interval=float(max(shares, default=0.0)),
                     target_interval=service.interval,
+                    latency=latency,
                 )
             )
         nodes, links = self.network.nodes, self.network.links

@@ -3,9 +3,11 @@
 A deployment (a source-target path and a partition) runs as a pipeline of stages: each path
 node ``v`` computes its blocks, ``w_v`` FLOPs taking ``w_v / C_v`` seconds, and each path link
 ``e`` carries the activation after the blocks done so far, ``D_b`` bits taking ``D_b / B_e``
-seconds. The slowest stage sets the output interval. To reach an interval ``beta`` a stage
-needs ``rho_v = max(0, w_v / beta - C_v)`` more compute or ``sigma_e = max(0, D_b / beta -
-B_e)`` more bandwidth.
+seconds, and delays it by its propagation delay ``delay_e``. The slowest stage sets the output
+interval; the latency, what one inference takes through the idle pipeline, is the sum of every
+stage's delay and every propagation delay. To reach an interval ``beta`` a stage needs ``rho_v
+= max(0, w_v / beta - C_v)`` more compute or ``sigma_e = max(0, D_b / beta - B_e)`` more
+bandwidth.
 
 This is the one place that arithmetic is written: plans, the baselines, ``T*`` read-backs,
 plan files and the runtime's pacing all call it. Plain Python over the path's few stages: on
@@ -15,6 +17,7 @@ the paper's networks numpy's cost per call would outweigh the work.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -37,14 +40,15 @@ class Stages:
     ----------
     nodes, work
         Each path node and the FLOPs it computes (``0`` for a node that only forwards).
-    links, bits
-        Each path link and the bits it carries.
+    links, bits, propagation
+        Each path link, the bits it carries and its propagation delay (s).
     """
 
     nodes: tuple[int, ...]
     work: tuple[float, ...]
     links: tuple[int, ...]
     bits: tuple[float, ...]
+    propagation: tuple[float, ...]
 
     def delays(
         self,
@@ -77,6 +81,19 @@ class Stages:
         """The output interval: the slowest stage's delay (seconds)."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
         return max(compute + transfer)
+
+    def latency(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> float:
+        """The latency (seconds): one inference through the idle pipeline, every stage's
+        delay and every link's propagation delay. At an interval no stage exceeds, with
+        deterministic stage times, no inference waits, so each one takes exactly this."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        return math.fsum([*compute, *transfer, *self.propagation])
 
     def bottleneck(
         self,
@@ -135,10 +152,11 @@ def stages(
     if links is None:
         links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     done = [0, *partition[:-1]]
-    bits = inst.activation_bits
+    bits, delay = inst.activation_bits, inst.link_delay
     return Stages(
         nodes=tuple(int(v) for v in path),
         work=tuple(inst.work(i, j) for i, j in zip(done, partition, strict=True)),
         links=tuple(int(e) for e in links),
         bits=tuple(float(bits[b]) for b in partition[: len(links)]),
+        propagation=tuple(float(delay[e]) for e in links),
     )

@@ -12,13 +12,16 @@ candidate delays, compared, never recomputed), so the rule does not depend on th
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.plan import Deployment, slowest_stage
+from inferplan.codesign.memory import fits_somewhere, memory_infeasible
+from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 
 __all__ = ["throughput_optimal"]
@@ -29,10 +32,12 @@ def throughput_optimal(
     capacity: FloatArray | None = None,
     bandwidth: FloatArray | None = None,
     *,
+    memory: FloatArray | None = None,
     engine: Engine = "auto",
 ) -> Deployment:
     """The deployment of least output interval ``T*`` under ``capacity`` and ``bandwidth``
-    (the instance's own when not given).
+    (the instance's own when not given) among the deployments whose every node's need fits
+    ``memory`` (bytes per node; the instance's own when not given, ``inf`` for unlimited).
 
     ``engine`` as for :func:`~inferplan.codesign.psg.psg_path`: the compiled kernel
     (``O(N)`` per node and per link) or the all-pairs relaxation below. Both compare the same
@@ -45,35 +50,50 @@ def throughput_optimal(
     >>> best = throughput_optimal(compile_instance(inferplan.tiered(seed=2), inferplan.vgg16()))
     >>> best.path[0], best.partition[-1]
     ('s', 16)
+
+    Raises
+    ------
+    Infeasible
+        If no deployment fits ``memory``.
     """
     inst.check_acyclic("T*")
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
+    M = inst.memory if memory is None else np.asarray(memory, dtype=np.float64)
     if compiled_engine(engine, inst):
         # the kernel's label at the target is the path's slowest stage, bit for bit
-        interval, path, partition = compiled.throughput_kernel(inst, C, B)
+        interval, path, partition = compiled.throughput_kernel(inst, C, B, M)
+        if not math.isfinite(interval) and not fits_somewhere(inst, M):
+            raise memory_infeasible(inst, M)
         _, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     else:
-        path, partition = _vectorised(inst, C, B)
+        path, partition = _vectorised(inst, C, B, M)
         interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     names = inst.node_ids
-    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval, bottleneck)
+    latency = deployment_latency(inst, path, partition, capacity, bandwidth)
+    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval, bottleneck,
+                      latency)  # fmt: skip
 
 
 def _vectorised(
-    inst: CodesignInstance, C: FloatArray, B: FloatArray
+    inst: CodesignInstance, C: FloatArray, B: FloatArray, M: FloatArray
 ) -> tuple[list[int], list[int]]:
     """The path and partition of :func:`throughput_optimal` by the all-pairs relaxation:
-    ``min_{i<=j} max(label[v, i], w(i, j) / C_v)`` and the smallest ``i`` attaining it."""
+    ``min_{i<=j} max(label[v, i], w(i, j) / C_v)`` over the ``i`` that fit ``M_v`` and the
+    smallest ``i`` attaining it."""
     start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
     start[inst.source, 0] = 0.0
-    work = inst.work_between
+    work, need = inst.work_between, inst.memory_need
+    limited = bool(np.any(need[0, -1] > M))
 
     def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray]:
-        capacity = C[gen.rows]
+        capacity, memory = C[gen.rows], M[gen.rows]
 
         def step(part: slice) -> tuple[FloatArray, IntArray]:
-            return take_min(np.maximum(labels[part, :, None], work / capacity[part, None, None]))
+            delay = np.maximum(labels[part, :, None], work / capacity[part, None, None])
+            if limited:
+                delay[need[None] > memory[part, None, None]] = np.inf
+            return take_min(delay)
 
         rows, width = labels.shape
         return by_chunks(rows, width, step)
@@ -82,5 +102,11 @@ def _vectorised(
     relaxed = relax_generations(
         inst, start, stage, D[None, :] / B[inst.sweep_links, None], np.maximum
     )
+    if (
+        limited
+        and not np.isfinite(relaxed.stage_min[inst.target, -1])
+        and not fits_somewhere(inst, M)
+    ):
+        raise memory_infeasible(inst, M)
     path, partition, _ = backtrack(inst, relaxed)
     return path, partition

@@ -18,6 +18,7 @@ from inferplan.lazy import export_lazily
 
 if TYPE_CHECKING:
     from inferplan.coinference.channels import (
+        Chain,
         Channel,
         Discrete,
         LogNormal,
@@ -27,6 +28,13 @@ if TYPE_CHECKING:
         Trace,
     )
     from inferplan.coinference.io import load_system, save_system, system_from_dict
+    from inferplan.coinference.markov import (
+        GaussMarkov,
+        Markov,
+        clarke_correlation,
+        fit_markov,
+        stationary_law,
+    )
     from inferplan.coinference.placement import (
         Baselines,
         MlpPlacement,
@@ -35,12 +43,19 @@ if TYPE_CHECKING:
         expected_costs,
         fixed_split_costs,
         hybrid_placement,
+        memoryless_placement,
         mlp_placement,
         one_step_placement,
         optimal_placement,
         optimality_probabilities,
     )
-    from inferplan.coinference.policy import SplitPolicy
+    from inferplan.coinference.policy import (
+        Policy,
+        SplitPolicy,
+        StatePolicy,
+        policy_from_dict,
+        policy_from_json,
+    )
     from inferplan.coinference.simulate import (
         Simulation,
         StrategySimulation,
@@ -50,6 +65,7 @@ if TYPE_CHECKING:
     from inferplan.coinference.stopping import (
         RULES,
         StoppingSolution,
+        evaluate_policy,
         evaluate_thresholds,
         one_step_etc_all,
         one_step_terms,
@@ -90,35 +106,44 @@ __all__ = [
     "RULES",
     "STRATEGIES",
     "Baselines",
+    "Chain",
     "Channel",
     "Decision",
     "Device",
     "Discrete",
     "Edge",
+    "GaussMarkov",
     "Layers",
     "LogNormal",
+    "Markov",
     "MlpPlacement",
     "Nakagami",
     "PlacementPlan",
+    "Policy",
     "Rayleigh",
     "ScipyChannel",
     "Simulation",
     "SplitPolicy",
+    "StatePolicy",
     "StoppingSolution",
     "Strategy",
     "StrategySimulation",
     "System",
     "Trace",
+    "clarke_correlation",
     "compare_baselines",
     "decide",
     "default_system",
+    "evaluate_policy",
     "evaluate_thresholds",
     "expected_costs",
+    "fit_markov",
     "fixed_split_costs",
     "get_strategy",
     "hybrid_placement",
     "layers_from_profile",
     "load_system",
+    "memoryless_placement",
     "mlp_layers",
     "mlp_placement",
     "one_step_etc_all",
@@ -131,10 +156,13 @@ __all__ = [
     "optimality_probability",
     "plan_placement",
     "planner_names",
+    "policy_from_dict",
+    "policy_from_json",
     "sample_snr",
     "save_system",
     "simulate",
     "solve_stopping",
+    "stationary_law",
     "strategy_label",
     "system_from_dict",
 ]
@@ -143,6 +171,7 @@ export_lazily(
     __name__,
     {
         "inferplan.coinference.channels": (
+            "Chain",
             "Channel",
             "Discrete",
             "LogNormal",
@@ -152,6 +181,13 @@ export_lazily(
             "Trace",
         ),
         "inferplan.coinference.io": ("load_system", "save_system", "system_from_dict"),
+        "inferplan.coinference.markov": (
+            "GaussMarkov",
+            "Markov",
+            "clarke_correlation",
+            "fit_markov",
+            "stationary_law",
+        ),
         "inferplan.coinference.placement": (
             "Baselines",
             "MlpPlacement",
@@ -160,12 +196,19 @@ export_lazily(
             "expected_costs",
             "fixed_split_costs",
             "hybrid_placement",
+            "memoryless_placement",
             "mlp_placement",
             "one_step_placement",
             "optimal_placement",
             "optimality_probabilities",
         ),
-        "inferplan.coinference.policy": ("SplitPolicy",),
+        "inferplan.coinference.policy": (
+            "Policy",
+            "SplitPolicy",
+            "StatePolicy",
+            "policy_from_dict",
+            "policy_from_json",
+        ),
         "inferplan.coinference.simulate": (
             "Simulation",
             "StrategySimulation",
@@ -175,6 +218,7 @@ export_lazily(
         "inferplan.coinference.stopping": (
             "RULES",
             "StoppingSolution",
+            "evaluate_policy",
             "evaluate_thresholds",
             "one_step_etc_all",
             "one_step_terms",

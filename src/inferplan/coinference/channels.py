@@ -32,15 +32,17 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from scipy import integrate, optimize, special, stats
 
-from inferplan.arrays import FloatArray
+from inferplan.arrays import FloatArray, IntArray
 from inferplan.errors import DivergentCost, InvalidSystem
 
 __all__ = [
+    "Chain",
     "Channel",
     "Discrete",
     "LogNormal",
@@ -98,10 +100,95 @@ def _snr_parameter(value: float, name: str) -> float:
     return value
 
 
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """A channel with memory as the solvers see it: ``K`` SNR states over ``S`` stages
+    (made by the channels of :mod:`inferplan.coinference.markov`).
+
+    Attributes
+    ----------
+    snr
+        ``(K,)`` the linear SNR each state stands for, increasing.
+    boundaries
+        ``(K - 1,)`` where one state's SNR range ends and the next begins.
+    initial
+        ``(K,)`` the law of the state at stage 1.
+    transitions
+        ``(S - 1, K, K)``: ``transitions[n - 1][i, j] = P(state j at n + 1 | state i at n)``.
+    """
+
+    snr: FloatArray
+    boundaries: FloatArray
+    initial: FloatArray
+    transitions: FloatArray
+
+    @property
+    def states(self) -> int:
+        """``K``."""
+        return int(self.snr.size)
+
+    @property
+    def stages(self) -> int:
+        """``S``, the stages the chain covers (``N + 1`` in a system)."""
+        return int(self.transitions.shape[0]) + 1
+
+    @functools.cached_property
+    def marginals(self) -> FloatArray:
+        """``(S, K)``: the law of the state at each stage."""
+        out = np.empty((self.stages, self.states))
+        out[0] = self.initial
+        for n in range(1, self.stages):
+            out[n] = out[n - 1] @ self.transitions[n - 1]
+        out /= out.sum(axis=1, keepdims=True)
+        return out
+
+    def state_of(self, snr: npt.ArrayLike) -> IntArray:
+        """The state of each observed SNR."""
+        return np.searchsorted(self.boundaries, snr, side="right").astype(np.int64)
+
+    def sample_states(self, rng: np.random.Generator, size: int) -> IntArray:
+        """``(size, S)`` state paths drawn from the chain."""
+        k = self.states
+        out = np.empty((size, self.stages), dtype=np.int64)
+        out[:, 0] = np.minimum(np.searchsorted(np.cumsum(self.initial), rng.random(size)), k - 1)
+        for n in range(1, self.stages):
+            keep, alias = self._alias[n - 1]
+            here = out[:, n - 1]
+            x = rng.random(size) * k
+            column = np.minimum(x.astype(np.int64), k - 1)
+            flat = here * k + column
+            out[:, n] = np.where(x - column < keep[flat], column, alias[flat])
+        return out
+
+    @functools.cached_property
+    def _alias(self) -> list[tuple[FloatArray, IntArray]]:
+        """Walker's alias tables of every row of every step (flattened ``K * K``): a draw is one
+        uniform column and one comparison, whatever ``K``."""
+        k = self.states
+        tables = []
+        for matrix in self.transitions:
+            keep = np.ones((k, k))
+            alias = np.tile(np.arange(k), (k, 1))
+            for i, row in enumerate(matrix):
+                scaled = row * k
+                small = [j for j in range(k) if scaled[j] < 1.0]
+                large = [j for j in range(k) if scaled[j] >= 1.0]
+                while small and large:
+                    lo, hi = small.pop(), large[-1]
+                    keep[i, lo], alias[i, lo] = scaled[lo], hi
+                    scaled[hi] -= 1.0 - scaled[lo]
+                    if scaled[hi] < 1.0:
+                        small.append(large.pop())
+            tables.append((keep.ravel(), alias.ravel()))
+        return tables
+
+
 class Channel(ABC):
     """The distribution of the uplink SNR ``gamma`` (linear, not dB) at one split stage."""
 
     kind: str
+    #: Whether SNRs at successive stages depend on each other (:meth:`chain` is not ``None``).
+    memory: ClassVar[bool] = False
 
     @abstractmethod
     def below(self, threshold: float) -> float:
@@ -139,6 +226,18 @@ class Channel(ABC):
     def mean_inv_log(self) -> float:
         """``E[1 / log2(1 + gamma)]``, the expectation for a forced upload."""
         return self.partial_inv_log(0.0)
+
+    def chain(self, intervals: Sequence[float]) -> Chain | None:
+        """The channel's memory over ``len(intervals) + 1`` stages ``intervals`` seconds apart
+        (:mod:`inferplan.coinference.markov`); ``None``: SNRs of different stages are
+        independent."""
+        return None
+
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        """``(size, len(intervals) + 1)`` SNRs at consecutive stages (independent here)."""
+        return self.sample(rng, size * (len(intervals) + 1)).reshape(size, len(intervals) + 1)
 
 
 # ----------------------------------------------------------------------------------- discrete
@@ -221,9 +320,16 @@ class Discrete(Channel):
 
 @dataclass(frozen=True)
 class Trace(Channel):
-    """An empirical trace of SNR samples: each sample equally likely (exact, like ``Discrete``)."""
+    """An empirical trace of SNR samples: each sample equally likely (exact, like ``Discrete``).
+
+    The planner treats the samples as independent. With ``replay`` the simulator (and
+    ``device run``) replays the trace as recorded: each inference reads consecutive samples
+    from a random start (wrapping around), one per split stage, so the trace's own correlation
+    reaches the split decisions; every stage still sees each sample equally often.
+    """
 
     snr: tuple[float, ...]
+    replay: bool = False
     kind: str = field(default="trace", init=False)
 
     def __post_init__(self) -> None:
@@ -257,8 +363,23 @@ class Trace(Channel):
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return np.asarray(self.snr)[rng.integers(0, len(self.snr), size=size)]
 
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        if not self.replay:
+            return super().sample_paths(rng, size, intervals)
+        n = len(self.snr)
+        start = rng.integers(0, n, size=size)
+        steps = np.arange(len(intervals) + 1)
+        return np.asarray(
+            np.asarray(self.snr)[(start[:, None] + steps[None, :]) % n], dtype=np.float64
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "trace", "snr": list(self.snr)}
+        out: dict[str, Any] = {"kind": "trace", "snr": list(self.snr)}
+        if self.replay:
+            out["replay"] = True
+        return out
 
 
 # --------------------------------------------------------------------------------- continuous

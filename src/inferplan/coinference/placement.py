@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.policy import Policy
 from inferplan.coinference.stopping import (
     StoppingSolution,
     one_step_etc_all,
@@ -40,6 +40,7 @@ __all__ = [
     "expected_costs",
     "fixed_split_costs",
     "hybrid_placement",
+    "memoryless_placement",
     "mlp_placement",
     "one_step_placement",
     "optimal_placement",
@@ -57,14 +58,26 @@ def expected_costs(system: System, *, rule: str = "optimal") -> FloatArray:
     >>> bool(np.all(expected_costs(s) <= expected_costs(s, rule="1sla") + 1e-15))
     True
     """
-    if rule == "optimal":
-        etc = np.array([optimal_thresholds(system, m)[1][0] for m in range(system.n_layers + 1)])
-    elif rule == "1sla":
-        etc = one_step_etc_all(system)
-    else:
+    if rule not in ("optimal", "1sla"):
         raise InvalidArgument(f"rule must be 'optimal' or '1sla', got {rule!r}")
+    if system.chain is not None:
+        etc = _memory_etc(system, rule)
+    elif rule == "optimal":
+        etc = np.array([optimal_thresholds(system, m)[1][0] for m in range(system.n_layers + 1)])
+    else:
+        etc = one_step_etc_all(system)
     with np.errstate(over="ignore"):  # a cost beyond floating point is inf
         return np.asarray(system.placement_costs + etc, dtype=np.float64)
+
+
+def _memory_etc(system: System, rule: str) -> FloatArray:
+    """The expected ETC of every placement on a channel with memory."""
+    from inferplan.coinference import markov_stopping as memory
+
+    assert system.chain is not None
+    if rule == "1sla":
+        return memory.memory_one_step_etc_all(system)
+    return memory.memory_optimal_etc_all(system)
 
 
 def optimality_probabilities(system: System) -> FloatArray:
@@ -107,19 +120,26 @@ class PlacementPlan:
         """``gamma_hat_1..gamma_hat_{M*}``."""
         return self.solution.thresholds
 
-    def policy(self) -> SplitPolicy:
+    def policy(self) -> Policy:
         """The O(1) on-device rule for ``M*``."""
         return self.solution.policy()
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``coinfer --json`` object (``null`` for infinite or unevaluated values)."""
-        return {
+        """The ``coinfer --json`` object (``null`` for infinite or unevaluated values); on a
+        channel with memory also the rule per state (``state_thresholds``, ``boundaries``,
+        ``threshold_structure``)."""
+        out: dict[str, Any] = {
             "method": self.method,
             "placement": self.placement,
             "expected_cost": self.expected_cost,
             "costs": [z if math.isfinite(z) else None for z in self.costs],
             "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
         }
+        solution = self.solution.to_dict()
+        for key in ("state_thresholds", "boundaries", "threshold_structure"):
+            if key in solution:
+                out[key] = solution[key]
+        return out
 
 
 def _argmin(costs: FloatArray) -> int:
@@ -142,6 +162,55 @@ def optimal_placement(system: System) -> PlacementPlan:
     return PlacementPlan(
         "optimal", m_star, tuple(costs.tolist()), solve_stopping(system, m_star), work
     )
+
+
+def memoryless_placement(system: System) -> PlacementPlan:
+    """``M*`` and thresholds computed as if the SNRs of successive stages were independent
+    (backward induction on each stage's law), with ``Z`` evaluated on the channel as it is.
+
+    Without memory this is :func:`optimal_placement`. On a channel with memory, ``costs`` are
+    the true ``Z(M)`` of the i.i.d. rule for each ``M``, and the placement is the one the
+    i.i.d. model believes best, so it need not minimise them.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import Markov, default_system
+    >>> sticky = Markov((0.5, 3.0, 12.0), ((0.9, 0.1, 0.0), (0.05, 0.9, 0.05), (0.0, 0.1, 0.9)))
+    >>> s = default_system(channel=sticky)
+    >>> memoryless_placement(s).expected_cost >= optimal_placement(s).expected_cost
+    True
+    """
+    if system.chain is None:
+        plan = optimal_placement(system)
+        return PlacementPlan(
+            "memoryless", plan.placement, plan.costs, plan.solution, plan.stage_evaluations
+        )
+    from inferplan.coinference import markov_stopping as memory
+
+    n_layers = system.n_layers
+    believed = np.empty(n_layers + 1)
+    true = np.empty(n_layers + 1)
+    rules = []
+    for m in range(n_layers + 1):
+        thresholds, values = optimal_thresholds(system, m)
+        believed[m] = values[0]
+        true[m] = memory.evaluate_rule(system, thresholds)[0][0]
+        rules.append(thresholds)
+    with np.errstate(over="ignore"):
+        m_star = _argmin(system.placement_costs + believed)
+        costs = system.placement_costs + true
+    values, split = memory.evaluate_rule(system, rules[m_star])
+    solution = StoppingSolution(
+        rule="memoryless",
+        placement=m_star,
+        thresholds=tuple(float(t) for t in rules[m_star]),
+        stage_values=tuple(float(v) for v in values),
+        split_probabilities=tuple(float(p) for p in split),
+        expected_etc=float(values[0]),
+        placement_cost=float(system.placement_costs[m_star]),
+    )
+    work = 2 * (n_layers + 1) * (n_layers + 2) // 2
+    return PlacementPlan("memoryless", m_star, tuple(costs.tolist()), solution, work)
 
 
 def one_step_placement(system: System) -> PlacementPlan:
@@ -177,6 +246,9 @@ def hybrid_placement(system: System, *, rel_tol: float = 0.0) -> PlacementPlan:
       ``E[eta_{M+1}]`` instead of ``E[V^{(M')}_{M+1}]`` therefore gives
       ``V(M) >= V(M') + P1(reach M+1) * (E[eta_{M+1}] - E[V^{(M')}_{M+1}])``.
 
+    On a channel with memory these bounds do not hold as stated (the continuation is a vector
+    over states), and the hybrid evaluates every placement exactly, as ``optimal`` does.
+
     ``V(N)`` is evaluated first (O(N)); then, best first, the open placement with the lowest
     bound is evaluated exactly, until every open bound exceeds the best exact cost (times
     ``1 + rel_tol``). With ``rel_tol = 0`` the result is the same ``M*`` as ``"optimal"``
@@ -192,6 +264,11 @@ def hybrid_placement(system: System, *, rel_tol: float = 0.0) -> PlacementPlan:
     """
     if not (math.isfinite(rel_tol) and rel_tol >= 0):
         raise InvalidArgument(f"must be >= 0, got {rel_tol!r}", field="rel_tol")
+    if system.chain is not None:  # the bounds are the i.i.d. model's: evaluate every M
+        plan = optimal_placement(system)
+        return PlacementPlan(
+            "hybrid", plan.placement, plan.costs, plan.solution, plan.stage_evaluations
+        )
     n_layers = system.n_layers
     c = system.placement_costs
     sla_etc, reach, forced = one_step_terms(system)

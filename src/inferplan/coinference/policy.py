@@ -2,11 +2,15 @@
 
 The device runs it once per stage of every inference. Deciding is one comparison (O(1)), and the
 policy travels as a small JSON object ``{"placement": M, "thresholds": [...]}`` with ``null``
-for an infinite threshold (never split there).
+for an infinite threshold (never split there). On a channel with memory the threshold of a
+stage depends on the channel's state, read from the observed SNR (:class:`StatePolicy`, one
+binary search among ``K - 1`` boundaries and one comparison).
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -18,7 +22,7 @@ import numpy.typing as npt
 
 from inferplan.errors import InvalidArgument
 
-__all__ = ["SplitPolicy"]
+__all__ = ["Policy", "SplitPolicy", "StatePolicy", "policy_from_dict", "policy_from_json"]
 
 
 @dataclass(frozen=True)
@@ -100,3 +104,127 @@ class SplitPolicy:
         if not isinstance(data, Mapping):
             raise InvalidArgument("policy JSON must be an object")
         return cls.from_dict(data)
+
+
+def _finite_or_none(values: Sequence[float]) -> list[float | None]:
+    return [t if math.isfinite(t) else None for t in values]
+
+
+@dataclass(frozen=True)
+class StatePolicy:
+    """On a channel with memory: at stage ``n <= M`` in state ``k`` (the state whose SNR range
+    ``[boundaries[k - 1], boundaries[k])`` holds the observed ``snr``), split iff
+    ``snr >= thresholds[n - 1][k]``; always split at ``M + 1``.
+
+    Examples
+    --------
+    >>> p = StatePolicy(boundaries=(2.0,), thresholds=((math.inf, 3.0), (0.0, 0.0)))
+    >>> p.upload(1, 1.0), p.upload(1, 5.0), p.upload(2, 0.5), p.placement
+    (False, True, True, 2)
+    >>> policy_from_json(p.to_json()) == p
+    True
+    """
+
+    boundaries: tuple[float, ...]
+    thresholds: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self) -> None:
+        cuts = tuple(float(b) for b in self.boundaries)
+        if any(not math.isfinite(b) for b in cuts) or any(
+            hi <= lo for lo, hi in itertools.pairwise(cuts)
+        ):
+            raise InvalidArgument("policy boundaries must be increasing finite SNRs")
+        rows = []
+        for n, row in enumerate(self.thresholds, start=1):
+            values = tuple(math.inf if t is None else float(t) for t in row)
+            if len(values) != len(cuts) + 1:
+                raise InvalidArgument(
+                    f"stage {n} must give one threshold per state ({len(cuts) + 1}), "
+                    f"got {len(values)}"
+                )
+            for t in values:
+                if math.isnan(t) or t < 0:
+                    raise InvalidArgument(f"threshold of stage {n} must be >= 0 or null, got {t!r}")
+            rows.append(values)
+        object.__setattr__(self, "boundaries", cuts)
+        object.__setattr__(self, "thresholds", tuple(rows))
+
+    @property
+    def placement(self) -> int:
+        """``M``: layers on the device; stage ``M + 1`` always uploads."""
+        return len(self.thresholds)
+
+    def state(self, snr: float) -> int:
+        """The state of an observed SNR."""
+        return bisect.bisect_right(self.boundaries, snr)
+
+    def upload(self, stage: int, snr: float) -> bool:
+        """At 1-based ``stage`` with observed linear ``snr``: upload now (True) or run the layer."""
+        if stage > len(self.thresholds):
+            return True
+        return snr >= self.thresholds[stage - 1][self.state(snr)]
+
+    def split_points(self, snr: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Vectorised: split stage (1-based) for each row of ``snr`` (shape ``(k, M + 1)``)."""
+        snr = np.asarray(snr, dtype=np.float64)
+        m = len(self.thresholds)
+        if snr.ndim != 2 or snr.shape[1] < m + 1:
+            raise InvalidArgument(f"snr must have shape (k, {m + 1}), got {snr.shape}")
+        stop = np.empty((snr.shape[0], m + 1), dtype=bool)
+        if m:
+            states = np.searchsorted(np.asarray(self.boundaries), snr[:, :m], side="right")
+            table = np.asarray(self.thresholds, dtype=np.float64)
+            stop[:, :m] = snr[:, :m] >= table[np.arange(m), states]
+        stop[:, m] = True
+        split: npt.NDArray[np.int64] = np.argmax(stop, axis=1).astype(np.int64) + 1
+        return split
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "state",
+            "placement": self.placement,
+            "boundaries": list(self.boundaries),
+            "thresholds": [_finite_or_none(row) for row in self.thresholds],
+        }
+
+    def to_json(self) -> str:
+        """The policy as one line of JSON."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+
+Policy = SplitPolicy | StatePolicy
+"""A splitting rule the device runs: thresholds per stage, or per stage and channel state."""
+
+
+def policy_from_dict(data: Mapping[str, Any]) -> Policy:
+    """A policy from its :meth:`~SplitPolicy.to_dict` / :meth:`~StatePolicy.to_dict` form."""
+    if data.get("kind") != "state":
+        return SplitPolicy.from_dict(data)
+    boundaries, thresholds = data.get("boundaries"), data.get("thresholds")
+    for name, value in (("boundaries", boundaries), ("thresholds", thresholds)):
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise InvalidArgument(f"policy needs a {name!r} list")
+    assert isinstance(boundaries, Sequence) and isinstance(thresholds, Sequence)
+    rows = []
+    for row in thresholds:
+        if not isinstance(row, Sequence) or isinstance(row, str):
+            raise InvalidArgument("policy 'thresholds' must be a list of lists (stage x state)")
+        rows.append(tuple(row))
+    policy = StatePolicy(tuple(boundaries), tuple(rows))
+    if "placement" in data and data["placement"] != policy.placement:
+        raise InvalidArgument(
+            f"policy placement {data['placement']!r} does not match its "
+            f"{policy.placement} stages of thresholds"
+        )
+    return policy
+
+
+def policy_from_json(text: str) -> Policy:
+    """A policy from one line of JSON (either kind)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"policy is not valid JSON: {exc.msg}") from None
+    if not isinstance(data, Mapping):
+        raise InvalidArgument("policy JSON must be an object")
+    return policy_from_dict(data)

@@ -19,7 +19,7 @@ from scipy import stats
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import inv_log2
-from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.policy import Policy
 from inferplan.coinference.strategies import STRATEGIES, decide
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
@@ -107,14 +107,18 @@ class Simulation:
 
 
 def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> FloatArray:
-    """``(inferences, N + 1)`` independent SNR draws; column ``n - 1`` is stage ``n``."""
-    out = np.empty((inferences, system.n_layers + 1))
+    """``(inferences, N + 1)`` SNR draws, one row per inference; column ``n - 1`` is stage
+    ``n``. Rows are independent; within a row the stages are independent unless the channel has
+    memory (then each row is one path of the channel: the Markov chain, or the Gauss-Markov
+    recursion) or a trace is replayed as recorded (``Trace(replay=True)``)."""
+    if system.chain is not None:
+        return system.memory_channel.sample_paths(rng, inferences, system.stage_intervals)
     shared = all(ch is system.channels[0] for ch in system.channels)
-    if shared:
-        out[:] = system.channels[0].sample(rng, out.size).reshape(out.shape)
-    else:
-        for n, channel in enumerate(system.channels):
-            out[:, n] = channel.sample(rng, inferences)
+    if shared:  # one channel: its paths (a replayed trace keeps its correlation)
+        return system.channels[0].sample_paths(rng, inferences, system.stage_intervals)
+    out = np.empty((inferences, system.n_layers + 1))
+    for n, channel in enumerate(system.channels):
+        out[:, n] = channel.sample(rng, inferences)
     return out
 
 
@@ -149,7 +153,7 @@ def simulate(
     seed: int | None = 0,
     rng: np.random.Generator | None = None,
     confidence: float = 0.95,
-    policies: Sequence[tuple[str, SplitPolicy, float]] = (),
+    policies: Sequence[tuple[str, Policy, float]] = (),
 ) -> Simulation:
     """Simulate ``inferences`` inferences under each strategy with the same SNR draws.
 

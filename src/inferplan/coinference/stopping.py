@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.policy import SplitPolicy
+from inferplan.coinference.policy import Policy, SplitPolicy, StatePolicy
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
 __all__ = [
     "RULES",
     "StoppingSolution",
+    "evaluate_policy",
     "evaluate_thresholds",
     "one_step_etc_all",
     "one_step_terms",
@@ -191,6 +192,14 @@ def optimality_probability(system: System, placement: int) -> float:
     1.0
     """
     m = _check_placement(system, placement)
+    if system.chain is not None:
+        from inferplan.coinference import markov_stopping as memory
+
+        return memory.agreement_probability(
+            system,
+            memory.memory_thresholds(system, m)[0],
+            memory.memory_one_step_thresholds(system)[:m],
+        )
     optimal, _ = optimal_thresholds(system, m)
     one_step = one_step_thresholds(system)[:m]
     total, reach = 0.0, 1.0
@@ -223,6 +232,16 @@ class StoppingSolution:
         ``E[eta_S(gamma_S)]`` per inference.
     placement_cost
         ``c(M)`` per inference.
+    state_thresholds
+        On a channel with memory: ``(M, K)``, split at stage ``n`` in state ``k`` iff
+        ``gamma_n >= state_thresholds[n-1][k]`` (the rule the device runs); then
+        :attr:`thresholds` holds per stage the SNR of the lowest state the rule splits in, the
+        same rule where :attr:`threshold_structure` says so. ``None`` without memory.
+    boundaries
+        On a channel with memory: the SNRs between its states.
+    threshold_structure
+        On a channel with memory: per stage, whether the states the rule splits in are all the
+        states above one SNR.
     """
 
     rule: str
@@ -232,18 +251,24 @@ class StoppingSolution:
     split_probabilities: tuple[float, ...]
     expected_etc: float
     placement_cost: float
+    state_thresholds: tuple[tuple[float, ...], ...] | None = None
+    boundaries: tuple[float, ...] | None = None
+    threshold_structure: tuple[bool, ...] | None = None
 
     @property
     def expected_cost(self) -> float:
         """``Z(M) = c(M) + E[eta_S]``."""
         return self.placement_cost + self.expected_etc
 
-    def policy(self) -> SplitPolicy:
+    def policy(self) -> Policy:
         """The O(1) on-device rule."""
+        if self.state_thresholds is not None:
+            assert self.boundaries is not None
+            return StatePolicy(self.boundaries, self.state_thresholds)
         return SplitPolicy(self.thresholds)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "placement": self.placement,
             "expected_cost": self.expected_cost,
@@ -253,6 +278,13 @@ class StoppingSolution:
             "stage_values": list(self.stage_values),
             "split_probabilities": list(self.split_probabilities),
         }
+        if self.state_thresholds is not None:
+            out["state_thresholds"] = [
+                [t if math.isfinite(t) else None for t in row] for row in self.state_thresholds
+            ]
+            out["boundaries"] = list(self.boundaries or ())
+            out["threshold_structure"] = list(self.threshold_structure or ())
+        return out
 
 
 def solve_stopping(system: System, placement: int, *, rule: str = "optimal") -> StoppingSolution:
@@ -267,6 +299,8 @@ def solve_stopping(system: System, placement: int, *, rule: str = "optimal") -> 
     True
     """
     m = _check_placement(system, placement)
+    if system.chain is not None and rule in RULES:
+        return _solve_with_memory(system, m, rule)
     if rule == "optimal":
         thresholds, _ = optimal_thresholds(system, m)
     elif rule == "1sla":
@@ -283,3 +317,49 @@ def solve_stopping(system: System, placement: int, *, rule: str = "optimal") -> 
         expected_etc=float(values[0]),
         placement_cost=float(system.placement_costs[m]),
     )
+
+
+def _solve_with_memory(system: System, m: int, rule: str) -> StoppingSolution:
+    """:func:`solve_stopping` on a channel with memory: thresholds per stage and state."""
+    from inferplan.coinference import markov_stopping as memory
+
+    if rule == "optimal":
+        table = memory.memory_thresholds(system, m)[0]
+    else:
+        table = memory.memory_one_step_thresholds(system)[:m]
+    values, split = memory.evaluate_rule(system, table)
+    policy = memory.state_policy(system, table)
+    return StoppingSolution(
+        rule=rule,
+        placement=m,
+        thresholds=memory.stage_thresholds(system, table),
+        stage_values=tuple(float(v) for v in values),
+        split_probabilities=tuple(float(p) for p in split),
+        expected_etc=float(values[0]),
+        placement_cost=float(system.placement_costs[m]),
+        state_thresholds=policy.thresholds,
+        boundaries=policy.boundaries,
+        threshold_structure=memory.threshold_structure(system, table),
+    )
+
+
+def evaluate_policy(system: System, policy: Policy) -> tuple[float, FloatArray]:
+    """Expected ETC and split probabilities of any on-device policy on the system's channel."""
+    if system.chain is None:
+        if not isinstance(policy, SplitPolicy):
+            raise InvalidArgument("a per-state policy needs a channel with memory")
+        values, split = evaluate_thresholds(system, np.asarray(policy.thresholds))
+        return float(values[0]), split
+    from inferplan.coinference import markov_stopping as memory
+
+    if isinstance(policy, StatePolicy):
+        chain = system.chain
+        if policy.boundaries != tuple(chain.boundaries.tolist()):
+            raise InvalidArgument("the policy's states are not the channel's")
+        table = np.asarray(policy.thresholds, dtype=np.float64).reshape(
+            policy.placement, chain.states
+        )
+    else:
+        table = np.asarray(policy.thresholds, dtype=np.float64)
+    values, split = memory.evaluate_rule(system, table)
+    return float(values[0]), split

@@ -28,7 +28,7 @@ from inferplan.errors import InvalidArgument
 # none of them, nor numpy and scipy.
 if TYPE_CHECKING:
     from inferplan.coinference.placement import PlacementPlan
-    from inferplan.coinference.policy import SplitPolicy
+    from inferplan.coinference.policy import Policy
     from inferplan.coinference.system import System
 
 __all__ = [
@@ -67,7 +67,7 @@ class Decision:
 
     strategy: str
     placement: int
-    policy: SplitPolicy
+    policy: Policy
     expected_cost: float
     split_stage: int | None = None
 
@@ -176,6 +176,12 @@ def _one_step(system: System, rel_tol: float) -> PlacementPlan:
     return one_step_placement(system)
 
 
+def _memoryless(system: System, rel_tol: float) -> PlacementPlan:
+    from inferplan.coinference.placement import memoryless_placement
+
+    return memoryless_placement(system)
+
+
 def _hybrid(system: System, rel_tol: float) -> PlacementPlan:
     from inferplan.coinference.placement import hybrid_placement
 
@@ -195,6 +201,11 @@ STRATEGIES: Mapping[str, Strategy] = {
                  summary="branch and bound: the optimal placement, fewer backward inductions",
                  exact=True, place=_hybrid, decide=_planned("hybrid", _hybrid),
                  options=("rel_tol",), same_as="optimal"),
+        Strategy(name="memoryless", label="i.i.d. rule on a channel with memory",
+                 summary="placement and thresholds as if the SNRs of successive stages were "
+                 "independent (the optimal plan on a channel without memory)", exact=False,
+                 place=_memoryless, decide=_planned("memoryless", _memoryless),
+                 same_as="optimal"),
         Strategy(name="edge-only", label="edge-only", summary="upload the raw input (M = 0)",
                  exact=False, place=None, decide=_at_stage("edge-only", lambda system: 1)),
         Strategy(name="device-only", label="device-only",

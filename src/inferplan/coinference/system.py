@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import Channel, Rayleigh, channel_sequence
+from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, channel_sequence
+from inferplan.coinference.pathloss import PathLoss
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
@@ -292,6 +293,8 @@ def mlp_layers(
 class System:
     """A device-edge co-inference system (SI units, SNR linear).
 
+    ``downlink_bps`` is the rate ``R_d``; a free-space link ``downlink``
+    (:class:`~inferplan.coinference.pathloss.PathLoss`) replaces it by its Shannon rate.
     ``channel`` is one :class:`~inferplan.coinference.channels.Channel` (or frozen
     ``scipy.stats`` distribution) shared by every split stage, or a sequence of ``N + 1`` of
     them, one per stage. Construction checks that the expected upload cost is finite and raises
@@ -314,10 +317,13 @@ class System:
     downlink_bps: float = DEFAULT_DOWNLINK_BPS
     inferences_per_update: int = DEFAULT_INFERENCES_PER_UPDATE
     energy_weight: float = DEFAULT_ENERGY_WEIGHT
+    downlink: PathLoss | None = field(default=None, compare=False)
     channels: tuple[Channel, ...] = field(init=False, repr=False, compare=False)
+    chain: Chain | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "downlink_bps", _check(self.downlink_bps, "downlink_bps"))
+        rate = self.downlink.rate_bps() if self.downlink is not None else self.downlink_bps
+        object.__setattr__(self, "downlink_bps", _check(rate, "downlink_bps"))
         k = self.inferences_per_update
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise InvalidSystem(
@@ -345,6 +351,57 @@ class System:
                     exc.field = f"channel[{n}]"
                     exc.args = (str(exc),)
                 raise
+        object.__setattr__(self, "chain", None)
+        if any(ch.memory for ch in channels):
+            self._with_memory(channels, per_stage)
+
+    def _with_memory(self, channels: tuple[Channel, ...], per_stage: bool) -> None:
+        """A channel with memory: its chain, and its marginals as the channel of each stage."""
+        if per_stage:
+            n = next(n for n, ch in enumerate(channels) if ch.memory)
+            raise InvalidSystem(
+                f"a channel with memory ({channels[n].kind}) describes every stage: give it "
+                "once, not in a list of one channel per stage",
+                field=f"channel[{n}]",
+            )
+        try:
+            chain = channels[0].chain(self.stage_intervals)
+        except InferplanError as exc:
+            exc.field = f"channel.{exc.field}" if exc.field else "channel"
+            exc.args = (str(exc),)
+            raise
+        assert chain is not None
+        snr = tuple(chain.snr.tolist())
+        marginals = tuple(Discrete(snr, tuple(p.tolist())) for p in chain.marginals)
+        for n, marginal in enumerate(marginals, start=1):
+            try:
+                marginal.mean_inv_log()
+            except InferplanError as exc:
+                exc.message = f"at split stage {n}: {exc.message}"
+                exc.args = (str(exc),)
+                raise
+        object.__setattr__(self, "chain", chain)
+        object.__setattr__(self, "channels", marginals)
+
+    @property
+    def memory_channel(self) -> Channel:
+        """The channel with memory the system was given (``channels`` holds its marginals).
+
+        Raises
+        ------
+        InvalidArgument
+            If the channel has no memory.
+        """
+        if self.chain is None or not isinstance(self.channel, Channel):
+            raise InvalidArgument("the system's channel has no memory")
+        return self.channel
+
+    @property
+    def stage_intervals(self) -> tuple[float, ...]:
+        """``dt_1..dt_N``: the device's compute time of each layer, the time between the SNR
+        observations at stages ``n`` and ``n + 1``."""
+        f_l = self.device.cpu_hz
+        return tuple(cycles / f_l for cycles in self.layers.cycles)
 
     @property
     def n_layers(self) -> int:
@@ -399,12 +456,16 @@ class System:
 
     def to_dict(self) -> dict[str, Any]:
         """The system in the system-file format (explicit layers)."""
-        channels = self.channels
+        channels = (self.memory_channel,) if self.chain is not None else self.channels
         shared = all(ch is channels[0] for ch in channels)
         return {
             "device": self.device.to_dict(),
             "edge": self.edge.to_dict(),
-            "downlink_bps": self.downlink_bps,
+            **(
+                {"downlink": self.downlink.to_dict()}
+                if self.downlink is not None
+                else {"downlink_bps": self.downlink_bps}
+            ),
             "inferences_per_update": self.inferences_per_update,
             "energy_weight": self.energy_weight,
             "channel": channels[0].to_dict() if shared else [ch.to_dict() for ch in channels],
@@ -430,6 +491,7 @@ def default_system(profile: Profile | str = "alexnet", **overrides: Any) -> Syst
         "downlink_bps": DEFAULT_DOWNLINK_BPS,
         "inferences_per_update": DEFAULT_INFERENCES_PER_UPDATE,
         "energy_weight": DEFAULT_ENERGY_WEIGHT,
+        "downlink": None,
     }
     unknown = set(overrides) - set(fields)
     if unknown:

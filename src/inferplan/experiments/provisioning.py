@@ -24,9 +24,10 @@ is ``tie_break="solver"``), ``pfp-random`` and ``pwf-random`` (a throughput-opti
 drawn uniformly among the tied ones, seeded by the point's seed). Default ``[psg, pfp, pwf]``.
 
 One row per method: ``method, status, cost, ratio, runtime_s, engine, interval,
-target_interval, t_star, t_star_ties, path, partition``. ``status`` is the plan's (one of
+target_interval, latency, t_star, t_star_ties, path, partition``. ``status`` is the plan's (one of
 :data:`inferplan.codesign.STATUSES`) or ``infeasible`` when the method has no plan within the
-capacity caps (then ``cost`` and ``interval`` are empty). ``ratio`` is the cost over PSG's cost
+capacity caps (then ``cost``, ``interval`` and ``latency`` are empty); ``latency`` is the
+plan's, in seconds. ``ratio`` is the cost over PSG's cost
 on the same instance (when ``psg`` is among the methods); ``runtime_s`` is the wall time of
 that one solver call, the instance being compiled and ``T*`` found once per point beforehand;
 ``engine`` is ``compiled`` when PSG and ``T*`` ran as numba-compiled kernels, ``numpy``
@@ -181,6 +182,7 @@ def provisioning_point(
                 "engine": engine,
                 "interval": found.interval if found is not None else math.nan,
                 "target_interval": beta,
+                "latency": found.latency if found is not None else math.nan,
                 "t_star": t_star,
                 "t_star_ties": ties,
                 "path": ">".join(found.path) if found is not None else "",

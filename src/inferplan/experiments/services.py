@@ -19,7 +19,8 @@ Options: ``dnns`` (default ``[vgg16, resnet50, alexnet]``), ``fast`` (also run t
 default true), ``time_limit`` (seconds for the MILP, default none).
 
 One row per point: ``dnns`` (the drawn profiles, ``+``-joined); ``joint_cost``,
-``joint_status``, ``joint_s`` (the exact joint MILP); ``alone_cost``: each service planned
+``joint_status``, ``joint_s`` (the exact joint MILP), ``joint_latency_max`` (the largest
+latency of its services, seconds); ``alone_cost``: each service planned
 alone by PSG, its deployment kept, and the capacity their summed loads need bought (a feasible
 plan, what planning separately costs); ``alone_sum``: the sum of the services' own plan costs
 (buying each one's upgrades as if the capacity were its alone; when services share an element
@@ -132,8 +133,9 @@ def services_point(
     except Infeasible:
         row.update(joint_status="infeasible", joint_cost=math.nan, joint_s=math.nan)
         return row
+    latencies = [d.latency for d in joint.services if d.latency is not None]
     row.update(joint_cost=joint.cost, joint_status=joint.status,
-               joint_s=time.perf_counter() - start)  # fmt: skip
+               joint_s=time.perf_counter() - start, joint_latency_max=max(latencies))  # fmt: skip
     alone = []
     for s, service in enumerate(services):
         plan = solve_psg(problem.instances[s], service.interval)

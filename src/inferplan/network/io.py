@@ -78,6 +78,9 @@ class _NodeEntry(BaseModel):
     capacity: Number
     price: Number | None = None
     cost: _CostEntry | None = None
+    memory: Number | None = None
+    memory_price: Number | None = None
+    memory_cost: _CostEntry | None = None
 
 
 class _LinkEntry(BaseModel):
@@ -88,6 +91,7 @@ class _LinkEntry(BaseModel):
     capacity: Number
     price: Number | None = None
     cost: _CostEntry | None = None
+    delay_s: Number = 0.0
 
 
 class _CostFile(BaseModel):
@@ -159,20 +163,28 @@ def _prices(
 
 _NODE_FIELDS = ("id", "capacity", "price")
 _LINK_FIELDS = ("source", "target", "capacity", "price")
+_LINK_OPTIONAL = ("delay_s",)  # fields an element may leave out: 0 then
 _TEXT_FIELDS = ("id", "source", "target")
 
 
-def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | None:
+def _plain_elements(
+    items: object, fields: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, Any] | None:
     """The columns of a list of elements that each have ``fields`` (``price`` may give way
-    to a ``cost``) and nothing else, of the types the file format asks for (text ids,
-    numbers within the floating-point range), or ``None`` when any element differs: then the
-    elements are validated one by one. The cost objects are read, not checked, into
-    ``"cost"`` (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
+    to a ``cost``), any of the ``optional`` fields (0 where left out) and nothing else, of
+    the types the file format asks for (text ids, numbers within the floating-point range),
+    or ``None`` when any element differs: then the elements are validated one by one. The
+    cost objects are read, not checked, into ``"cost"``
+    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
-    lengths = set(map(len, items))
+    given = {name: np.array([name in item for item in items], dtype=bool) for name in optional}
+    given = {name: has for name, has in given.items() if has.any()}
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    for has in given.values():
+        lengths -= has
     columns: dict[str, list[Any]] | None = None
-    if lengths <= {len(fields)}:
+    if np.all(lengths == len(fields)):
         try:
             columns = {name: [item[name] for item in items] for name in fields}
         except KeyError:
@@ -182,7 +194,7 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
         has_cost = np.array(["cost" in item for item in items], dtype=bool)
         has_price = np.array(["price" in item for item in items], dtype=bool)
         if not has_cost.any() or not np.array_equal(
-            np.array([len(item) for item in items]), len(fields) - 1 + has_price + has_cost
+            lengths, len(fields) - 1 + has_price + has_cost
         ):
             return None
         has_cost[has_cost] = [items[k]["cost"] is not None for k in np.flatnonzero(has_cost)]
@@ -193,11 +205,13 @@ def _plain_elements(items: object, fields: tuple[str, ...]) -> dict[str, Any] | 
         columns["price"] = [item.get("price") for item in items]
         rows = np.flatnonzero(has_cost)
         out["cost"] = RawCosts.from_objects(rows, [items[k]["cost"] for k in rows.tolist()])
-        given = np.array([p is not None for p in columns["price"]], dtype=bool)
-        if not (given | has_cost).all():
+        priced = np.array([p is not None for p in columns["price"]], dtype=bool)
+        if not (priced | has_cost).all():
             return None  # neither price nor cost: the message of the element-by-element path
-        out["priced"] = given
+        out["priced"] = priced
         columns["price"] = [p if p is not None else 0.0 for p in columns["price"]]
+    for name in given:
+        columns[name] = [item.get(name, 0.0) for item in items]
     for name, column in columns.items():
         if name in _TEXT_FIELDS:
             if not set(map(type, column)) <= {str}:
@@ -266,19 +280,71 @@ def _plain_network(data: object) -> Network | None:
     if set(data) != {"source", "target", "nodes", links_key}:
         return None
     source, target = data["source"], data["target"]
-    nodes = _plain_elements(data["nodes"], _NODE_FIELDS)
-    links = _plain_elements(data[links_key], _LINK_FIELDS)
+    memory = _plain_memory(data["nodes"])
+    if memory is None:
+        return None
+    stripped, memory_columns = memory
+    nodes = _plain_elements(stripped, _NODE_FIELDS)
+    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL)
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
     items = {"nodes": data["nodes"], links_key: data[links_key]}
     if not _checked_costs({"nodes": nodes, links_key: links}, lambda kind, k: items[kind][k]):
         return None
+    if memory_columns is not None:
+        checked = _checked_memory(memory_columns, nodes["id"], lambda k: items["nodes"][k])
+        if checked is None:
+            return None
+        nodes["memory"] = checked
     return _from_plain(nodes, links, source, target)
+
+
+_MEMORY_FIELDS = ("memory", "memory_price", "memory_cost")
+
+
+def _plain_memory(items: object) -> tuple[object, dict[str, Any] | None] | None:
+    """The nodes of a document without their memory fields and those fields as read (a
+    ``memory`` and a ``memory_price`` per node, ``None`` where not given, and the memory
+    cost objects as :class:`~inferplan.network.cost_columns.RawCosts`), or ``(items, None)``
+    when no node gives one; ``None`` when a memory or memory price is not a number (then the
+    nodes are validated one by one)."""
+    if not isinstance(items, list) or set(map(type, items)) - {dict}:
+        return items, None
+    if not any(name in item for item in items for name in _MEMORY_FIELDS):
+        return items, None
+    memory = [item.get("memory") for item in items]
+    price = [item.get("memory_price") for item in items]
+    if not set(map(type, memory)) | set(map(type, price)) <= {int, float, type(None)}:
+        return None
+    rows = np.array([k for k, item in enumerate(items) if item.get("memory_cost") is not None],
+                    dtype=np.int64)  # fmt: skip
+    raw = RawCosts.from_objects(rows, [items[k]["memory_cost"] for k in rows.tolist()])
+    stripped = [{k: v for k, v in item.items() if k not in _MEMORY_FIELDS} for item in items]
+    return stripped, {"memory": memory, "memory_price": price, "costs": raw}
+
+
+def _checked_memory(
+    read: dict[str, Any], ids: Sequence[str], element: Callable[[int], object]
+) -> dict[str, Any] | None:
+    """``from_columns``' memory arguments from the memory fields read (see
+    :func:`_plain_memory`): a refused memory cost raises its element's error (``element(k)``
+    gives the element); ``None`` when the column check refuses what the element's own
+    validation accepts, or a number is beyond the floating-point range."""
+    raw: RawCosts = read["costs"]
+    bad = check(raw)
+    if bad.any():
+        k = int(raw.rows[int(bad.argmax())])
+        _element_error("nodes", k, element(k))
+        return None
+    try:
+        return _memory_columns(read["memory"], read["memory_price"], raw.columns(), ids)
+    except OverflowError:
+        return None
 
 
 def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
     """The network of plain columns (see :func:`_plain_elements`), with their checked
-    ``costs`` if any."""
+    ``costs`` and the nodes' ``memory`` columns if any."""
     return Network.from_columns(
         node_ids=nodes["id"],
         node_capacity=nodes["capacity"],
@@ -291,6 +357,8 @@ def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, targe
         target=target,
         node_costs=nodes.get("costs"),
         link_costs=links.get("costs"),
+        **nodes.get("memory", {}),
+        link_delay=links.get("delay_s"),
     )
 
 
@@ -328,9 +396,45 @@ def network_from_dict(
             target=doc.target,
             node_costs=node_costs,
             link_costs=link_costs,
+            **_listed_memory(doc.nodes),
+            link_delay=[e.delay_s for e in doc.links],
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
+
+
+def _listed_memory(nodes: Sequence[_NodeEntry]) -> dict[str, Any]:
+    """The memory columns of validated node entries (none when no node gives memory)."""
+    if not any(n.memory is not None or n.memory_price is not None or n.memory_cost is not None
+               for n in nodes):  # fmt: skip
+        return {}
+    return _memory_columns(
+        [n.memory for n in nodes],
+        [n.memory_price for n in nodes],
+        {k: n.memory_cost.build() for k, n in enumerate(nodes) if n.memory_cost is not None},
+        [n.id for n in nodes],
+    )
+
+
+def _memory_columns(
+    memory: Sequence[float | None], price: Sequence[float | None], costs: Any,
+    ids: Sequence[str],
+) -> dict[str, Any]:  # fmt: skip
+    """``from_columns``' memory arguments from a memory and a memory price per node
+    (``None``: not given), the memory cost functions and the node ids; a NaN memory price is
+    refused here (NaN is how the column says "not given")."""
+    prices = np.array([math.nan if p is None else p for p in price], dtype=np.float64)
+    given = np.array([p is not None for p in price], dtype=bool)
+    bad = np.flatnonzero(given & np.isnan(prices))
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidNetwork("memory_price must be a non-negative finite number, got nan",
+                             field=f"nodes[{k}] ({ids[k]!r}).memory_price")  # fmt: skip
+    return {
+        "node_memory": np.array([math.inf if m is None else m for m in memory], dtype=np.float64),
+        "node_memory_price": prices,
+        "node_memory_costs": costs,
+    }
 
 
 def load_network(path: str | Path) -> Network:

@@ -10,6 +10,7 @@ half a million links costs no Python object per element. :attr:`Network.nodes` a
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,16 @@ from inferplan.network.costs import CapacityCost, LinearCost
 if TYPE_CHECKING:
     import networkx as nx  # loaded by the conversions only: planning does not need it
 
-__all__ = ["Labels", "Link", "Network", "Node", "adjacency", "reachable"]
+__all__ = [
+    "NO_MEMORY_FOR_SALE",
+    "Labels",
+    "Link",
+    "Network",
+    "Node",
+    "adjacency",
+    "memory_cost_of",
+    "reachable",
+]
 
 
 @dataclass(frozen=True)
@@ -35,28 +45,58 @@ class Node:
     """A compute node: ``capacity`` in FLOP/s, ``price`` per FLOP/s of added capacity.
 
     ``cost``, when given, replaces the linear ``price`` with any capacity cost function.
+    ``memory`` is the node's memory in bytes (``None``: unlimited); ``memory_price`` the price
+    per byte added (``None``: memory cannot be added), or ``memory_cost`` any cost function of
+    the bytes added, as ``cost`` is of the compute.
     """
 
     id: str
     capacity: float
     price: float = 0.0
     cost: CapacityCost | None = field(default=None, compare=False)
+    memory: float | None = None
+    memory_price: float | None = None
+    memory_cost: CapacityCost | None = field(default=None, compare=False)
 
     @property
     def capacity_cost(self) -> CapacityCost:
         """The cost of added compute: ``cost`` if set, else linear in ``price``."""
         return self.cost if self.cost is not None else LinearCost(self.price)
 
+    @property
+    def memory_capacity_cost(self) -> CapacityCost:
+        """The cost of added memory: ``memory_cost`` if set, else linear in ``memory_price``,
+        else nothing can be added."""
+        return memory_cost_of(self.memory_cost, self.memory_price)
+
+
+NO_MEMORY_FOR_SALE = LinearCost(0.0, 0.0)
+"""The memory cost of a node with neither ``memory_price`` nor ``memory_cost``: nothing can be
+added."""
+
+
+def memory_cost_of(cost: CapacityCost | None, price: float | None) -> CapacityCost:
+    """A node's memory cost from its ``memory_cost`` and ``memory_price`` (``None`` or NaN
+    when not given)."""
+    if cost is not None:
+        return cost
+    if price is None or math.isnan(price):
+        return NO_MEMORY_FOR_SALE
+    return LinearCost(price)
+
 
 @dataclass(frozen=True)
 class Link:
-    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added."""
+    """A directed link: ``capacity`` (bandwidth) in bit/s, ``price`` per bit/s added, and
+    ``delay_s``, the propagation delay (seconds) every transfer over it takes besides its
+    bits' transmission time (no capacity bought shortens it)."""
 
     source: str
     target: str
     capacity: float
     price: float = 0.0
     cost: CapacityCost | None = field(default=None, compare=False)
+    delay_s: float = 0.0
 
     @property
     def capacity_cost(self) -> CapacityCost:
@@ -140,6 +180,9 @@ def _bad_capacity(values: FloatArray) -> npt.NDArray[np.bool_]:
 
 def _bad_price(values: FloatArray) -> npt.NDArray[np.bool_]:
     return ~(np.isfinite(values) & (values >= 0))
+
+
+_bad_delay = _bad_price  # a delay, like a price, is a non-negative finite number
 
 
 def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
@@ -229,11 +272,19 @@ class Network:
     """Bandwidth of each link (bit/s)."""
     link_price: FloatArray
     """Price per bit/s added of each link (its linear price)."""
+    link_delay: FloatArray
+    """Propagation delay of each link (s), 0 unless given."""
     node_costs: CostColumns
     """The nodes that have a cost function, by position (the others cost their price): a
     mapping whose objects are made when looked up."""
     link_costs: CostColumns
     """The links that have a cost function, by position."""
+    node_memory: FloatArray
+    """Memory of each node (bytes), ``inf`` where unlimited (not given)."""
+    node_memory_price: FloatArray
+    """Price per byte of memory added of each node, NaN where not given."""
+    node_memory_costs: CostColumns
+    """The nodes that have a memory cost function, by position."""
     source: str
     target: str
 
@@ -241,12 +292,21 @@ class Network:
         self, nodes: Iterable[Node], links: Iterable[Link], source: str, target: str
     ) -> None:
         nodes, links = tuple(nodes), tuple(links)
-        raw = {
+        raw: dict[str, Sequence[object]] = {
             "nodes.capacity": [n.capacity for n in nodes],
             "nodes.price": [n.price for n in nodes],
             "links.capacity": [e.capacity for e in links],
             "links.price": [e.price for e in links],
+            "nodes.memory": [n.memory for n in nodes],
+            "nodes.memory_price": [n.memory_price for n in nodes],
+            "links.delay_s": [e.delay_s for e in links],
         }
+        memory = (
+            _floats([math.inf if n.memory is None else n.memory for n in nodes]),
+            _floats([math.nan if n.memory_price is None else n.memory_price for n in nodes]),
+            CostColumns.of({k: n.memory_cost for k, n in enumerate(nodes)
+                            if n.memory_cost is not None}),
+        )  # fmt: skip
         self._build(
             [n.id for n in nodes],
             _floats(raw["nodes.capacity"]),
@@ -260,6 +320,8 @@ class Network:
             CostColumns.of({k: n.cost for k, n in enumerate(nodes) if n.cost is not None}),
             CostColumns.of({k: e.cost for k, e in enumerate(links) if e.cost is not None}),
             raw,
+            _floats(raw["links.delay_s"]),
+            memory,
         )
         self.__dict__["nodes"], self.__dict__["links"] = nodes, links
 
@@ -278,11 +340,18 @@ class Network:
         target: str,
         node_costs: Mapping[int, CapacityCost] | None = None,
         link_costs: Mapping[int, CapacityCost] | None = None,
+        link_delay: npt.ArrayLike | None = None,
+        node_memory: npt.ArrayLike | None = None,
+        node_memory_price: npt.ArrayLike | None = None,
+        node_memory_costs: Mapping[int, CapacityCost] | None = None,
     ) -> Network:
         """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
-        endpoints by node id), and the cost functions of the elements that have one, by
-        position (a mapping, or :class:`~inferplan.network.cost_columns.CostColumns`).
-        Validated as the constructor validates, with the same messages.
+        endpoints by node id; ``link_delay`` the propagation delays in seconds, all 0 when not
+        given), and the cost functions of the elements that have one, by position (a mapping,
+        or :class:`~inferplan.network.cost_columns.CostColumns`). ``node_memory`` (bytes,
+        ``inf`` for unlimited) and ``node_memory_price`` (per byte, NaN where memory cannot be
+        added) are unlimited and not for sale when not given. Validated as the constructor
+        validates, with the same messages.
 
         Examples
         --------
@@ -291,7 +360,7 @@ class Network:
         ...     link_source=["s"], link_target=["t"], link_capacity=[1e8], link_price=[1e-8],
         ...     source="s", target="t")
         >>> net.links[0]
-        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None)
+        Link(source='s', target='t', capacity=100000000.0, price=1e-08, cost=None, delay_s=0.0)
         """
         net = cls.__new__(cls)
         net._build(
@@ -307,7 +376,15 @@ class Network:
             CostColumns.of(node_costs),
             CostColumns.of(link_costs),
             {},
-        )
+            None if link_delay is None else np.asarray(link_delay, dtype=np.float64),
+            (
+                np.full(len(node_ids), np.inf) if node_memory is None
+                else np.asarray(node_memory, dtype=np.float64),
+                np.full(len(node_ids), np.nan) if node_memory_price is None
+                else np.asarray(node_memory_price, dtype=np.float64),
+                CostColumns.of(node_memory_costs),
+            ),
+        )  # fmt: skip
         return net
 
     def _build(
@@ -324,9 +401,11 @@ class Network:
         node_costs: CostColumns,
         link_costs: CostColumns,
         raw: Mapping[str, Sequence[object]],
+        link_delay: FloatArray | None = None,
+        memory: tuple[FloatArray, FloatArray, CostColumns] | None = None,
     ) -> None:
         """Validate the columns (the first bad element in file order, checked as one element
-        at a time would be) and set them."""
+        at a time would be) and set them; no ``link_delay`` is no delay on any link."""
 
         def numbers(
             kind: str, where: Callable[[int], str], capacity: FloatArray, price: FloatArray
@@ -355,14 +434,22 @@ class Network:
         def link_where(k: int) -> str:
             return f"links[{k}] ({link_source[k]!r}->{link_target[k]!r})"
 
-        if not n == node_capacity.size == node_price.size:
+        if memory is None:  # unlimited and not for sale
+            memory = (np.full(len(ids), np.inf), np.full(len(ids), np.nan), CostColumns.of(None))
+        node_memory, node_memory_price, node_memory_costs = memory
+        if not n == node_capacity.size == node_price.size == node_memory.size == (
+                node_memory_price.size):  # fmt: skip
             raise InvalidNetwork("node columns of different lengths", field="nodes")
         _raise_first(n, [
             (n if len(index) == n else _first_repeat(ids),
              lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
             *numbers("nodes", node_where, node_capacity, node_price),
+            *_memory_checks(memory, node_where, raw),
         ])  # fmt: skip
-        if not len(link_source) == len(link_target) == link_capacity.size == link_price.size:
+        if link_delay is None:
+            link_delay = np.zeros(link_capacity.size)
+        if not (len(link_source) == len(link_target) == link_capacity.size == link_price.size
+                == link_delay.size):  # fmt: skip
             raise InvalidNetwork("link columns of different lengths", field="links")
         tail, head = _positions(link_source, index), _positions(link_target, index)
         key = tail * max(n, 1) + head
@@ -381,6 +468,10 @@ class Network:
                 f"duplicate link {link_source[k]!r}->{link_target[k]!r} (at most one link per "
                 "direction)", field=link_where(k))),
             *numbers("links", link_where, link_capacity, link_price),
+            (_first(_bad_delay(link_delay)), lambda k: InvalidNetwork(
+                "delay_s must be a non-negative finite number of seconds, got "
+                f"{raw['links.delay_s'][k] if 'links.delay_s' in raw else float(link_delay[k])!r}",
+                field=f"{link_where(k)}.delay_s")),
         ])  # fmt: skip
         for end, name in (("source", source), ("target", target)):
             if name not in index:
@@ -396,14 +487,19 @@ class Network:
             "link_head": head,
             "link_capacity": link_capacity,
             "link_price": link_price,
+            "link_delay": link_delay,
             "node_costs": node_costs,
             "link_costs": link_costs,
+            "node_memory": node_memory,
+            "node_memory_price": node_memory_price,
+            "node_memory_costs": node_memory_costs,
             "source": source,
             "target": target,
             "node_position": index,
         }
         self.__dict__.update(values)
-        for array in (node_capacity, node_price, tail, head, link_capacity, link_price):
+        for array in (node_capacity, node_price, tail, head, link_capacity, link_price,
+                      link_delay, node_memory, node_memory_price):  # fmt: skip
             array.flags.writeable = False
         if not self.from_source[index[target]]:
             raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
@@ -434,6 +530,10 @@ class Network:
             target=target,
             node_costs=self.node_costs,
             link_costs=self.link_costs,
+            node_memory=self.node_memory,
+            node_memory_price=self.node_memory_price,
+            node_memory_costs=self.node_memory_costs,
+            link_delay=self.link_delay,
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -443,7 +543,7 @@ class Network:
         raise AttributeError(f"Network is immutable: cannot delete {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        """Equal ids, endpoints, capacities and prices, source and target (as
+        """Equal ids, endpoints, capacities, memories, prices and delays, source and target (as
         :class:`Node` and :class:`Link` compare, cost functions are not compared)."""
         if not isinstance(other, Network):
             return NotImplemented
@@ -453,8 +553,10 @@ class Network:
             and all(
                 np.array_equal(getattr(self, a), getattr(other, a))
                 for a in ("node_capacity", "node_price", "link_tail", "link_head",
-                          "link_capacity", "link_price")
+                          "link_capacity", "link_price", "link_delay")
             )
+            and np.array_equal(self.node_memory, other.node_memory)
+            and np.array_equal(self.node_memory_price, other.node_memory_price, equal_nan=True)
         )  # fmt: skip
 
     def __hash__(self) -> int:
@@ -471,8 +573,11 @@ class Network:
         if "nodes" in self.__dict__:
             node: Node = self.__dict__["nodes"][k]
             return node
+        memory, price = float(self.node_memory[k]), float(self.node_memory_price[k])
         return Node(self.node_ids[k], float(self.node_capacity[k]), float(self.node_price[k]),
-                    self.node_costs.get(k))  # fmt: skip
+                    self.node_costs.get(k), None if math.isinf(memory) else memory,
+                    None if math.isnan(price) else price,
+                    self.node_memory_costs.get(k))  # fmt: skip
 
     def link(self, k: int) -> Link:
         """The link at position ``k`` (file order)."""
@@ -481,12 +586,22 @@ class Network:
             return link
         ids = self.node_ids
         return Link(ids[self.link_tail[k]], ids[self.link_head[k]], float(self.link_capacity[k]),
-                    float(self.link_price[k]), self.link_costs.get(k))  # fmt: skip
+                    float(self.link_price[k]), self.link_costs.get(k),
+                    float(self.link_delay[k]))  # fmt: skip
 
     def node_cost(self, k: int) -> CapacityCost:
         """The cost function of the node at position ``k``."""
         cost = self.node_costs.get(k)
         return cost if cost is not None else LinearCost(float(self.node_price[k]))
+
+    def node_memory_cost(self, k: int) -> CapacityCost:
+        """The memory cost function of the node at position ``k``."""
+        return memory_cost_of(self.node_memory_costs.get(k), float(self.node_memory_price[k]))
+
+    @cached_property
+    def has_memory(self) -> bool:
+        """Whether any node's memory is limited."""
+        return bool(np.isfinite(self.node_memory).any())
 
     def link_cost(self, k: int) -> CapacityCost:
         """The cost function of the link at position ``k``."""
@@ -535,23 +650,26 @@ class Network:
         return tuple(self.node_ids[k] for k in np.flatnonzero(self.on_path).tolist())
 
     def to_networkx(self) -> nx.DiGraph:
-        """Nodes with ``capacity``/``price`` (and ``cost``) attributes; links likewise."""
+        """Nodes with ``capacity``/``price`` (and ``cost``) attributes, and ``memory``,
+        ``memory_price``, ``memory_cost`` where given; links likewise, and their ``delay_s``."""
         import networkx as nx
 
         graph = nx.DiGraph(source=self.source, target=self.target)
         for node in self.nodes:
-            graph.add_node(node.id, capacity=node.capacity, price=node.price, cost=node.cost)
+            graph.add_node(node.id, capacity=node.capacity, price=node.price, cost=node.cost,
+                           **_memory_attributes(node))  # fmt: skip
         for link in self.links:
-            graph.add_edge(
-                link.source, link.target, capacity=link.capacity, price=link.price, cost=link.cost
-            )
+            graph.add_edge(link.source, link.target, capacity=link.capacity, price=link.price,
+                           cost=link.cost, delay_s=link.delay_s)  # fmt: skip
         return graph
 
     @classmethod
     def from_networkx(
         cls, graph: nx.DiGraph, source: str | None = None, target: str | None = None
     ) -> Network:
-        """Build from a ``DiGraph`` whose nodes and edges carry ``capacity`` and ``price``.
+        """Build from a ``DiGraph`` whose nodes and edges carry ``capacity`` and ``price``
+        (and optionally ``cost``; nodes ``memory``, ``memory_price`` and ``memory_cost``;
+        edges ``delay_s``, 0 when absent).
 
         ``source`` and ``target`` default to the graph attributes of the same names.
         """
@@ -561,11 +679,26 @@ class Network:
             raise InvalidNetwork("source and target must be given or set as graph attributes")
         try:
             nodes = tuple(
-                Node(str(v), d["capacity"], d.get("price", 0.0), d.get("cost"))
+                Node(
+                    str(v),
+                    d["capacity"],
+                    d.get("price", 0.0),
+                    d.get("cost"),
+                    d.get("memory"),
+                    d.get("memory_price"),
+                    d.get("memory_cost"),
+                )
                 for v, d in graph.nodes(data=True)
             )
             links = tuple(
-                Link(str(u), str(v), d["capacity"], d.get("price", 0.0), d.get("cost"))
+                Link(
+                    str(u),
+                    str(v),
+                    d["capacity"],
+                    d.get("price", 0.0),
+                    d.get("cost"),
+                    d.get("delay_s", 0.0),
+                )
                 for u, v, d in graph.edges(data=True)
             )
         except KeyError as exc:
@@ -588,7 +721,46 @@ class Network:
         for elements, costs in ((nodes, self.node_costs), (links, self.link_costs)):
             for k, cost in costs.items():
                 elements[k]["cost"] = cost.to_dict()
+        for k in np.flatnonzero(np.isfinite(self.node_memory)).tolist():
+            nodes[k]["memory"] = float(self.node_memory[k])
+        for k in np.flatnonzero(~np.isnan(self.node_memory_price)).tolist():
+            nodes[k]["memory_price"] = float(self.node_memory_price[k])
+        for k, cost in self.node_memory_costs.items():
+            nodes[k]["memory_cost"] = cost.to_dict()
+        for k in np.flatnonzero(self.link_delay).tolist():  # a delay of 0 is the default
+            links[k]["delay_s"] = float(self.link_delay[k])
         return {"source": self.source, "target": self.target, "nodes": nodes, "links": links}
+
+
+def _memory_attributes(node: Node) -> dict[str, Any]:
+    """The memory attributes a node gives (none of ``memory``, ``memory_price`` and
+    ``memory_cost`` when not given)."""
+    given = {"memory": node.memory, "memory_price": node.memory_price,
+             "memory_cost": node.memory_cost}  # fmt: skip
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def _memory_checks(
+    memory: tuple[FloatArray, FloatArray, CostColumns],
+    where: Callable[[int], str],
+    raw: Mapping[str, Sequence[object]],
+) -> list[tuple[int, Callable[[int], InvalidNetwork]]]:
+    """The checks of the nodes' memory columns: a memory is a non-negative number (``inf``:
+    unlimited), a memory price a non-negative finite number (NaN: not given)."""
+    size, price, _ = memory
+
+    def shown(column: str, values: FloatArray, k: int) -> object:
+        name = f"nodes.{column}"
+        return raw[name][k] if name in raw else float(values[k])
+
+    return [
+        (_first(~(size >= 0)), lambda k: InvalidNetwork(
+            "memory must be a non-negative number of bytes, got "
+            f"{shown('memory', size, k)!r}", field=f"{where(k)}.memory")),
+        (_first(~np.isnan(price) & _bad_price(price)), lambda k: InvalidNetwork(
+            "memory_price must be a non-negative finite number, got "
+            f"{shown('memory_price', price, k)!r}", field=f"{where(k)}.memory_price")),
+    ]  # fmt: skip
 
 
 def _raise_first(size: int, checks: list[tuple[int, Callable[[int], InvalidNetwork]]]) -> None:

@@ -6,7 +6,8 @@ A network file may name two tables instead of listing its elements (see
     source: s
     target: t
     nodes: net.nodes.parquet    # columns: id, capacity, price, and cost columns
-    links: net.links.parquet    # columns: source, target, capacity, price, and cost columns
+    links: net.links.parquet    # columns: source, target, capacity, price, delay_s (may be
+                                # left out, or a cell empty: no delay), and cost columns
 
 A cost function is flat columns: ``cost_kind`` (``linear``, ``modules``, ``tiers`` or empty),
 ``cost_size``, ``cost_price`` (linear and modules), ``cost_max``, and for tiers the lists
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from inferplan.documents import open_regular
 from inferplan.errors import InvalidFile, InvalidNetwork
 from inferplan.network.cost_columns import CODES, TIERS, RawCosts
 from inferplan.network.costs import CapacityCost
@@ -36,6 +38,7 @@ __all__ = [
     "LINK_COLUMNS",
     "LIST_SEPARATOR",
     "NODE_COLUMNS",
+    "OPTIONAL_COLUMNS",
     "plain_columns",
     "read_table",
     "table_elements",
@@ -44,8 +47,10 @@ __all__ = [
 
 NODE_COLUMNS = ("id", "capacity", "price")
 """The columns of a table of nodes (besides :data:`COST_COLUMNS`)."""
-LINK_COLUMNS = ("source", "target", "capacity", "price")
+LINK_COLUMNS = ("source", "target", "capacity", "price", "delay_s")
 """The columns of a table of links (besides :data:`COST_COLUMNS`)."""
+OPTIONAL_COLUMNS = ("delay_s",)
+"""Columns a table may leave out, and cells it may leave empty: 0 then (no delay)."""
 COST_COLUMNS = ("cost_kind", "cost_size", "cost_price", "cost_max", "cost_upto",
                 "cost_tier_price")  # fmt: skip
 """The optional columns of a cost function (its ``kind``, ``size``, ``price``, ``max``, and a
@@ -74,9 +79,9 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     Raises
     ------
     InvalidFile
-        If the file is missing, unreadable or of another kind.
+        If the file is missing, not a regular file, unreadable or of another kind.
     InvalidNetwork
-        Naming an unknown or missing column.
+        Naming an unknown, missing or repeated column.
     """
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
@@ -85,33 +90,35 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     import pyarrow as pa
 
     try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
+        with open_regular(path) as handle:
+            if suffix == ".parquet":
+                import pyarrow.parquet as pq
 
-            # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas,
-            # 0.4 s of a one-off command's start (the read itself takes 0.05 s at 500k links)
-            with pq.ParquetFile(path) as parquet:
-                table = parquet.read()
-        else:
-            import pyarrow.csv as pa_csv
+                # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas,
+                # 0.4 s of a one-off command's start (the read itself takes 0.05 s at 500k links)
+                with pq.ParquetFile(handle) as parquet:
+                    table = parquet.read()
+            else:
+                import pyarrow.csv as pa_csv
 
-            text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
-            # only an empty cell is missing: "nan" is a number (refused as one)
-            table = pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(
-                column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=str(path)) from None
+                text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
+                # only an empty cell is missing: "nan" is a number (refused as one)
+                table = pa_csv.read_csv(handle, convert_options=pa_csv.ConvertOptions(
+                    column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
     except (OSError, pa.ArrowException) as exc:
         problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidFile(f"cannot read table ({problem})", source=str(path)) from None
+    repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
+    if repeated:
+        raise InvalidNetwork(f"column {repeated[0]!r} appears more than once", source=str(path))
     known = (*columns, *COST_COLUMNS)
     for name in table.column_names:
         if name not in known:
             raise InvalidNetwork(
                 f"unknown column {name!r} (known: {', '.join(known)})", source=str(path)
             )
-    for name in columns[:-1]:
-        if name not in table.column_names:
+    for name in columns:
+        if name not in (*OPTIONAL_COLUMNS, "price") and name not in table.column_names:
             raise InvalidNetwork(f"missing column {name!r}", source=str(path))
     if "price" not in table.column_names and "cost_kind" not in table.column_names:
         raise InvalidNetwork("missing column 'price' (give 'price' or 'cost_kind')",
@@ -133,7 +140,8 @@ def _numpy(array: pa.Array) -> Any:
 
 def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> dict[str, Any] | None:
     """The ``columns`` of ``table`` as a list of text or a float array each, when it has no
-    empty cells (but an empty ``price`` where a cost function is given), text in its text
+    empty cells (but an empty ``price`` where a cost function is given, and empty cells of
+    :data:`OPTIONAL_COLUMNS`, read as 0), text in its text
     columns and numbers in the others, and cost columns of the right types; ``None``
     otherwise. The cost functions are read, not checked, into ``"cost"``
     (:class:`~inferplan.network.cost_columns.RawCosts`), and which elements give a price into
@@ -154,8 +162,14 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> di
             return None
         table = table.append_column("price", pa.nulls(len(table), pa.float64()))
     for name in columns:
+        if name in OPTIONAL_COLUMNS and name not in names:
+            continue
         column = table[name]
         kind = column.type
+        numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)
+        if name in OPTIONAL_COLUMNS and column.null_count and numeric:
+            column = pc.fill_null(pc.cast(column, pa.float64(), safe=False), 0.0)
+            kind = column.type
         if column.null_count and not (name == "price" and costed is not None):
             return None
         if name in _TEXT:
@@ -169,7 +183,7 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> di
             coded = pc.dictionary_encode(column).combine_chunks()
             out[name] = Labels(_numpy(coded.indices).astype(np.int64),
                                coded.dictionary.to_pylist())  # fmt: skip
-        elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
+        elif numeric:
             values = pc.cast(column, pa.float64(), safe=False).combine_chunks()
             if name == "price" and costed is not None:
                 priced = _bools(pc.is_valid(values))
@@ -357,6 +371,7 @@ def write_tables(network: Network, path: Path, form: Literal["parquet", "csv"]) 
             "target": ids.take(pa.array(network.link_head)),
             "capacity": network.link_capacity,
             "price": network.link_price,
+            **({"delay_s": network.link_delay} if network.link_delay.any() else {}),
             **_cost_columns(dict(network.link_costs), network.link_tail.size, csv),
         },
     }

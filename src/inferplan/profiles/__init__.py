@@ -14,6 +14,7 @@ from inferplan.lazy import export_lazily
 if TYPE_CHECKING:
     from inferplan.profiles.cuts import Cut, GraphProfile
     from inferplan.profiles.io import load_profile, profile_from_dict, save_profile
+    from inferplan.profiles.memory import memory_need
     from inferplan.profiles.profile import Profile
     from inferplan.profiles.transformers import decoder_lm, vit
     from inferplan.profiles.zoo import alexnet, builtin_profile, mlp, resnet50, vgg16
@@ -26,6 +27,7 @@ __all__ = [
     "builtin_profile",
     "decoder_lm",
     "load_profile",
+    "memory_need",
     "mlp",
     "profile_from_dict",
     "resnet50",
@@ -39,6 +41,7 @@ export_lazily(
     {
         "inferplan.profiles.cuts": ("Cut", "GraphProfile"),
         "inferplan.profiles.io": ("load_profile", "profile_from_dict", "save_profile"),
+        "inferplan.profiles.memory": ("memory_need",),
         "inferplan.profiles.profile": ("Profile",),
         "inferplan.profiles.transformers": ("decoder_lm", "vit"),
         "inferplan.profiles.zoo": ("alexnet", "builtin_profile", "mlp", "resnet50", "vgg16"),

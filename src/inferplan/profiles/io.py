@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.documents import path_exists, read_document, validate_document, write_document
-from inferplan.errors import InferplanError, InvalidProfile
+from inferplan.errors import InferplanError, InvalidFile, InvalidProfile
 from inferplan.profiles.profile import Profile
-from inferplan.profiles.zoo import builtin_profile
+from inferplan.profiles.zoo import MAKE_A_PROFILE, builtin_profile
 
 __all__ = ["load_profile", "profile_from_dict", "save_profile"]
 
@@ -27,6 +27,8 @@ class _ProfileFile(BaseModel):
     blocks: list[str] | None = None
     params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
     seconds: list[Positive] | None = None
+    bytes_per_param: Positive = 4.0
+    state_bytes: list[Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]] | None = None
     flops_per_s: list[Positive] | None = None  # written beside seconds; derived, not read
 
 
@@ -41,6 +43,8 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             blocks=tuple(doc.blocks or ()),
             params=tuple(doc.params or ()),
             seconds=tuple(doc.seconds or ()),
+            bytes_per_param=doc.bytes_per_param,
+            state_bytes=tuple(doc.state_bytes or ()),
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
@@ -56,8 +60,10 @@ def load_profile(name_or_path: str | Path) -> Profile:
     """
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix.lower() in (".json", ".yaml", ".yml") or path_exists(path):
+    if path_exists(path):
         return profile_from_dict(read_document(path), source=text)
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        raise InvalidFile(f"file not found ({MAKE_A_PROFILE})", source=text)
     return builtin_profile(text)
 
 

@@ -34,6 +34,12 @@ class Profile:
         Parameter count of each block (zeros when not given).
     seconds
         Measured seconds of each block on one machine (``profile --measure``), or empty.
+    bytes_per_param
+        Bytes of one parameter in memory: 4 for FP32 (the default), 2 for FP16/BF16.
+    state_bytes
+        Bytes each block keeps from one inference to the next besides its parameters (a
+        decoder's KV cache), zeros when not given. With the parameters they are what a node
+        running the block holds (see :func:`~inferplan.profiles.memory.memory_need`).
 
     Examples
     --------
@@ -48,6 +54,8 @@ class Profile:
     blocks: tuple[str, ...] = field(default=())
     params: tuple[int, ...] = field(default=())
     seconds: tuple[float, ...] = field(default=())
+    bytes_per_param: float = 4.0
+    state_bytes: tuple[float, ...] = field(default=())
 
     def __post_init__(self) -> None:
         flops = tuple(float(q) for q in self.flops)
@@ -91,6 +99,27 @@ class Profile:
                     f"must be a positive finite number, got {t!r}", field=f"seconds[{k}]"
                 )
         object.__setattr__(self, "seconds", seconds)
+        bpp = self.bytes_per_param
+        if (
+            isinstance(bpp, bool)
+            or not isinstance(bpp, int | float)
+            or not (math.isfinite(bpp) and bpp > 0)
+        ):
+            raise InvalidProfile(f"must be a positive finite number, got {bpp!r}",
+                                 field="bytes_per_param")  # fmt: skip
+        state = tuple(float(b) for b in self.state_bytes) or (0.0,) * len(flops)
+        if len(state) != len(flops):
+            raise InvalidProfile(
+                f"must give one size per block ({len(flops)}), got {len(state)}",
+                field="state_bytes",
+            )
+        for k, b in enumerate(state):
+            if not (math.isfinite(b) and b >= 0):
+                raise InvalidProfile(
+                    f"must be a non-negative finite number, got {b!r}", field=f"state_bytes[{k}]"
+                )
+        object.__setattr__(self, "bytes_per_param", float(bpp))
+        object.__setattr__(self, "state_bytes", state)
         if any(p > sys.float_info.max for p in params):
             raise InvalidProfile(
                 f"parameter counts must be below {sys.float_info.max:.4g}", field="params"
@@ -110,6 +139,13 @@ class Profile:
         """``S_N``, the FLOPs of one inference."""
         return math.fsum(self.flops)
 
+    @property
+    def resident_bytes(self) -> tuple[float, ...]:
+        """Bytes each block holds on the node that runs it: its parameters
+        (``params * bytes_per_param``) and its :attr:`state_bytes`."""
+        return tuple(p * self.bytes_per_param + b
+                     for p, b in zip(self.params, self.state_bytes, strict=True))  # fmt: skip
+
     def prefix_flops(self) -> npt.NDArray[np.float64]:
         """``S_0..S_N`` with ``S_0 = 0`` and ``S_j = Q_1 + ... + Q_j``."""
         return np.concatenate(([0.0], np.cumsum(np.asarray(self.flops, dtype=np.float64))))
@@ -123,7 +159,10 @@ class Profile:
             "flops": list(self.flops),
             "activation_bits": list(self.activation_bits),
             "params": list(self.params),
+            "bytes_per_param": self.bytes_per_param,
         }
+        if any(self.state_bytes):
+            out["state_bytes"] = list(self.state_bytes)
         if self.seconds:
             out["seconds"] = list(self.seconds)
             out["flops_per_s"] = [q / t for q, t in zip(self.flops, self.seconds, strict=True)]

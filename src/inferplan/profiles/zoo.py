@@ -214,6 +214,10 @@ def display_name(name: str) -> str:
 _MAX_DIGITS = 30  # beyond any width whose FLOPs fit in floating point
 
 
+MAKE_A_PROFILE = "inferplan profile MODEL -o FILE.json writes a profile file of any model"
+"""How to make a profile: said by every error about a profile's name or file."""
+
+
 def _is_count(text: str) -> bool:
     return text.isascii() and text.isdecimal()
 
@@ -233,4 +237,4 @@ def builtin_profile(name: str) -> Profile:
                 )
             return mlp(int(width), int(depth))
     known = ", ".join([*BUILTIN_PROFILES, "mlp-WIDTHxDEPTH"])
-    raise InvalidProfile(f"unknown built-in profile {name!r} (known: {known})")
+    raise InvalidProfile(f"unknown built-in profile {name!r} (known: {known}; {MAKE_A_PROFILE})")

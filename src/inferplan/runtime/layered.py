@@ -17,19 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from inferplan.coinference import (
-    SplitPolicy,
-    System,
-    decide,
-    evaluate_thresholds,
-    layers_from_profile,
-    system_from_dict,
-)
-from inferplan.documents import read_document
+from inferplan.coinference import Policy, System, decide, evaluate_policy, load_system
 from inferplan.errors import InvalidArgument, InvalidProfile, InvalidSystem
 from inferplan.profiles import Profile
 from inferplan.profiles.cuts import BlockSpec
@@ -181,24 +172,19 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
 def load_model_system(path: str | Path, profile: Profile) -> System:
     """Read the system file at ``path`` for a model with ``profile``.
 
-    A file without ``layers`` (and without ``profile``) takes its layers from the model's
-    profile (cycles from FLOPs, activation and parameter sizes at 32 bits per element); a file
-    with layers must have exactly one per block of the model.
+    A file that names no profile and gives no explicit layers takes its layers from the model's
+    profile, by the rules and defaults of :func:`~inferplan.coinference.layers_from_profile`
+    (those of ``inferplan coinfer`` for the same profile; ``layers: {input_bits_per_element:
+    32}`` and the like change them); a file with layers must have exactly one per block of the
+    model.
     """
-    path = Path(path)
-    data = read_document(path)
-    if isinstance(data, dict) and "layers" not in data and "profile" not in data:
-        layers = layers_from_profile(
-            profile, bits_per_element=32, input_bits_per_element=32, profile_bits_per_element=32
-        )
-        data = {**data, "layers": layers.to_dict()}
-    system = system_from_dict(data, source=str(path), base=path.parent)
+    system = load_system(path, model=profile)
     if system.n_layers != profile.n_blocks:
         raise InvalidSystem(
             f"has {system.n_layers} layers but model {profile.name} has {profile.n_blocks} "
             f"blocks ({', '.join(profile.blocks)}); give one layer per block, or leave "
             "'layers' out to take them from the model's profile",
-            source=str(path),
+            source=str(Path(path)),
             field="layers",
         )
     return system
@@ -213,7 +199,8 @@ class DevicePlan:
     method
         A strategy of :data:`inferplan.coinference.STRATEGIES` or ``fixed:K``.
     policy
-        The thresholds; ``policy.placement`` is ``M``.
+        The thresholds (per stage, or per stage and channel state on a channel with memory);
+        ``policy.placement`` is ``M``.
     expected_cost
         ``E[eta_S(gamma_S)]`` per inference under this policy.
     placement_cost
@@ -223,7 +210,7 @@ class DevicePlan:
     """
 
     method: str
-    policy: SplitPolicy
+    policy: Policy
     expected_cost: float
     placement_cost: float
     split_probabilities: tuple[float, ...]
@@ -257,11 +244,11 @@ def plan_device(system: System, method: str) -> DevicePlan:
     except InvalidArgument as exc:
         raise InvalidArgument(exc.message, field="method") from None
     method, policy = decision.strategy, decision.policy
-    values, split = evaluate_thresholds(system, np.asarray(policy.thresholds, dtype=np.float64))
+    expected, split = evaluate_policy(system, policy)
     return DevicePlan(
         method=method,
         policy=policy,
-        expected_cost=float(values[0]),
+        expected_cost=expected,
         placement_cost=float(system.placement_costs[policy.placement]),
         split_probabilities=tuple(float(p) for p in split),
     )

@@ -215,6 +215,8 @@ class RunReport:
     max_abs_diff: float
     mode: str = "native"
     dilation: float = 1.0
+    profile: Profile | None = None
+    """The model's profile the plan was made or checked for (for the plan report)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -727,6 +729,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         max_abs_diff=worst,
         mode="testbed" if testbed else "emulate" if emulate else "native",
         dilation=k,
+        profile=resolved.profile,
     )
 
 

@@ -1,0 +1,164 @@
+"""``inferplan validate FILE...``: what each input file is, or its one-line error.
+
+A file's kind is read off its top-level fields (``study``: a sweep spec, ``services``: a
+services file, ``device``/``edge``: a system, ``flops``: a profile, ``nodes``/``links``: a
+network, ``path`` with ``partition``: a plan); it is then loaded exactly as the command that
+takes it loads it, so a file that validates is one that command accepts.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from inferplan.cli.app import EXIT_INVALID, app, friendly_errors, one_line
+from inferplan.cli.options import JsonOpt
+from inferplan.cli.render import print_json
+from inferplan.errors import InferplanError, InvalidFile
+from inferplan.units import si
+
+Summary = dict[str, Any]
+
+
+def _network(path: Path) -> Summary:
+    from inferplan.network import load_network
+
+    net = load_network(path)
+    return {"nodes": len(net.nodes), "links": len(net.links), "source": net.source,
+            "target": net.target}  # fmt: skip
+
+
+def _profile(path: Path) -> Summary:
+    from inferplan.profiles import load_profile
+
+    profile = load_profile(path)
+    return {"name": profile.name, "blocks": profile.n_blocks, "flops": sum(profile.flops),
+            "input_bits": profile.activation_bits[0],
+            "measured": bool(profile.seconds)}  # fmt: skip
+
+
+def _system(path: Path) -> Summary:
+    from inferplan.coinference import load_system
+    from inferplan.documents import read_document
+    from inferplan.profiles import Profile
+
+    data = read_document(path)
+    layers = data.get("layers")
+    for_model = "profile" not in data and (
+        layers is None or (isinstance(layers, dict) and not {"profile", "cycles"} & set(layers))
+    )
+    model = None
+    if for_model:  # layers from the model it runs: check the rest against a stand-in model
+        channel = data.get("channel")
+        n = len(channel) - 1 if isinstance(channel, list) and len(channel) > 1 else 1
+        model = Profile("model", flops=(1.0,) * n, activation_bits=(32.0,) * (n + 1))
+    system = load_system(path, model=model)
+    channels = sorted({ch.kind for ch in system.channels})
+    return {"layers": None if for_model else system.n_layers,
+            "device_hz": system.device.cpu_hz, "edge_hz": system.edge.cpu_hz,
+            "channel": ", ".join(channels)}  # fmt: skip
+
+
+def _services(path: Path) -> Summary:
+    from inferplan.codesign.servicefile import load_services
+
+    services = load_services(path)
+    return {"services": [s.name for s in services]}
+
+
+def _sweep(path: Path) -> Summary:
+    from inferplan.experiments.spec import load_spec
+
+    sweep = load_spec(path)
+    return {"study": sweep.study, "points": len(sweep.points)}
+
+
+def _plan(path: Path) -> Summary:
+    from inferplan.codesign.planfile import load_plan
+
+    plan = load_plan(path)
+    return {"path": list(plan.path), "partition": list(plan.partition), "cost": plan.cost,
+            "interval": plan.interval, "status": plan.status}  # fmt: skip
+
+
+# kind, the top-level fields that mark it (any of them), its loader
+KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
+    ("sweep", frozenset({"study"}), _sweep),
+    ("services", frozenset({"services"}), _services),
+    ("system", frozenset({"device", "edge"}), _system),
+    ("profile", frozenset({"flops", "activation_bits"}), _profile),
+    ("network", frozenset({"nodes", "links", "edges"}), _network),
+    ("plan", frozenset({"partition"}), _plan),
+)
+
+
+def _kind(path: Path) -> tuple[str, Callable[[Path], Summary]]:
+    from inferplan.documents import read_document
+
+    data = read_document(path)
+    keys = set(data) if isinstance(data, dict) else set()
+    for kind, marks, load in KINDS:
+        if keys & marks:
+            return kind, load
+    fields = ", ".join(sorted(f"'{m}'" for _, marks, _ in KINDS for m in marks))
+    raise InvalidFile(f"not an inferplan file: it has none of the fields {fields}",
+                      source=str(path))  # fmt: skip
+
+
+def _describe(kind: str, s: Summary) -> str:
+    if kind == "network":
+        return f"{s['nodes']} nodes, {s['links']} links, {s['source']} -> {s['target']}"
+    if kind == "profile":
+        measured = ", measured seconds" if s["measured"] else ""
+        return (f"{s['name']}, {s['blocks']} blocks, {si(s['flops'], 'FLOP')}, input "
+                f"{si(s['input_bits'], 'bit')}{measured}")  # fmt: skip
+    if kind == "system":
+        layers = "layers from the model it runs" if s["layers"] is None else f"{s['layers']} layers"
+        return (f"{layers}, device {si(s['device_hz'], 'Hz')}, edge {si(s['edge_hz'], 'Hz')}, "
+                f"{s['channel']} channel")  # fmt: skip
+    if kind == "services":
+        names = s["services"]
+        return f"{len(names)} service{'s' * (len(names) != 1)}: {', '.join(names)}"
+    if kind == "sweep":
+        return f"study {s['study']}, {s['points']} point{'s' * (s['points'] != 1)}"
+    return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {s['cost']:.6g}, "
+            f"interval {si(s['interval'], 's')} ({s['status']})")  # fmt: skip
+
+
+@app.command("validate")
+@friendly_errors
+def validate_command(
+    # described in the docstring: typer would show a list argument's type as <list[Path]>
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", hidden=True)],
+    as_json: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Check input files and say what each is.
+
+    Each FILE is a network, profile, system, services, sweep or plan file (JSON or YAML).
+    One line per file: its kind and what it holds, or its error (on stderr, with --json too);
+    exit code 2 if any is wrong.
+    """
+    results: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            kind, load = _kind(path)
+            summary = load(path)
+        except InferplanError as exc:
+            results.append({"file": str(path), "valid": False, "error": one_line(str(exc))})
+        except OSError as exc:
+            results.append({"file": str(path), "valid": False,
+                            "error": one_line(f"{path}: {exc.strerror or exc}")})  # fmt: skip
+        else:
+            results.append({"file": str(path), "valid": True, "kind": kind, **summary})
+            if not as_json:
+                print(f"{path}: {kind}: {_describe(kind, summary)}")
+        if not results[-1]["valid"]:
+            print(f"error: {results[-1]['error']}", file=sys.stderr)
+    if as_json:
+        print_json({"files": results})
+    if not all(r["valid"] for r in results):
+        raise typer.Exit(EXIT_INVALID)

@@ -1,0 +1,110 @@
+"""Node memory in the co-design problem: the memory term of each transition, and what a
+deployment needs, has and buys.
+
+A node ``v`` running blocks ``a+1..b`` needs ``need(a, b)`` bytes
+(:func:`~inferplan.profiles.memory.memory_need`). With memory ``M_v`` (bytes; unlimited when
+not given) and a memory cost ``h_v`` (``memory_price`` per byte, or any cost function; none
+when memory cannot be added), the transition's memory term is
+
+    h_v(max(0, need(a, b) - M_v))          (inf beyond what h_v can add)
+
+which depends on ``(v, a, b)`` alone: one of the extra terms of the state graph
+(:class:`~inferplan.codesign.instance.Terms`, built by
+:func:`~inferplan.codesign.instance.memory_terms`). A node whose memory cannot be added has a pure
+limit, ``need(a, b) <= M_v``, which the compiled engine keeps linear; a node that can buy
+memory and needs to for some transition is priced into a table (``O(N^2)`` for that node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inferplan.arrays import FloatArray
+from inferplan.codesign.instance import CodesignInstance
+from inferplan.errors import Infeasible
+
+__all__ = ["NodeMemory", "fits_somewhere", "memory_infeasible", "most_memory", "path_needs"]
+
+
+def path_needs(
+    inst: CodesignInstance, path: Sequence[int], partition: Sequence[int]
+) -> list[float]:
+    """The bytes each node of a deployment needs (node indices and cumulative partition)."""
+    if len(path) != len(partition):
+        raise ValueError("one partition point per path node")
+    done = [0, *partition[:-1]]
+    return [float(inst.memory_need[a, b]) for a, b in zip(done, partition, strict=True)]
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """What one path node of a plan needs and has: ``need`` (bytes), ``memory`` after the
+    upgrades (``None``: unlimited) and the bytes ``added``."""
+
+    id: str
+    need: float
+    memory: float | None
+    added: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "need": self.need, "memory": self.memory, "added": self.added}
+
+
+def most_memory(inst: CodesignInstance) -> FloatArray:
+    """The most memory each node can have: its own and all it can add (bytes)."""
+    return inst.memory + inst.memory_pricing.cap
+
+
+def fits_somewhere(inst: CodesignInstance, limit: FloatArray) -> bool:
+    """Whether some deployment's every node needs at most ``limit`` bytes (per node; acyclic
+    instances): reachability on the state graph, node by node in topological order, with
+    the feasible ``a`` of each ``b`` a window (``need`` is non-increasing in ``a``)."""
+    need = inst.memory_need
+    W = need.shape[0]
+    reach = np.zeros((len(inst.node_ids), W), dtype=bool)
+    reach[inst.source, 0] = True
+    above = np.arange(W)[::-1]  # the entries below the diagonal of each column (need inf)
+    for v in range(len(inst.node_ids)):
+        row = reach[v]
+        if not row.any():
+            continue
+        first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
+        done = np.concatenate(([0], np.cumsum(row)))
+        sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
+        if v == inst.target:
+            return bool(sent[-1])
+        heads = inst.link_dst[inst.out_links[v]]
+        reach[heads] |= sent[None, :]
+    return False
+
+
+def memory_infeasible(
+    inst: CodesignInstance, limit: FloatArray, beta: float | None = None
+) -> Infeasible:
+    """The error when no deployment fits ``limit`` (bytes per node): it names the node or
+    the need that does not fit."""
+    need = inst.memory_need
+    N = need.shape[0] - 1
+    reached = f"an interval of {beta:g} s" if beta is not None else "any interval"
+    head = f"no plan reaches {reached}: no deployment fits the nodes' memory"
+    ends = ((inst.source, float(need[0, 0]), "the input it holds"),
+            (inst.target, float(need[N, N]), "the output it holds"))  # fmt: skip
+    for v, least, what in ends:
+        if limit[v] < least:
+            return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most {limit[v]:.6g} "
+                              f"bytes and needs at least {least:.6g}, {what})")  # fmt: skip
+    alone = np.array([need[n - 1, n] for n in range(1, N + 1)])
+    n = int(np.argmin(alone.max() - alone)) + 1  # the block whose need alone is largest
+    most = float(np.max(limit))
+    block = inst.profile.blocks[n - 1]
+    if alone[n - 1] > most:
+        return Infeasible(f"{head} (block {block!r} alone needs {alone[n - 1]:.6g} bytes; no "
+                          f"node holds more than {most:.6g})")  # fmt: skip
+    return Infeasible(
+        f"{head} (the largest need of one block, {block!r}, is {alone[n - 1]:.6g} "
+        "bytes; no path has nodes enough to hold the model's blocks)"
+    )

@@ -1,0 +1,639 @@
+"""Uplink channels with memory: finite-state Markov chains and Gauss-Markov Rayleigh fading.
+
+A channel with memory is a :class:`~inferplan.coinference.channels.Channel` whose SNRs at
+successive split stages are not independent. Every such channel reaches the solvers as one
+:class:`Chain`: ``K`` states ordered by SNR, the law of the state at stage 1 and one transition
+matrix per step between stages (``transitions[n - 1]`` takes stage ``n`` to ``n + 1``). A state
+``k`` stands for the SNR ``snr[k]``; an observed SNR belongs to state ``k`` when
+``boundaries[k - 1] <= gamma < boundaries[k]``.
+
+* :class:`Markov` is a finite-state Markov channel given directly (one linear SNR per state) or
+  fitted from a recorded SNR trace (:func:`fit_markov`, equiprobable or given boundaries, in the
+  manner of Wang and Moayeri's partition of the SNR range).
+* :class:`GaussMarkov` is Rayleigh fading whose complex gain follows
+  ``h_{n+1} = rho_n h_n + sqrt(1 - rho_n^2) w_n``, ``rho_n`` given or Clarke's
+  ``J0(2 pi f_D dt_n)`` with ``f_D = v f_c / c`` and ``dt_n`` the device's compute time of layer
+  ``n``; the solvers see it as a chain on ``grid`` equiprobable SNR cells (see
+  :meth:`GaussMarkov.chain`).
+
+As a plain ``Channel`` (its methods ``below``, ``partial_inv_log``, ``sample``) each describes
+the law of the SNR at stage 1; :attr:`~inferplan.coinference.System.channels` holds the law at
+every stage, the chain's marginals.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+from inferplan.arrays import FloatArray
+from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, inv_log2
+from inferplan.errors import InvalidSystem
+
+__all__ = [
+    "SPEED_OF_LIGHT",
+    "Chain",
+    "GaussMarkov",
+    "Markov",
+    "clarke_correlation",
+    "fit_markov",
+    "stationary_law",
+]
+
+SPEED_OF_LIGHT = 299_792_458.0
+"""``c`` in m/s."""
+
+# Rows of a transition matrix and a law must sum to 1 within this (files hold rounded numbers).
+_SUM_TOL = 1e-9
+_DEFAULT_GRID = 64
+_SAMPLERS = ("recursion", "jakes")
+_SINUSOIDS = 32  # Jakes' oscillators per path
+_MAX_GRID = 4096
+_MAX_SPEED = 1000.0  # m/s: beyond any vehicle; Clarke's model is for terrestrial mobility
+_MAX_CARRIER = 1e12  # Hz
+
+
+def _law(values: Sequence[float], name: str) -> FloatArray:
+    out = np.asarray([float(v) for v in values], dtype=np.float64)
+    for k, p in enumerate(out):
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0 + _SUM_TOL):
+            raise InvalidSystem(f"must be a probability in [0, 1], got {p!r}", field=f"{name}[{k}]")
+    total = math.fsum(out.tolist())
+    if abs(total - 1.0) > _SUM_TOL:
+        raise InvalidSystem(f"must sum to 1, got {total:.12g}", field=name)
+    return np.minimum(out, 1.0) / total
+
+
+def stationary_law(transition: npt.ArrayLike) -> FloatArray:
+    """The stationary law ``pi = pi P`` of a transition matrix, which must be unique.
+
+    Examples
+    --------
+    >>> stationary_law([[0.9, 0.1], [0.2, 0.8]]).round(6).tolist()
+    [0.666667, 0.333333]
+    """
+    p = np.asarray(transition, dtype=np.float64)
+    k = p.shape[0]
+    # pi (P - I) = 0 with sum(pi) = 1: the system is of full rank iff the law is unique.
+    a = np.vstack([(p - np.eye(k)).T, np.ones((1, k))])
+    rhs = np.zeros(k + 1)
+    rhs[-1] = 1.0
+    if np.linalg.matrix_rank(a[:-1], tol=1e-10) < k - 1:
+        raise InvalidSystem(
+            "has several stationary laws (some states never reach each other); give 'initial', "
+            "the law of the state at stage 1",
+            field="transition",
+        )
+    pi, *_ = np.linalg.lstsq(a, rhs, rcond=None)
+    pi = np.maximum(pi, 0.0)
+    return np.asarray(pi / pi.sum(), dtype=np.float64)
+
+
+def clarke_correlation(speed_mps: float, carrier_hz: float, dt_s: npt.ArrayLike) -> FloatArray:
+    """Clarke's correlation of the complex gain ``dt_s`` seconds apart: ``J0(2 pi f_D dt)``.
+
+    ``f_D = v f_c / c`` is the maximum Doppler shift.
+
+    Examples
+    --------
+    >>> round(float(clarke_correlation(1.5, 2.4e9, 0.001)), 6)
+    0.998577
+    """
+    doppler = speed_mps * carrier_hz / SPEED_OF_LIGHT
+    return np.asarray(special.j0(2.0 * math.pi * doppler * np.asarray(dt_s, dtype=np.float64)))
+
+
+def _default_boundaries(snr: FloatArray) -> FloatArray:
+    """Midpoints between consecutive state SNRs, geometric where both are positive."""
+    lo, hi = snr[:-1], snr[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        geometric = np.sqrt(lo * hi)
+    return np.where(lo > 0, geometric, 0.5 * (lo + hi))
+
+
+@dataclass(frozen=True)
+class Markov(Channel):
+    """A finite-state Markov channel: one linear SNR per state and the state's transitions.
+
+    ``transition`` is one ``K x K`` matrix for every step between stages, or a list of ``N`` of
+    them (``transition[n - 1]`` takes stage ``n`` to ``n + 1``); ``initial`` is the law of the
+    state at stage 1, the chain's stationary law when omitted (a single matrix only).
+    ``boundaries`` (``K - 1`` SNRs) say which state an observed SNR belongs to; by default the
+    midpoints (geometric) between consecutive state SNRs. A chain whose rows all equal its
+    initial law is the i.i.d. :class:`~inferplan.coinference.channels.Discrete` channel.
+
+    Examples
+    --------
+    >>> ch = Markov(snr=(0.5, 3.0, 12.0),
+    ...             transition=((0.8, 0.2, 0.0), (0.1, 0.8, 0.1), (0.0, 0.2, 0.8)))
+    >>> [round(p, 4) for p in ch.law]
+    [0.25, 0.5, 0.25]
+    """
+
+    snr: tuple[float, ...]
+    transition: tuple[tuple[float, ...], ...] | tuple[tuple[tuple[float, ...], ...], ...]
+    initial: tuple[float, ...] | None = None
+    boundaries: tuple[float, ...] | None = None
+    kind: str = field(default="markov", init=False)
+    memory: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        snr = tuple(float(s) for s in self.snr)
+        if not snr:
+            raise InvalidSystem("must list at least one SNR state", field="snr")
+        for k, s in enumerate(snr):
+            if not (math.isfinite(s) and s >= 0):
+                raise InvalidSystem(
+                    f"must be a non-negative finite linear SNR, got {s!r}", field=f"snr[{k}]"
+                )
+        for k in range(1, len(snr)):
+            if snr[k] <= snr[k - 1]:
+                raise InvalidSystem(
+                    f"states must be listed by increasing SNR, got {snr[k - 1]!r} then {snr[k]!r}",
+                    field=f"snr[{k}]",
+                )
+        object.__setattr__(self, "snr", snr)
+        matrices = self._matrices(self.transition, len(snr))
+        shared = np.ndim(self.transition) == 2
+        object.__setattr__(
+            self,
+            "transition",
+            tuple(map(tuple, matrices[0].tolist()))
+            if shared
+            else tuple(tuple(map(tuple, p.tolist())) for p in matrices),
+        )
+        if self.initial is None:
+            if not shared:
+                raise InvalidSystem(
+                    "is required with one transition matrix per stage (the stationary law is "
+                    "that of a single matrix)",
+                    field="initial",
+                )
+        else:
+            initial = _law(self.initial, "initial")
+            if initial.size != len(snr):
+                raise InvalidSystem(
+                    f"must give one probability per state ({len(snr)}), got {initial.size}",
+                    field="initial",
+                )
+            object.__setattr__(self, "initial", tuple(initial.tolist()))
+        if self.boundaries is not None:
+            cuts = tuple(float(b) for b in self.boundaries)
+            if len(cuts) != len(snr) - 1:
+                raise InvalidSystem(
+                    f"must give K - 1 = {len(snr) - 1} SNRs between the states, got {len(cuts)}",
+                    field="boundaries",
+                )
+            edges = (-math.inf, *cuts, math.inf)
+            for k, s in enumerate(snr):
+                if not edges[k] <= s < edges[k + 1]:
+                    raise InvalidSystem(
+                        f"state {k} (SNR {s:g}) must lie in its range [{edges[k]:g}, "
+                        f"{edges[k + 1]:g})",
+                        field="boundaries",
+                    )
+            object.__setattr__(self, "boundaries", cuts)
+        _ = self.law  # a stationary law exists and is unique
+
+    @staticmethod
+    def _matrices(value: Any, k: int) -> FloatArray:
+        try:
+            raw = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidSystem(
+                f"must be a {k} x {k} matrix or a list of them (ragged rows?)", field="transition"
+            ) from None
+        if raw.ndim == 2:
+            raw = raw[None]
+        if raw.ndim != 3 or raw.shape[1:] != (k, k):
+            raise InvalidSystem(
+                f"must be a {k} x {k} matrix (one row and column per state) or a list of them, "
+                f"got shape {'x'.join(map(str, raw.shape))}",
+                field="transition",
+            )
+        shared = np.ndim(value) == 2
+        for t, matrix in enumerate(raw):
+            where = "transition" if shared else f"transition[{t}]"
+            for i, row in enumerate(matrix):
+                bad = [p for p in row if not (math.isfinite(p) and 0.0 <= p <= 1.0 + _SUM_TOL)]
+                if bad:
+                    raise InvalidSystem(
+                        f"must hold probabilities in [0, 1], got {bad[0]!r}", field=f"{where}[{i}]"
+                    )
+                total = math.fsum(row.tolist())
+                if abs(total - 1.0) > _SUM_TOL:
+                    raise InvalidSystem(
+                        f"row of state {i} must sum to 1, got {total:.12g}", field=f"{where}[{i}]"
+                    )
+        raw = np.minimum(raw, 1.0)
+        return np.asarray(raw / raw.sum(axis=2, keepdims=True), dtype=np.float64)
+
+    @functools.cached_property
+    def _stack(self) -> FloatArray:
+        return self._matrices(self.transition, len(self.snr))
+
+    @functools.cached_property
+    def law(self) -> tuple[float, ...]:
+        """The law of the state at stage 1 (``initial``, or the stationary law)."""
+        if self.initial is not None:
+            return self.initial
+        return tuple(stationary_law(self._stack[0]).tolist())
+
+    @functools.cached_property
+    def _first(self) -> Discrete:
+        return Discrete(self.snr, self.law)
+
+    def chain(self, intervals: Sequence[float]) -> Chain:
+        """The chain over ``len(intervals) + 1`` stages (the intervals do not matter here)."""
+        steps = len(intervals)
+        stack = self._stack
+        if np.ndim(self.transition) == 2:
+            stack = np.broadcast_to(stack, (steps, *stack.shape[1:]))
+        elif stack.shape[0] != steps:
+            raise InvalidSystem(
+                f"must give one matrix per step between split stages (N = {steps}), got "
+                f"{stack.shape[0]}",
+                field="transition",
+            )
+        snr = np.asarray(self.snr)
+        cuts = _default_boundaries(snr) if self.boundaries is None else np.asarray(self.boundaries)
+        return Chain(snr, cuts, np.asarray(self.law), np.ascontiguousarray(stack))
+
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        """``(size, len(intervals) + 1)`` SNR paths drawn from the chain."""
+        chain = self.chain(intervals)
+        return chain.snr[chain.sample_states(rng, size)]
+
+    def below(self, threshold: float) -> float:
+        return self._first.below(threshold)
+
+    def at_or_above(self, threshold: float) -> float:
+        return self._first.at_or_above(threshold)
+
+    def partial_inv_log(self, threshold: float) -> float:
+        return self._first.partial_inv_log(threshold)
+
+    def expected_snr(self) -> float:
+        return self._first.expected_snr()
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self._first.sample(rng, size)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": "markov",
+            "snr": list(self.snr),
+            "transition": np.asarray(self.transition).tolist(),
+        }
+        if self.initial is not None:
+            out["initial"] = list(self.initial)
+        if self.boundaries is not None:
+            out["boundaries"] = list(self.boundaries)
+        return out
+
+
+def fit_markov(
+    samples: Sequence[float] | FloatArray,
+    states: int,
+    *,
+    boundaries: Sequence[float] | None = None,
+) -> Markov:
+    """A Markov channel fitted to a recorded SNR trace (linear SNRs, one per step).
+
+    The SNR range is cut into ``states`` intervals, of equal probability under the trace
+    (its quantiles) unless ``boundaries`` gives the ``states - 1`` cuts. A sample belongs to the
+    interval holding it; the transition matrix counts consecutive pairs. Each state stands for the
+    SNR whose ``1 / log2(1 + gamma)`` is its samples' mean, so the upload cost of a state is
+    exact. One step of the trace is one step between split stages.
+
+    Examples
+    --------
+    >>> trace = [1.0, 1.2, 8.0, 9.0, 1.1, 7.5, 8.5, 1.3, 1.0, 9.5]
+    >>> ch = fit_markov(trace, 2)
+    >>> len(ch.snr), ch.transition[0]
+    (2, (0.4, 0.6))
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    if isinstance(states, bool) or not isinstance(states, int | np.integer) or states < 1:
+        raise InvalidSystem(f"must be an integer >= 1, got {states!r}", field="states")
+    if x.ndim != 1 or not np.all(np.isfinite(x)) or np.any(x < 0):
+        raise InvalidSystem("must be non-negative finite linear SNRs", field="trace")
+    if x.size < states + 1:
+        raise InvalidSystem(
+            f"has {x.size} samples, too short to fit {states} states (at least {states + 1}: "
+            "every state needs a sample followed by another)",
+            field="trace",
+        )
+    if boundaries is None:
+        cuts = np.quantile(x, np.arange(1, states) / states)
+    else:
+        cuts = np.asarray([float(b) for b in boundaries], dtype=np.float64)
+        if cuts.size != states - 1:
+            raise InvalidSystem(
+                f"must give states - 1 = {states - 1} SNRs, got {cuts.size}", field="boundaries"
+            )
+        if not (np.all(np.isfinite(cuts)) and np.all(np.diff(cuts) > 0)):
+            raise InvalidSystem("must be increasing finite SNRs", field="boundaries")
+    label = np.searchsorted(cuts, x, side="right")
+    counts = np.zeros((states, states))
+    np.add.at(counts, (label[:-1], label[1:]), 1.0)
+    leaving = counts.sum(axis=1)
+    for k in range(states):
+        if leaving[k] == 0:
+            lo = "-inf" if k == 0 else f"{cuts[k - 1]:g}"
+            hi = "inf" if k == states - 1 else f"{cuts[k]:g}"
+            raise InvalidSystem(
+                f"is too short to fit {states} states ({x.size} samples): no sample in state "
+                f"{k} (SNR in [{lo}, {hi})) is followed by another; record a longer trace or "
+                "fit fewer states",
+                field="trace",
+            )
+    with np.errstate(divide="ignore"):
+        g = inv_log2(x)
+    mean_g = np.bincount(label, weights=g, minlength=states) / np.bincount(label, minlength=states)
+    with np.errstate(divide="ignore", over="ignore"):
+        snr = np.where(np.isinf(mean_g), 0.0, np.expm1(math.log(2.0) / mean_g))
+    # The representative SNR of a state lies in its range up to rounding: keep it there.
+    edges = np.concatenate(([-np.inf], cuts, [np.inf]))
+    snr = np.clip(snr, edges[:-1], np.nextafter(edges[1:], -np.inf))
+    if np.any(np.diff(snr) <= 0):
+        raise InvalidSystem(
+            "gives two states the same SNR (the trace has too few distinct values for "
+            f"{states} states); fit fewer states",
+            field="trace",
+        )
+    matrix = counts / leaving[:, None]
+    return Markov(
+        snr=tuple(snr.tolist()),
+        transition=tuple(tuple(row) for row in matrix.tolist()),
+        boundaries=tuple(cuts.tolist()) if states > 1 else (),
+    )
+
+
+@dataclass(frozen=True)
+class GaussMarkov(Channel):
+    """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
+
+    ``h_{n+1} = rho_n h_n + sqrt(1 - rho_n^2) w_n`` with ``h, w ~ CN(0, 1)`` and SNR
+    ``mean_snr |h|^2`` (exponential at every stage). ``rho`` is one correlation for every step or
+    ``N`` of them; or ``speed_mps`` and ``carrier_hz`` give Clarke's ``rho_n = J0(2 pi f_D dt_n)``
+    with ``f_D = v f_c / c`` and ``dt_n`` the device's compute time of layer ``n`` (the time
+    between the observations at stages ``n`` and ``n + 1``). As for :class:`Rayleigh`, the
+    expected upload cost is finite only with an outage floor ``min_snr``: the device transmits
+    only above it, so the SNR at every stage is conditioned on ``gamma >= min_snr`` (stage 1:
+    ``min_snr + Exp(mean_snr)``; later stages: the Gauss-Markov step conditioned on landing above
+    the floor). ``rho = 0`` is i.i.d. truncated Rayleigh fading.
+
+    The solvers see it as a chain on ``grid`` SNR cells of equal probability at stage 1
+    (:meth:`chain`); docs/coinference.md gives the accuracy of the default grid. The simulator
+    draws the process itself: ``sampler="recursion"`` the Gauss-Markov recursion, or (Clarke's
+    model only) ``sampler="jakes"`` a sum of sinusoids whose correlation at every lag ``tau``
+    is Clarke's ``J0(2 pi f_D tau)``, not only between consecutive stages (see
+    :meth:`sample_paths`).
+
+    Examples
+    --------
+    >>> ch = GaussMarkov(mean_snr=10.0, min_snr=0.25, rho=0.9)
+    >>> chain = ch.chain([1e-3] * 4)
+    >>> chain.states, chain.stages
+    (64, 5)
+    """
+
+    mean_snr: float
+    min_snr: float | None = None
+    rho: float | tuple[float, ...] | None = None
+    speed_mps: float | None = None
+    carrier_hz: float | None = None
+    grid: int = _DEFAULT_GRID
+    sampler: str = "recursion"
+    kind: str = field(default="gauss-markov", init=False)
+    memory: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        marginal = Rayleigh(self.mean_snr, self.min_snr)  # checks both SNRs
+        object.__setattr__(self, "mean_snr", marginal.mean_snr)
+        object.__setattr__(self, "min_snr", marginal.min_snr)
+        clarke = (self.speed_mps, self.carrier_hz)
+        if (self.rho is None) == all(v is None for v in clarke):
+            raise InvalidSystem(
+                "give either 'rho' or both 'speed_mps' and 'carrier_hz' (Clarke's model)",
+                field="rho",
+            )
+        if self.rho is not None:
+            values = (self.rho,) if isinstance(self.rho, int | float) else tuple(self.rho)
+            for k, r in enumerate(values):
+                r = float(r)
+                if not (math.isfinite(r) and abs(r) <= 1.0):
+                    where = "rho" if isinstance(self.rho, int | float) else f"rho[{k}]"
+                    raise InvalidSystem(
+                        f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}", field=where
+                    )
+            as_float = [float(r) for r in values]
+            object.__setattr__(
+                self, "rho", as_float[0] if isinstance(self.rho, int | float) else tuple(as_float)
+            )
+        else:
+            for name, value, top in (
+                ("speed_mps", self.speed_mps, _MAX_SPEED),
+                ("carrier_hz", self.carrier_hz, _MAX_CARRIER),
+            ):
+                if value is None:
+                    raise InvalidSystem(
+                        "is required with the other of speed_mps and carrier_hz", field=name
+                    )
+                v = float(value)
+                if not (math.isfinite(v) and 0.0 <= v <= top and (v > 0 or name == "speed_mps")):
+                    raise InvalidSystem(
+                        f"must be a {'non-negative' if name == 'speed_mps' else 'positive'} "
+                        f"number up to {top:g}, got {value!r}",
+                        field=name,
+                    )
+                object.__setattr__(self, name, v)
+        if self.sampler not in _SAMPLERS:
+            raise InvalidSystem(
+                f"must be one of {', '.join(_SAMPLERS)}, got {self.sampler!r}", field="sampler"
+            )
+        if self.sampler == "jakes" and self.rho is not None:
+            raise InvalidSystem(
+                "jakes draws Clarke's model: give speed_mps and carrier_hz, not rho",
+                field="sampler",
+            )
+        grid = self.grid
+        if isinstance(grid, bool) or not isinstance(grid, int | np.integer):
+            raise InvalidSystem(f"must be an integer, got {grid!r}", field="grid")
+        if not 2 <= grid <= _MAX_GRID:
+            raise InvalidSystem(f"must be in 2..{_MAX_GRID}, got {grid}", field="grid")
+        object.__setattr__(self, "grid", int(grid))
+
+    @functools.cached_property
+    def _marginal(self) -> Rayleigh:
+        return Rayleigh(self.mean_snr, self.min_snr)
+
+    @property
+    def floor(self) -> float:
+        """The outage floor (0 without one)."""
+        return self.min_snr or 0.0
+
+    def correlations(self, intervals: Sequence[float]) -> FloatArray:
+        """``rho_1..rho_N`` for the times ``dt_1..dt_N`` between consecutive stages."""
+        steps = len(intervals)
+        if self.rho is None:
+            assert self.speed_mps is not None and self.carrier_hz is not None
+            return clarke_correlation(self.speed_mps, self.carrier_hz, intervals)
+        if isinstance(self.rho, float):
+            return np.full(steps, self.rho)
+        if len(self.rho) != steps:
+            raise InvalidSystem(
+                f"must give one correlation per step between split stages (N = {steps}), got "
+                f"{len(self.rho)}",
+                field="rho",
+            )
+        return np.asarray(self.rho, dtype=np.float64)
+
+    @functools.cached_property
+    def _cells(self) -> tuple[FloatArray, FloatArray]:
+        """Cell edges (``grid + 1``, the last ``inf``) and each cell's representative SNR: the
+        one whose ``1 / log2(1 + gamma)`` is the cell's conditional mean (exact upload cost)."""
+        g, mean, floor = self.grid, self.mean_snr, self.floor
+        edges = floor - mean * np.log1p(-np.arange(g) / g)
+        edges = np.append(edges, np.inf)
+        law = self._marginal
+        if self.min_snr is None:  # the bottom cell's cost is infinite: System refuses this
+            tails = np.array([math.inf] + [law.partial_inv_log(float(e)) for e in edges[1:-1]])
+        else:
+            tails = np.array([law.partial_inv_log(float(e)) for e in edges[:-1]])
+        tails = np.append(tails, 0.0)
+        with np.errstate(invalid="ignore"):
+            mean_g = g * (tails[:-1] - tails[1:])
+        mean_g[0] = mean_g[0] if math.isfinite(mean_g[0]) else math.inf
+        with np.errstate(divide="ignore"):
+            snr = np.expm1(math.log(2.0) / mean_g)
+        snr = np.clip(snr, edges[:-1], np.nextafter(edges[1:], -np.inf))
+        return edges, snr
+
+    def chain(self, intervals: Sequence[float]) -> Chain:
+        """The Gauss-Markov channel on ``grid`` cells of equal probability at stage 1.
+
+        From the representative SNR ``x`` of cell ``i``, the SNR one step on is
+        ``mean_snr (1 - r) / 2 * chi'^2_2(2 r x / (mean_snr (1 - r)))`` with ``r = rho^2``
+        (a non-central chi-square with two degrees of freedom); ``P[i, j]`` is its probability of
+        cell ``j``, conditioned on landing above the floor.
+        """
+        edges, snr = self._cells
+        rhos = self.correlations(intervals)
+        return Chain(
+            snr,
+            edges[1:-1].copy(),
+            np.full(self.grid, 1.0 / self.grid),
+            np.stack([self._step(float(r)) for r in rhos]) if len(rhos) else np.empty((0,) * 3),
+        )
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - a frozen value; steps repeat across stages
+    def _step(self, rho: float) -> FloatArray:
+        edges, snr = self._cells
+        g, mean = self.grid, self.mean_snr
+        r = rho * rho
+        if r >= 1.0:
+            return np.eye(g)
+        scale = mean * (1.0 - r) / 2.0
+        x = 2.0 * r * snr / (mean * (1.0 - r))
+        with np.errstate(invalid="ignore"):
+            cdf = special.chndtr(edges[None, :-1] / scale, 2.0, x[:, None])
+        cdf = np.append(cdf, np.ones((g, 1)), axis=1)
+        cells = np.maximum(np.diff(cdf, axis=1), 0.0)
+        total = cells.sum(axis=1, keepdims=True)
+        # A row the quadrature cannot resolve (all its mass in one far cell): stay put.
+        lost = ~(total[:, 0] > 0)
+        cells[lost] = np.eye(g)[lost]
+        total[lost] = 1.0
+        return np.asarray(cells / total, dtype=np.float64)
+
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        """``(size, len(intervals) + 1)`` SNR paths of the continuous process.
+
+        ``recursion``: the recursion on ``h``, each step redrawn until it lands above the floor.
+        ``jakes``: ``h(t) = sum_k exp(j (2 pi f_D t cos a_k + p_k)) / sqrt(32)`` with 32 random
+        arrival angles ``a_k`` and phases ``p_k`` per inference, whose correlation is
+        ``J0(2 pi f_D tau)`` at every lag, observed at the stages' times; a path that falls
+        below the floor at some stage is redrawn whole (the paths are conditioned on staying
+        above it, where the chain conditions each step).
+        """
+        if self.sampler == "jakes":
+            return self._jakes_paths(rng, size, intervals)
+        rhos = self.correlations(intervals)
+        mean, floor = self.mean_snr, self.floor
+        out = np.empty((size, len(rhos) + 1))
+        power = floor / mean + rng.exponential(1.0, size)
+        h = np.sqrt(power) * np.exp(2j * math.pi * rng.random(size))
+        out[:, 0] = mean * power
+        for n, rho in enumerate(rhos, start=1):
+            nxt = np.empty_like(h)
+            todo = np.arange(size)
+            while todo.size:
+                w = (
+                    rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)
+                ) / math.sqrt(2)
+                cand = rho * h[todo] + math.sqrt(max(0.0, 1.0 - rho * rho)) * w
+                ok = mean * np.abs(cand) ** 2 >= floor
+                nxt[todo[ok]] = cand[ok]
+                todo = todo[~ok]
+            h = nxt
+            out[:, n] = mean * np.abs(h) ** 2
+        return out
+
+    def _jakes_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        assert self.speed_mps is not None and self.carrier_hz is not None
+        doppler = self.speed_mps * self.carrier_hz / SPEED_OF_LIGHT
+        times = np.concatenate(([0.0], np.cumsum(np.asarray(intervals, dtype=np.float64))))
+        out = np.empty((size, times.size))
+        todo = np.arange(size)
+        while todo.size:
+            angle = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            phase = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            t = times[None, :, None]
+            h = np.exp(1j * (2.0 * math.pi * doppler * t * np.cos(angle) + phase)).sum(axis=2)
+            snr = self.mean_snr * np.abs(h) ** 2 / _SINUSOIDS
+            ok = np.all(snr >= self.floor, axis=1)
+            out[todo[ok]] = snr[ok]
+            todo = todo[~ok]
+        return out
+
+    def below(self, threshold: float) -> float:
+        return self._marginal.below(threshold)
+
+    def partial_inv_log(self, threshold: float) -> float:
+        return self._marginal.partial_inv_log(threshold)
+
+    def expected_snr(self) -> float:
+        return self._marginal.expected_snr()
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self._marginal.sample(rng, size)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "gauss-markov", "mean_snr": self.mean_snr}
+        if self.min_snr is not None:
+            out["min_snr"] = self.min_snr
+        if self.rho is not None:
+            out["rho"] = self.rho if isinstance(self.rho, float) else list(self.rho)
+        else:
+            out["speed_mps"] = self.speed_mps
+            out["carrier_hz"] = self.carrier_hz
+        if self.grid != _DEFAULT_GRID:
+            out["grid"] = self.grid
+        if self.sampler != "recursion":
+            out["sampler"] = self.sampler
+        return out
