@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import math
 import os
 import statistics
@@ -94,14 +95,14 @@ def draw_network(rng: Any, profile: Any, interval: float) -> dict[str, Any]:
              for layer in layers for v in layer]  # fmt: skip
     links = [{"source": u, "target": v, "capacity": bits / interval * rng.uniform(0.5, 3.0),
               "price": rng.uniform(0.5, 2.0) * interval / bits}
-             for a, b in zip(layers, layers[1:], strict=False) for u in a for v in b]  # fmt: skip
+             for a, b in itertools.pairwise(layers) for u in a for v in b]  # fmt: skip
     return {"source": "s", "target": "t", "nodes": nodes, "links": links}
 
 
 def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, Any] | None:
     from inferplan.profiles.from_torch import load_module_factory, profile_module
 
-    spec, shape, flops = draw_model(rng, folder, index)
+    spec, shape, _ = draw_model(rng, folder, index)
     profile = profile_module(load_module_factory(spec), [shape], blocks=DEPTH1,
                              tracer="fx").profile  # fmt: skip
     interval = _log_uniform(rng, 0.005, 0.5)
@@ -130,12 +131,17 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
     links = [s for s in stages if s.kind == "link"]
     held = [s for s in stages if s.predicted_s > 0]
     bottleneck = max(stages, key=lambda s: s.predicted_s)
+    cut_bits = [profile.activation_bits[b] for b in plan.partition[:-1]]
+    largest = max(cut_bits, default=profile.activation_bits[0]) / 8
+    held_cpu = math.nan
+    if bottleneck.cpu_s and bottleneck.quota:
+        held_cpu = bottleneck.cpu_s / (bottleneck.quota * bottleneck.predicted_s)
+    slowest = max(stages, key=lambda s: s.measured_s)
     return {
         "plan": index,
         "blocks": profile.n_blocks,
         "nodes": n,
-        "largest_activation_B": max((profile.activation_bits[b] / 8 for b in plan.partition[:-1]),
-                                    default=profile.activation_bits[0] / 8),  # fmt: skip
+        "largest_activation_B": largest,
         "target_interval_s": interval,
         "dilation": report.dilation,
         "predicted_interval_s": report.predicted_interval,
@@ -147,8 +153,14 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
         "shortest_stage_s": min(s.predicted_s for s in held),
         "bottleneck": f"{bottleneck.kind} {bottleneck.id}",
         "bottleneck_ratio": bottleneck.measured_s / bottleneck.predicted_s,
-        "bottleneck_cpu_ratio": (bottleneck.cpu_s / (bottleneck.quota * bottleneck.predicted_s)
-                                 if bottleneck.cpu_s and bottleneck.quota else math.nan),  # fmt: skip
+        "bottleneck_cpu_ratio": held_cpu,
+        "slowest": f"{slowest.kind} {slowest.id}",
+        "slowest_ratio": slowest.measured_s / slowest.predicted_s if slowest.predicted_s else 0,
+        "stages": " ".join(
+            f"{s.id}:{s.predicted_s * 1e3:.1f}/{s.measured_s * 1e3:.1f}"
+            + (f"/cpu{s.cpu_s * 1e3:.1f}/q{s.quota:.2f}" if s.cpu_s and s.quota else "")
+            for s in stages
+        ),
         "links": len(links),
         "outputs_match": report.outputs_match,
         "wall_s": time.monotonic() - started,
@@ -160,8 +172,9 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
 
     with styled_figure([path], figsize=(6.5, 2.6)) as fig:
         left, right = fig.subplots(1, 2, sharey=True)
-        for ax, key, label in ((left, "largest_activation_B", "largest activation on the path (B)"),
-                               (right, "predicted_interval_s", "predicted interval (s)")):  # fmt: skip
+        axes = ((left, "largest_activation_B", "largest activation on the path (B)"),
+                (right, "predicted_interval_s", "predicted interval (s)"))  # fmt: skip
+        for ax, key, label in axes:
             long = [r for r in rows if r["shortest_stage_s"] >= 0.010]
             short = [r for r in rows if r["shortest_stage_s"] < 0.010]
             ax.scatter([r[key] for r in long], [r["interval_ratio"] for r in long], s=10,

@@ -166,8 +166,9 @@ class StageReport:
     ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
     forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
     measured on this machine predict for the node. On the testbed a node's ``quota`` is the
-    share of a core its compute was held to and ``cpu_s`` the CPU seconds that compute took
-    per inference (median), so ``cpu_s / quota`` is the time the kernel's quota promises.
+    share of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread
+    took per inference (median; its blocks and its handing the result on), so
+    ``cpu_s / quota`` is the time the kernel's quota promises.
     """
 
     kind: str
@@ -332,7 +333,6 @@ class _Setup:
     error: str | None = None
     testbed: bool = False
     dilation: float = 1.0  # on the testbed; 1 elsewhere
-    quotas: tuple[float | None, ...] = ()  # on the testbed: each node's share of a core
 
 
 @dataclass
@@ -341,6 +341,7 @@ class _Measured:
 
     node_busy: list[float] = field(default_factory=list)
     node_cpu: list[float] = field(default_factory=list)  # CPU seconds of the compute thread
+    quota: float | None = None  # the share of a core the compute was held to once warm
     link_busy: list[float] = field(default_factory=list)
     arrived_at: list[float] = field(default_factory=list)  # the data of each inference, here
     sent_at: list[float] = field(default_factory=list)  # when its sending started
@@ -425,11 +426,16 @@ def _wait_for(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> Non
 
 
 class Links(Protocol):
-    """A rank's data path: the activations from the previous rank and to the next."""
+    """A rank's data path: the activations from the previous rank and to the next; and what
+    the rank's compute does once warm (given its median CPU seconds per inference so far, or
+    None before), which returns the share of a core it is held to from then on (None: not
+    held)."""
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]: ...
 
     def send(self, values: Sequence[torch.Tensor]) -> None: ...
+
+    def warm(self, cpu_s: float | None) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -448,6 +454,9 @@ class _GlooLinks:
     def send(self, values: Sequence[torch.Tensor]) -> None:
         for t in values:
             dist.send(t.contiguous(), self.rank + 1, tag=DATA)
+
+    def warm(self, cpu_s: float | None) -> float | None:
+        return None
 
 
 def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate: bool,
@@ -521,14 +530,14 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         threads.append(_thread(link_label, send))
 
     node = Server(role.node_s if emulate else None)
+    mine.quota = links.warm(None)
     with torch.inference_mode():
         for i in range(count):
             arrived, values = inbox.get()
             start = node.start(arrived)
-            cpu = time.thread_time()
+            cpu = time.thread_time()  # what this thread does per inference, waits excluded
             if stage is not None:
                 values = stage(*values)
-            mine.node_cpu.append(time.thread_time() - cpu)
             now = node.finish(start)
             mine.node_busy.append(now - start)
             if last:
@@ -540,6 +549,9 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                     acknowledged(i)
             else:
                 outbox.put((now, values))
+            mine.node_cpu.append(time.thread_time() - cpu)
+            if i + 1 == setup.warmup and stage is not None:
+                mine.quota = links.warm(statistics.median(mine.node_cpu))
     for thread in threads:
         thread.join()
     return mine, latency
@@ -577,8 +589,7 @@ def _setup_rank0(request: RunRequest, world: int,
     setup = _Setup(roles, resolved.inferences, request.warmup,
                    request.emulate if placement is None else False, request.timeout_s,
                    testbed=placement is not None,
-                   dilation=1.0 if placement is None else placement.dilation,
-                   quotas=() if placement is None else placement.quotas)  # fmt: skip
+                   dilation=1.0 if placement is None else placement.dilation)  # fmt: skip
     return setup, model, modules, (resolved, traced)
 
 
@@ -665,7 +676,8 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
                 profiled = measure_blocks(traced, inputs[0])
         links: Links = _GlooLinks(rank, setup.timeout_s)
         if placement is not None:
-            links = bed = SocketLinks(placement, rank, world, setup.timeout_s)
+            links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
+                                      planned_s=setup.dilation * role.node_s)  # fmt: skip
             dist.barrier()  # every rank listens
             bed.connect()
             bed.hold()
@@ -696,16 +708,20 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             blocks=(first, last),
             profiled_s=math.fsum(profiled[first:last]) if profiled else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
-            quota=setup.quotas[role.rank] if testbed else None,
+            quota=measured.quota if testbed else None,
         ))  # fmt: skip
         if role.link_s is not None:
             nxt = setup.roles[role.rank + 1].node
             # on one clock (the testbed's one machine) a link's time is the receiver's view:
-            # the sender's buffers hide how long the kernel took to pass the data on
-            busy = (link_times(measured.sent_at, gathered[role.rank + 1].arrived_at)
-                    if testbed else measured.link_busy)  # fmt: skip
-            stages.append(StageReport("link", f"{role.node}->{nxt}", k * role.link_s,
-                                      _median_after(busy, warmup)))  # fmt: skip
+            # the sender's buffers hide how long the kernel took to pass the data on. TCP
+            # hands over two messages that arrived together at once, which splits their
+            # time unevenly: the mean, whose sum is the link's busy time, is the measure there
+            if testbed:
+                busy = link_times(measured.sent_at, gathered[role.rank + 1].arrived_at)
+                took = statistics.fmean(busy[warmup:] or busy)
+            else:
+                took = _median_after(measured.link_busy, warmup)
+            stages.append(StageReport("link", f"{role.node}->{nxt}", k * role.link_s, took))
     done = gathered[-1].done_at
     interval = (done[-1] - done[warmup]) / (len(done) - 1 - warmup)
     outputs = gathered[-1].outputs

@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -116,6 +117,7 @@ class Placement:
     transport: str
     version: str
     dilation: float
+    period_s: float
 
     def save(self, run_dir: Path) -> None:
         (run_dir / PLACEMENT).write_text(json.dumps(asdict(self)))
@@ -127,8 +129,8 @@ class Placement:
             return None
         data = json.loads(path.read_text())
         return cls(tuple(data["addresses"]), tuple(data["cgroups"]), tuple(data["quotas"]),
-                   tuple(data["cpus"]), data["transport"], data["version"],
-                   data["dilation"])  # fmt: skip
+                   tuple(data["cpus"]), data["transport"], data["version"], data["dilation"],
+                   data["period_s"])  # fmt: skip
 
 
 @dataclass
@@ -192,8 +194,8 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
                  at_least=request.dilation or 1.0)  # fmt: skip
     with Testbed(lay.hosts, lay.links, period_s=lay.period_s) as bed:
         Placement(tuple(h.address for h in lay.hosts), tuple(str(h.path) for h in bed.hosts),
-                  lay.quotas, lay.cpus, str(bed.transport.path), bed.version,
-                  lay.dilation).save(run_dir)  # fmt: skip
+                  lay.quotas, lay.cpus, str(bed.transport.path), bed.version, lay.dilation,
+                  lay.period_s).save(run_dir)  # fmt: skip
         env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(MASTER_PORT),
                "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
         yield Hosting(env, bed.preexec(), lambda rank, pid: bed.admit(pid), lay.dilation, bed)
@@ -206,9 +208,12 @@ class SocketLinks:
     """A rank's data path on the testbed: a TCP connection from its node's address to the next
     node's, one from the previous node's; tensors as their raw bytes."""
 
-    def __init__(self, placement: Placement, rank: int, world: int, timeout_s: float) -> None:
+    def __init__(self, placement: Placement, rank: int, world: int, timeout_s: float, *,
+                 planned_s: float) -> None:  # fmt: skip
         self.placement = placement
         self.rank, self.world, self.timeout_s = rank, world, timeout_s
+        self.planned_s = planned_s  # this node's dilated planned time per inference
+        self.quota = placement.quotas[rank]
         self.address = placement.addresses[rank]
         self._listener: socket.socket | None = None
         self._out: socket.socket | None = None
@@ -230,16 +235,19 @@ class SocketLinks:
             out.bind((self.address, 0))
             out.settimeout(self.timeout_s)
             out.connect((self.placement.addresses[self.rank + 1], DATA_PORT))
-            self._out = out
+            self._out = _blocking(out, self.timeout_s)
         if self._listener is not None:
             conn, _ = self._listener.accept()
-            conn.settimeout(self.timeout_s)
-            self._in = conn
+            self._in = _blocking(conn, self.timeout_s)
 
     def send(self, values: Sequence[torch.Tensor]) -> None:
         assert self._out is not None
         for t in values:
-            self._out.sendall(_bytes(t.contiguous()))
+            try:
+                self._out.sendall(_bytes(t.contiguous()))
+            except BlockingIOError:  # SO_SNDTIMEO ran out
+                raise TimeoutError(f"stage {self.rank + 1} took no data for "
+                                   f"{self.timeout_s:g} s") from None  # fmt: skip
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
         assert self._in is not None
@@ -248,9 +256,9 @@ class SocketLinks:
             view = memoryview(_bytes(t))
             got = 0
             while got < len(view):  # bounded: every call waits at most timeout_s
-                try:
-                    n = self._in.recv_into(view[got:])
-                except TimeoutError:
+                try:  # all of it in one system call, which runs without the GIL
+                    n = self._in.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
+                except BlockingIOError:  # SO_RCVTIMEO ran out
                     raise TimeoutError(f"no data from stage {self.rank - 1} for "
                                        f"{self.timeout_s:g} s") from None  # fmt: skip
                 if n == 0:
@@ -266,6 +274,22 @@ class SocketLinks:
         if cpu is not None:
             self._affinity = os.sched_getaffinity(0)
             os.sched_setaffinity(0, {cpu})  # 0: the calling thread
+
+    def warm(self, cpu_s: float | None) -> float | None:
+        """Hold the compute, from now on, to the CPU it took per inference while warming up
+        (``cpu_s``, median) over its planned time: on the testbed the stage's work is what it
+        costs here in the pipeline (cold caches after idle time, its neighbours on the core),
+        which timing the blocks alone before the run does not see. Returns the quota."""
+        if cpu_s is None or self.quota is None or not cpu_s > 0:
+            return self.quota
+        from inferplan.runtime.testbed import CpuQuota
+
+        self.quota = min(1.0, cpu_s / self.planned_s)
+        # a smaller quota may need a longer period to keep the kernel's 1 ms per period
+        period = max(self.placement.period_s, cfs_period([], [self.quota]))
+        CpuQuota(Path(self.placement.cgroups[self.rank]), self.placement.version, self.quota,
+                 period).hold()  # fmt: skip
+        return self.quota
 
     def release(self) -> None:
         """Move the calling thread back beside the transport (no quota, any core)."""
@@ -284,6 +308,19 @@ class SocketLinks:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
+
+
+def _blocking(sock: socket.socket, timeout_s: float) -> socket.socket:
+    """``sock`` blocking, its waits bounded by the kernel (``SO_RCVTIMEO``/``SO_SNDTIMEO``):
+    a blocking call moves a whole tensor in one system call, holding no GIL meanwhile, where
+    Python's own timeouts poll and move it piece by piece, taking the GIL for every piece
+    (which a compute thread the CFS has throttled may be holding)."""
+    sock.settimeout(None)
+    whole = int(timeout_s)
+    limit = struct.pack("ll", whole, int((timeout_s - whole) * 1e6))  # struct timeval
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+    return sock
 
 
 def _bytes(t: torch.Tensor) -> Any:
