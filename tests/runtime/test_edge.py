@@ -18,7 +18,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 
 from inferplan.errors import InvalidArgument  # noqa: E402
-from inferplan.runtime.edge import read_token  # noqa: E402
+from inferplan.runtime.client import read_token  # noqa: E402
 from inferplan.runtime.wire import decode_state, decode_tensors, encode_tensors  # noqa: E402
 from tests.cli import app as cli_app  # noqa: E402
 from tests.cli import runner  # noqa: E402

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,10 +13,12 @@ from inferplan.cli.options import (
     PROFILE_HELP,
     BlocksOpt,
     ConfigOpt,
+    CutsOpt,
     DecodeOpt,
     DtypeOpt,
     InputShapesOpt,
     JsonOpt,
+    MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
@@ -99,6 +102,14 @@ def provision_command(
     dot: Annotated[
         Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
     ] = None,
+    plot_states: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot-states",
+            help="Also draw the state graph (v, i) with the plan's state path (small instances: "
+            "at most 8 nodes and 600 transitions).",
+        ),
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -115,6 +126,8 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -139,17 +152,23 @@ def provision_command(
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
-                                         "--report": report, "--dot": dot})  # fmt: skip
+                                         "--cuts": cuts, "--max-ideals": max_ideals,
+                                         "--report": report, "--dot": dot,
+                                         "--plot-states": plot_states})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
+    if plot_states is not None:  # refused before solving when too large to draw
+        from inferplan.plots.pictures import check_drawable
+
+        check_drawable(net, prof)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit)  # fmt: skip
+                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals)  # fmt: skip
     if report is not None or dot is not None:
         from inferplan.codesign.breakdown import plan_breakdown
         from inferplan.plots.report import write_plan_report
@@ -158,7 +177,12 @@ def provision_command(
         title = f"{prof.name} on {network.name}: {plan.method} plan"
         for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
             written(path)
-    if _drawn_or_json(net, plan, plot, as_json):
+    if plot_states is not None:
+        from inferplan.plots.pictures import plot_state_graph
+
+        plot_state_graph(net, prof, plan, plot_states)
+        written(plot_states)
+    if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
     console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
@@ -170,7 +194,8 @@ def provision_command(
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
     console.print(stages_table("deployment", plan.path, plan.partition,
-                               _bottleneck(plan.bottleneck), added))  # fmt: skip
+                               _bottleneck(plan.bottleneck), added, layers=plan.layers,
+                               sends=plan.sends, cuts=plan.cuts))  # fmt: skip
 
 
 def _provision_services(
@@ -216,16 +241,23 @@ def _provision_services(
 
 
 def _drawn_or_json(
-    net: Network, plan: Plan | ServicesPlan, plot: Path | None, as_json: bool
+    net: Network,
+    plan: Plan | ServicesPlan,
+    plot: Path | None,
+    as_json: bool,
+    *,
+    block_names: Sequence[str] | None = None,
 ) -> bool:
-    """Draw ``plan`` to ``plot`` if asked (matplotlib only then), and print it as JSON if
-    ``as_json``; whether it was printed."""
+    """Draw ``plan`` to ``plot`` if asked (matplotlib only then; a single plan with its
+    ``block_names``), and print it as JSON if ``as_json``; whether it was printed."""
     if plot is not None:
         from inferplan import plots  # matplotlib only when asked for
         from inferplan.codesign.plan import Plan
 
-        draw = plots.plot_plan if isinstance(plan, Plan) else plots.plot_services
-        draw(net, plan, plot)  # type: ignore[arg-type]
+        if isinstance(plan, Plan):
+            plots.plot_plan(net, plan, plot, block_names=block_names)
+        else:
+            plots.plot_services(net, plan, plot)
         written(plot)
     if as_json:
         print_json(plan.to_dict())
@@ -271,6 +303,8 @@ def throughput_command(
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
     as_json: JsonOpt = False,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -289,14 +323,15 @@ def throughput_command(
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof, method=method)
+        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals)
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
     console.print(stages_table("deployment", best.path, best.partition,
-                               _bottleneck(best.bottleneck)))  # fmt: skip
+                               _bottleneck(best.bottleneck), layers=best.layers,
+                               sends=best.sends, cuts=best.cuts))  # fmt: skip
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

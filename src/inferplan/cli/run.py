@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,7 +18,7 @@ from inferplan.units import si
 
 if TYPE_CHECKING:
     from inferplan.network.network import Network
-    from inferplan.runtime.pipeline import RunReport, RunRequest
+    from inferplan.runtime.pipeline import RunReport
 
 
 def _request(
@@ -26,12 +26,13 @@ def _request(
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
     emulate: bool | None, seed: int, timeout: float, testbed: bool, dilation: float | None,
-) -> RunRequest:  # fmt: skip
+) -> dict[str, Any]:  # fmt: skip
+    """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
     from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
     from inferplan.profiles.cuts import parse_block_spec, parse_shape
-    from inferplan.runtime.pipeline import RunRequest
+    from inferplan.runtime.checks import check_run
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
              ("--plan", plan)) if value is not None]  # fmt: skip
@@ -40,27 +41,32 @@ def _request(
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in shapes]
-    return RunRequest(
-        network=load_network(network),
-        model=model,
-        input_shapes=tuple(s for s, _ in parsed),
-        input_dtypes=tuple(d for _, d in parsed),
-        blocks=parse_block_spec(blocks),
-        dtype=dtype,
-        plan=load_plan(plan) if plan is not None else None,
-        plan_source=str(plan) if plan is not None else None,
-        interval=None if plan is not None else target_interval(interval=interval, throughput=rate),
-        method=method,
-        inferences=inferences,
-        warmup=warmup,
-        inputs=str(inputs) if inputs is not None else None,
-        outputs=str(outputs) if outputs is not None else None,
-        emulate=emulate,
-        seed=seed,
-        timeout_s=timeout,
-        testbed=testbed,
-        dilation=dilation,
-    )
+    fields: dict[str, Any] = {
+        "network": load_network(network),
+        "model": model,
+        "input_shapes": tuple(s for s, _ in parsed),
+        "input_dtypes": tuple(d for _, d in parsed),
+        "blocks": parse_block_spec(blocks),
+        "dtype": dtype,
+        "plan": load_plan(plan) if plan is not None else None,
+        "plan_source": str(plan) if plan is not None else None,
+        "interval": None if plan is not None else target_interval(interval=interval,
+                                                                  throughput=rate),
+        "method": method,
+        "inferences": inferences,
+        "warmup": warmup,
+        "inputs": str(inputs) if inputs is not None else None,
+        "outputs": str(outputs) if outputs is not None else None,
+        "emulate": emulate,
+        "seed": seed,
+        "timeout_s": timeout,
+        "testbed": testbed,
+        "dilation": dilation,
+    }  # fmt: skip
+    check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
+                                        "warmup", "inputs", "outputs", "timeout_s", "emulate",
+                                        "testbed", "dilation")})  # fmt: skip
+    return fields
 
 
 @app.command("run")
@@ -120,25 +126,28 @@ def run_command(
 
     One process per path node, talking through torch.distributed.
     """
+    from inferplan.runtime.checks import under_launcher
+
+    staged = under_launcher()
+    rank = int(os.environ.get("RANK", "0")) if staged else 0
+    fields = None
+    if rank == 0:  # every check that needs no torch comes before torch is imported
+        with blame_network_file(network):
+            fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
+                              plan, method, inferences, warmup, inputs, outputs, emulate, seed,
+                              timeout, testbed, dilation)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
+            RunRequest,
             StageCancelled,
             StageFailed,
             run_plan,
             run_stage,
-            under_launcher,
         )
     except ImportError:
         raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
                              ) from None  # fmt: skip
-    staged = under_launcher()
-    rank = int(os.environ.get("RANK", "0")) if staged else 0
-    request = None
-    if rank == 0:
-        with blame_network_file(network):
-            request = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
-                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                               timeout, testbed, dilation)  # fmt: skip
+    request = None if fields is None else RunRequest(**fields)
     from rich.console import Console
     from rich.progress import (
         BarColumn,

@@ -79,7 +79,7 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
     >>> round(sum(u.cost for u in parts.upgrades), 9) == round(parts.plan.cost, 9)
     True
     """
-    inst = compile_instance(network, profile, require_acyclic=False)
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     path = [index[v] for v in plan.path]
     deployment = stages(inst, path, plan.partition)

@@ -132,7 +132,7 @@ def _upgraded(network: Network, profile: Profile, plan: Plan) -> tuple[
 ]:  # fmt: skip
     """The compiled instance, the path as node indices, and the capacities and bandwidths
     after the plan's upgrades."""
-    inst = compile_instance(network, profile, require_acyclic=False)
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     capacity = inst.capacity.copy()
     for node, amount in plan.node_upgrades.items():

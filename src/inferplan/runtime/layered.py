@@ -21,7 +21,8 @@ import torch
 from torch import nn
 
 from inferplan.coinference import Policy, System, decide, evaluate_policy, load_system
-from inferplan.errors import InvalidArgument, InvalidProfile, InvalidSystem
+from inferplan.coinference.io import layer_count_error
+from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
@@ -180,13 +181,7 @@ def load_model_system(path: str | Path, profile: Profile) -> System:
     """
     system = load_system(path, model=profile)
     if system.n_layers != profile.n_blocks:
-        raise InvalidSystem(
-            f"has {system.n_layers} layers but model {profile.name} has {profile.n_blocks} "
-            f"blocks ({', '.join(profile.blocks)}); give one layer per block, or leave "
-            "'layers' out to take them from the model's profile",
-            source=str(Path(path)),
-            field="layers",
-        )
+        raise layer_count_error(path, system.n_layers, profile.name, profile.blocks)
     return system
 
 

@@ -57,6 +57,7 @@ from inferplan.network.network import Network
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
+from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import Server, planned_times
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
@@ -80,7 +81,6 @@ Progress = Callable[[int], None]
 
 DATA, ACK = 1, 2  # message tags: activations go down the path, acknowledgements to the source
 DEFAULT_INFERENCES = 40
-_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _RUN_DIR = "INFERPLAN_RUN_DIR"  # set by run_plan for the ranks it launches
 
 
@@ -259,13 +259,21 @@ def _load_inputs(request: RunRequest) -> torch.Tensor | None:
 def resolve(request: RunRequest) -> Resolved:
     """Check ``request`` and plan it: profile the model (on the meta device), read or make the
     plan, and count the inputs. Raises :class:`InferplanError` subclasses for bad input."""
+    check_run(network=request.network, model=request.model, plan=request.plan,
+              plan_source=request.plan_source, inferences=request.inferences,
+              warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
+              timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
+              dilation=request.dilation)  # fmt: skip
     profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
+        if request.plan.cuts != "chain":  # the stage loop passes one cut's tensors per link
+            raise InvalidArgument("runs plans cut between blocks only; plan with --cuts chain",
+                                  source=request.plan_source, field="cuts")  # fmt: skip
         check_plan(request.network, profile, request.plan, source=request.plan_source)
         plan = request.plan
     else:
         plan = provision(request.network, profile, interval=request.interval,
-                         method=request.method)  # fmt: skip
+                         method=request.method, cuts="chain")  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
     data = _load_inputs(request)
     count = request.inferences
@@ -275,25 +283,7 @@ def resolve(request: RunRequest) -> Resolved:
                                   f"{data.shape[0]} inputs", field="inferences")  # fmt: skip
         count = int(data.shape[0])
     count = DEFAULT_INFERENCES if count is None else count
-    if request.warmup < 0:
-        raise InvalidArgument(f"must be non-negative, got {request.warmup}", field="warmup")
-    if count < request.warmup + 2:
-        raise InvalidArgument(
-            f"{count} inferences leave fewer than 2 after {request.warmup} of warm-up: the "
-            "interval needs two outputs",
-            field="inferences",
-        )
-    if request.outputs is not None and not Path(request.outputs).parent.is_dir():
-        raise InvalidArgument("its folder does not exist", source=request.outputs,
-                              field="outputs")  # fmt: skip
-    if not (math.isfinite(request.timeout_s) and request.timeout_s > 0):
-        raise InvalidArgument(f"must be positive, got {request.timeout_s}", field="timeout")
-    if request.testbed and request.emulate:
-        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
-                              "not both", field="emulate")  # fmt: skip
-    if request.dilation is not None and not (math.isfinite(request.dilation)
-                                             and request.dilation >= 1):  # fmt: skip
-        raise InvalidArgument(f"must be at least 1, got {request.dilation}", field="dilation")
+    check_count(count, request.warmup)
     return Resolved(request, profile, plan, node_s, link_s, count)
 
 
@@ -611,7 +601,7 @@ def run_stage(
     StageCancelled
         On the other ranks, when rank 0 could not start the run.
     """
-    missing = [name for name in _ENV if name not in os.environ]
+    missing = [name for name in LAUNCHER_ENV if name not in os.environ]
     if missing:
         raise InvalidArgument(f"not started by torchrun: {', '.join(missing)} not set",
                               field="environment")  # fmt: skip
@@ -750,11 +740,6 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
 
 
 # --------------------------------------------------------------------------- local launch
-
-
-def under_launcher() -> bool:
-    """Whether this process was started as a rank (by ``torchrun`` or :func:`run_plan`)."""
-    return all(name in os.environ for name in _ENV)
 
 
 def _free_port() -> int:
