@@ -103,23 +103,30 @@ def most_added(cost: object) -> float:
     return math.floor(cap / size * (1 + 1e-9)) * size
 
 
-def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
-    """The least interval any plan can reach: ``T*`` over all deployments with every node and
-    link at its capacity plus the most its cost function sells (its ``max_amount``)."""
+def stage_times_at_caps(
+    network: Network, profile: Profile, path: tuple[str, ...], partition: tuple[int, ...]
+) -> dict[tuple[str, str], float]:
+    """Each stage's time with every node and link at its capacity plus the most its cost
+    function sells, by ``(kind, id)`` (a link's id ``u->v``)."""
     nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
     links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
-    S = [0.0, *itertools.accumulate(profile.flops)]
-    D = profile.activation_bits
-    best = math.inf
-    for path, partition in deployments(network, profile.n_blocks):
-        interval, prev = 0.0, 0
-        for k, v in enumerate(path):
-            interval = max(interval, (S[partition[k]] - S[prev]) / nodes[v])
-            if k + 1 < len(path):
-                interval = max(interval, D[partition[k]] / links[(v, path[k + 1])])
-            prev = partition[k]
-        best = min(best, interval)
-    return best
+    times, prev = {}, 0
+    for k, v in enumerate(path):
+        times[("node", v)] = sum(profile.flops[prev : partition[k]]) / nodes[v]
+        if k + 1 < len(path):
+            bits = profile.activation_bits[partition[k]]
+            times[("link", f"{v}->{path[k + 1]}")] = bits / links[v, path[k + 1]]
+        prev = partition[k]
+    return times
+
+
+def brute_force_interval_at_caps(network: Network, profile: Profile) -> float:
+    """The least interval any plan can reach: ``T*`` over all deployments with every node and
+    link at its cap (:func:`stage_times_at_caps`)."""
+    return min(
+        max(stage_times_at_caps(network, profile, p, b).values())
+        for p, b in deployments(network, profile.n_blocks)
+    )
 
 
 CYCLIC_NETWORK = {

@@ -227,7 +227,7 @@ def test_cuts_graph_without_a_graph_is_one_line_naming_the_flag() -> None:
     result = runner.invoke(app, ["throughput", NET, "vgg16", "--cuts", "graph"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "error: --cuts: profile 'vgg16' has no layer graph; use cuts='chain'"
+        "error: --cuts: profile 'vgg16' has no layer graph: its cuts are its blocks' (chain)"
     ]
 
 

@@ -233,8 +233,8 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     found = _enumerate(graph, max_ideals)
     if found is None:
         raise InvalidArgument(
-            f"the layer graph has more than {max_ideals} ideals (cuts); use cuts='chain', "
-            "a coarser granularity, or a larger max_ideals",
+            f"the layer graph has more than {max_ideals} ideals (cuts): cut the model between "
+            "its blocks (chain cuts), give a coarser layer graph, or raise the limit",
             field="max_ideals",
         )
     n = graph.n_layers
@@ -295,7 +295,8 @@ def cuts_of(
         return chain_cuts(profile)
     if profile.graph is None:
         raise InvalidArgument(
-            f"profile {profile.name!r} has no layer graph; use cuts='chain'", field="cuts"
+            f"profile {profile.name!r} has no layer graph: its cuts are its blocks' (chain)",
+            field="cuts",
         )
     if cuts is None:
         try:
@@ -311,6 +312,7 @@ def cuts_of(
 def _too_many_for_planners(n_cuts: int) -> InvalidArgument:
     return InvalidArgument(
         f"{n_cuts} cuts are more than the planners hold ({MAX_STATE_CUTS}: they keep a table "
-        "of every pair); use cuts='chain' or a coarser granularity",
+        "of every pair): cut the model between its blocks (chain cuts) or give a coarser layer "
+        "graph",
         field="cuts",
     )
