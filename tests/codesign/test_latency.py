@@ -257,8 +257,17 @@ def test_latency_commands_print_one_json_object_and_exit_3_when_infeasible(tmp_p
     delayed = tmp_path / "delayed.json"
     delayed.write_text(json.dumps(data))
     out = invoke_json(["latency", example, "vgg16", "--json"])
-    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "bottleneck",
-                        "cuts", "layers", "sends"}
+    assert set(out) == {
+        "interval",
+        "throughput",
+        "latency",
+        "path",
+        "partition",
+        "bottleneck",
+        "cuts",
+        "layers",
+        "sends",
+    }
     assert out == inferplan.latency_optimal(inferplan.load_network(example),
                                             inferplan.vgg16()).to_dict()  # fmt: skip
     within = invoke_json(["throughput", example, "vgg16", "--latency", "0.5", "--json"])
