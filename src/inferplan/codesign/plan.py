@@ -11,7 +11,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
-from inferplan.codesign.memory import NodeMemory, path_needs
+from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
 from inferplan.codesign.stages import Stages, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
@@ -254,7 +254,8 @@ def at_caps(inst: CodesignInstance) -> CodesignInstance:
     node_cap = _most_added(inst.node_pricing, inst.node_costs)
     link_cap = _most_added(inst.link_pricing, inst.link_costs)
     return inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
-                       np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+                       np.minimum(inst.bandwidth + link_cap, most), inst.link_costs,
+                       ).with_memory(most_memory(inst))  # fmt: skip
 
 
 def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:

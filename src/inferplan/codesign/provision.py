@@ -97,7 +97,10 @@ def provision(
     except Infeasible as error:
         capped = at_caps(inst)
         # T* at the caps: by the state graph on an acyclic network, else by the MILP
-        best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
+        try:
+            best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
+        except Infeasible:  # nothing fits the memory even at its caps: the error says so
+            raise error from None
         raise beyond_caps(error, capped, best, beta) from None
 
 
