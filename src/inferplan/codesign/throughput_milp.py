@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.milp import StateFlow
 from inferplan.codesign.memory import memory_infeasible
+from inferplan.codesign.milp import StateFlow
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.errors import InvalidArgument
 
