@@ -236,8 +236,8 @@ def split_bound(problem: JointProblem, linearized: Collection[int] = ()) -> floa
     most_held = np.zeros(V)
     for s, inst in enumerate(problem.instances):
         most_held[problem.node_of[s]] += float(inst.memory_need[0, -1])
-    memory = [(m, convex_envelope(f, x)) for m, f, x in zip(
-        problem.memory.tolist(), problem.memory_costs, most_held.tolist(), strict=True)]  # fmt: skip
+    memory = [(m, convex_envelope(f, x)) for m, f, x in zip(problem.memory.tolist(),
+              problem.memory_costs, most_held.tolist(), strict=True)]  # fmt: skip
     total = []
     for s, service in enumerate(problem.services):
         try:
