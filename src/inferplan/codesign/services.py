@@ -7,10 +7,9 @@ or link that several services use time-shares its capacity between their pipelin
 needs the sum of their rates: node ``v`` needs ``sum_s W_(s,v) / beta_s`` FLOP/s and link
 ``e`` needs ``sum_s D_(s,e) / beta_s`` bit/s. A node holds every service that runs or
 forwards there at once, so its memory needs add up: ``sum_s need_s(a_s, b_s)`` bytes. What
-a plan buys on each element is the excess
-of that need over the capacity (or memory), priced by the element's cost function;
-:class:`JointProblem`
-is the one place that arithmetic is written (both planners' plans, the study's baselines).
+a plan buys on each element is the excess of that need over the capacity (or memory), priced
+by the element's cost function; :class:`JointProblem` is the one place that arithmetic is
+written (both planners' plans, the study's baselines).
 """
 
 from __future__ import annotations
