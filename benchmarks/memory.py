@@ -113,8 +113,8 @@ def large(nodes: int, links: int, blocks: int, repeat: int) -> None:
     need = float(memory_need(profile)[0, -1])
     print(f"(b) {nodes:,} nodes / {links:,} links, N = {blocks}: ms per solve "
           f"(whole model needs {need / 1e6:.0f} MB)")  # fmt: skip
-    forms = {"no memory": net, "limits on every node": with_memory(net, 0.3 * need, 2, priced=0),
-             "limits, 1% for sale": with_memory(net, 0.3 * need, 2, priced=0.01)}  # fmt: skip
+    forms = {"no memory": net, "limits on every node": with_memory(net, 0.015 * need, 2, priced=0),
+             "limits, 1% for sale": with_memory(net, 0.015 * need, 2, priced=0.01)}  # fmt: skip
     base = compile_instance(net, profile)
     beta = 0.5 * throughput_optimal(base).interval
     for name, form in forms.items():
