@@ -105,3 +105,48 @@ def test_a_node_object_refuses_bad_memory():
         Network(
             [Node("s", 1, 1, memory=math.nan), Node("t", 1, 1)], [Link("s", "t", 1, 1)], "s", "t"
         )
+
+
+def _camera_network(tmp_path, edge: dict) -> str:
+    data = {
+        "source": "cam", "target": "edge",
+        "nodes": [{"id": "cam", "capacity": 1e10, "price": 1e-9, "memory": 64e6},
+                  {"id": "edge", "capacity": 1e12, "price": 1e-11, **edge}],
+        "links": [{"source": "cam", "target": "edge", "capacity": 1e8, "price": 1e-8}],
+    }  # fmt: skip
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("method", ["psg", "pfp", "pwf", "milp"])
+def test_nothing_fits_is_exit_3_naming_the_block_for_every_method(tmp_path, method):
+    from tests.cli import app, runner
+
+    net = _camera_network(tmp_path, {"memory": 256e6})  # VGG-16's fc6 alone needs 411 MB
+    args = ["provision", net, "vgg16", "--throughput", "5", "--method", method]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 3
+    out = json.loads(result.stdout)
+    assert out["status"] == "infeasible" and out["method"] == method
+    assert "no deployment fits the nodes' memory" in out["message"]
+    assert "block 'fc6' alone needs 411.2 MB; no node holds more than 256 MB" in out["message"]
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 3 and "fc6" in plain.stderr and len(plain.stderr.splitlines()) == 1
+    result = runner.invoke(app, ["throughput", net, "vgg16"])
+    assert result.exit_code == 3 and "no deployment fits" in result.stderr
+
+
+def test_the_provision_table_and_json_show_memory_bought(tmp_path):
+    from tests.cli import app, invoke_json, runner
+
+    net = _camera_network(tmp_path, {"memory": 256e6, "memory_price": 1e-8})
+    out = invoke_json(["provision", net, "vgg16", "--throughput", "5", "--json"])
+    rows = {m["id"]: m for m in out["memory"]}
+    assert out["memory_upgrades"] == {v: m["added"] for v, m in rows.items() if m["added"] > 0}
+    for m in rows.values():  # every node ends with what it needs
+        assert m["need"] <= m["memory"] * (1 + 1e-12)
+    assert sum(m["added"] for m in rows.values()) > 0
+    table = runner.invoke(app, ["provision", net, "vgg16", "--throughput", "5"])
+    assert table.exit_code == 0
+    assert "memory" in table.stdout and "has (after upgrades)" in table.stdout
