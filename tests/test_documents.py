@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from inferplan.documents import MAX_DEPTH, read_document
 from inferplan.errors import InvalidFile, InvalidNetwork, InvalidProfile, InvalidSystem
 from inferplan.network import load_network
 from inferplan.profiles import load_profile
-from tests.cli import app, runner
+from tests.cli import app, fifo, runner
 
 
 def _nested(depth: int) -> str:
@@ -134,3 +135,51 @@ def test_trace_file_that_is_not_utf8(tmp_path):
 def test_names_that_cannot_be_paths_are_not_files(name):
     with pytest.raises(InvalidProfile, match="unknown built-in profile"):
         load_profile(name)
+
+
+# --- integers beyond 64 bits read exactly in every form; special files never block -----------
+
+BEYOND_64_BITS = [2**64, 2**64 + 1, -(2**63) - 1, 10**30 + 7]
+
+
+@pytest.mark.parametrize("value", BEYOND_64_BITS)
+def test_json_integers_beyond_64_bits_read_exactly_as_yaml_reads_them(tmp_path, value):
+    # the fast parser would round them to the nearest float
+    data = {"a": [value, value + 1], "b": {"c": value}, "d": "1234567890123456789012", "e": 0.5}
+    (tmp_path / "d.json").write_text(json.dumps(data))
+    (tmp_path / "d.yaml").write_text(json.dumps(data))  # JSON is YAML
+    read = read_document(tmp_path / "d.json")
+    assert read == read_document(tmp_path / "d.yaml") == data
+    assert isinstance(read["b"]["c"], int) and read["a"][1] - read["a"][0] == 1
+
+
+def test_floats_with_long_digit_runs_are_left_to_the_fast_parser(tmp_path):
+    values = [0.00012345678901234568, 1.2345678901234568e-300, 123456789012345678.5, -0.5]
+    (tmp_path / "f.json").write_text(json.dumps(values))
+    assert read_document(tmp_path / "f.json") == values
+
+
+def test_profile_of_huge_parameter_counts_round_trips_through_json(tmp_path):
+    profile = load_profile("alexnet")
+    data = json.loads(json.dumps(profile.to_dict()))
+    data["params"] = [2**64 + k for k in range(len(data["params"]))]
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    assert load_profile(tmp_path / "p.json").params == tuple(data["params"])
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind, suffix):
+    path = tmp_path / f"n{suffix}"
+    if kind == "fifo":
+        fifo(path)  # a read would block until a writer came
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path = Path("/dev/null")  # /dev/zero would be read for ever
+    what = {"fifo": "a FIFO", "folder": "a folder", "device": "a character device"}[kind]
+    for command in (["provision", str(path), "vgg16", "--throughput", "1"],
+                    ["profile", str(path)], ["coinfer", str(path)]):  # fmt: skip
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, command
+        assert result.stderr == f"error: {path}: cannot read file ({what}, not a regular file)\n"

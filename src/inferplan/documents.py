@@ -17,7 +17,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,9 +35,14 @@ from inferplan.errors import InferplanError, InvalidFile
 
 __all__ = [
     "MAX_DEPTH",
+    "check_json_nesting",
+    "decode_text",
     "field_path",
+    "open_regular",
     "path_exists",
+    "read_bytes",
     "read_document",
+    "read_text",
     "validate_document",
     "write_document",
 ]
@@ -65,7 +72,7 @@ def _where(text: str, offset: int) -> str:
     return f"at line {line}, column {column}"
 
 
-def _check_json_nesting(text: str, source: str) -> None:
+def check_json_nesting(text: str, source: str) -> None:
     """Refuse JSON text nested deeper than :data:`MAX_DEPTH` before it reaches the parser."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
@@ -137,20 +144,119 @@ def path_exists(path: str | Path) -> bool:
         return False
 
 
+_SPECIAL = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def open_regular(path: str | Path) -> io.BufferedReader:
+    """Open ``path`` for reading in binary, refusing anything but a regular file.
+
+    The file is opened without blocking and checked before a byte is read, so that a FIFO, a
+    device or a socket given as a file is refused at once instead of blocking for ever (or
+    reading without end); every file inferplan reads goes through here.
+
+    Raises
+    ------
+    InvalidFile
+        If ``path`` is missing, a folder, a special file or unreadable.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> fifo = os.path.join(tempfile.mkdtemp(), "pipe.json")
+    >>> os.mkfifo(fifo)
+    >>> open_regular(fifo)
+    Traceback (most recent call last):
+    inferplan.errors.InvalidFile: .../pipe.json: cannot read file (a FIFO, not a regular file)
+    """
+    source = str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InvalidFile("file not found", source=source) from None
+    except (OSError, ValueError) as exc:
+        problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidFile(f"cannot read file ({problem})", source=source) from None
+    kind = stat.S_IFMT(os.fstat(fd).st_mode)
+    if kind != stat.S_IFREG:
+        os.close(fd)
+        what = "a folder" if kind == stat.S_IFDIR else _SPECIAL.get(kind, "a special file")
+        raise InvalidFile(f"cannot read file ({what}, not a regular file)", source=source)
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`).
+
+    Raises
+    ------
+    InvalidFile
+        If ``path`` is missing, not a regular file or unreadable.
+    """
+    with open_regular(path) as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            problem = exc.strerror or exc
+            raise InvalidFile(f"cannot read file ({problem})", source=str(path)) from None
+
+
+def read_text(path: str | Path) -> str:
+    """The UTF-8 text of the regular file ``path``, line ends made ``\\n``.
+
+    Raises
+    ------
+    InvalidFile
+        If ``path`` is missing, not a regular file or unreadable, or not UTF-8 text (naming
+        the line and the byte).
+    """
+    return decode_text(read_bytes(path), Path(path))
+
+
+# What is left of JSON text to tell an integer of 20 digits or more (or a negative one of 19)
+# from a float's digits: digits become "0", a sign stays, a float's "." and "e" become "x",
+# and everything else a space. bytes.translate and bytes.find take a few hundredths of a
+# second on a 30 MB file (a regular expression with look-arounds takes a second), and run
+# only when the text has 19 digits in a row at all (found in under a hundredth).
+_NINETEEN_DIGITS = re.compile(rb"[0-9]{19}")
+_DIGIT_RUNS = bytes(
+    ord("0") if chr(c).isdigit() and c < 128 else c if chr(c) == "-"
+    else ord("x") if chr(c) in ".eE" else ord(" ")
+    for c in range(256)
+)  # fmt: skip
+_LONG_INTEGERS = (b" " + b"0" * 20, b"-" + b"0" * 19)
+
+
+def _beyond_64_bits(raw: bytes) -> bool:
+    """Whether JSON text may hold an integer outside ``[-2**63, 2**64)`` (which orjson reads
+    as a float, silently rounded): an integer of 20 digits or more, or a negative one of 19
+    (a few in range, and digits inside strings, are false alarms)."""
+    if _NINETEEN_DIGITS.search(raw) is None:
+        return False
+    runs = b" " + raw.translate(_DIGIT_RUNS)
+    return any(pattern in runs for pattern in _LONG_INTEGERS)
+
+
 def _parse_json(raw: bytes) -> Any:
     """Parse JSON with orjson when it is installed (about 2.8 times faster than the standard
-    library on a large network file), else with the standard library."""
+    library on a large network file), else with the standard library; also with the standard
+    library when the text may hold an integer beyond 64 bits, which it reads exactly."""
     try:
         import orjson
     except ImportError:
         return json.loads(raw.decode("utf-8"))
+    if _beyond_64_bits(raw):
+        raise ValueError("an integer beyond 64 bits")  # read again by the standard library
     return orjson.loads(raw)
 
 
 def _read_json(text: str, source: str) -> Any:
     """Parse JSON text with the standard library, refusing deep nesting first: the reference
     behaviour, whose messages name the line and column of the problem."""
-    _check_json_nesting(text, source)
+    check_json_nesting(text, source)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -171,27 +277,22 @@ def read_document(path: str | Path, *, shallow: Callable[[Any], bool] | None = N
     mappings, say): when it passes, the nesting walk over the data is skipped.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=str(path)) from None
-    except (OSError, ValueError) as exc:
-        raise InvalidFile(f"cannot read file ({exc})", source=str(path)) from None
+    raw = read_bytes(path)
     if path.suffix.lower() == ".json":
         try:
             data = _parse_json(raw)
         except (ValueError, RecursionError):
-            data = _read_json(_decoded(raw, path), str(path))
+            data = _read_json(decode_text(raw, path), str(path))
         if shallow is not None and shallow(data):
             return data
         try:
             _check_nesting(data, str(path))
         except InvalidFile:
-            _check_json_nesting(_decoded(raw, path), str(path))  # names the line and column
+            check_json_nesting(decode_text(raw, path), str(path))  # names the line and column
             raise
         return data
     try:
-        data = _yaml().load(_decoded(raw, path))
+        data = _yaml().load(decode_text(raw, path))
     except MaxDepthExceededError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -207,12 +308,17 @@ def read_document(path: str | Path, *, shallow: Callable[[Any], bool] | None = N
     return data
 
 
-def _decoded(raw: bytes, path: Path) -> str:
-    """The text of a file's bytes, line ends made ``\\n`` (as :meth:`Path.read_text` reads)."""
+def decode_text(raw: bytes, path: str | Path) -> str:
+    """The UTF-8 text of a file's bytes, line ends made ``\\n`` (as :meth:`Path.read_text`
+    reads); bytes that are not UTF-8 are an :class:`~inferplan.errors.InvalidFile` naming
+    ``path``, the line and the byte."""
     try:
         return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
-        raise InvalidFile(f"cannot read file ({exc})", source=str(path)) from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidFile(
+            f"line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=str(path)
+        ) from None
 
 
 def _unreadable_value(exc: ValueError) -> str:

@@ -146,3 +146,16 @@ def test_infeasible_is_exit_3_with_one_json_object(tmp_path):
         expected = ("no plan serves every service" if method == "milp"
                     else "the fast planner found no plan serving every service")  # fmt: skip
         assert out["message"].startswith(expected), out["message"]
+
+
+@pytest.mark.parametrize("target", ["throughput: 1e308", "interval: 5e-324"])
+def test_a_target_beyond_floating_point_names_the_service_not_a_flag(tmp_path, target):
+    path = tmp_path / "services.yaml"
+    entry = "profile: vgg16, source: s, target: t"
+    path.write_text(f"services:\n  - {{name: ok, {entry}, interval: 1}}\n"
+                    f"  - {{name: huge, {entry}, {target}}}\n")  # fmt: skip
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {path}: service 'huge': an interval of ")
+    assert "needs capacities beyond floating point" in result.stderr and "--interval" not in (
+        result.stderr)  # fmt: skip

@@ -24,7 +24,7 @@ import inferplan
 from inferplan import Infeasible, InvalidFile, InvalidNetwork, Link, Network, NetworkHasCycle, Node
 from inferplan.codesign import compile_instance
 from inferplan.network import network as network_module
-from tests.cli import app, runner
+from tests.cli import app, fifo, runner
 from tests.strategies import small_dags, small_networks, small_profiles
 
 FORMS = ("json", "parquet", "csv")
@@ -422,3 +422,31 @@ def test_columns_of_different_lengths_are_refused(change, expected):
     with pytest.raises(InvalidNetwork) as info:
         Network.from_columns(**{**columns, **change}, source="s", target="t")
     assert str(info.value) == expected
+
+
+# --- tables that are not plain tables: repeated columns, special files ---------------------
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_repeated_column_is_named(tmp_path, form):
+    path = _write_tables(GOOD, tmp_path, form)
+    nodes = tmp_path / f"nodes.{form}"
+    if form == "csv":
+        lines = nodes.read_text().splitlines()
+        nodes.write_text("\n".join(f"{line},{line.split(',')[-1]}" for line in lines) + "\n")
+    else:
+        table = pq.read_table(nodes)
+        pq.write_table(table.append_column(table.field(2), table.column(2)), nodes)
+    result = runner.invoke(app, ["provision", str(path), "vgg16", "--throughput", "1"])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {nodes}: column {'price'!r} appears more than once\n"
+
+
+@pytest.mark.parametrize("form", ["parquet", "csv"])
+def test_a_table_that_is_a_fifo_is_refused_without_blocking(tmp_path, form):
+    path = _write_tables(GOOD, tmp_path, form)
+    links = tmp_path / f"links.{form}"
+    links.unlink()
+    fifo(links)  # a read would wait for a writer for ever
+    with pytest.raises(InvalidFile, match=r"links\.\w+: cannot read file \(a FIFO, not a regular"):
+        inferplan.load_network(path)

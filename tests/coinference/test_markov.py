@@ -416,3 +416,43 @@ def test_gauss_markov_cells_and_steps_against_mpmath():
     for j in (0, 2, 7):
         want = mpmath.quad(step, [edges[j], edges[j + 1]]) / above
         assert chain.transitions[0][2, j] == pytest.approx(float(want), rel=1e-9)
+
+
+def test_a_replayed_trace_keeps_its_order_and_an_iid_one_does_not():
+    from inferplan.coinference import Trace, sample_snr
+
+    recorded = tuple(float(v) for v in np.repeat([0.5, 2.0, 9.0, 30.0], 50))  # slow fading
+    replayed = default_system(channel=Trace(recorded, replay=True), layers=mlp_layers(8, 3))
+    paths = sample_snr(replayed, np.random.default_rng(0), 20_000)
+    # Every row is a window of the trace: four consecutive samples (wrapping around).
+    windows = {tuple(recorded[(s + k) % len(recorded)] for k in range(4))
+               for s in range(len(recorded))}  # fmt: skip
+    assert all(tuple(row) in windows for row in paths.tolist())
+    assert np.mean(paths[:, 1] == paths[:, 0]) > 0.9
+    for n in range(4):  # each stage still sees every level equally often
+        _, counts = np.unique(paths[:, n], return_counts=True)
+        np.testing.assert_allclose(counts / 20_000, 0.25, atol=0.02)
+    iid = dataclasses.replace(replayed, channel=Trace(recorded))
+    assert np.mean(sample_snr(iid, np.random.default_rng(0), 20_000)[:, 1] == paths[:, 0]) < 0.5
+    assert load_system_roundtrip(replayed).channel == Trace(recorded, replay=True)
+
+
+def load_system_roundtrip(system: System) -> System:
+    from inferplan.coinference import system_from_dict
+
+    return system_from_dict(system.to_dict())
+
+
+def test_jakes_paths_have_clarke_correlation_at_every_lag():
+    ch = GaussMarkov(10.0, 1e-9, speed_mps=3.0, carrier_hz=2.4e9, sampler="jakes")
+    steps = [0.002, 0.004, 0.006]
+    paths = ch.sample_paths(np.random.default_rng(0), 100_000, steps) / 10.0
+    for n, lag in enumerate(np.cumsum(steps), start=1):
+        # |h|^2 of Rayleigh fading correlates as J0(2 pi f_D tau)^2.
+        want = float(clarke_correlation(3.0, 2.4e9, lag)) ** 2
+        assert np.corrcoef(paths[:, 0], paths[:, n])[0, 1] == pytest.approx(want, abs=0.02)
+    assert paths.mean() == pytest.approx(1.0, abs=0.02)
+    floored = GaussMarkov(10.0, 2.0, speed_mps=3.0, carrier_hz=2.4e9, sampler="jakes")
+    assert floored.sample_paths(np.random.default_rng(1), 5_000, steps).min() >= 2.0
+    with pytest.raises(InvalidSystem, match="jakes draws Clarke's model"):
+        GaussMarkov(10.0, 0.25, rho=0.5, sampler="jakes")

@@ -544,3 +544,44 @@ def test_a_dying_worker_process_is_a_one_line_error_and_finished_points_stay(tmp
     assert error.endswith("the points finished before are stored: rerun the same command to resume")
     stored = ResultStore(tmp_path / "out").finished()
     assert {r.params["x"] for r in stored.values()} <= {1, 2, 3}
+
+
+# --- numbers beyond 64 bits; corrupt shard lines; a results file that is a folder -------------
+
+
+def test_a_json_spec_of_integers_beyond_64_bits_draws_the_points_of_its_yaml_form(tmp_path):
+    spec = {"study": ECHO, "grid": {"x": [2**64, 2**64 + 1], "y": [-(2**63) - 1]}}
+    sweeps = [load_spec(_spec(tmp_path, json.dumps(spec), f"spec.{form}"))
+              for form in ("json", "yaml")]  # fmt: skip
+    assert [p.params for p in sweeps[0].points] == [p.params for p in sweeps[1].points] == [
+        {"x": 2**64, "y": -(2**63) - 1}, {"x": 2**64 + 1, "y": -(2**63) - 1}]  # fmt: skip
+
+
+CORRUPT_LINES = [
+    ('{"point":"b","seed":1e999,"params":{},"rows":[]}', "seed must be a non-negative integer"),
+    ('{"point":"b","seed":2.5,"params":{},"rows":[]}', "seed must be a non-negative integer"),
+    ('{"point":"b","seed":true,"params":{},"rows":[]}', "seed must be a non-negative integer"),
+    ('{"point":"b","seed":1,"params":[1],"rows":[]}', "params must be an object"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 lists or mappings at line 1"),
+    ('{"point":"b","seed":1,"params":{},"rows":[' + "[" * 5000, "nested deeper than 100"),
+]
+
+
+@pytest.mark.parametrize(("line", "problem"), CORRUPT_LINES)
+def test_a_corrupt_shard_line_is_named_by_file_and_line_on_resume(tmp_path, line, problem):
+    path = _spec(tmp_path, f"study: {ECHO}\ngrid:\n  x: [1, 2]\n")
+    assert runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "out")]).exit_code == 0
+    shard = tmp_path / "out" / "shards" / "part-0001.jsonl"
+    shard.write_text(line + "\n" + shard.read_text())
+    error = _one_line_error(tmp_path, path)
+    assert error.startswith(f"error: {shard}: line 1 is not a point record ("), error
+    assert problem in error
+    shard.write_text(shard.read_text().split("\n", 1)[1] + line)  # the torn last line: ignored
+    assert runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "out")]).exit_code == 0
+
+
+def test_a_results_file_that_is_a_folder_is_named_itself(tmp_path):
+    path = _spec(tmp_path, f"study: {ECHO}\ngrid:\n  x: [1]\n")
+    (tmp_path / "out" / "results.csv").mkdir(parents=True)
+    error = _one_line_error(tmp_path, path)
+    assert error == f"error: {tmp_path / 'out' / 'results.csv'}: Is a directory"

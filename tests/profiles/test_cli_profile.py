@@ -104,6 +104,15 @@ def test_cut_report(models):
     [
         (["mymodels:Skip"], "give the shape of each input"),
         (["mymodels:Skip", "--input-shape", "1,3,a"], "input shape must be positive integers"),
+        (["mymodels:Skip", "--input-shape", "1,3,²,8"], "input shape must be positive integers"),
+        (
+            ["mymodels:Skip", "--input-shape", "99999999999999999999,3,8,8"],
+            "--input-shape: input shape 99999999999999999999x3x8x8 has more elements than a tensor",
+        ),
+        (
+            ["mymodels:Skip", "--input-shape", "4294967296,4294967296,3,8"],
+            "has more elements than a tensor can hold",
+        ),
         (["mymodels:Skip", "--input-shape", "1,4,8,8"], "does not run on input shape 1x4x8x8"),
         (
             ["mymodels:Skip", "--input-shape", "1,3,8,8", "--blocks", "a,zz"],
@@ -226,6 +235,12 @@ def test_transformers_config_prefill_and_decode():
          "--measure applies to PyTorch models"),
         (["vgg16", "--seq-len", "4"],
          "--seq-len: applies to transformers:CONFIG_CLASS models only"),
+        (["transformers:GPT2Config", *TINY_GPT2, "--seq-len", "99999999999999999999"],
+         "--seq-len: a batch of sequences 1x99999999999999999999 has more elements"),
+        (["transformers:GPT2Config", *TINY_GPT2, "--seq-len", "4", "--batch", str(2**62)],
+         "--seq-len: a batch of sequences"),
+        (["transformers:GPT2Config", "--config", "n_layer=0", "--seq-len", "4"],
+         "--config: GPT2Config.n_layer must be a positive integer, got 0"),
     ],
 )  # fmt: skip
 def test_transformers_bad_input_is_one_line_exit_2(args, message):

@@ -150,3 +150,31 @@ def test_model_class_and_blocks_can_be_chosen():
                                blocks=(("bert.embeddings", "bert.encoder"), ("cls",)))  # fmt: skip
     assert got.profile.blocks == ("bert.embeddings+bert.encoder", "cls")
     assert got.profile.flops[1] == 2 * 8 * 64 * 64 + 2 * 8 * 64 * 100  # transform, decoder
+
+
+@pytest.mark.parametrize(
+    ("config", "overrides", "field"),
+    [
+        ("GPT2Config", {**GPT2, "n_layer": 0}, "GPT2Config.n_layer"),
+        ("GPT2Config", {**GPT2, "n_layer": -3}, "GPT2Config.n_layer"),
+        ("GPT2Config", {**GPT2, "n_embd": 0}, "GPT2Config.n_embd"),
+        ("LlamaConfig", {**LLAMA, "num_hidden_layers": -1}, "LlamaConfig.num_hidden_layers"),
+        ("LlamaConfig", {**LLAMA, "intermediate_size": 0}, "LlamaConfig.intermediate_size"),
+        ("BertConfig", {**BERT, "num_hidden_layers": 0}, "BertConfig.num_hidden_layers"),
+        ("BertConfig", {**BERT, "vocab_size": -100}, "BertConfig.vocab_size"),
+    ],
+)
+def test_sizes_that_are_not_positive_are_refused_naming_the_field(config, overrides, field):
+    # zero or negative layer counts built a model of no layers: a one-block profile
+    with pytest.raises(InvalidProfile, match=rf"^config: {field} must be a positive integer"):
+        profile_transformers(config, overrides, seq_len=4)
+
+
+def test_sequences_beyond_what_a_tensor_holds_are_refused_before_tracing():
+    for seq_len, batch in ((2**64, 1), (2**40, 2**30)):
+        with pytest.raises(InvalidProfile, match=r"^seq_len: a batch of sequences .* has more "
+                                                 r"elements than a tensor can hold"):  # fmt: skip
+            profile_transformers("GPT2Config", GPT2, seq_len=seq_len, batch=batch)
+    # one within the bound but whose activations overflow: the model's own one-line error
+    with pytest.raises(InvalidProfile, match=r"does not run on input shape input_ids=1x"):
+        profile_transformers("GPT2Config", GPT2, seq_len=2**57)

@@ -214,3 +214,21 @@ def test_edge_serve_command_runs_a_real_server_on_loopback(tmp_path):
     log = process.stderr.read() if process.stderr else ""
     assert "serving mlp (4 layers) on http://127.0.0.1:" in log
     assert "edge: stopped after 0 inference requests" in log  # a clean stop on SIGTERM
+
+
+def test_edge_serve_on_a_port_in_use_is_a_one_line_error_before_announcing(tmp_path):
+    path = write_system(tmp_path / "system.json")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(cli_app, ["edge", "serve", str(path), MLP, "--input-shape", "1,16",
+                                         "--port", str(port)])  # fmt: skip
+    assert result.exit_code == 2  # bad input, not an infeasible request (3)
+    assert result.stderr == (
+        f"error: --port: cannot listen on 127.0.0.1:{port} (Address already in use)\n"
+    )
+    bad_host = runner.invoke(cli_app, ["edge", "serve", str(path), MLP, "--input-shape", "1,16",
+                                       "--host", "no such host.invalid"])  # fmt: skip
+    assert bad_host.exit_code == 2
+    assert bad_host.stderr.startswith("error: --host: cannot resolve 'no such host.invalid' (")

@@ -7,8 +7,10 @@ here from the profile. No assertion depends on how fast this machine is.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -78,7 +80,8 @@ def resnet_run(tmp_path_factory):
     profile, capacity, bandwidth, net, plan, inputs = _case(tmp, "resnet", partition)
     code, out, err, mark = run(["run", str(net), *model_args("resnet"), "--plan", str(plan),
                                 "--inputs", str(tmp / "in.pt"), "--outputs", str(tmp / "out.pt"),
-                                "--warmup", "2", "--json"])  # fmt: skip
+                                "--warmup", "2", "--json",
+                                "--report", str(tmp / "run.html")])  # fmt: skip
     assert code == 0, err
     return {"report": json.loads(out), "profile": profile, "partition": partition,
             "capacity": capacity, "bandwidth": bandwidth, "inputs": inputs, "tmp": tmp,
@@ -104,6 +107,19 @@ def test_report_has_one_stage_per_node_and_link_in_path_order(resnet_run):
     kinds = [(s["kind"], s["id"], s.get("blocks")) for s in report["stages"]]
     assert kinds == [("node", "s", [0, 2]), ("link", "s->a", None), ("node", "a", [2, 4]),
                      ("link", "a->t", None), ("node", "t", [4, 6])]  # fmt: skip
+
+
+def test_the_html_report_sets_each_measured_time_beside_the_predicted_one(resnet_run):
+    from inferplan.units import link_name, si
+
+    report, page = resnet_run["report"], (resnet_run["tmp"] / "run.html").read_text()
+    for stage in report["stages"]:
+        name = link_name(stage["id"]) if stage["kind"] == "link" else stage["id"]
+        row = re.search(rf"<tr[^>]*><td>{re.escape(html.escape(name))}(.*?)</tr>", page)[1]
+        cells = re.findall(r"<td>(.*?)</td>", row)
+        assert cells[-2] == si(stage["measured_s"], "s")
+        assert cells[-1] == f"{stage['measured_s'] / stage['predicted_s']:.2f}"
+    assert f"measured interval</dt><dd>{si(report['measured_interval'], 's')}" in page
 
 
 def test_emulated_stages_take_at_least_their_planned_time(resnet_run):

@@ -95,6 +95,25 @@ def provision_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the plan (png, pdf or svg file).")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the plan report: one self-contained HTML page (the network with "
+            "the path, upgrades and bottleneck; stages with utilisation and headroom; costs).",
+        ),
+    ] = None,
+    dot: Annotated[
+        Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
+    ] = None,
+    plot_states: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot-states",
+            help="Also draw the state graph (v, i) with the plan's state path (small instances: "
+            "at most 8 nodes and 600 transitions).",
+        ),
+    ] = None,
     tie_break: Annotated[
         TieBreakChoice | None,
         typer.Option(
@@ -135,17 +154,35 @@ def provision_command(
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
-                                         })  # fmt: skip
+                                         "--report": report, "--dot": dot,
+                                         "--plot-states": plot_states})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
+    if plot_states is not None:  # refused before solving when too large to draw
+        from inferplan.plots.pictures import check_drawable
+
+        check_drawable(net, prof)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit)  # fmt: skip
+    if report is not None or dot is not None:
+        from inferplan.codesign.breakdown import plan_breakdown
+        from inferplan.plots.report import write_plan_report
+
+        parts = plan_breakdown(net, prof, plan)
+        title = f"{prof.name} on {network.name}: {plan.method} plan"
+        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
+            written(path)
+    if plot_states is not None:
+        from inferplan.plots.pictures import plot_state_graph
+
+        plot_state_graph(net, prof, plan, plot_states)
+        written(plot_states)
     if _drawn_or_json(net, plan, plot, as_json):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")

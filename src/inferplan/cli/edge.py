@@ -100,7 +100,7 @@ def serve_command(
     activations for the edge to finish.
     """
     _runtime()
-    from inferplan.runtime.edge import EdgeService, create_app, read_token, serve
+    from inferplan.runtime.edge import EdgeService, create_app, listen, read_token, serve
     from inferplan.runtime.layered import build_layers, load_model_system
 
     token = read_token(token_file) if token_file is not None else None
@@ -111,12 +111,13 @@ def serve_command(
     sys_ = load_model_system(system, layered.profile)
     limit = None if max_body_mb is None else int(max_body_mb * (1 << 20))
     service = EdgeService(layered, sys_, max_body_bytes=limit)
+    sock = listen(host, port)
     print(
         f"edge: serving {layered.name} ({layered.n_layers} layers) on http://{host}:{port}"
         + (" (bearer token required)" if token else ""),
         file=sys.stderr,
     )
-    serve(create_app(service, token=token), host=host, port=port)
+    serve(create_app(service, token=token), sock)
     stats = service.stats()
     times = stats.get("service_s")
     summary = (f", service time p50 {1e3 * times['p50']:.2f} ms, p99 {1e3 * times['p99']:.2f} ms"
@@ -140,11 +141,10 @@ def _load_inputs(path: Path, layered: LayeredModel, inferences: int | None) -> l
 def _read_snr(path: Path) -> Any:
     import numpy as np
 
+    from inferplan.documents import read_text
+
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InvalidFile(f"cannot read ({exc.strerror})", source=str(path)) from None
+    lines = read_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
         if not text:

@@ -72,6 +72,9 @@ def profile_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the profile file format "
                                           "(with --cuts: the whole cut report).")] = False,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to a file.")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Also draw the work and output size of each block (png, pdf or svg).",
+    )] = None,
 ) -> None:  # fmt: skip
     """FLOPs, activations and parameters of a DNN per block."""
     from inferplan.profiles.io import load_profile, save_profile
@@ -96,6 +99,11 @@ def profile_command(
     if output is not None:
         save_profile(profile, output)
         written(output)
+    if plot is not None:
+        from inferplan.plots.pictures import plot_profile
+
+        plot_profile(profile, plot)
+        written(plot)
     if as_json:
         print_json(traced.to_dict() if cuts and traced else profile.to_dict())
         return

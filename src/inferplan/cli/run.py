@@ -12,11 +12,12 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import si
 
 if TYPE_CHECKING:
+    from inferplan.network.network import Network
     from inferplan.runtime.pipeline import RunReport, RunRequest
 
 
@@ -100,6 +101,11 @@ def run_command(
         "--timeout", help="Seconds a stage may wait for a peer before the run is stopped.")
     ] = 60.0,
     as_json: JsonOpt = False,
+    html_report: Annotated[Path | None, typer.Option(
+        "--report", help="Also write the plan report with the measured times beside the "
+                         "predicted ones: one self-contained HTML page.")] = None,
+    dot: Annotated[Path | None, typer.Option(
+        "--dot", help="Also write the plan as GraphViz DOT.")] = None,
 ) -> None:  # fmt: skip
     """Run a plan on a PyTorch model and measure it.
 
@@ -158,10 +164,36 @@ def run_command(
         raise typer.Exit(130) from None
     if report is None:
         return
+    if (html_report is not None or dot is not None) and request is not None:
+        _write_report(request.network, report, html_report, dot)
     if as_json:
         print_json(report.to_dict())
     else:
         _render(report)
+
+
+def _write_report(network: Network, report: RunReport, html: Path | None, dot: Path | None
+                  ) -> None:  # fmt: skip
+    """The plan report of a run: the plan, with what the run measured beside it."""
+    from inferplan.codesign.breakdown import plan_breakdown
+    from inferplan.plots.report import Measured, write_plan_report
+
+    assert report.profile is not None  # a run's report carries its profile
+    mode = "emulated capacities" if report.emulated else "this machine's speed"
+    verdict = "match" if report.outputs_match else "DIFFER from"
+    measured = Measured(
+        interval=report.measured_interval,
+        stages={s.id: s.measured_s for s in report.stages},
+        latency_median=report.latency_median_s,
+        latency_p95=report.latency_p95_s,
+        note=f"{report.inferences} inferences ({report.warmup} warm-up), {mode}; outputs "
+             f"{verdict} the unsplit model's",
+    )  # fmt: skip
+    parts = plan_breakdown(network, report.profile, report.plan)
+    title = f"{report.profile.name}: {report.plan.method} plan, run"
+    for path in write_plan_report(network, parts, html_path=html, dot_path=dot, title=title,
+                                  measured=measured):  # fmt: skip
+        written(path)
 
 
 def _render(report: RunReport) -> None:

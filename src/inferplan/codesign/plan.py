@@ -246,16 +246,16 @@ def infeasible(beta: float, detail: str = "") -> Infeasible:
 
 def at_caps(inst: CodesignInstance) -> CodesignInstance:
     """``inst`` with every node and link at its cap: its capacity plus the most its cost
-    function can add (whole modules, for capacity sold in modules). Its ``T*`` is the least
-    interval any plan can reach. Where nothing caps an element its capacity is the largest
-    float."""
+    function can add (whole modules, for capacity sold in modules), and every node's memory at
+    the most it can have. Its ``T*`` is the least interval any plan can reach. Where nothing
+    caps an element its capacity is the largest float."""
     # the largest float rather than inf where nothing caps an element: inf / inf is no delay
     most = np.finfo(np.float64).max
     node_cap = _most_added(inst.node_pricing, inst.node_costs)
     link_cap = _most_added(inst.link_pricing, inst.link_costs)
-    return inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
-                       np.minimum(inst.bandwidth + link_cap, most), inst.link_costs,
-                       ).with_memory(most_memory(inst))  # fmt: skip
+    capped = inst.priced(np.minimum(inst.capacity + node_cap, most), inst.node_costs,
+                         np.minimum(inst.bandwidth + link_cap, most), inst.link_costs)  # fmt: skip
+    return capped.with_memory(most_memory(inst))
 
 
 def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:

@@ -96,10 +96,9 @@ def provision(
         return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
     except Infeasible as error:
         capped = at_caps(inst)
-        # T* at the caps: by the state graph on an acyclic network, else by the MILP
-        try:
+        try:  # T* at the caps: by the state graph on an acyclic network, else by the MILP
             best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
-        except Infeasible:  # nothing fits the memory even at its caps: the error says so
+        except Infeasible:  # not even the caps' capacities fit the model's memory
             raise error from None
         raise beyond_caps(error, capped, best, beta) from None
 

@@ -24,7 +24,7 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.memory import path_needs
 from inferplan.codesign.methods import get_service_method
-from inferplan.codesign.plan import CAP_RTOL, PlanStatus
+from inferplan.codesign.plan import CAP_RTOL, PlanStatus, check_scale
 from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -209,6 +209,11 @@ class JointProblem:
         self.instances: tuple[CodesignInstance, ...] = tuple(
             _compile(network, s, require_acyclic) for s in services
         )
+        for service, inst in zip(services, self.instances, strict=True):
+            try:  # here, so that the error names the service, not a planner's interval
+                check_scale(inst, service.interval)
+            except InvalidArgument as exc:
+                raise InvalidArgument(exc.message, field=f"service {service.name!r}") from None
         self.node_of = tuple(
             np.array([node_index[v] for v in inst.node_ids], dtype=np.int64)
             for inst in self.instances

@@ -320,9 +320,16 @@ class Discrete(Channel):
 
 @dataclass(frozen=True)
 class Trace(Channel):
-    """An empirical trace of SNR samples: each sample equally likely (exact, like ``Discrete``)."""
+    """An empirical trace of SNR samples: each sample equally likely (exact, like ``Discrete``).
+
+    The planner treats the samples as independent. With ``replay`` the simulator (and
+    ``device run``) replays the trace as recorded: each inference reads consecutive samples
+    from a random start (wrapping around), one per split stage, so the trace's own correlation
+    reaches the split decisions; every stage still sees each sample equally often.
+    """
 
     snr: tuple[float, ...]
+    replay: bool = False
     kind: str = field(default="trace", init=False)
 
     def __post_init__(self) -> None:
@@ -356,8 +363,23 @@ class Trace(Channel):
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return np.asarray(self.snr)[rng.integers(0, len(self.snr), size=size)]
 
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        if not self.replay:
+            return super().sample_paths(rng, size, intervals)
+        n = len(self.snr)
+        start = rng.integers(0, n, size=size)
+        steps = np.arange(len(intervals) + 1)
+        return np.asarray(
+            np.asarray(self.snr)[(start[:, None] + steps[None, :]) % n], dtype=np.float64
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "trace", "snr": list(self.snr)}
+        out: dict[str, Any] = {"kind": "trace", "snr": list(self.snr)}
+        if self.replay:
+            out["replay"] = True
+        return out
 
 
 # --------------------------------------------------------------------------------- continuous

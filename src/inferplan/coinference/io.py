@@ -36,10 +36,12 @@ from inferplan.coinference.channels import (
     Trace,
 )
 from inferplan.coinference.markov import GaussMarkov, Markov
+from inferplan.coinference.pathloss import THERMAL_NOISE_W_PER_HZ, PathLoss
 from inferplan.coinference.system import (
     DEFAULT_BITS_PER_ELEMENT,
     DEFAULT_BITS_PER_PARAM,
     DEFAULT_CYCLES_PER_FLOP,
+    DEFAULT_DOWNLINK_BPS,
     DEFAULT_INPUT_BITS_PER_ELEMENT,
     Device,
     Edge,
@@ -47,8 +49,15 @@ from inferplan.coinference.system import (
     System,
     layers_from_profile,
 )
-from inferplan.documents import path_exists, read_document, validate_document, write_document
-from inferplan.errors import InferplanError, InvalidSystem
+from inferplan.documents import (
+    decode_text,
+    path_exists,
+    read_bytes,
+    read_document,
+    validate_document,
+    write_document,
+)
+from inferplan.errors import InferplanError, InvalidFile, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
 __all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
@@ -71,10 +80,21 @@ class _Edge(_Strict):
     cpu_hz: float
 
 
+class _PathLoss(_Strict):
+    tx_power_w: float
+    distance_m: float
+    carrier_hz: float
+    bandwidth_hz: float
+    noise_density_w_per_hz: float = THERMAL_NOISE_W_PER_HZ
+    tx_gain: float = 1.0
+    rx_gain: float = 1.0
+
+
 class _SystemFile(_Strict):
     device: _Device
     edge: _Edge
-    downlink_bps: float
+    downlink_bps: float | None = None
+    downlink: _PathLoss | None = None
     inferences_per_update: int
     energy_weight: float
     channel: Any  # checked by _channels, so that a wrong shape gets a message naming it
@@ -127,6 +147,7 @@ class _TraceEntry(_Strict):
     kind: str
     snr: list[float] | None = None
     file: str | None = None
+    replay: bool = False
 
 
 class _MarkovEntry(_Strict):
@@ -145,6 +166,7 @@ class _GaussMarkovEntry(_Strict):
     speed_mps: float | None = None
     carrier_hz: float | None = None
     grid: int = 64
+    sampler: str = "recursion"
 
 
 _CHANNEL_KINDS: dict[str, type[_Strict]] = {
@@ -167,18 +189,15 @@ def _prefixed(exc: InferplanError, prefix: str) -> InferplanError:
 def read_trace(path: Path) -> tuple[float, ...]:
     """SNR samples from a CSV: first column, one sample a line, an optional header line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+        raw = read_bytes(path)
+    except InvalidFile as exc:
         raise InvalidSystem(
-            f"cannot read trace file {str(path)!r} ({exc.strerror})", field="file"
+            f"cannot read trace file {str(path)!r} ({exc.message})", field="file"
         ) from None
-    except UnicodeDecodeError as exc:
-        where = exc.object[: exc.start].count(b"\n") + 1
-        raise InvalidSystem(
-            f"line {where}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})", source=str(path)
-        ) from None
-    except ValueError:  # a NUL byte in the name
-        raise InvalidSystem(f"not a file name: {str(path)!r}", field="file") from None
+    try:
+        lines = decode_text(raw, path).splitlines()
+    except InvalidFile as exc:
+        raise InvalidSystem(exc.message, source=exc.source) from None
     values: list[float] = []
     for number, line in enumerate(lines, start=1):
         text = line.split("#", 1)[0].strip()
@@ -199,7 +218,9 @@ def _nested_tuple(value: Any) -> Any:
     return tuple(_nested_tuple(v) for v in value) if isinstance(value, list) else value
 
 
-def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
+def _channel(
+    data: dict[str, Any], where: str, base: Path | None, path_snr: float | None = None
+) -> Channel:
     kind = data.get("kind")
     model = _CHANNEL_KINDS.get(str(kind))
     if model is None:
@@ -208,6 +229,14 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             f"unknown channel kind {kind!r} (use one of: {kinds})", field=f"{where}.kind"
         )
     try:
+        if data.get("mean_snr") == "path-loss":
+            if path_snr is None:
+                raise InvalidSystem(
+                    "'path-loss' needs the downlink as a free-space link (downlink: {tx_power_w, "
+                    "distance_m, carrier_hz, bandwidth_hz}) for the device's distance",
+                    field="mean_snr",
+                )
+            data = {**data, "mean_snr": path_snr}
         doc = validate_document(model, data, source=None, error=InvalidSystem)
         if isinstance(doc, _DiscreteEntry):
             return Discrete(tuple(doc.snr), tuple(doc.prob))
@@ -232,6 +261,7 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
                 doc.speed_mps,
                 doc.carrier_hz,
                 doc.grid,
+                doc.sampler,
             )
         assert isinstance(doc, _TraceEntry)
         if (doc.snr is None) == (doc.file is None):
@@ -240,25 +270,29 @@ def _channel(data: dict[str, Any], where: str, base: Path | None) -> Channel:
             path = Path(doc.file)
             if base is not None and not path.is_absolute():
                 path = base / path
-            return Trace(read_trace(path))
-        return Trace(tuple(doc.snr or ()))
+            return Trace(read_trace(path), doc.replay)
+        return Trace(tuple(doc.snr or ()), doc.replay)
     except InferplanError as exc:
         if exc.source is not None:  # an error inside a trace file names that file
             raise
         raise _prefixed(exc, where) from None
 
 
-def _channels(value: Any, base: Path | None) -> Channel | tuple[Channel, ...]:
+def _channels(
+    value: Any, base: Path | None, path_snr: float | None = None
+) -> Channel | tuple[Channel, ...]:
     """One channel, or one per split stage, from the ``channel`` field."""
     like = "a mapping like {kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}"
     if isinstance(value, list):
         for k, item in enumerate(value):
             if not isinstance(item, dict):
                 raise InvalidSystem(f"must be {like}, got {item!r}", field=f"channel[{k}]")
-        return tuple(_channel(item, f"channel[{k}]", base) for k, item in enumerate(value))
+        return tuple(
+            _channel(item, f"channel[{k}]", base, path_snr) for k, item in enumerate(value)
+        )
     if not isinstance(value, dict):
         raise InvalidSystem(f"must be {like} or a list of them, got {value!r}", field="channel")
-    return _channel(value, "channel", base)
+    return _channel(value, "channel", base, path_snr)
 
 
 def _layers(doc: _SystemFile, base: Path | None, model: Profile | None) -> Layers:
@@ -303,6 +337,21 @@ def _layers(doc: _SystemFile, base: Path | None, model: Profile | None) -> Layer
     )
 
 
+def _downlink(doc: _SystemFile) -> PathLoss | None:
+    if (doc.downlink_bps is None) == (doc.downlink is None):
+        raise InvalidSystem(
+            "give exactly one of 'downlink_bps' (the rate) and 'downlink' (a free-space link: "
+            "tx_power_w, distance_m, carrier_hz, bandwidth_hz)",
+            field="downlink_bps",
+        )
+    if doc.downlink is None:
+        return None
+    try:
+        return PathLoss(**doc.downlink.model_dump())
+    except InferplanError as exc:
+        raise _prefixed(exc, "downlink") from None
+
+
 def system_from_dict(
     data: object,
     *,
@@ -319,13 +368,19 @@ def system_from_dict(
     doc = validate_document(_SystemFile, data, source=source, error=InvalidSystem)
     try:
         layers = _layers(doc, base, model)
-        channel = _channels(doc.channel, base)
+        device = Device(**doc.device.model_dump())
+        downlink = _downlink(doc)
+        path_snr = None
+        if downlink is not None:
+            path_snr = downlink.snr(tx_power_w=device.tx_power_w, bandwidth_hz=device.bandwidth_hz)
+        channel = _channels(doc.channel, base, path_snr)
         return System(
-            device=Device(**doc.device.model_dump()),
+            device=device,
             edge=Edge(doc.edge.cpu_hz),
             layers=layers,
             channel=channel,
-            downlink_bps=doc.downlink_bps,
+            downlink_bps=DEFAULT_DOWNLINK_BPS if doc.downlink_bps is None else doc.downlink_bps,
+            downlink=downlink,
             inferences_per_update=doc.inferences_per_update,
             energy_weight=doc.energy_weight,
         )

@@ -53,6 +53,8 @@ SPEED_OF_LIGHT = 299_792_458.0
 # Rows of a transition matrix and a law must sum to 1 within this (files hold rounded numbers).
 _SUM_TOL = 1e-9
 _DEFAULT_GRID = 64
+_SAMPLERS = ("recursion", "jakes")
+_SINUSOIDS = 32  # Jakes' oscillators per path
 _MAX_GRID = 4096
 _MAX_SPEED = 1000.0  # m/s: beyond any vehicle; Clarke's model is for terrestrial mobility
 _MAX_CARRIER = 1e12  # Hz
@@ -392,7 +394,11 @@ class GaussMarkov(Channel):
     the floor). ``rho = 0`` is i.i.d. truncated Rayleigh fading.
 
     The solvers see it as a chain on ``grid`` SNR cells of equal probability at stage 1
-    (:meth:`chain`); docs/coinference.md gives the accuracy of the default grid.
+    (:meth:`chain`); docs/coinference.md gives the accuracy of the default grid. The simulator
+    draws the process itself: ``sampler="recursion"`` the Gauss-Markov recursion, or (Clarke's
+    model only) ``sampler="jakes"`` a sum of sinusoids whose correlation at every lag ``tau``
+    is Clarke's ``J0(2 pi f_D tau)``, not only between consecutive stages (see
+    :meth:`sample_paths`).
 
     Examples
     --------
@@ -408,6 +414,7 @@ class GaussMarkov(Channel):
     speed_mps: float | None = None
     carrier_hz: float | None = None
     grid: int = _DEFAULT_GRID
+    sampler: str = "recursion"
     kind: str = field(default="gauss-markov", init=False)
     memory: ClassVar[bool] = True
 
@@ -451,6 +458,15 @@ class GaussMarkov(Channel):
                         field=name,
                     )
                 object.__setattr__(self, name, v)
+        if self.sampler not in _SAMPLERS:
+            raise InvalidSystem(
+                f"must be one of {', '.join(_SAMPLERS)}, got {self.sampler!r}", field="sampler"
+            )
+        if self.sampler == "jakes" and self.rho is not None:
+            raise InvalidSystem(
+                "jakes draws Clarke's model: give speed_mps and carrier_hz, not rho",
+                field="sampler",
+            )
         grid = self.grid
         if isinstance(grid, bool) or not isinstance(grid, int | np.integer):
             raise InvalidSystem(f"must be an integer, got {grid!r}", field="grid")
@@ -544,8 +560,17 @@ class GaussMarkov(Channel):
     def sample_paths(
         self, rng: np.random.Generator, size: int, intervals: Sequence[float]
     ) -> FloatArray:
-        """``(size, len(intervals) + 1)`` SNR paths of the continuous process (the recursion on
-        ``h``), each step redrawn until it lands above the floor."""
+        """``(size, len(intervals) + 1)`` SNR paths of the continuous process.
+
+        ``recursion``: the recursion on ``h``, each step redrawn until it lands above the floor.
+        ``jakes``: ``h(t) = sum_k exp(j (2 pi f_D t cos a_k + p_k)) / sqrt(32)`` with 32 random
+        arrival angles ``a_k`` and phases ``p_k`` per inference, whose correlation is
+        ``J0(2 pi f_D tau)`` at every lag, observed at the stages' times; a path that falls
+        below the floor at some stage is redrawn whole (the paths are conditioned on staying
+        above it, where the chain conditions each step).
+        """
+        if self.sampler == "jakes":
+            return self._jakes_paths(rng, size, intervals)
         rhos = self.correlations(intervals)
         mean, floor = self.mean_snr, self.floor
         out = np.empty((size, len(rhos) + 1))
@@ -565,6 +590,25 @@ class GaussMarkov(Channel):
                 todo = todo[~ok]
             h = nxt
             out[:, n] = mean * np.abs(h) ** 2
+        return out
+
+    def _jakes_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        assert self.speed_mps is not None and self.carrier_hz is not None
+        doppler = self.speed_mps * self.carrier_hz / SPEED_OF_LIGHT
+        times = np.concatenate(([0.0], np.cumsum(np.asarray(intervals, dtype=np.float64))))
+        out = np.empty((size, times.size))
+        todo = np.arange(size)
+        while todo.size:
+            angle = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            phase = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            t = times[None, :, None]
+            h = np.exp(1j * (2.0 * math.pi * doppler * t * np.cos(angle) + phase)).sum(axis=2)
+            snr = self.mean_snr * np.abs(h) ** 2 / _SINUSOIDS
+            ok = np.all(snr >= self.floor, axis=1)
+            out[todo[ok]] = snr[ok]
+            todo = todo[~ok]
         return out
 
     def below(self, threshold: float) -> float:
@@ -590,4 +634,6 @@ class GaussMarkov(Channel):
             out["carrier_hz"] = self.carrier_hz
         if self.grid != _DEFAULT_GRID:
             out["grid"] = self.grid
+        if self.sampler != "recursion":
+            out["sampler"] = self.sampler
         return out

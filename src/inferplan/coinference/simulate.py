@@ -110,16 +110,15 @@ def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> Flo
     """``(inferences, N + 1)`` SNR draws, one row per inference; column ``n - 1`` is stage
     ``n``. Rows are independent; within a row the stages are independent unless the channel has
     memory (then each row is one path of the channel: the Markov chain, or the Gauss-Markov
-    recursion)."""
+    recursion) or a trace is replayed as recorded (``Trace(replay=True)``)."""
     if system.chain is not None:
         return system.memory_channel.sample_paths(rng, inferences, system.stage_intervals)
-    out = np.empty((inferences, system.n_layers + 1))
     shared = all(ch is system.channels[0] for ch in system.channels)
-    if shared:
-        out[:] = system.channels[0].sample(rng, out.size).reshape(out.shape)
-    else:
-        for n, channel in enumerate(system.channels):
-            out[:, n] = channel.sample(rng, inferences)
+    if shared:  # one channel: its paths (a replayed trace keeps its correlation)
+        return system.channels[0].sample_paths(rng, inferences, system.stage_intervals)
+    out = np.empty((inferences, system.n_layers + 1))
+    for n, channel in enumerate(system.channels):
+        out[:, n] = channel.sample(rng, inferences)
     return out
 
 

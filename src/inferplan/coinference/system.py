@@ -26,6 +26,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, channel_sequence
+from inferplan.coinference.pathloss import PathLoss
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
@@ -292,6 +293,8 @@ def mlp_layers(
 class System:
     """A device-edge co-inference system (SI units, SNR linear).
 
+    ``downlink_bps`` is the rate ``R_d``; a free-space link ``downlink``
+    (:class:`~inferplan.coinference.pathloss.PathLoss`) replaces it by its Shannon rate.
     ``channel`` is one :class:`~inferplan.coinference.channels.Channel` (or frozen
     ``scipy.stats`` distribution) shared by every split stage, or a sequence of ``N + 1`` of
     them, one per stage. Construction checks that the expected upload cost is finite and raises
@@ -314,11 +317,13 @@ class System:
     downlink_bps: float = DEFAULT_DOWNLINK_BPS
     inferences_per_update: int = DEFAULT_INFERENCES_PER_UPDATE
     energy_weight: float = DEFAULT_ENERGY_WEIGHT
+    downlink: PathLoss | None = field(default=None, compare=False)
     channels: tuple[Channel, ...] = field(init=False, repr=False, compare=False)
     chain: Chain | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "downlink_bps", _check(self.downlink_bps, "downlink_bps"))
+        rate = self.downlink.rate_bps() if self.downlink is not None else self.downlink_bps
+        object.__setattr__(self, "downlink_bps", _check(rate, "downlink_bps"))
         k = self.inferences_per_update
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise InvalidSystem(
@@ -456,7 +461,11 @@ class System:
         return {
             "device": self.device.to_dict(),
             "edge": self.edge.to_dict(),
-            "downlink_bps": self.downlink_bps,
+            **(
+                {"downlink": self.downlink.to_dict()}
+                if self.downlink is not None
+                else {"downlink_bps": self.downlink_bps}
+            ),
             "inferences_per_update": self.inferences_per_update,
             "energy_weight": self.energy_weight,
             "channel": channels[0].to_dict() if shared else [ch.to_dict() for ch in channels],
@@ -482,6 +491,7 @@ def default_system(profile: Profile | str = "alexnet", **overrides: Any) -> Syst
         "downlink_bps": DEFAULT_DOWNLINK_BPS,
         "inferences_per_update": DEFAULT_INFERENCES_PER_UPDATE,
         "energy_weight": DEFAULT_ENERGY_WEIGHT,
+        "downlink": None,
     }
     unknown = set(overrides) - set(fields)
     if unknown:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from inferplan.documents import check_json_nesting, read_bytes
 from inferplan.errors import InvalidArgument, InvalidFile
 
 __all__ = [
@@ -74,6 +75,20 @@ class PointRecord:
         return [{**head, **row} for row in self.rows]
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _parse_json(raw: bytes, source: str) -> Any:
+    """A shard line (or ``sweep.json``) as JSON data, refusing nesting deeper than
+    :data:`~inferplan.documents.MAX_DEPTH` before parsing (no point record needs more than a
+    few levels; a deeper line would exhaust the parser's stack)."""
+    text = raw.decode("utf-8")
+    check_json_nesting(text, source)
+    return json.loads(text)
+
+
 def _record(data: Any) -> PointRecord:
     if not (isinstance(data, dict) and {"point", "seed", "params", "rows"} <= data.keys()):
         raise ValueError("not a point record")
@@ -82,9 +97,14 @@ def _record(data: Any) -> PointRecord:
     error, trace = data.get("error"), data.get("traceback")
     if not (isinstance(error, str | None) and isinstance(trace, str | None)):
         raise ValueError("error must be a string")
+    seed = data["seed"]
+    if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        raise ValueError(f"seed must be a non-negative integer, got {_shown(seed)}")
+    if not isinstance(data["params"], dict):
+        raise ValueError("params must be an object")
     return PointRecord(
         str(data["point"]),
-        int(data["seed"]),
+        seed,
         dict(data["params"]),
         tuple(data["rows"]),
         error,
@@ -112,7 +132,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield temporary
         with temporary.open("rb") as handle:
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        try:
+            os.replace(temporary, path)
+        except OSError as exc:  # named by the file it was to replace, not by the temporary one
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -206,18 +229,19 @@ class ResultStore:
         return ShardWriter(self.shard_dir / f"part-{max(numbers, default=0) + 1:04d}.jsonl")
 
     def _read_shard(self, path: Path) -> Iterator[PointRecord]:
-        lines = path.read_bytes().split(b"\n")
+        lines = read_bytes(path).split(b"\n")
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                yield _record(json.loads(line.decode("utf-8")))
-            except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+                yield _record(_parse_json(line, str(path)))
+            except (ValueError, TypeError, InvalidFile) as exc:  # UnicodeDecodeError: a ValueError
                 if number == len(lines):
                     # The last line has no newline: a write cut short by a killed process.
                     return
+                problem = exc.message if isinstance(exc, InvalidFile) else str(exc)
                 raise InvalidFile(
-                    f"line {number} is not a point record ({exc})", source=str(path)
+                    f"line {number} is not a point record ({problem})", source=str(path)
                 ) from None
 
     def _load(self) -> tuple[dict[str, PointRecord], dict[str, PointRecord]]:
@@ -304,14 +328,15 @@ class ResultStore:
         stored: Any = None
         if path.exists():
             try:
-                stored = json.loads(path.read_text(encoding="utf-8"))
+                stored = _parse_json(read_bytes(path), str(path))
                 if not isinstance(stored, dict):
                     raise ValueError("not a JSON object")
-            except (OSError, ValueError) as exc:
+            except (ValueError, InvalidFile) as exc:
                 stored = None
+                problem = exc.message if isinstance(exc, InvalidFile) else exc
                 if self.shards():
                     raise InvalidFile(
-                        f"cannot read the sweep description ({exc}); it describes the stored "
+                        f"cannot read the sweep description ({problem}); it describes the stored "
                         "points: restore it, or choose another output directory",
                         source=str(path),
                     ) from None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from inferplan.documents import open_regular
 from inferplan.errors import InvalidFile, InvalidNetwork
 from inferplan.network.cost_columns import CODES, TIERS, RawCosts
 from inferplan.network.costs import CapacityCost
@@ -88,9 +89,9 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     Raises
     ------
     InvalidFile
-        If the file is missing, unreadable or of another kind.
+        If the file is missing, not a regular file, unreadable or of another kind.
     InvalidNetwork
-        Naming an unknown or missing column.
+        Naming an unknown, missing or repeated column.
     """
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".csv"):
@@ -99,25 +100,27 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     import pyarrow as pa
 
     try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
+        with open_regular(path) as handle:
+            if suffix == ".parquet":
+                import pyarrow.parquet as pq
 
-            # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas,
-            # 0.4 s of a one-off command's start (the read itself takes 0.05 s at 500k links)
-            with pq.ParquetFile(path) as parquet:
-                table = parquet.read()
-        else:
-            import pyarrow.csv as pa_csv
+                # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas,
+                # 0.4 s of a one-off command's start (the read itself takes 0.05 s at 500k links)
+                with pq.ParquetFile(handle) as parquet:
+                    table = parquet.read()
+            else:
+                import pyarrow.csv as pa_csv
 
-            text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
-            # only an empty cell is missing: "nan" is a number (refused as one)
-            table = pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(
-                column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=str(path)) from None
+                text = {name: pa.string() for name in (*_TEXT, *_LISTS)}
+                # only an empty cell is missing: "nan" is a number (refused as one)
+                table = pa_csv.read_csv(handle, convert_options=pa_csv.ConvertOptions(
+                    column_types=text, null_values=[""], strings_can_be_null=True))  # fmt: skip
     except (OSError, pa.ArrowException) as exc:
         problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidFile(f"cannot read table ({problem})", source=str(path)) from None
+    repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
+    if repeated:
+        raise InvalidNetwork(f"column {repeated[0]!r} appears more than once", source=str(path))
     known = (*columns, *COST_COLUMNS, *(MEMORY_COLUMNS if "id" in columns else ()))
     for name in table.column_names:
         if name not in known:

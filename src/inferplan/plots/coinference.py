@@ -14,7 +14,13 @@ from typing import Any
 from inferplan.coinference.strategies import STRATEGIES
 from inferplan.plots._mpl import styled_figure
 
-__all__ = ["optimality_plot", "sweep_costs_plot", "sweep_savings_plot", "z_curves_plot"]
+__all__ = [
+    "memory_worth_plot",
+    "optimality_plot",
+    "sweep_costs_plot",
+    "sweep_savings_plot",
+    "z_curves_plot",
+]
 
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -205,3 +211,60 @@ def sweep_savings_plot(
     """Saving of the joint plan over each baseline, ``1 - Z_joint / Z_baseline`` in percent,
     against each swept parameter (panels as :func:`sweep_costs_plot`)."""
     _sweep_grid(sweeps, paths, names or {}, savings=True)
+
+
+def memory_worth_plot(
+    summary: Sequence[Mapping[str, Any]],
+    paths: Sequence[str | Path],
+    *,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """What memory is worth: the saving of the optimum with memory over the i.i.d. rule against
+    the device's speed, one panel per DNN (rows) and device CPU (columns), one line per carrier;
+    a filled marker where memory also changes the placement ``M*``.
+
+    ``summary`` is :func:`~inferplan.experiments.coinference.memory.memory_summary`'s rows. The
+    legend sits above the panels, where it covers no data.
+    """
+    names = names or {}
+    dnns = list(dict.fromkeys(str(r["profile"]) for r in summary))
+    cpus = sorted({float(r["device_cpu_hz"]) for r in summary})
+    carriers = sorted({float(r["carrier_hz"]) for r in summary})
+    size = (1.7 * len(cpus) + 0.4, 1.5 * len(dnns) + 0.6)
+    with styled_figure(paths, figsize=size, layout="constrained") as fig:
+        axes = fig.subplots(len(dnns), len(cpus), squeeze=False, sharex=True, sharey=True)
+        for i, dnn in enumerate(dnns):
+            for j, cpu in enumerate(cpus):
+                ax = axes[i][j]
+                for k, carrier in enumerate(carriers):
+                    mine = sorted(
+                        (r for r in summary if str(r["profile"]) == dnn
+                         and float(r["device_cpu_hz"]) == cpu
+                         and float(r["carrier_hz"]) == carrier),
+                        key=lambda r: float(r["speed_mps"]),
+                    )  # fmt: skip
+                    speeds = [float(r["speed_mps"]) for r in mine]
+                    saving = [100 * float(r["saving"]) for r in mine]
+                    color = _COLORS[k % len(_COLORS)]
+                    ax.plot(speeds, saving, color=color, linewidth=1.0,
+                            label=f"{carrier / 1e9:g} GHz")  # fmt: skip
+                    changed = [(v, s) for v, s, r in zip(speeds, saving, mine, strict=True)
+                               if r["placement_changes"]]  # fmt: skip
+                    ax.plot(speeds, saving, linestyle="none", marker=_MARKERS[k % len(_MARKERS)],
+                            markersize=3, markerfacecolor="white", color=color)  # fmt: skip
+                    if changed:
+                        marker = _MARKERS[k % len(_MARKERS)]
+                        ax.plot(*zip(*changed, strict=True), linestyle="none", marker=marker,
+                                markersize=3, color=color)  # fmt: skip
+                ax.set_xscale("log")
+                ax.grid(linewidth=0.3, alpha=0.5)
+                if i == 0:
+                    ax.set_title(f"device CPU {cpu / 1e9:g} GHz")
+                if i == len(dnns) - 1:
+                    ax.set_xlabel("speed (m/s)")
+                if j == 0:
+                    ax.set_ylabel(f"{names.get(dnn, dnn)}\nsaving of memory (%)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        title = "carrier (filled: M* changes)"
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(carriers),
+                   frameon=False, title=title, title_fontsize=7)  # fmt: skip

@@ -28,12 +28,14 @@ from inferplan.errors import InvalidProfile
 from inferplan.profiles.profile import Profile
 
 __all__ = [
+    "MAX_ELEMENTS",
     "BlockSpec",
     "Cut",
     "GraphProfile",
     "Operation",
     "TensorInfo",
     "build_profile",
+    "check_elements",
     "free_containers",
     "module_path",
     "owner_of",
@@ -41,6 +43,10 @@ __all__ = [
     "parse_factory_spec",
     "parse_shape",
 ]
+
+MAX_ELEMENTS = 2**59 - 1
+"""The most elements a tensor of any dtype may have: torch counts its bytes in 64-bit integers,
+at up to 16 bytes an element."""
 
 BlockSpec = int | tuple[tuple[str, ...], ...] | None
 """How to group a model into candidate blocks: ``None`` (top-level modules), a depth, or groups
@@ -153,6 +159,23 @@ def parse_factory_spec(text: str) -> tuple[str, str] | None:
     return None
 
 
+def check_elements(shape: Sequence[int], field: str, what: str = "input shape") -> None:
+    """Refuse a ``shape`` whose tensor would have more than :data:`MAX_ELEMENTS` elements.
+
+    Examples
+    --------
+    >>> check_elements((2**40, 2**30), "input_shapes")
+    Traceback (most recent call last):
+    inferplan.errors.InvalidProfile: input_shapes: input shape 1099511627776x1073741824 has ...
+    """
+    if math.prod(shape) > MAX_ELEMENTS:
+        dims = "x".join(map(str, shape))
+        dims = dims if len(dims) <= 60 else f"{dims[:57]}..."
+        raise InvalidProfile(
+            f"{what} {dims} has more elements than a tensor can hold (2**59 - 1)", field=field
+        )
+
+
 def parse_shape(text: str) -> tuple[tuple[int, ...], str | None]:
     """Parse ``1,3,224,224`` or ``1x3x224x224``, optionally with ``:dtype`` (``1,128:int64``).
 
@@ -165,12 +188,15 @@ def parse_shape(text: str) -> tuple[tuple[int, ...], str | None]:
     """
     dims_text, _, dtype = text.strip().partition(":")
     parts = [p for p in dims_text.replace("x", ",").split(",") if p.strip()]
-    if not parts or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+    digits = [p.strip() for p in parts]
+    if not digits or not all(d.isascii() and d.isdigit() and int(d) > 0 for d in digits):
         raise InvalidProfile(
             f"input shape must be positive integers like 1,3,224,224, got {text!r}",
             field="input_shapes",
         )
-    return tuple(int(p) for p in parts), (dtype.strip() or None)
+    shape = tuple(int(d) for d in digits)
+    check_elements(shape, "input_shapes")
+    return shape, (dtype.strip() or None)
 
 
 def parse_block_spec(text: str | None) -> BlockSpec:

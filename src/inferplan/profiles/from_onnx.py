@@ -27,7 +27,8 @@ from typing import Any, Literal
 import onnx
 from onnx import TensorProto, shape_inference
 
-from inferplan.errors import InvalidProfile
+from inferplan.documents import read_bytes
+from inferplan.errors import InvalidFile, InvalidProfile
 from inferplan.profiles.cuts import (
     BlockSpec,
     GraphProfile,
@@ -222,10 +223,12 @@ def _load(model: str | Path | onnx.ModelProto) -> tuple[onnx.ModelProto, str | N
     if isinstance(model, onnx.ModelProto):
         return model, None
     source = str(model)
-    if not Path(source).is_file():
-        raise InvalidProfile("file not found", source=source)
     try:
-        return onnx.load(source, load_external_data=False), source
+        raw = read_bytes(source)
+    except InvalidFile as exc:
+        raise InvalidProfile(exc.message, source=source) from None
+    try:
+        return onnx.load_model_from_string(raw), source
     except Exception as exc:  # protobuf raises several unrelated types
         raise InvalidProfile(f"not a readable ONNX model ({type(exc).__name__})",
                              source=source) from None  # fmt: skip

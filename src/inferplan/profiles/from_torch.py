@@ -45,6 +45,7 @@ from inferplan.profiles.cuts import (
     TensorInfo,
     build_profile,
     check_block_names,
+    check_elements,
     free_containers,
     module_path,
     owner_of,
@@ -116,6 +117,7 @@ def _stand_in(item: Any, kind: str | None, float_dtype: Any, accepted: str) -> A
         and item
         and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in item)
     ):
+        check_elements(tuple(item), "input_shapes")
         item_dtype = torch_dtype(kind) if kind else float_dtype
         return torch.empty(tuple(item), dtype=item_dtype, device="meta")
     raise InvalidProfile(f"bad input {item!r}: expected {accepted}", field="input_shapes")
@@ -155,8 +157,11 @@ def _example_inputs(
 
 
 def _shapes_text(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
-    parts = ["x".join(map(str, a.shape)) for a in args]
-    parts += [f"{key}={'x'.join(map(str, a.shape))}" for key, a in kwargs.items()]
+    """The shapes of the tensor inputs (keyword inputs that are not tensors, such as a flag,
+    are left out)."""
+    parts = ["x".join(map(str, a.shape)) for a in args if isinstance(a, torch.Tensor)]
+    parts += [f"{key}={'x'.join(map(str, a.shape))}" for key, a in kwargs.items()
+              if isinstance(a, torch.Tensor)]  # fmt: skip
     return " ".join(parts)
 
 

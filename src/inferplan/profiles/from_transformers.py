@@ -34,7 +34,7 @@ import transformers
 from transformers.models.auto import modeling_auto
 
 from inferplan.errors import InvalidProfile
-from inferplan.profiles.cuts import BlockSpec, GraphProfile, owner_of
+from inferplan.profiles.cuts import BlockSpec, GraphProfile, check_elements, owner_of
 from inferplan.profiles.from_torch import export_graph, torch_dtype
 
 __all__ = ["build_model", "parse_config_overrides", "profile_transformers"]
@@ -96,9 +96,34 @@ def _config(config: str | Any, overrides: Mapping[str, Any]) -> Any:
                              f"{', '.join(map(repr, unknown))}", field="config")  # fmt: skip
     with _quiet():
         try:
-            return type(default)(**overrides) if isinstance(config, str) else config
+            parsed = type(default)(**overrides) if isinstance(config, str) else config
         except Exception as exc:  # a config's own validation raises what it likes
-            raise InvalidProfile(f"{type(default).__name__}: {exc}", field="config") from None
+            problem = " ".join(str(exc).split())  # some are several indented lines
+            raise InvalidProfile(f"{type(default).__name__}: {problem}", field="config") from None
+    _check_sizes(parsed, overrides)
+    return parsed
+
+
+SIZES = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
+         "intermediate_size", "vocab_size", "max_position_embeddings", "head_dim")  # fmt: skip
+"""The configuration fields the profile relies on (the layers it makes blocks of, the widths
+of its tensors): each, where a configuration has it, a positive integer (or unset)."""
+
+
+def _check_sizes(config: Any, overrides: Mapping[str, Any]) -> None:
+    """Refuse a size of :data:`SIZES` that is not a positive integer (zero layers would give a
+    model of one block, a negative width a model that cannot run), naming the field as it was
+    given (``n_layer`` for GPT-2's ``num_hidden_layers``)."""
+    aliases = dict(config.attribute_map)  # the common name -> the config's own field
+    for name in SIZES:
+        value = getattr(config, name, None)
+        if value is None or isinstance(value, list | tuple | dict):
+            continue  # unset, or per-layer values that the model's constructor checks
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            given = next((key for key in (aliases.get(name), name) if key in overrides), None)
+            shown = given or aliases.get(name) or name
+            raise InvalidProfile(f"{type(config).__name__}.{shown} must be a positive integer, "
+                                 f"got {value!r}", field="config")  # fmt: skip
 
 
 def _model_class(config: Any, model_class: str | None) -> Any:
@@ -260,6 +285,7 @@ def profile_transformers(
     accepts = inspect.signature(model.forward).parameters
     tokens = seq_len if phase == "prefill" else 1
     cached = (cache_len or seq_len) if phase == "decode" else 0
+    check_elements((batch, tokens + cached), "seq_len", "a batch of sequences")
     kwargs: dict[str, Any] = {
         "input_ids": torch.zeros(batch, tokens, dtype=torch.int64, device="meta")
     }

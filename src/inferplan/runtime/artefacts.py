@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from inferplan.codesign.plan import Plan
+from inferplan.documents import open_regular
 from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
@@ -71,10 +72,10 @@ def load_weights(model: torch.nn.Module, path: str | Path) -> None:
     """Load the state dict saved at ``path`` (``torch.save(model.state_dict(), path)``) into
     ``model``; every key must match (read with ``weights_only=True``: nothing is unpickled)."""
     where = str(path)
+    handle = open_regular(where)
     try:
-        state = torch.load(where, weights_only=True, map_location="cpu")
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=where) from None
+        with handle:
+            state = torch.load(handle, weights_only=True, map_location="cpu")
     except Exception as exc:  # torch.load raises many kinds for a file that is not a state dict
         raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
                           source=where) from None  # fmt: skip

@@ -48,7 +48,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from inferplan.coinference import System
-from inferplan.errors import InvalidArgument
+from inferplan.documents import read_text
+from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import LayeredModel
 from inferplan.runtime.wire import (
@@ -65,6 +66,7 @@ __all__ = [
     "BackgroundEdge",
     "EdgeService",
     "create_app",
+    "listen",
     "read_token",
     "serve",
 ]
@@ -74,11 +76,10 @@ DEFAULT_HOST = "127.0.0.1"
 
 def read_token(path: str | Path) -> str:
     """The bearer token in the file at ``path`` (surrounding whitespace removed)."""
-    path = Path(path)
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read token file ({exc})", source=str(path)) from None
+        token = read_text(path).strip()
+    except InvalidFile as exc:
+        raise InvalidArgument(f"cannot read token file ({exc.message})", source=str(path)) from None
     if not token or any(c.isspace() for c in token):
         raise InvalidArgument("token file must hold one token without spaces", source=str(path))
     return token
@@ -342,18 +343,43 @@ def _config(app: Starlette, **options: Any) -> uvicorn.Config:
     )
 
 
-def serve(app: Starlette, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
-    """Run ``app`` on ``host:port`` (uvicorn, one process) until SIGINT or SIGTERM, then return
-    after a graceful shutdown. Call it from the main thread."""
-    config = _config(app, host=host, port=port)
+def listen(host: str = DEFAULT_HOST, port: int = 8000) -> socket.socket:
+    """A socket bound to ``host:port`` for :func:`serve`: bound first, so that an address in
+    use or not of this machine is an error before anything is announced or served.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming ``host`` (it does not resolve) or ``port`` (it cannot be bound), and why.
+    """
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (OSError, UnicodeError) as exc:
+        raise InvalidArgument(f"cannot resolve {host!r} ({exc})", field="host") from None
+    sock = socket.socket(family, kind)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgument(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                              field="port") from None  # fmt: skip
+    return sock
+
+
+def serve(app: Starlette, sock: socket.socket) -> None:
+    """Run ``app`` on ``sock`` (of :func:`listen`; uvicorn, one process) until SIGINT or
+    SIGTERM, then return after a graceful shutdown. Call it from the main thread."""
+    config = _config(app)
     # uvicorn re-raises the signal that stopped it once it has shut down; return instead.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
 
 
 class BackgroundEdge:

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from inferplan.documents import open_regular
 from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
@@ -61,10 +62,10 @@ def load_inputs(path: str | Path, shape: Shape, *, dtype: str | None = None) -> 
         Naming the file and what is wrong with it.
     """
     where = str(path)
+    handle = open_regular(where)
     try:
-        data = torch.load(where, weights_only=True)
-    except FileNotFoundError:
-        raise InvalidFile("file not found", source=where) from None
+        with handle:
+            data = torch.load(handle, weights_only=True)
     except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
         raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
                           source=where) from None  # fmt: skip

@@ -194,6 +194,8 @@ class RunReport:
     stages: tuple[StageReport, ...]
     outputs_match: bool
     max_abs_diff: float
+    profile: Profile | None = None
+    """The model's profile the plan was made or checked for (for the plan report)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -646,6 +648,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         stages=tuple(stages),
         outputs_match=match,
         max_abs_diff=worst,
+        profile=resolved.profile,
     )
 
 

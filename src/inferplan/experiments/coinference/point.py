@@ -18,6 +18,7 @@ from inferplan.coinference import (
     DEFAULT_EDGE,
     STRATEGIES,
     Channel,
+    GaussMarkov,
     Layers,
     LogNormal,
     Nakagami,
@@ -71,11 +72,14 @@ class CoinferenceParams(BaseModel):
     device_cpu_hz: Positive | None = None
     edge_cpu_hz: Positive | None = None
     tx_power_w: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    channel: Literal["rayleigh", "nakagami", "lognormal"] = "rayleigh"
+    channel: Literal["rayleigh", "nakagami", "lognormal", "gauss-markov"] = "rayleigh"
     mean_snr: Positive | None = None
     min_snr: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     nakagami_m: Positive | None = None
     sigma_db: Positive | None = None
+    speed_mps: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    carrier_hz: Positive | None = None
+    rho: Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)] | None = None
     sample: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
@@ -86,6 +90,15 @@ class CoinferenceParams(BaseModel):
             raise ValueError(f"sigma_db applies to channel lognormal, not {self.channel}")
         if self.channel == "lognormal" and self.min_snr is not None:
             raise ValueError("a lognormal channel has no outage floor: drop min_snr")
+        memory = (self.speed_mps, self.carrier_hz, self.rho)
+        if self.channel != "gauss-markov" and any(v is not None for v in memory):
+            raise ValueError(
+                f"speed_mps, carrier_hz and rho apply to channel gauss-markov, not {self.channel}"
+            )
+        if self.channel == "gauss-markov" and (self.rho is None) == (
+            self.speed_mps is None or self.carrier_hz is None
+        ):
+            raise ValueError("channel gauss-markov needs rho, or speed_mps and carrier_hz")
         try:
             _channel(self).mean_inv_log()
         except InferplanError as exc:
@@ -152,6 +165,8 @@ def _channel(p: CoinferenceParams) -> Channel:
         return Rayleigh(mean, min_snr=floor)
     if p.channel == "nakagami":
         return Nakagami(p.nakagami_m or 2.0, mean, min_snr=floor)
+    if p.channel == "gauss-markov":
+        return GaussMarkov(mean, floor, p.rho, p.speed_mps, p.carrier_hz)
     sigma_db = p.sigma_db or 6.0
     # 10 log10(gamma) ~ Normal(mean_db, sigma_db) has linear mean
     # 10^(mean_db / 10) exp((sigma_db ln10 / 10)^2 / 2): choose mean_db to make it `mean`.

@@ -1,0 +1,146 @@
+"""A plan taken apart for a reader: each stage's load, capacity, time, utilisation and
+headroom, and what each upgrade costs. The plan report (:mod:`inferplan.plots.report`) renders
+it; the numbers come from the same stage arithmetic as the solvers (:mod:`.stages`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.stages import stages
+from inferplan.network.network import Network
+from inferplan.profiles.profile import Profile
+
+__all__ = ["PlanBreakdown", "StageRow", "UpgradeCost", "plan_breakdown"]
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One stage of a plan: a path node's compute or a path link's transfer.
+
+    ``blocks`` is ``(first, last)`` of the blocks a node runs (1-based; ``None`` for a node that
+    only forwards, and for a link, which carries the activation after block ``after``).
+    ``load`` is the FLOPs (node) or bits (link) per inference; ``capacity`` what the element
+    has, ``added`` what the plan buys; ``seconds`` the stage's time per inference after the
+    upgrades; ``utilisation`` is ``seconds / interval`` (1 for the bottleneck) and ``headroom``
+    ``interval - seconds``, the time the stage waits per inference.
+    """
+
+    kind: Literal["node", "link"]
+    id: str
+    blocks: tuple[int, int] | None
+    after: int
+    load: float
+    capacity: float
+    added: float
+    seconds: float
+    utilisation: float
+    headroom: float
+    bottleneck: bool
+
+
+@dataclass(frozen=True)
+class UpgradeCost:
+    """What one upgrade buys (``amount``, FLOP/s or bit/s) and costs, and its share of the
+    plan's cost."""
+
+    kind: Literal["node", "link"]
+    id: str
+    amount: float
+    cost: float
+    share: float
+
+
+@dataclass(frozen=True)
+class PlanBreakdown:
+    """A plan's stages in path order and its upgrades' costs (largest first)."""
+
+    plan: Plan
+    block_names: tuple[str, ...]
+    stages: tuple[StageRow, ...]
+    upgrades: tuple[UpgradeCost, ...]
+
+
+def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakdown:
+    """The stages and upgrade costs of ``plan`` (made for ``network`` and ``profile``).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net, vgg = inferplan.tiered(seed=1), inferplan.vgg16()
+    >>> parts = plan_breakdown(net, vgg, inferplan.provision(net, vgg, throughput=30))
+    >>> [s.id for s in parts.stages if s.bottleneck] == [parts.plan.bottleneck.id]
+    True
+    >>> round(sum(u.cost for u in parts.upgrades), 9) == round(parts.plan.cost, 9)
+    True
+    """
+    inst = compile_instance(network, profile, require_acyclic=False)
+    index = {v: k for k, v in enumerate(inst.node_ids)}
+    path = [index[v] for v in plan.path]
+    deployment = stages(inst, path, plan.partition)
+    _, C, B = inst.scalars
+    node_added = {index[v]: x for v, x in plan.node_upgrades.items() if v in index}
+    link_added = {inst.link_index(index[u.source], index[u.target]): u.amount
+                  for u in plan.link_upgrades}  # fmt: skip
+    compute, transfer = deployment.delays(C, B, node_added, link_added)
+    interval = max(compute + transfer)
+    rows: list[StageRow] = []
+    previous = 0
+    slowest = plan.bottleneck.id if plan.bottleneck else None
+    for k, v in enumerate(deployment.nodes):
+        done = plan.partition[k]
+        node = inst.node_ids[v]
+        blocks = (previous + 1, done) if done > previous else None
+        rows.append(_row("node", node, blocks, done, deployment.work[k], C[v],
+                         node_added.get(v, 0.0), compute[k], interval, slowest))  # fmt: skip
+        if k < len(deployment.links):
+            e = deployment.links[k]
+            link = inst.links[e]
+            rows.append(_row("link", f"{link.source}->{link.target}", None, done,
+                             deployment.bits[k], B[e], link_added.get(e, 0.0), transfer[k],
+                             interval, slowest))  # fmt: skip
+        previous = done
+    upgrades = [
+        *(("node", v, x, network.node_cost(network.node_position[v])) for v, x in
+          plan.node_upgrades.items()),
+        *(("link", f"{u.source}->{u.target}", u.amount,
+           network.link_cost(_link_position(network, u.source, u.target)))
+          for u in plan.link_upgrades),
+    ]  # fmt: skip
+    priced = [(kind, name, x, float(cost(np.array([x]))[0])) for kind, name, x, cost in upgrades]
+    total = math.fsum(c for *_, c in priced)
+    costs = sorted(
+        (UpgradeCost(kind, name, x, c, c / total if total > 0 else 0.0)  # type: ignore[arg-type]
+         for kind, name, x, c in priced),
+        key=lambda u: -u.cost,
+    )  # fmt: skip
+    return PlanBreakdown(plan, tuple(profile.blocks), tuple(rows), tuple(costs))
+
+
+def _row(
+    kind: Literal["node", "link"],
+    name: str,
+    blocks: tuple[int, int] | None,
+    after: int,
+    load: float,
+    capacity: float,
+    added: float,
+    seconds: float,
+    interval: float,
+    slowest: str | None,
+) -> StageRow:
+    share = seconds / interval if interval > 0 else 0.0
+    return StageRow(kind, name, blocks, after, load, capacity, added, seconds, share,
+                    interval - seconds, name == slowest)  # fmt: skip
+
+
+def _link_position(network: Network, source: str, target: str) -> int:
+    for k, link in enumerate(network.links):
+        if (link.source, link.target) == (source, target):
+            return k
+    raise KeyError(f"{source}->{target}")  # pragma: no cover  # a plan's link is the network's

@@ -1,0 +1,174 @@
+"""Two explanatory pictures: a profile's per-block work and output size, and the state graph
+``(v, i)`` of a small co-design instance with the optimal state path."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+from inferplan.codesign.plan import Plan
+from inferplan.errors import InvalidArgument
+from inferplan.network.network import Network
+from inferplan.plots._mpl import styled_figure
+from inferplan.plots.plan import layered_positions
+from inferplan.profiles import Profile
+
+__all__ = [
+    "MAX_STATE_NODES",
+    "MAX_TRANSITIONS",
+    "check_drawable",
+    "plot_profile",
+    "plot_state_graph",
+    "state_graph_size",
+]
+
+MAX_STATE_NODES = 8
+"""The most network nodes :func:`plot_state_graph` draws (one row each)."""
+MAX_TRANSITIONS = 600
+"""The most transitions it draws: beyond, the lines merge into a grey area."""
+
+_WORK, _DATA, _PATH, _EDGE = "#4c72b0", "#dd8452", "#c0392b", "#9a9a9a"
+
+
+def _targets(paths: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    return [paths] if isinstance(paths, str | Path) else list(paths)
+
+
+def plot_profile(profile: Profile, paths: str | Path | Sequence[str | Path]) -> None:
+    """Per-block work (bars, left axis) and the size of each block's output (line, right axis),
+    as co-inference papers draw AlexNet; the input's size is the first point of the line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from inferplan.profiles import load_profile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "alexnet.png"
+    >>> plot_profile(load_profile("alexnet"), out)
+    >>> out.read_bytes()[:4] == b"\\x89PNG"
+    True
+    """
+    n = profile.n_blocks
+    width = max(3.4, 0.32 * (n + 1) + 1.2)
+    with styled_figure(_targets(paths), figsize=(width, 2.6), layout="constrained") as fig:
+        ax = fig.subplots()
+        xs = list(range(1, n + 1))
+        bars = ax.bar(xs, [f / 1e9 for f in profile.flops], color=_WORK, width=0.6,
+                      label="work (GFLOP)")  # fmt: skip
+        ax.set_ylabel("work per block (GFLOP)", color=_WORK)
+        ax.set_xticks([0, *xs], ["input", *profile.blocks], rotation=45, ha="right")
+        ax.set_xlim(-0.6, n + 0.6)
+        right = ax.twinx()
+        sizes = [b / 8e6 for b in profile.activation_bits]
+        (line,) = right.plot([0, *xs], sizes, color=_DATA, marker="o", markersize=3,
+                             linewidth=1.0, label="output size (MB)")  # fmt: skip
+        right.set_ylabel("output size (MB)", color=_DATA)
+        right.set_ylim(0, max(sizes) * 1.08 or 1.0)
+        right.spines["right"].set_visible(True)
+        ax.set_ylim(0, max(profile.flops) / 1e9 * 1.08 or 1.0)
+        ax.set_title(f"{profile.name}: {n} blocks")
+        fig.legend([bars, line], [bars.get_label(), line.get_label()], loc="outside upper right",
+                   ncols=2, frameon=False)  # fmt: skip
+
+
+def _rows(network: Network) -> list[str]:
+    """Nodes ordered by their column in the plan picture, then top to bottom."""
+    pos = layered_positions(network)
+    return sorted(pos, key=lambda v: (pos[v][0], -pos[v][1]))
+
+
+def state_graph_size(network: Network, profile: Profile) -> tuple[int, int]:
+    """``(nodes, transitions)`` of the state graph: a transition per link and ``i <= j``, and
+    one from each ``(t, j)`` to the terminal."""
+    cuts = profile.n_blocks + 1
+    per_link = cuts * (cuts + 1) // 2
+    return len(network.nodes), len(network.links) * per_link + cuts
+
+
+def check_drawable(network: Network, profile: Profile) -> int:
+    """The number of transitions of the state graph, if it is small enough to draw.
+
+    Raises
+    ------
+    InvalidArgument
+        Naming ``plot_states``, when the instance has more than :data:`MAX_STATE_NODES` nodes or
+        :data:`MAX_TRANSITIONS` transitions.
+    """
+    nodes, transitions = state_graph_size(network, profile)
+    if nodes > MAX_STATE_NODES or transitions > MAX_TRANSITIONS:
+        raise InvalidArgument(
+            f"the state graph of {nodes} nodes and {profile.n_blocks + 1} cuts has "
+            f"{transitions} transitions, too many to draw legibly (at most {MAX_STATE_NODES} "
+            f"nodes and {MAX_TRANSITIONS} transitions); draw the plan with --plot instead",
+            field="plot_states",
+        )
+    return transitions
+
+
+def plot_state_graph(
+    network: Network,
+    profile: Profile,
+    plan: Plan,
+    paths: str | Path | Sequence[str | Path],
+) -> None:
+    """The state graph ``(v, i)`` of PSG: a row per node, a column per cut ``i = 0..N``, a grey
+    line per transition ``((v, i), (z, j))`` (link ``(v, z)``, ``j >= i``: blocks ``i+1..j``
+    run on ``v``) and from every ``(t, j)`` to the terminal; the plan's state path drawn thick,
+    each step labelled with the blocks it runs.
+
+    Raises
+    ------
+    InvalidArgument
+        As :func:`check_drawable`, for an instance too large to draw legibly.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, inferplan
+    >>> net = inferplan.load_network("examples/network.json")
+    >>> alexnet = inferplan.load_profile("alexnet")
+    >>> plan = inferplan.provision(net, alexnet, throughput=30.0)
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "states.png"
+    >>> plot_state_graph(net, alexnet, plan, out)
+    >>> out.read_bytes()[:4] == b"\\x89PNG"
+    True
+    """
+    transitions = check_drawable(network, profile)
+    rows = _rows(network)
+    y = {v: float(len(rows) - 1 - k) for k, v in enumerate(rows)}
+    n = profile.n_blocks
+    terminal = (n + 1.0, y[network.target])
+    with styled_figure(_targets(paths), figsize=(max(3.4, 0.55 * (n + 3)), 0.5 * len(rows) + 1.4),
+                       layout="constrained") as fig:  # fmt: skip
+        ax = fig.subplots()
+        for link in network.links:
+            for i in range(n + 1):
+                for j in range(i, n + 1):
+                    ax.plot([i, j], [y[link.source], y[link.target]], color=_EDGE,
+                            linewidth=0.3, alpha=0.35, zorder=1)  # fmt: skip
+        for j in range(n + 1):
+            ax.plot([j, terminal[0]], [y[network.target], terminal[1]], color=_EDGE,
+                    linewidth=0.3, alpha=0.35, linestyle=":", zorder=1)  # fmt: skip
+        for v in rows:
+            ax.scatter(range(n + 1), [y[v]] * (n + 1), s=9, color="black", zorder=3)
+        ax.scatter([terminal[0]], [terminal[1]], s=24, marker="s", color="black", zorder=3)
+        # The plan's state path: (p_0, 0) -> (p_1, k_0) -> ... -> (p_L, k_{L-1}) -> terminal.
+        states = [(0, plan.path[0])] + [
+            (done, node) for node, done in zip(plan.path[1:], plan.partition[:-1], strict=True)
+        ]
+        points = [(float(i), y[v]) for i, v in states] + [terminal]
+        ends = [*(i for i, _ in states[1:]), n]
+        arrow = {"arrowstyle": "-|>", "color": _PATH, "linewidth": 1.6}
+        for (a, b), (i, v), j in zip(itertools.pairwise(points), states, ends, strict=True):
+            ax.annotate("", xy=b, xytext=a, zorder=4, arrowprops=arrow)
+            text = {0: f"{v}: forward", 1: f"{v}: block {j}"}.get(j - i, f"{v}: {i + 1}..{j}")
+            ax.annotate(text, xy=((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), xytext=(0, 4),
+                        textcoords="offset points", ha="center", fontsize=6, color=_PATH,
+                        zorder=5)  # fmt: skip
+        ax.set_yticks([y[v] for v in rows], rows)
+        ax.set_xticks([*range(n + 1), terminal[0]], [*map(str, range(n + 1)), "end"])
+        ax.set_xlim(-0.5, n + 1.5)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel("blocks done, i (the activation after block i has arrived at the node)")
+        ax.set_ylabel("node v")
+        ax.set_title(f"state graph (v, i) of {profile.name}: {transitions} transitions, "
+                     "the plan's path in red")  # fmt: skip

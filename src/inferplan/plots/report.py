@@ -1,0 +1,360 @@
+"""The plan report: one self-contained HTML page a person can read, and the plan as GraphViz
+DOT.
+
+The page holds the network drawn as inline SVG (the path highlighted, upgrades in red, the
+bottleneck marked, on each path node the blocks it runs by number and name), the stage table
+(load, capacity, time per inference, utilisation and headroom of every stage), the cost
+breakdown and, for a run, the measured times beside the predicted ones. No script, no style
+sheet or font from elsewhere: the file opens the same anywhere, offline. Drawn by hand (no
+matplotlib), so the report needs no extra.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inferplan.codesign.breakdown import PlanBreakdown, StageRow
+from inferplan.network.network import Network
+from inferplan.plots.plan import layered_positions
+from inferplan.units import link_name, si
+
+__all__ = ["Measured", "plan_dot", "plan_report_html", "write_plan_report"]
+
+_PATH, _IDLE, _BOUGHT, _SLOW = "#1f77b4", "#9a9a9a", "#c0392b", "#e67e22"
+_UNIT = {"node": ("FLOP", "FLOP/s"), "link": ("bit", "bit/s")}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a run measured: the steady-state ``interval``, each stage's time per inference by
+    stage id (a node id, or ``u->v`` for a link), the latency's median and 95th percentile,
+    and a line to show with them (e.g. whether the outputs matched)."""
+
+    interval: float
+    stages: Mapping[str, float] = field(default_factory=dict)
+    latency_median: float | None = None
+    latency_p95: float | None = None
+    note: str | None = None
+
+
+def _blocks(row: StageRow, names: Sequence[str]) -> tuple[str, str]:
+    """A stage's blocks by number and by name: ``("1–6", "conv1_1 … pool3")``."""
+    if row.kind == "link":
+        return f"after {row.after}", ""
+    if row.blocks is None:
+        return "forwards", ""
+    first, last = row.blocks
+    if first == last:
+        return f"{first}", names[first - 1]
+    return f"{first}–{last}", f"{names[first - 1]} … {names[last - 1]}"
+
+
+def _svg(network: Network, parts: PlanBreakdown) -> str:
+    """The network as inline SVG: path thick and blue, upgrades red on their node or link,
+    the bottleneck stage outlined orange, each path node's blocks under it."""
+    pos = layered_positions(network)
+    xs = [x for x, _ in pos.values()]
+    ys = [y for _, y in pos.values()]
+    span_x, span_y = max(xs) - min(xs) or 1.0, max(ys) - min(ys) or 1.0
+    columns = len({round(x, 6) for x in xs})
+    rows = max(1, len({round(y, 6) for y in ys}))
+    width = max(480, 190 * columns)
+    height = max(240, 120 * rows + 80)
+    margin_x, margin_y = 70, 60
+
+    def at(v: str) -> tuple[float, float]:
+        x, y = pos[v]
+        return (margin_x + (x - min(xs)) / span_x * (width - 2 * margin_x),
+                margin_y + (max(ys) - y) / span_y * (height - 2 * margin_y))  # fmt: skip
+
+    stage = {row.id: row for row in parts.stages}
+    plan = parts.plan
+    on_path = {f"{u}->{v}" for u, v in zip(plan.path[:-1], plan.path[1:], strict=True)}
+    radius = 22.0
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="the plan on the network">',
+        "<defs>",
+        *(f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="11" '
+          f'markerHeight="11" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+          f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+          for name, colour in (("idle", _IDLE), ("path", _PATH), ("slow", _SLOW))),
+        "</defs>",
+    ]  # fmt: skip
+    for link in network.links:
+        name = f"{link.source}->{link.target}"
+        (x0, y0), (x1, y1) = at(link.source), at(link.target)
+        length = max(((x1 - x0) ** 2 + (y1 - y0) ** 2) ** 0.5, 1e-9)
+        dx, dy = (x1 - x0) / length * radius, (y1 - y0) / length * radius
+        row = stage.get(name)
+        kind = "slow" if row and row.bottleneck else "path" if name in on_path else "idle"
+        colour = {"slow": _SLOW, "path": _PATH, "idle": _IDLE}[kind]
+        out.append(
+            f'<line x1="{x0 + dx:.1f}" y1="{y0 + dy:.1f}" x2="{x1 - dx:.1f}" y2="{y1 - dy:.1f}" '
+            f'stroke="{colour}" stroke-width="{3.5 if kind != "idle" else 1.2}" '
+            f'marker-end="url(#arrow-{kind})"><title>{html.escape(link_name(name))}</title></line>'
+        )
+        labels = []
+        if row is not None and row.added > 0:
+            labels.append((f"+{si(row.added, 'bit/s')}", _BOUGHT))
+        if row is not None and row.bottleneck:
+            labels.append(("bottleneck", _SLOW))
+        for k, (text, colour) in enumerate(labels):
+            mx, my = (x0 + x1) / 2, (y0 + y1) / 2 - 8 + 14 * k
+            out.append(_label(mx, my, text, colour))
+    for node in network.nodes:
+        x, y = at(node.id)
+        row = stage.get(node.id)
+        chosen = row is not None
+        ring = _SLOW if row is not None and row.bottleneck else _PATH if chosen else _IDLE
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{_PATH if chosen else "white"}" '
+            f'stroke="{ring}" stroke-width="{4 if ring == _SLOW else 1.5}">'
+            f"<title>{html.escape(node.id)}</title></circle>"
+        )
+        out.append(
+            f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle" font-weight="bold" '
+            f'font-size="12" fill="{"white" if chosen else "#555"}">{html.escape(node.id)}</text>'
+        )
+        if row is None:
+            continue
+        numbers, names = _blocks(row, parts.block_names)
+        below = [(f"blocks {numbers}" if row.blocks and "–" in numbers else
+                  f"block {numbers}" if row.blocks else numbers, _PATH)]  # fmt: skip
+        if names:
+            below.append((names, "#333"))
+        if row.added > 0:
+            below.append((f"+{si(row.added, 'FLOP/s')}", _BOUGHT))
+        if row.bottleneck:
+            below.append(("bottleneck", _SLOW))
+        for k, (text, colour) in enumerate(below):
+            out.append(_label(x, y + radius + 14 + 14 * k, text, colour))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _label(x: float, y: float, text: str, colour: str) -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="middle" font-size="11" '
+            f'fill="{colour}" paint-order="stroke" stroke="white" stroke-width="3">'
+            f"{html.escape(text)}</text>")  # fmt: skip
+
+
+def _bar(share: float, colour: str) -> str:
+    width = max(0.0, min(1.0, share)) * 100
+    return (f'<span class="bar"><span style="width:{width:.1f}%;background:{colour}"></span>'
+            f"</span> {share:.0%}")  # fmt: skip
+
+
+def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
+    head = ["stage", "blocks", "load per inference", "capacity", "added", "time per inference",
+            "utilisation", "headroom"]  # fmt: skip
+    if measured is not None:
+        head += ["measured", "measured / predicted"]
+    lines = ["<table><thead><tr>", *(f"<th>{h}</th>" for h in head), "</tr></thead><tbody>"]
+    for row in parts.stages:
+        load, rate = _UNIT[row.kind]
+        numbers, names = _blocks(row, parts.block_names)
+        cells = [
+            html.escape(link_name(row.id) if row.kind == "link" else row.id)
+            + (' <span class="mark">bottleneck</span>' if row.bottleneck else ""),
+            html.escape(numbers + (f" ({names})" if names else "")),
+            si(row.load, load),
+            si(row.capacity, rate),
+            f'<span class="bought">+{si(row.added, rate)}</span>' if row.added > 0
+            else f"0 {rate}",
+            si(row.seconds, "s"),
+            _bar(row.utilisation, _SLOW if row.bottleneck else _PATH),
+            si(row.headroom, "s"),
+        ]  # fmt: skip
+        if measured is not None:
+            real = measured.stages.get(row.id)
+            ratio = "" if real is None or row.seconds <= 0 else f"{real / row.seconds:.2f}"
+            cells += ["" if real is None else si(real, "s"), ratio]
+        klass = ' class="slow"' if row.bottleneck else ""
+        lines.append(f"<tr{klass}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _cost_table(parts: PlanBreakdown) -> str:
+    if not parts.upgrades:
+        return "<p>The plan buys nothing: the network meets the target as it is.</p>"
+    lines = ["<table><thead><tr><th>element</th><th>added</th><th>cost</th><th>share</th>"
+             "</tr></thead><tbody>"]  # fmt: skip
+    for up in parts.upgrades:
+        name = link_name(up.id) if up.kind == "link" else up.id
+        lines.append(
+            f"<tr><td>{up.kind} {html.escape(name)}</td><td>+{si(up.amount, _UNIT[up.kind][1])}"
+            f"</td><td>{up.cost:.6g}</td><td>{_bar(up.share, _BOUGHT)}</td></tr>"
+        )
+    lines.append(f"<tr><th>total</th><td></td><th>{parts.plan.cost:.6g}</th><td></td></tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 84em; color: #222;
+       padding: 0 1em; }
+.wide { overflow-x: auto; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { padding: 0.3em 0.7em; border-bottom: 1px solid #ddd; text-align: right;
+         white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+tr.slow td { background: #fdf0e4; }
+.mark { color: #e67e22; font-weight: bold; font-size: 0.85em; }
+.bought { color: #c0392b; }
+.bar { display: inline-block; width: 6em; height: 0.7em; background: #eee;
+       vertical-align: middle; }
+.bar span { display: block; height: 100%; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+dt { color: #666; } dd { margin: 0; }
+figure { margin: 0; overflow-x: auto; }
+"""
+
+
+def plan_report_html(
+    network: Network,
+    parts: PlanBreakdown,
+    *,
+    title: str | None = None,
+    measured: Measured | None = None,
+) -> str:
+    """The plan report as one HTML page (see the module).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign.breakdown import plan_breakdown
+    >>> net, vgg = inferplan.tiered(seed=1), inferplan.vgg16()
+    >>> page = plan_report_html(net, plan_breakdown(net, vgg, inferplan.provision(
+    ...     net, vgg, throughput=30)))
+    >>> page.startswith("<!DOCTYPE html>") and "<svg" in page and "bottleneck" in page
+    True
+    """
+    plan = parts.plan
+    name = title or f"{plan.method} plan"
+    facts = [
+        ("method", f"{plan.method} ({plan.status})"),
+        ("cost", f"{plan.cost:.6g}"),
+        ("interval", f"{si(plan.interval, 's')} ({1 / plan.interval:.4g} inferences/s)"
+         if plan.interval > 0 else "0 s"),
+        ("target", f"{si(plan.target_interval, 's')} ({1 / plan.target_interval:.4g} "
+         "inferences/s)"),
+        ("path", " -> ".join(plan.path)),
+        ("bottleneck", (f"{plan.bottleneck.kind} " + (link_name(plan.bottleneck.id)
+                        if plan.bottleneck.kind == "link" else plan.bottleneck.id))
+         if plan.bottleneck else "none"),
+    ]  # fmt: skip
+    if plan.latency is not None:
+        facts.append(("latency", si(plan.latency, "s") + " (one inference through the idle "
+                      "pipeline)"))  # fmt: skip
+    if measured is not None:
+        facts.append(("measured interval", f"{si(measured.interval, 's')} (predicted "
+                      f"{si(plan.interval, 's')}, ratio {measured.interval / plan.interval:.2f})"
+                      if plan.interval > 0 else si(measured.interval, "s")))  # fmt: skip
+        if measured.latency_median is not None:
+            p95 = "" if measured.latency_p95 is None else f", p95 {si(measured.latency_p95, 's')}"
+            facts.append(("measured latency", f"median {si(measured.latency_median, 's')}{p95}"))
+        if measured.note:
+            facts.append(("run", measured.note))
+    summary = "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(name)}</h1>",
+        f"<dl>{summary}</dl>",
+        "<h2>The plan on the network</h2>",
+        f"<figure>{_svg(network, parts)}</figure>",
+        "<h2>Stages</h2>",
+        "<p>Each stage's time per inference after the upgrades; utilisation is that time over "
+        "the interval, headroom the time it waits per inference.</p>",
+        f'<div class="wide">{_stage_table(parts, measured)}</div>',
+        "<h2>Cost</h2>",
+        _cost_table(parts),
+        "</body></html>",
+        "",
+    ])  # fmt: skip
+
+
+def plan_dot(network: Network, parts: PlanBreakdown) -> str:
+    """The plan as a GraphViz DOT digraph: the network, the path bold and blue with each path
+    node's blocks, upgrades in red and the bottleneck orange.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign.breakdown import plan_breakdown
+    >>> net, vgg = inferplan.tiered(seed=1), inferplan.vgg16()
+    >>> dot = plan_dot(net, plan_breakdown(net, vgg, inferplan.provision(net, vgg, throughput=30)))
+    >>> dot.splitlines()[0]
+    'digraph plan {'
+    """
+    stage = {row.id: row for row in parts.stages}
+
+    def quoted(text: str) -> str:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+
+    lines = ["digraph plan {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];']
+    for node in network.nodes:
+        row = stage.get(node.id)
+        label = node.id
+        attrs = []
+        if row is not None:
+            numbers, _ = _blocks(row, parts.block_names)
+            label += f"\n{'blocks ' if row.blocks else ''}{numbers}"
+            if row.added > 0:
+                label += f"\n+{si(row.added, 'FLOP/s')}"
+            colour = _SLOW if row.bottleneck else _PATH
+            width = 3 if row.bottleneck else 1
+            attrs += ["style=filled", f"fillcolor={quoted(_PATH)}", "fontcolor=white",
+                      f"color={quoted(colour)}", f"penwidth={width}"]  # fmt: skip
+        else:
+            attrs.append(f"color={quoted(_IDLE)}")
+        attrs.insert(0, f"label={quoted(label)}")
+        lines.append(f"  {quoted(node.id)} [{', '.join(attrs)}];")
+    for link in network.links:
+        row = stage.get(f"{link.source}->{link.target}")
+        attrs = []
+        if row is not None:
+            colour = _SLOW if row.bottleneck else _PATH
+            attrs += [f"color={quoted(colour)}", "penwidth=3"]
+            words = [f"+{si(row.added, 'bit/s')}"] if row.added > 0 else []
+            words += ["bottleneck"] if row.bottleneck else []
+            if words:
+                attrs.append(f"label={quoted(' '.join(words))}")
+                attrs.append(f"fontcolor={quoted(_BOUGHT if row.added > 0 else _SLOW)}")
+        else:
+            attrs.append(f"color={quoted(_IDLE)}")
+        lines.append(f"  {quoted(link.source)} -> {quoted(link.target)} [{', '.join(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_plan_report(
+    network: Network,
+    parts: PlanBreakdown,
+    *,
+    html_path: str | Path | None = None,
+    dot_path: str | Path | None = None,
+    title: str | None = None,
+    measured: Measured | None = None,
+) -> list[Path]:
+    """Write the HTML report and/or the DOT file; the paths written."""
+    written = []
+    if html_path is not None:
+        path = Path(html_path)
+        path.write_text(plan_report_html(network, parts, title=title, measured=measured),
+                        encoding="utf-8")  # fmt: skip
+        written.append(path)
+    if dot_path is not None:
+        path = Path(dot_path)
+        path.write_text(plan_dot(network, parts), encoding="utf-8")
+        written.append(path)
+    return written
