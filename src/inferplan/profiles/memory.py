@@ -18,12 +18,14 @@ a limit on it is a window of ``i`` that only moves right as ``j`` grows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from inferplan.arrays import FloatArray, range_sums
 from inferplan.profiles.profile import Profile
 
-__all__ = ["memory_need"]
+__all__ = ["memory_need", "need_table"]
 
 
 def memory_need(profile: Profile) -> FloatArray:
@@ -38,8 +40,15 @@ def memory_need(profile: Profile) -> FloatArray:
     >>> float(need[0, 2]), float(need[1, 2]), float(need[1, 1])  # 4 bytes per parameter
     (150.0, 101.0, 20.0)
     """
-    resident = range_sums(profile.resident_bytes)
-    D = np.asarray(profile.activation_bits, dtype=np.float64)
+    return need_table(profile.resident_bytes, profile.activation_bits)
+
+
+def need_table(resident_bytes: Sequence[float], activation_bits: Sequence[float]) -> FloatArray:
+    """:func:`memory_need` of blocks holding ``resident_bytes`` each, with ``activation_bits``
+    ``D_0..D_N`` (the device-edge model's layers too: their parameter bits / 8 and inputs
+    ``I_1..I_{N+1}``)."""
+    resident = range_sums(resident_bytes)
+    D = np.asarray(activation_bits, dtype=np.float64)
     working = (D[:-1] + D[1:]) / 8.0  # block n's input and output, n = 1..N
     W = D.size
     largest = np.zeros((W, W))
