@@ -469,7 +469,7 @@ class System:
         and the largest input and output activation of one of them
         (:func:`~inferplan.profiles.memory.need_table`); ``M = 0`` downloads nothing."""
         params = np.asarray(self.layers.param_bits, dtype=np.float64) / 8
-        need = need_table(params.tolist(), self.layers.input_bits)[0].copy()
+        need: FloatArray = need_table(params.tolist(), self.layers.input_bits)[0].copy()
         need[0] = 0.0
         need.flags.writeable = False
         return need
