@@ -51,3 +51,18 @@ def test_a_device_memory_is_checked_and_kept_in_the_system_file():
     roomy = dataclasses.replace(system, device=dataclasses.replace(system.device, memory=5e6))
     assert roomy.to_dict()["device"]["memory"] == 5e6
     assert plan_placement(roomy).placement < plan_placement(system).placement
+
+
+@pytest.mark.parametrize("share", [0.0, 0.2, 0.5, 1.0])
+def test_the_mlp_closed_form_takes_the_best_placement_that_fits(share):
+    import numpy as np
+
+    from inferplan.coinference import mlp_layers
+    from inferplan.coinference.placement import expected_costs, mlp_placement
+
+    system = default_system(layers=mlp_layers(512, 8))
+    memory = share * device_need(system, system.n_layers)
+    limited = dataclasses.replace(system, device=dataclasses.replace(system.device, memory=memory))
+    costs = expected_costs(limited, rule="1sla")  # inf where the placement does not fit
+    assert mlp_placement(limited).placement == int(np.argmin(costs))
+    assert device_need(system, mlp_placement(limited).placement) <= memory
