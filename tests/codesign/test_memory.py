@@ -269,3 +269,20 @@ def test_services_share_node_memory_in_the_joint_milp_and_the_fast_planner(data)
             node = network.node_by_id[v]
             if node.memory is not None:
                 assert held <= (node.memory + plan.memory_upgrades.get(v, 0.0)) * (1 + 1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(memory_instances())
+def test_the_frontier_prices_memory_at_every_rate(case):
+    from inferplan.codesign import cost_frontier
+
+    network, profile, _ = case
+    inst = compile_instance(network, profile)
+    try:
+        front = cost_frontier(inst, points=4)
+    except Infeasible:  # nothing fits even with all the memory the nodes can buy
+        assert math.isinf(brute_force_memory_cost(network, profile, 1e9))
+        return
+    for point in front.points:
+        want = brute_force_memory_cost(network, profile, 1.0 / point.throughput)
+        assert _close(point.cost, want), (point, want)
