@@ -45,7 +45,7 @@ def test_every_planner_places_only_what_fits_and_the_best_of_that(system, share,
 
 
 def test_a_device_memory_is_checked_and_kept_in_the_system_file():
-    with pytest.raises(InvalidSystem, match="device.memory"):
+    with pytest.raises(InvalidSystem, match=r"device\.memory"):
         Device(1e9, 1e-28, 0.1, 2e6, memory=-1.0)
     system = default_system()
     roomy = dataclasses.replace(system, device=dataclasses.replace(system.device, memory=5e6))
