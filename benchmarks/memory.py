@@ -19,10 +19,12 @@ or loaded first); the machine is shared, so quote them with the load average.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -86,8 +88,8 @@ def paper_family(networks: int, repeat: int) -> None:
                 for name, form in forms.items():
                     inst = compile_instance(form, profile)
                     for alpha in ALPHAS:
-                        times[name].append(best_of(
-                            lambda i=inst, b=alpha * t_star: _solve(i, b, engine), repeat))  # fmt: skip
+                        solve = partial(_solve, inst, alpha * t_star, engine)
+                        times[name].append(best_of(solve, repeat))
         plain = statistics.median(times["none"])
         for name, series in times.items():
             median = statistics.median(series)
@@ -95,10 +97,8 @@ def paper_family(networks: int, repeat: int) -> None:
 
 
 def _solve(inst: Any, beta: float, engine: str) -> None:
-    try:
-        solve_psg(inst, beta, engine=engine)  # type: ignore[arg-type]
-    except inferplan.Infeasible:
-        pass  # nothing fits or caps: timed all the same
+    with contextlib.suppress(inferplan.Infeasible):  # nothing fits, or caps: timed all the same
+        solve_psg(inst, beta, engine=engine)
 
 
 def large(nodes: int, links: int, blocks: int, repeat: int) -> None:
@@ -123,8 +123,9 @@ def large(nodes: int, links: int, blocks: int, repeat: int) -> None:
         for engine in ENGINES:
             if engine == "numpy" and nodes > 1000:
                 continue  # the all-pairs engine takes minutes here
-            row.append(f"PSG {engine} {1e3 * best_of(lambda: _solve(inst, beta, engine), repeat):8.1f}")
-            row.append(f"T* {engine} {1e3 * best_of(lambda: throughput_optimal(inst, engine=engine), repeat):8.1f}")  # noqa: E501
+            psg = best_of(partial(_solve, inst, beta, engine), repeat)
+            tstar = best_of(partial(throughput_optimal, inst, engine=engine), repeat)
+            row.append(f"PSG {engine} {1e3 * psg:8.1f}   T* {engine} {1e3 * tstar:8.1f}")
         print(f"  {name:22s} " + "   ".join(row))
 
 
