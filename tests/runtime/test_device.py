@@ -381,7 +381,7 @@ def test_device_run_command(tmp_path):
         for bad, message in ((["--method", "sometimes"], "--method: unknown strategy 'sometimes'"),
                              (["--blocks", "nothing"], "error:"), *bad_inputs):  # fmt: skip
             result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge",
-                           edge.url, *bad])  # fmt: skip
+                           edge.url, "--token-file", str(tmp_path / "token"), *bad])  # fmt: skip
             assert result.exit_code == 2 and message in result.stderr
             assert len(result.stderr.strip().splitlines()) == 1
 
@@ -417,6 +417,15 @@ def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):
     assert "unreachable" in result.stderr
 
 
+def test_an_edge_gone_after_the_command_checked_it_leaves_the_summary(tmp_path):
+    system, layered = _system(tmp_path)
+    with running_edge(tmp_path) as (edge, _):
+        url = edge.url
+    run = run_device(system, layered, url, inferences=2, emulate=False, retries=0)
+    assert run.failed == (0, 1) and not run.records and run.outputs == (None, None)
+    assert run.errors[0].startswith("the edge's model could not be read: edge http://")
+
+
 def test_blocks_option_reaches_the_split(tmp_path):
     resnet = ModelSpec(
         "tests.runtime.models:resnet",
@@ -433,10 +442,10 @@ def test_blocks_option_reaches_the_split(tmp_path):
 
 
 def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_path):
-    from inferplan.runtime.device import EdgeUnavailable, _EdgeClient
+    from inferplan.runtime.client import EdgeClient, EdgeUnavailable
 
     with running_edge(tmp_path) as (edge, _):
-        client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+        client = EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
         try:
             assert client.request("GET", "/health").json()["layers"] == 4
             first = client._connection
@@ -447,13 +456,14 @@ def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_pat
         finally:
             client.close()
     # A fresh connection that fails is a failed attempt: with retries=0 the edge is down.
-    client = _EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
+    client = EdgeClient(edge.url, token=None, timeout_s=5.0, retries=0, backoff_s=0.0)
     with pytest.raises(EdgeUnavailable, match="unreachable"):
         client.request("GET", "/health")
 
 
 @pytest.mark.parametrize(
-    "url", ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port"]
+    "url",
+    ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port", "http://[::1"],
 )
 def test_an_edge_url_that_is_not_http_host_port_is_one_clear_error(tmp_path, url):
     system, layered = _system(tmp_path)

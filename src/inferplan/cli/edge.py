@@ -62,6 +62,25 @@ def _runtime() -> None:
         ) from None
 
 
+def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int) -> None:
+    """The system file, and the edge: it answers, takes the token and serves a model with as
+    many layers as the system file gives (when it gives them)."""
+    from inferplan.runtime.client import EdgeClient, served_model
+
+    client = EdgeClient(url, token=token, timeout_s=timeout, retries=retries, backoff_s=0.1)
+    try:
+        served = served_model(client)
+    finally:
+        client.close()
+    from inferplan.coinference.io import check_system, layer_count_error  # loads scipy
+
+    checked, from_model = check_system(system)
+    names = served.get("names")
+    if not from_model and isinstance(names, list) and checked.n_layers != len(names):
+        raise layer_count_error(system, checked.n_layers, str(served.get("model")),
+                                tuple(map(str, names)))  # fmt: skip
+
+
 def _spec(model: str, shapes: list[str] | None, blocks: str | None, dtype: str) -> ModelSpec:
     from inferplan.profiles.cuts import parse_block_spec, parse_shape
     from inferplan.runtime.layered import ModelSpec
@@ -99,19 +118,24 @@ def serve_command(
     A Starlette app on uvicorn: devices download the weights of the layers they place and upload
     activations for the edge to finish.
     """
-    _runtime()
-    from inferplan.runtime.edge import EdgeService, create_app, listen, read_token, serve
-    from inferplan.runtime.layered import build_layers, load_model_system
+    from inferplan.coinference.io import check_system
+    from inferplan.runtime.client import listen, read_token
 
+    # Everything that needs no torch is checked before torch is imported.
     token = read_token(token_file) if token_file is not None else None
     if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
+    sock = listen(host, port)  # an address in use is refused before the model is built
+    check_system(system)
+    _runtime()
+    from inferplan.runtime.edge import EdgeService, create_app, serve
+    from inferplan.runtime.layered import build_layers, load_model_system
+
     layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=True,
                            seed=weights_seed)  # fmt: skip
     sys_ = load_model_system(system, layered.profile)
     limit = None if max_body_mb is None else int(max_body_mb * (1 << 20))
     service = EdgeService(layered, sys_, max_body_bytes=limit)
-    sock = listen(host, port)
     print(
         f"edge: serving {layered.name} ({layered.n_layers} layers) on http://{host}:{port}"
         + (" (bearer token required)" if token else ""),
@@ -169,15 +193,19 @@ def _write_log(run: DeviceRun, path: Path) -> None:
 
 
 def _write_outputs(run: DeviceRun, path: Path) -> None:
+    """The completed outputs, stacked in input order; after failures, those that completed
+    (the summary's ``failed`` says which are missing)."""
     import torch
 
-    if run.failed:
-        print(f"warning: {path} not written: {len(run.failed)} inference(s) have no output",
-              file=sys.stderr)  # fmt: skip
-        return
     outputs = [out for out in run.outputs if out is not None]
+    if not outputs:
+        print(f"warning: {path} not written: no inference completed", file=sys.stderr)
+        return
     stacked = [torch.cat([out[k] for out in outputs]) for k in range(len(outputs[0]))]
     torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), path)
+    if run.failed:
+        print(f"warning: {path} holds the {len(outputs)} completed outputs, in input order; "
+              f"failed (not in it): {list(run.failed)}", file=sys.stderr)  # fmt: skip
 
 
 @device_app.command("run")
@@ -221,12 +249,16 @@ def run_command(
 
     Download the placed layers from the edge, then split each inference by the observed SNR.
     """
+    from inferplan.runtime.client import read_token
+
+    # Everything that needs no torch is checked before torch is imported: the token, the
+    # system file, the edge (it answers, takes the token) and the system against its model.
+    token = read_token(token_file) if token_file is not None else None
+    _check_edge(system, edge, token, timeout, retries)
     _runtime()
     from inferplan.runtime.device import run_device
-    from inferplan.runtime.edge import read_token
     from inferplan.runtime.layered import build_layers, load_model_system, plan_device
 
-    token = read_token(token_file) if token_file is not None else None
     layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=False)
     sys_ = load_model_system(system, layered.profile)
     plan_device(sys_, method)  # an unknown method is an error before anything runs

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,24 +14,25 @@ from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.units import si
+from inferplan.units import link_name, si
 
 if TYPE_CHECKING:
     from inferplan.network.network import Network
-    from inferplan.runtime.pipeline import RunReport, RunRequest
+    from inferplan.runtime.pipeline import RunReport
 
 
 def _request(
     network: Path, model: str, shapes: list[str], blocks: str | None, dtype: str,
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
-    emulate: bool | None, seed: int, timeout: float,
-) -> RunRequest:  # fmt: skip
+    emulate: bool | None, seed: int, timeout: float, testbed: bool, dilation: float | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
     from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
     from inferplan.profiles.cuts import parse_block_spec, parse_shape
-    from inferplan.runtime.pipeline import RunRequest
+    from inferplan.runtime.checks import check_run
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
              ("--plan", plan)) if value is not None]  # fmt: skip
@@ -40,25 +41,32 @@ def _request(
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in shapes]
-    return RunRequest(
-        network=load_network(network),
-        model=model,
-        input_shapes=tuple(s for s, _ in parsed),
-        input_dtypes=tuple(d for _, d in parsed),
-        blocks=parse_block_spec(blocks),
-        dtype=dtype,
-        plan=load_plan(plan) if plan is not None else None,
-        plan_source=str(plan) if plan is not None else None,
-        interval=None if plan is not None else target_interval(interval=interval, throughput=rate),
-        method=method,
-        inferences=inferences,
-        warmup=warmup,
-        inputs=str(inputs) if inputs is not None else None,
-        outputs=str(outputs) if outputs is not None else None,
-        emulate=emulate,
-        seed=seed,
-        timeout_s=timeout,
-    )
+    fields: dict[str, Any] = {
+        "network": load_network(network),
+        "model": model,
+        "input_shapes": tuple(s for s, _ in parsed),
+        "input_dtypes": tuple(d for _, d in parsed),
+        "blocks": parse_block_spec(blocks),
+        "dtype": dtype,
+        "plan": load_plan(plan) if plan is not None else None,
+        "plan_source": str(plan) if plan is not None else None,
+        "interval": None if plan is not None else target_interval(interval=interval,
+                                                                  throughput=rate),
+        "method": method,
+        "inferences": inferences,
+        "warmup": warmup,
+        "inputs": str(inputs) if inputs is not None else None,
+        "outputs": str(outputs) if outputs is not None else None,
+        "emulate": emulate,
+        "seed": seed,
+        "timeout_s": timeout,
+        "testbed": testbed,
+        "dilation": dilation,
+    }  # fmt: skip
+    check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
+                                        "warmup", "inputs", "outputs", "timeout_s", "emulate",
+                                        "testbed", "dilation")})  # fmt: skip
+    return fields
 
 
 @app.command("run")
@@ -100,6 +108,13 @@ def run_command(
     timeout: Annotated[float, typer.Option(
         "--timeout", help="Seconds a stage may wait for a peer before the run is stopped.")
     ] = 60.0,
+    testbed: Annotated[bool, typer.Option(
+        "--testbed", help="Run on a testbed the kernel shapes: own network namespace, links "
+        "shaped by tc, each stage held to its capacity by a CPU quota (needs root; see "
+        "docs/testbed.md).")] = False,
+    dilation: Annotated[float | None, typer.Option(
+        "--dilation", help="With --testbed: stretch the run's time at least this many times "
+        "(default: as little as the cores allow).")] = None,
     as_json: JsonOpt = False,
     html_report: Annotated[Path | None, typer.Option(
         "--report", help="Also write the plan report with the measured times beside the "
@@ -111,25 +126,28 @@ def run_command(
 
     One process per path node, talking through torch.distributed.
     """
+    from inferplan.runtime.checks import under_launcher
+
+    staged = under_launcher()
+    rank = int(os.environ.get("RANK", "0")) if staged else 0
+    fields = None
+    if rank == 0:  # every check that needs no torch comes before torch is imported
+        with blame_network_file(network):
+            fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
+                              plan, method, inferences, warmup, inputs, outputs, emulate, seed,
+                              timeout, testbed, dilation)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
+            RunRequest,
             StageCancelled,
             StageFailed,
             run_plan,
             run_stage,
-            under_launcher,
         )
     except ImportError:
         raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
                              ) from None  # fmt: skip
-    staged = under_launcher()
-    rank = int(os.environ.get("RANK", "0")) if staged else 0
-    request = None
-    if rank == 0:
-        with blame_network_file(network):
-            request = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
-                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                               timeout)  # fmt: skip
+    request = None if fields is None else RunRequest(**fields)
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -204,12 +222,17 @@ def _render(report: RunReport) -> None:
         if s.blocks is not None:
             first, last = s.blocks
             blocks = f"{first + 1}..{last}" if last > first else "-"
-        row = [f"{s.kind} {s.id}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
+        name = link_name(s.id) if s.kind == "link" else s.id
+        row = [f"{s.kind} {name}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
         if profiled:
             row.append("" if s.profiled_s is None else si(s.profiled_s, "s"))
         rows.append(row)
     columns = ["stage", "blocks", "planned", "measured"] + (["profiled"] if profiled else [])
-    mode = "emulated capacities" if report.emulated else "this machine's speed"
+    mode = {
+        "emulate": "emulated capacities",
+        "native": "this machine's speed",
+        "testbed": f"on the testbed, time dilated {report.dilation:.3g}x",
+    }[report.mode]
     console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
     console.print(table("time per inference", columns, rows))
     held = [(s.id, s.memory) for s in report.stages if s.memory is not None]
@@ -227,3 +250,28 @@ def _render(report: RunReport) -> None:
     verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
     console.print(f"outputs {verdict} the unsplit model's (max abs diff "
                   f"{report.max_abs_diff:.3g})")  # fmt: skip
+
+
+@app.command("testbed")
+@friendly_errors
+def testbed_command(
+    cleanup: Annotated[bool, typer.Option(
+        "--cleanup", help="Remove the namespaces and cgroups that killed testbed runs left.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Check that this machine can host `run --testbed`, or clean up after killed runs.
+
+    Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
+    """
+    from inferplan.runtime.testbed import cleanup as remove_leftovers
+    from inferplan.runtime.testbed import require
+
+    require()
+    removed = remove_leftovers() if cleanup else []
+    if as_json:
+        print_json({"status": "ready", "removed": removed})
+        return
+    for name in removed:
+        console.print(f"removed {name}")
+    console.print("testbed: ready" if not cleanup else f"testbed: ready, {len(removed)} removed")

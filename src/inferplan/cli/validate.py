@@ -42,23 +42,11 @@ def _profile(path: Path) -> Summary:
 
 
 def _system(path: Path) -> Summary:
-    from inferplan.coinference import load_system
-    from inferplan.documents import read_document
-    from inferplan.profiles import Profile
+    from inferplan.coinference.io import check_system
 
-    data = read_document(path)
-    layers = data.get("layers")
-    for_model = "profile" not in data and (
-        layers is None or (isinstance(layers, dict) and not {"profile", "cycles"} & set(layers))
-    )
-    model = None
-    if for_model:  # layers from the model it runs: check the rest against a stand-in model
-        channel = data.get("channel")
-        n = len(channel) - 1 if isinstance(channel, list) and len(channel) > 1 else 1
-        model = Profile("model", flops=(1.0,) * n, activation_bits=(32.0,) * (n + 1))
-    system = load_system(path, model=model)
+    system, from_model = check_system(path)
     channels = sorted({ch.kind for ch in system.channels})
-    return {"layers": None if for_model else system.n_layers,
+    return {"layers": None if from_model else system.n_layers,
             "device_hz": system.device.cpu_hz, "edge_hz": system.edge.cpu_hz,
             "channel": ", ".join(channels)}  # fmt: skip
 

@@ -63,14 +63,14 @@ def most_memory(inst: CodesignInstance) -> FloatArray:
 def fits_somewhere(inst: CodesignInstance, limit: FloatArray) -> bool:
     """Whether some deployment's every node needs at most ``limit`` bytes (per node):
     reachability on the state graph, node by node in topological order (sweeps until nothing
-    changes when the instance has cycles; a walk through a cycle counts then), the feasible
-    ``a`` of each ``b`` a window (``need`` is non-increasing in ``a``)."""
+    changes when the instance has cycles; a walk through a cycle counts then). On a chain of
+    blocks the feasible ``a`` of each ``b`` are a window (``need`` is non-increasing in
+    ``a``); on ideals every pair is checked (``O(W^2)`` per node)."""
     need = inst.memory_need
     W = need.shape[0]
     reach = np.zeros((len(inst.node_ids), W), dtype=bool)
     reach[inst.source, 0] = True
     above = np.arange(W)[::-1]  # the entries below the diagonal of each column (need inf)
-    first = [(need > m).sum(axis=0) - above for m in limit.tolist()]  # least feasible a of b
     changed = True
     while changed:
         changed = False
@@ -78,8 +78,12 @@ def fits_somewhere(inst: CodesignInstance, limit: FloatArray) -> bool:
             row = reach[v]
             if not row.any():
                 continue
-            done = np.concatenate(([0], np.cumsum(row)))
-            sent = done[np.arange(W) + 1] - done[np.minimum(first[v], W)] > 0
+            if inst.cuts.is_chain:
+                first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
+                done = np.concatenate(([0], np.cumsum(row)))
+                sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
+            else:  # ideals: no window, every pair
+                sent = (row[:, None] & (need <= limit[v])).any(axis=0)
             if v == inst.target:
                 if sent[-1]:
                     return True
@@ -96,7 +100,7 @@ def memory_infeasible(
     inst: CodesignInstance, limit: FloatArray, beta: float | None = None
 ) -> Infeasible:
     """The error when no deployment fits ``limit`` (bytes per node, what each node can hold
-    at most): it names the node or the block whose need does not fit."""
+    at most): it names the node or the block (or layer) whose need does not fit."""
     need = inst.memory_need
     N = need.shape[0] - 1
     head = "no deployment fits the nodes' memory"
@@ -109,13 +113,27 @@ def memory_infeasible(
             return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most "
                               f"{si(float(limit[v]), 'B')} and needs at least {si(least, 'B')}, "
                               f"{what})")  # fmt: skip
-    alone = np.array([need[n - 1, n] for n in range(1, N + 1)])
+    alone = _alone(inst)
     n = int(np.argmax(alone))  # the block whose need alone is largest
     most = float(np.max(limit))
-    block = inst.profile.blocks[n]
+    block = inst.cuts.units[n]
     if alone[n] > most:
         return Infeasible(f"{head} (block {block!r} alone needs {si(float(alone[n]), 'B')}; no "
                           f"node holds more than {si(most, 'B')})")  # fmt: skip
     return Infeasible(f"{head} (the blocks need {si(float(need[0, N]), 'B')} in all, the largest "
                       f"one alone, {block!r}, {si(float(alone[n]), 'B')}: no path's nodes hold "
                       "them, each at most its memory and what it can add)")  # fmt: skip
+
+
+def _alone(inst: CodesignInstance) -> FloatArray:
+    """The need of each block, or each layer of a layer graph, run alone."""
+    need = inst.memory_need
+    members = inst.cuts.members
+    if members is None or inst.cuts.is_chain:
+        return np.array([need[n - 1, n] for n in range(1, need.shape[0])])
+    alone = np.zeros(members.shape[1])
+    size = members.sum(axis=1)
+    for i, j in zip(*np.nonzero((size[None, :] == size[:, None] + 1) & inst.cuts.subset),
+                    strict=True):  # fmt: skip
+        alone[np.flatnonzero(members[j] & ~members[i])[0]] = need[i, j]
+    return alone

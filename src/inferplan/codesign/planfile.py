@@ -30,10 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.memory import NodeMemory
 from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = ["check_plan", "load_plan", "plan_from_dict"]
@@ -84,6 +85,10 @@ class _PlanFile(BaseModel):
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
     memory: list[_NodeMemoryFile] = Field(default_factory=list)  # none in older files
+    # A file from before plans named their cuts cut between blocks.
+    cuts: CutKind = "chain"
+    layers: list[list[str]] = Field(default_factory=list)
+    sends: list[list[str]] = Field(default_factory=list)
     # A file from before plans carried their latency says nothing of it.
     latency: Amount | None = None
     target_latency: Seconds | None = None
@@ -104,6 +109,9 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
         memory=tuple(NodeMemory(m.id, m.need, m.memory, m.added) for m in doc.memory),
+        layers=tuple(tuple(names) for names in doc.layers),
+        sends=tuple(tuple(names) for names in doc.sends),
+        cuts=doc.cuts,
         latency=doc.latency,
         target_latency=doc.target_latency,
     )
@@ -115,13 +123,14 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def check_plan(
-    network: Network, profile: Profile, plan: Plan, *, source: str | None = None
+    network: Network, profile: Profile | None, plan: Plan, *, source: str | None = None
 ) -> None:
     """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` runs
     ``profile`` on ``network``: its path is a source-to-target path of links of the network,
     its partition covers exactly the profile's blocks, its upgrades name nodes and links of the
     network, and its interval and latency (when it gives one) are what those numbers give (a
-    plan made for another profile or network is refused)."""
+    plan made for another profile or network is refused). With ``profile=None`` only what
+    concerns the network is checked (before a model is traced)."""
 
     def bad(field: str, message: str) -> InvalidArgument:
         return InvalidArgument(message, source=source, field=field)
@@ -145,17 +154,34 @@ def check_plan(
                                f"got {len(partition)}")  # fmt: skip
     if any(b < a for a, b in pairwise(partition)):
         raise bad("partition", f"must not decrease, got {list(partition)}")
-    n = profile.n_blocks
-    if partition[-1] != n:
-        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
-                               "(a plan for another model?)")  # fmt: skip
     for node in plan.node_upgrades:
         if node not in nodes:
             raise bad("node_upgrades", f"node {node!r} is not in the network")
     for up in plan.link_upgrades:
         if (up.source, up.target) not in links:
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
-    inst = compile_instance(network, profile, require_acyclic=False)
+    if profile is None:
+        return
+    if plan.cuts == "graph" and profile.graph is None:
+        raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
+                          "another model?)")  # fmt: skip
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
+    n = inst.last_cut
+    if partition[-1] != n:
+        said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
+                if plan.cuts == "chain" else
+                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
+                f"{n}")  # fmt: skip
+        raise bad("partition", f"{said} (a plan for another model?)")
+    if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
+        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
+                               "layer graph (a plan for another model?)")  # fmt: skip
+    for name, given, found in (
+        ("layers", plan.layers, stage_units(inst, partition)),
+        ("sends", plan.sends, stage_sends(inst, partition)),
+    ):
+        if given and given != found:
+            raise bad(name, "not those of the partition (a plan for another model?)")
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
     deployment = stages(inst, [index[v] for v in path], partition)

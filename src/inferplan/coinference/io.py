@@ -60,7 +60,14 @@ from inferplan.documents import (
 from inferplan.errors import InferplanError, InvalidFile, InvalidSystem
 from inferplan.profiles import Profile, load_profile
 
-__all__ = ["load_system", "read_trace", "save_system", "system_from_dict"]
+__all__ = [
+    "check_system",
+    "layer_count_error",
+    "load_system",
+    "read_trace",
+    "save_system",
+    "system_from_dict",
+]
 
 
 class _Strict(BaseModel):
@@ -408,3 +415,41 @@ def load_system(path: str | Path, *, model: Profile | None = None) -> System:
 def save_system(system: System, path: str | Path) -> None:
     """Write ``system`` as a system file with explicit layers (JSON or YAML by suffix)."""
     write_document(system.to_dict(), path)
+
+
+def check_system(path: str | Path) -> tuple[System, bool]:
+    """The system file at ``path``, checked without the model it runs.
+
+    Returns the system and whether its layers come from that model (a file that names no
+    profile and gives no explicit layers, as ``edge serve`` and ``device run`` read it); such a
+    system holds a stand-in of one layer per channel entry, so that everything else in the
+    file is checked.
+    """
+    path = Path(path)
+    data = read_document(path)
+    layers = data.get("layers") if isinstance(data, dict) else None
+    named = isinstance(layers, dict) and bool({"profile", "cycles"} & set(layers))
+    from_model = (
+        isinstance(data, dict)
+        and "profile" not in data
+        and (layers is None or (isinstance(layers, dict) and not named))
+    )
+    model = None
+    if from_model:
+        channel = data.get("channel")
+        n = len(channel) - 1 if isinstance(channel, list) and len(channel) > 1 else 1
+        model = Profile("model", flops=(1.0,) * n, activation_bits=(32.0,) * (n + 1))
+    system = system_from_dict(data, source=str(path), base=path.parent, model=model)
+    return system, from_model
+
+
+def layer_count_error(
+    path: str | Path, layers: int, model: str, blocks: tuple[str, ...]
+) -> InvalidSystem:
+    """The error of a system file whose ``layers`` are not one per block of the model it runs."""
+    return InvalidSystem(
+        f"has {layers} layers but model {model} has {len(blocks)} blocks ({', '.join(blocks)}); "
+        "give one layer per block, or leave 'layers' out to take them from the model's profile",
+        source=str(Path(path)),
+        field="layers",
+    )

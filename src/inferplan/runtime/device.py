@@ -21,12 +21,8 @@ that a device holding all ``N`` layers finishes the inference locally, any other
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
-import socket
 import time
-import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,16 +33,21 @@ import torch
 from scipy import stats
 
 from inferplan.coinference import System, sample_snr
-from inferplan.errors import InferplanError, InvalidArgument
+from inferplan.errors import InvalidArgument
+from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import pace
+from inferplan.runtime.examples import memory_bytes
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
+from inferplan.runtime.split import TensorSpec
 from inferplan.runtime.wire import (
     SERVICE_HEADER,
     WireError,
     decode_state,
     decode_tensors,
+    dtype_name,
     encode_tensors,
+    shape_text,
 )
 
 __all__ = [
@@ -65,14 +66,6 @@ deliver the output it computed."""
 Tensors = tuple[torch.Tensor, ...]
 #: Float32 tolerance of the split outputs against the unsplit model's.
 RTOL, ATOL = 1e-4, 1e-5
-
-
-class EdgeUnavailable(InferplanError):
-    """The edge did not answer (or answered 5xx) after every retry."""
-
-
-class _Refused(InferplanError):
-    """The edge answered 4xx: the request is wrong and retrying will not help."""
 
 
 @dataclass(frozen=True)
@@ -230,141 +223,8 @@ class DeviceRun:
         }
 
 
-@dataclass(frozen=True)
-class _Answer:
-    """An HTTP answer of the edge: status, reason, headers (lower-case names), body."""
-
-    status: int
-    reason: str
-    headers: dict[str, str]
-    content: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.content)
-
-
-class _EdgeClient:
-    """HTTP/1.1 to the edge over one keep-alive connection (``http.client``), with a bounded
-    exponential back-off on an unreachable edge or a 5xx.
-
-    The standard library's client, not a richer one: a device makes one request at a time, and
-    its per-request cost is what the emulation must hide inside the modelled upload
-    (``docs/device-edge.md``, Measured). A connection the edge closed while idle is reopened
-    at once; only a failure on a fresh connection counts as an attempt.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        token: str | None,
-        timeout_s: float,
-        retries: int,
-        backoff_s: float,
-        max_backoff_s: float = 2.0,
-    ) -> None:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidArgument(f"must be http://HOST:PORT, got {url!r}", field="edge")
-        try:
-            port = parts.port
-        except ValueError:
-            raise InvalidArgument(f"bad port in {url!r}", field="edge") from None
-        self.url = url.rstrip("/")
-        self._https = parts.scheme == "https"
-        self._host, self._port = parts.hostname, port
-        self._prefix = parts.path.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._timeout = timeout_s
-        self._connection: http.client.HTTPConnection | None = None
-        self._retries = retries
-        self._backoff = backoff_s
-        self._max_backoff = max_backoff_s
-        self._down = False  # after a failed round of retries: one attempt until it answers
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    def _connect(self) -> http.client.HTTPConnection:
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = kind(self._host, self._port, timeout=self._timeout)
-        connection.connect()
-        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return connection
-
-    def _exchange(self, method: str, target: str, content: bytes | None) -> _Answer:
-        """One request and its answer; on a reused connection the edge closed, reconnect once."""
-        reused = self._connection is not None
-        while True:
-            if self._connection is None:
-                self._connection = self._connect()
-            try:
-                self._connection.request(method, target, body=content, headers=self._headers)
-                response = self._connection.getresponse()
-                answer = _Answer(
-                    response.status,
-                    response.reason,
-                    {k.lower(): v for k, v in response.getheaders()},
-                    response.read(),
-                )
-            except (OSError, http.client.HTTPException):
-                self.close()
-                if not reused:
-                    raise
-                reused = False  # a stale keep-alive connection: try once on a fresh one
-                continue
-            if answer.headers.get("connection", "").lower() == "close":
-                self.close()
-            return answer
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, int] | None = None,
-        content: bytes | None = None,
-    ) -> _Answer:
-        target = self._prefix + path
-        if params:
-            target += "?" + urllib.parse.urlencode(params)
-        attempts = 1 if self._down else 1 + self._retries
-        reason = ""
-        for attempt in range(attempts):
-            try:
-                answer = self._exchange(method, target, content)
-            except (OSError, http.client.HTTPException) as exc:
-                reason = f"edge {self.url} unreachable ({type(exc).__name__})"
-            else:
-                if answer.status < 500:
-                    self._down = False
-                    if answer.status >= 400:
-                        raise _Refused(f"edge answered {answer.status}: {_detail(answer)}")
-                    return answer
-                reason = f"edge answered {answer.status}: {_detail(answer)}"
-            if attempt + 1 < attempts:
-                time.sleep(min(self._backoff * 2**attempt, self._max_backoff))
-        self._down = True
-        raise EdgeUnavailable(reason)
-
-
-def _detail(answer: _Answer) -> str:
-    try:
-        detail = answer.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    return str(detail) if detail else answer.reason
-
-
-def _check_edge_model(edge: _EdgeClient, layered: LayeredModel) -> None:
-    try:
-        served = edge.request("GET", "/model").json()
-    except _Refused as exc:
-        raise InvalidArgument(str(exc), source=edge.url) from None
-    except ValueError:
-        raise InvalidArgument("/model did not answer JSON", source=edge.url) from None
+def _check_edge_model(edge: EdgeClient, layered: LayeredModel) -> None:
+    served = served_model(edge)
     mine = layered.describe()
     if served.get("crossings") != mine["crossings"] or served.get("layers") != mine["layers"]:
         raise InvalidArgument(
@@ -375,7 +235,7 @@ def _check_edge_model(edge: _EdgeClient, layered: LayeredModel) -> None:
         )
 
 
-def _download(edge: _EdgeClient, layered: LayeredModel, placement: int, emulate: bool,
+def _download(edge: EdgeClient, layered: LayeredModel, placement: int, emulate: bool,
               system: System) -> None:  # fmt: skip
     """Download the weights of layers ``1..placement``, refusing any beyond the device's
     memory (the weights as they arrive, with the largest activation of the layers so far)."""
@@ -396,6 +256,9 @@ def _download(edge: _EdgeClient, layered: LayeredModel, placement: int, emulate:
                 field="device.memory",
             )
         stage = layered.stages[layer - 1]
+        problem = _state_mismatch(state, stage.state_dict())
+        if problem:  # assign=True would take any dtype: a failure mid-inference later
+            raise EdgeUnavailable(f"weights of layer {layer} do not fit: {problem}")
         try:
             stage.load_state_dict(state, strict=True, assign=True)
         except RuntimeError as exc:
@@ -406,6 +269,46 @@ def _download(edge: _EdgeClient, layered: LayeredModel, placement: int, emulate:
                 f"layer {layer} has tensors outside its state_dict (non-persistent buffers); "
                 "it cannot be downloaded"
             )
+
+
+RECORD_BYTES = 2048
+"""What one inference's record and decisions take in memory, at most (Python objects)."""
+
+
+def _tensor_bytes(specs: Sequence[tuple[tuple[int, ...], str]]) -> int:
+    return sum(math.prod(shape) * TensorSpec((), kind).torch_dtype.itemsize
+               for shape, kind in specs)  # fmt: skip
+
+
+def _check_memory(layered: LayeredModel, inferences: int, *, drawn_inputs: bool) -> None:
+    """Refuse a run whose inputs (when drawn here), SNRs, outputs and records would not fit
+    in this machine's memory, before any of them is made or the edge is contacted."""
+    per = (8 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
+           + RECORD_BYTES * (layered.n_layers + 2))  # fmt: skip
+    if drawn_inputs:
+        per += _tensor_bytes(layered.crossings[0])
+    limit = memory_bytes()
+    if limit is not None and inferences * per > limit:
+        raise InvalidArgument(
+            f"{inferences:,} inferences would keep {inferences * per / 2**30:,.1f} GiB of "
+            f"inputs, SNRs, outputs and records in memory, more than this machine's "
+            f"{limit / 2**30:,.1f} GiB (at most {limit // per:,} inferences)",
+            field="inferences",
+        )
+
+
+def _state_mismatch(state: dict[str, torch.Tensor], expected: dict[str, Any]) -> str:
+    """What makes the downloaded ``state`` differ from the stage's own (names, shapes and
+    dtypes); empty if nothing does."""
+    for key, want in expected.items():
+        got = state.get(key)
+        if got is None:
+            return f"no tensor {key}"
+        if tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+            return (f"{key} is {dtype_name(got.dtype)} {shape_text(got.shape)}, the model's "
+                    f"{dtype_name(want.dtype)} {shape_text(want.shape)}")  # fmt: skip
+    extra = sorted(set(state) - set(expected))
+    return f"unexpected tensor {extra[0]}" if extra else ""
 
 
 def _snr_matrix(
@@ -423,7 +326,17 @@ def _snr_matrix(
         )
     if not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise InvalidArgument("SNR trace values must be positive finite numbers", field="snr")
-    return values[:inferences]
+    values = values[:inferences]
+    with np.errstate(all="ignore"):
+        rates = system.device.bandwidth_hz * np.log2(1.0 + values)
+    if np.any(rates <= 0):  # 1 + SNR rounds to 1: no upload could ever end
+        row, column = map(int, np.argwhere(rates <= 0)[0])
+        raise InvalidArgument(
+            f"SNR {values[row, column]:g} (row {row + 1}, column {column + 1}) gives an uplink "
+            "rate of 0 bit/s: 1 + SNR is 1 in floating point",
+            field="snr",
+        )
+    return values
 
 
 def run_device(
@@ -487,6 +400,7 @@ def run_device(
             f"the system has {system.n_layers} layers, the model {layered.n_layers} blocks"
         )
     plan = plan_device(system, method)
+    _check_memory(layered, inferences, drawn_inputs=inputs is None)
     gammas = _snr_matrix(system, snr, inferences, seed)
     if inputs is None:
         inputs = random_inputs(
@@ -497,7 +411,7 @@ def run_device(
         )
     elif len(inputs) < inferences:
         raise InvalidArgument(f"{len(inputs)} inputs for {inferences} inferences", field="inputs")
-    edge = _EdgeClient(
+    edge = EdgeClient(
         edge_url, token=token, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
     )
     try:
@@ -512,7 +426,7 @@ def run_device(
 def _run(
     system: System,
     layered: LayeredModel,
-    edge: _EdgeClient,
+    edge: EdgeClient,
     plan: DevicePlan,
     gammas: npt.NDArray[np.float64],
     inputs: list[Tensors],
@@ -520,7 +434,6 @@ def _run(
     verify: bool,
     on_inference: Callable[[int], None] | None,
 ) -> DeviceRun:
-    _check_edge_model(edge, layered)
     m = plan.placement
     memory = system.device.memory
     if memory is not None and system.placement_needs[m] > memory:
@@ -533,10 +446,13 @@ def _run(
     started = time.monotonic()
     inferences = len(inputs)
     try:
+        step = "the edge's model could not be read"
+        _check_edge_model(edge, layered)
+        step = "download of the placed layers failed"
         _download(edge, layered, m, emulate, system)
-    except (EdgeUnavailable, _Refused) as exc:
+    except (EdgeUnavailable, Refused) as exc:
         every = tuple(range(inferences))
-        reason = f"download of the placed layers failed: {exc}"
+        reason = f"{step}: {exc}"
         return DeviceRun(
             plan, inferences, (), every, dict.fromkeys(every, reason), (), (None,) * inferences,
             predicted, time.monotonic() - started, system.inferences_per_update,
@@ -551,7 +467,7 @@ def _run(
     for k, x in enumerate(inputs):
         try:
             output, record = device.infer(k, x, gammas[k])
-        except (EdgeUnavailable, _Refused) as exc:
+        except (EdgeUnavailable, Refused) as exc:
             failed.append(k)
             errors[k] = str(exc)
             outputs.append(None)
@@ -572,7 +488,7 @@ def _run(
 
 
 def _verify(
-    edge: _EdgeClient, inputs: list[Tensors], outputs: list[Tensors | None]
+    edge: EdgeClient, inputs: list[Tensors], outputs: list[Tensors | None]
 ) -> tuple[bool | None, float | None]:
     """Every completed output against the unsplit model's on the edge (None: edge gone)."""
     match, worst = True, 0.0
@@ -583,7 +499,7 @@ def _verify(
         try:
             response = edge.request("POST", "/reference", content=encode_tensors(x))
             reference = decode_tensors(response.content, specs)
-        except (EdgeUnavailable, _Refused, WireError):
+        except (EdgeUnavailable, Refused, WireError):
             return None, None
         for a, b in zip(out, reference, strict=True):
             if a.is_floating_point():
@@ -599,7 +515,7 @@ class _Device:
         self,
         system: System,
         layered: LayeredModel,
-        edge: _EdgeClient,
+        edge: EdgeClient,
         plan: DevicePlan,
         emulate: bool,
     ) -> None:
@@ -653,9 +569,13 @@ class _Device:
             edge_s = float(response.headers.get(SERVICE_HEADER.lower(), 0.0))
             output = decode_tensors(response.content, self.layered.crossings[self.n_layers])
         except (ValueError, WireError) as exc:
-            raise _Refused(f"the edge's answer: {exc}") from None
-        if not (math.isfinite(edge_s) and edge_s >= 0):
-            raise _Refused(f"the edge's answer: {SERVICE_HEADER} is {edge_s}")
+            raise Refused(f"the edge's answer: {exc}") from None
+        waited = time.monotonic() - started
+        # The edge cannot have served longer than the device waited for its answer (a little
+        # more allowed for the two clocks' resolution): anything else is not slept.
+        if not (math.isfinite(edge_s) and 0 <= edge_s <= waited + 1e-3):
+            raise Refused(f"the edge's answer: {SERVICE_HEADER} is {edge_s} s, but the answer "
+                           f"came after {waited:.3g} s")  # fmt: skip
         floor = self.upload_seconds(stage, snr) + edge_s
         self._wait(floor)  # the inference's clock ...
         if self.emulate:

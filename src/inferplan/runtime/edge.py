@@ -33,7 +33,6 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -48,8 +47,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from inferplan.coinference import System
-from inferplan.documents import read_text
-from inferplan.errors import InvalidArgument, InvalidFile
+from inferplan.errors import InvalidArgument
+from inferplan.runtime.client import DEFAULT_HOST, listen
 from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import LayeredModel
 from inferplan.runtime.wire import (
@@ -67,22 +66,8 @@ __all__ = [
     "EdgeService",
     "create_app",
     "listen",
-    "read_token",
     "serve",
 ]
-
-DEFAULT_HOST = "127.0.0.1"
-
-
-def read_token(path: str | Path) -> str:
-    """The bearer token in the file at ``path`` (surrounding whitespace removed)."""
-    try:
-        token = read_text(path).strip()
-    except InvalidFile as exc:
-        raise InvalidArgument(f"cannot read token file ({exc.message})", source=str(path)) from None
-    if not token or any(c.isspace() for c in token):
-        raise InvalidArgument("token file must hold one token without spaces", source=str(path))
-    return token
 
 
 class _HttpError(Exception):
@@ -341,30 +326,6 @@ def _config(app: Starlette, **options: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_keep_alive=KEEP_ALIVE_S, **options
     )
-
-
-def listen(host: str = DEFAULT_HOST, port: int = 8000) -> socket.socket:
-    """A socket bound to ``host:port`` for :func:`serve`: bound first, so that an address in
-    use or not of this machine is an error before anything is announced or served.
-
-    Raises
-    ------
-    InvalidArgument
-        Naming ``host`` (it does not resolve) or ``port`` (it cannot be bound), and why.
-    """
-    try:
-        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except (OSError, UnicodeError) as exc:
-        raise InvalidArgument(f"cannot resolve {host!r} ({exc})", field="host") from None
-    sock = socket.socket(family, kind)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        raise InvalidArgument(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
-                              field="port") from None  # fmt: skip
-    return sock
 
 
 def serve(app: Starlette, sock: socket.socket) -> None:

@@ -21,11 +21,12 @@ import torch
 from torch import nn
 
 from inferplan.coinference import Policy, System, decide, evaluate_policy, load_system
-from inferplan.errors import InvalidArgument, InvalidProfile, InvalidSystem
+from inferplan.coinference.io import layer_count_error
+from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
-from inferplan.runtime.examples import builtin_model, is_builtin_model
+from inferplan.runtime.examples import builtin_model, check_weights, is_builtin_model
 from inferplan.runtime.measure import build_model
 from inferplan.runtime.split import trace_model
 
@@ -132,6 +133,7 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
     shapes = spec.input_shapes
     if is_builtin_model(spec.model):
         builtin = builtin_model(spec.model)
+        check_weights(builtin.params, spec.dtype, builtin.name)  # the device downloads them
         shapes = shapes or (builtin.input_shape,)
         name = builtin.name
         if weights:
@@ -146,6 +148,7 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
             module = build_model(spec.model, seed=seed, dtype=spec.dtype)
         else:
             module = load_module_factory(spec.model)
+            check_weights(sum(p.numel() for p in module.parameters()), spec.dtype, name)
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     module.eval()
@@ -180,13 +183,7 @@ def load_model_system(path: str | Path, profile: Profile) -> System:
     """
     system = load_system(path, model=profile)
     if system.n_layers != profile.n_blocks:
-        raise InvalidSystem(
-            f"has {system.n_layers} layers but model {profile.name} has {profile.n_blocks} "
-            f"blocks ({', '.join(profile.blocks)}); give one layer per block, or leave "
-            "'layers' out to take them from the model's profile",
-            source=str(Path(path)),
-            field="layers",
-        )
+        raise layer_count_error(path, system.n_layers, profile.name, profile.blocks)
     return system
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.profiles.profile import Profile
+from inferplan.runtime.examples import check_weights
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
 __all__ = ["build_model", "load_inputs", "measure_blocks", "measured_profile", "random_inputs"]
@@ -43,7 +44,11 @@ Shape = tuple[int, ...]
 
 def build_model(spec: str, *, seed: int = 0, dtype: str = "float32") -> Any:
     """The model ``module.path:factory`` with real weights on the CPU, seeded, in ``eval()``
-    mode, its floating-point weights in ``dtype``."""
+    mode, its floating-point weights in ``dtype``; sized first by a build on the ``meta``
+    device (:func:`~inferplan.runtime.examples.check_weights`)."""
+    sized = load_module_factory(spec, device="meta")
+    name = spec.rpartition(":")[2]
+    check_weights(sum(p.numel() for p in sized.parameters()), dtype, name)
     torch.manual_seed(seed)
     model = load_module_factory(spec, device="cpu").eval()
     return model if dtype == "float32" else model.to(TensorSpec((), dtype).torch_dtype)
@@ -109,9 +114,16 @@ def random_inputs(
 
 
 def measure_blocks(
-    traced: TracedModel, inputs: Sequence[torch.Tensor], *, warmup: int = 3, repeats: int = 10
+    traced: TracedModel,
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, ...]:
-    """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs)."""
+    """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs),
+    on ``clock`` (wall time; ``time.thread_time``: this thread's CPU time, which the machine's
+    other load does not stretch)."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     split = traced.split(range(traced.profile.n_blocks + 1))
@@ -120,10 +132,10 @@ def measure_blocks(
         for run in range(warmup + repeats):
             values = tuple(inputs)
             for k, stage in enumerate(split.stages):
-                started = time.perf_counter()
+                started = clock()
                 values = stage(*values)
                 if run >= warmup:
-                    times[k].append(time.perf_counter() - started)
+                    times[k].append(clock() - started)
     return tuple(statistics.median(t) for t in times)
 
 

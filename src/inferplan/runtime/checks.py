@@ -1,0 +1,84 @@
+"""The checks of a run that need no torch, made before torch is imported.
+
+``inferplan run`` refuses a plan for another network, a missing inputs file, an output folder
+that does not exist or a model file that is not there at once, without the seconds that
+importing torch takes; :func:`~inferplan.runtime.pipeline.resolve` makes the same checks
+(and then those that need the model).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from inferplan.codesign.plan import Plan
+from inferplan.codesign.planfile import check_plan
+from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
+from inferplan.network.network import Network
+from inferplan.profiles.cuts import parse_factory_spec
+
+__all__ = ["LAUNCHER_ENV", "check_count", "check_run", "under_launcher"]
+
+LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def under_launcher() -> bool:
+    """Whether this process was started as a rank (by ``torchrun`` or
+    :func:`~inferplan.runtime.pipeline.run_plan`)."""
+    return all(name in os.environ for name in LAUNCHER_ENV)
+
+
+def check_count(inferences: int | None, warmup: int) -> None:
+    """Refuse a warm-up below 0 or one that leaves fewer than two of ``inferences`` (when
+    known) to measure."""
+    if warmup < 0:
+        raise InvalidArgument(f"must be non-negative, got {warmup}", field="warmup")
+    if inferences is not None and inferences < warmup + 2:
+        raise InvalidArgument(
+            f"{inferences} inferences leave fewer than 2 after {warmup} of warm-up: the "
+            "interval needs two outputs",
+            field="inferences",
+        )
+
+
+def check_run(
+    *,
+    network: Network,
+    model: str,
+    plan: Plan | None = None,
+    plan_source: str | None = None,
+    inferences: int | None = None,
+    warmup: int = 5,
+    inputs: str | None = None,
+    outputs: str | None = None,
+    timeout_s: float = 60.0,
+    emulate: bool | None = None,
+    testbed: bool = False,
+    dilation: float | None = None,
+) -> None:
+    """Raise an :class:`~inferplan.errors.InferplanError` for what is wrong with a run that can
+    be seen without the model: the model's name (a ``file.py`` that is not there), the plan
+    against the network (path, upgrades), the counts, the files, the timeout, and the testbed's
+    options (no pacing on it; a dilation of at least 1)."""
+    parsed = parse_factory_spec(model)
+    if parsed is None:
+        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {model!r}",
+                             field="model")  # fmt: skip
+    if parsed[0].endswith(".py") and not Path(parsed[0]).is_file():
+        raise InvalidProfile(f"file not found: {parsed[0]}", field="model")
+    if plan is not None:
+        check_plan(network, None, plan, source=plan_source)
+    # with an inputs file the count is the file's, checked against it once it is read
+    check_count(inferences if inputs is None else None, warmup)
+    if inputs is not None and not Path(inputs).is_file():
+        raise InvalidFile("file not found", source=inputs)
+    if outputs is not None and not Path(outputs).parent.is_dir():
+        raise InvalidArgument("its folder does not exist", source=outputs, field="outputs")
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise InvalidArgument(f"must be positive, got {timeout_s}", field="timeout")
+    if testbed and emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="emulate")  # fmt: skip
+    if dilation is not None and not (math.isfinite(dilation) and dilation >= 1):
+        raise InvalidArgument(f"must be at least 1, got {dilation}", field="dilation")

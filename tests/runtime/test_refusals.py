@@ -1,0 +1,120 @@
+"""The torch commands refuse what needs no torch before they import it: a fresh process that
+is refused has not loaded torch (``sys.modules``), so the answer comes at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("starlette")
+
+from inferplan.runtime.layered import build_layers
+
+from .edge_support import MLP, running_edge, spec, write_system
+
+ROOT = Path(__file__).parents[2]
+NETWORK = ROOT / "examples" / "runtime-network.json"
+SMALL = ROOT / "examples" / "system-small.yaml"
+
+# Each command line in turn in this process: its exit code, whether torch is imported by
+# then, and its error line.
+PROGRAM = textwrap.dedent("""
+    import contextlib, io, json, sys
+    from inferplan.cli.main import main
+    for args in json.loads(sys.argv[1]):
+        sys.argv, err = ["inferplan", *args], io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                code = exc.code
+        print(json.dumps([code, "torch" in sys.modules, err.getvalue()]))
+""")
+
+
+def _refused(*commands: list[str]) -> list[str]:
+    """Run each ``inferplan ARGS`` in one fresh process; require exit code 2 without torch
+    and one error line from each; return those lines."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(commands)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    errors = []
+    for args, line in zip(commands, done.stdout.splitlines(), strict=True):
+        code, torch_imported, stderr = json.loads(line)
+        assert (code, torch_imported) == (2, False), (args, stderr)
+        assert stderr.startswith("error: ") and stderr.count("\n") == 1, (args, stderr)
+        errors.append(stderr.strip())
+    return errors
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(*extra: str) -> list[str]:
+    return ["run", str(NETWORK), MLP, "--input-shape", "1,16", *extra]
+
+
+def test_run_refuses_before_torch(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"path": ["s", "x", "t"], "partition": [1, 2, 4],
+                                "interval": 0.1}))  # fmt: skip
+    cases = [
+        (_run("--plan", str(plan)), "node 'x' is not in the network"),
+        (_run("--interval", "0.1", "--inputs", "missing.pt"), "missing.pt: file not found"),
+        (_run("--interval", "0.1", "--outputs", "no/such/out.pt"), "its folder does not exist"),
+        (_run("--interval", "0.1", "--inferences", "3"), "leave fewer than 2 after 5"),
+        (_run("--interval", "0.1", "--timeout", "0"), "--timeout: must be positive"),
+        (["run", str(NETWORK), "nowhere.py:make", "--input-shape", "1,16", "--interval", "1"],
+         "file not found: nowhere.py"),
+    ]  # fmt: skip
+    errors = _refused(*(args for args, _ in cases))
+    for (args, message), error in zip(cases, errors, strict=True):
+        assert message in error, (args, error)
+
+
+def test_device_run_refuses_an_edge_a_token_and_a_system_before_torch(tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    system = write_system(tmp_path / "system.json")
+    device = ["device", "run", str(system), MLP, "--input-shape", "1,16"]
+    (tmp_path / "token.txt").write_text("s3cret\n")
+    token = ["--token-file", str(tmp_path / "token.txt")]
+    with running_edge(tmp_path, token="s3cret") as (edge, _):
+        small = ["device", "run", str(SMALL), MLP, "--input-shape", "1,16", "--edge", edge.url]
+        errors = _refused(
+            [*device, "--edge", url, "--retries", "0"],
+            [*device, "--edge", url, "--token-file", "missing-token.txt"],
+            [*small, "--retries", "0"],  # no token: the edge refuses
+            [*small, *token],  # the system file has 3 layers, the model 4
+        )
+    assert f"edge {url} unreachable" in errors[0]
+    assert "cannot read token file" in errors[1]
+    assert "edge answered 401" in errors[2]
+    blocks = ", ".join(build_layers(spec(), weights=False).profile.blocks)
+    assert errors[3] == (
+        f"error: {SMALL}: layers: has 3 layers but model mlp has 4 blocks ({blocks}); "
+        "give one layer per block, or leave 'layers' out to take them from the model's profile"
+    )
+
+
+def test_edge_serve_refuses_a_port_in_use_and_a_bad_system_before_torch(tmp_path):
+    system = write_system(tmp_path / "system.json")
+    bad = write_system(tmp_path / "bad.json", downlink_bps=-1.0)
+    serve = ["edge", "serve", "{}", MLP, "--input-shape", "1,16"]
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = str(busy.getsockname()[1])
+        errors = _refused([*serve[:2], str(system), *serve[3:], "--port", port],
+                          [*serve[:2], str(bad), *serve[3:]])  # fmt: skip
+    assert f"cannot listen on 127.0.0.1:{port}" in errors[0]
+    assert "downlink_bps" in errors[1]
