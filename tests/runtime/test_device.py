@@ -532,3 +532,19 @@ def test_decisions_on_a_markov_channel_follow_the_state_thresholds(tmp_path):
     assert [d.action for d in run.decisions if d.action != "finish"] == expected
     assert {"continue", "upload"} <= set(expected)
     assert run.failed == () and run.outputs_match is True
+
+
+def test_device_run_refuses_to_download_beyond_the_device_memory(tmp_path):
+    import dataclasses
+
+    system, layered = _system(tmp_path)
+    need = float(system.placement_needs[-1])
+    small = dataclasses.replace(system, device=dataclasses.replace(system.device,
+                                                                   memory=0.5 * need))  # fmt: skip
+    with running_edge(tmp_path) as (edge, _):
+        with pytest.raises(InvalidArgument, match="refused before downloading"):
+            run_device(small, layered, edge.url, method="device-only", inferences=2,
+                       emulate=False)  # fmt: skip
+        # a planner places only what fits, and the run downloads it
+        run = run_device(small, layered, edge.url, method="optimal", inferences=2, emulate=False)
+        assert system.placement_needs[run.plan.placement] <= 0.5 * need

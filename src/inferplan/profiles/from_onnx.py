@@ -369,6 +369,7 @@ def _profile(
     missing: dict[str, int] = {}
     unsized: dict[str, int] = {}
     counted: set[str] = set()
+    param_bits = 0  # of the weights counted, by their dtypes
     scopes: set[str] = set()
     for k, node in enumerate(graph.node):
         label = node.name or f"{node.op_type}_{k}"
@@ -408,6 +409,9 @@ def _profile(
             if v in weights and v not in counted and _is_weight(weights[v]):
                 counted.add(v)
                 params += math.prod(weights[v].dims)
+                param_bits += math.prod(weights[v].dims) * (
+                    _element_bits(weights[v].data_type) or 32
+                )
         ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
                              tuple(node.output), work, params))  # fmt: skip
     if from_metadata or scoped:
@@ -426,8 +430,10 @@ def _profile(
         )
     label = name or (Path(source).stem if source else graph.name or "onnx-model")
     try:
+        count = sum(op.params for op in ops)
         return build_profile(label, ops, values, [v.name for v in inputs],
-                             [v.name for v in graph.output], warnings)  # fmt: skip
+                             [v.name for v in graph.output], warnings,
+                             bytes_per_param=param_bits / 8 / count if count else 4.0)  # fmt: skip
     except InvalidProfile as exc:
         if not warnings:
             raise
