@@ -58,9 +58,10 @@ from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
-from inferplan.runtime.emulate import Server, planned_times
+from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+from inferplan.units import si
 
 __all__ = [
     "RunReport",
@@ -158,7 +159,9 @@ class StageReport:
 
     ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
     forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
-    measured on this machine predict for the node.
+    measured on this machine predict for the node. ``real_s`` (nodes) is the median time of the
+    node's work alone, before any pacing: when it exceeds ``predicted_s`` emulation cannot hold
+    the plan (see :attr:`RunReport.warnings`).
     """
 
     kind: str
@@ -167,6 +170,7 @@ class StageReport:
     measured_s: float
     blocks: tuple[int, int] | None = None
     profiled_s: float | None = None
+    real_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "id": self.id}
@@ -176,6 +180,8 @@ class StageReport:
         out["measured_s"] = self.measured_s
         if self.profiled_s is not None:
             out["profiled_s"] = self.profiled_s
+        if self.real_s is not None:
+            out["real_s"] = self.real_s
         return out
 
 
@@ -196,6 +202,10 @@ class RunReport:
     max_abs_diff: float
     profile: Profile | None = None
     """The model's profile the plan was made or checked for (for the plan report)."""
+    warnings: tuple[str, ...] = ()
+    """What in the run cannot hold the plan: an emulated node whose real work took longer
+    than its planned time in more than a few percent of the inferences, named with both
+    times and what to change (:func:`~inferplan.runtime.emulate.overrun`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,7 +219,18 @@ class RunReport:
             "stages": [s.to_dict() for s in self.stages],
             "outputs_match": self.outputs_match,
             "max_abs_diff": self.max_abs_diff,
+            "warnings": list(self.warnings),
         }
+
+
+def overrun_warning(label: str, node: str, late: Overrun) -> str:
+    """What a run says about a stage that cannot hold its planned time, and what to change."""
+    return (
+        f"{label}: its work took {si(late.real_s, 's')} (median) against "
+        f"{si(late.planned_s, 's')} planned, longer in {late.share:.0%} of the inferences: "
+        f"emulation cannot hold the plan; plan with a slower capacity of node {node!r} (or "
+        "a profile measured on this machine, profile --measure), or run with --no-emulate"
+    )
 
 
 # --------------------------------------------------------------------------- checking
@@ -232,14 +253,16 @@ def _load_inputs(request: RunRequest) -> torch.Tensor | None:
     return load_inputs(where, request.input_shapes[0])
 
 
-def resolve(request: RunRequest) -> Resolved:
-    """Check ``request`` and plan it: profile the model (on the meta device), read or make the
-    plan, and count the inputs. Raises :class:`InferplanError` subclasses for bad input."""
+def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
+    """Check ``request`` and plan it: profile the model (on the meta device, unless its
+    ``profile`` is given), read or make the plan, and count the inputs. Raises
+    :class:`InferplanError` subclasses for bad input."""
     check_run(network=request.network, model=request.model, plan=request.plan,
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s)  # fmt: skip
-    profile = _profile(request, load_module_factory(request.model))
+    if profile is None:
+        profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
         check_plan(request.network, profile, request.plan, source=request.plan_source)
         plan = request.plan
@@ -300,6 +323,7 @@ class _Measured:
     """What a rank measured (monotonic seconds on its own clock)."""
 
     node_busy: list[float] = field(default_factory=list)
+    node_real: list[float] = field(default_factory=list)  # the stage's work alone, unpaced
     link_busy: list[float] = field(default_factory=list)
     done_at: list[float] = field(default_factory=list)
     outputs: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
@@ -462,8 +486,10 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         for i in range(count):
             arrived, values = inbox.get()
             start = node.start(arrived)
+            computing = time.monotonic()
             if stage is not None:
                 values = stage(*values)
+            mine.node_real.append(time.monotonic() - computing)
             now = node.finish(start)
             mine.node_busy.append(now - start)
             if last:
@@ -493,17 +519,15 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any], Any]:
-    resolved = resolve(request)
-    if world != len(resolved.plan.path):
-        raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
-                              f"many processes, not {world}", field="processes")  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
-    if traced.profile != resolved.profile:
-        raise InvalidArgument("the model built with real weights profiles differently from its "
-                              "meta-device build", field="model")  # fmt: skip
+    # one trace: the model with its real weights is profiled, checked and planned here
+    resolved = resolve(request, profile=traced.profile)
+    if world != len(resolved.plan.path):
+        raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
+                              f"many processes, not {world}", field="processes")  # fmt: skip
     roles, cuts = _roles(traced, resolved)
     split = traced.split(cuts)
     by_first = dict(zip(cuts, split.stages, strict=False))
@@ -608,13 +632,19 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             inputs: list[tuple[torch.Tensor, ...]]) -> RunReport:  # fmt: skip
     warmup = setup.warmup
     stages: list[StageReport] = []
+    warnings: list[str] = []
     for role, measured in zip(setup.roles, gathered, strict=True):
         first, last = role.blocks
+        real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
             "node", role.node, role.node_s, _median_after(measured.node_busy, warmup),
             blocks=(first, last),
             profiled_s=math.fsum(profiled[first:last]) if profiled else None,
+            real_s=statistics.median(real) if real and last > first else None,
         ))  # fmt: skip
+        late = overrun(role.node_s, real) if emulate and last > first else None
+        if late is not None:
+            warnings.append(overrun_warning(role.label, role.node, late))
         if role.link_s is not None:
             nxt = setup.roles[role.rank + 1].node
             stages.append(StageReport("link", f"{role.node}->{nxt}", role.link_s,
@@ -641,6 +671,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         outputs_match=match,
         max_abs_diff=worst,
         profile=resolved.profile,
+        warnings=tuple(warnings),
     )
 
 
