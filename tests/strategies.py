@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from inferplan import Link, Network, Node, Profile
 from inferplan.network.costs import CapacityCost, FunctionCost, LinearCost, ModuleCost, TieredCost
+from inferplan.profiles.graph import LayerGraph
 
 capacities = st.floats(min_value=1.0, max_value=100.0, allow_nan=False)
 # propagation delays beside stage times of about 0.005 to 200 s; often none at all
@@ -125,6 +126,68 @@ def small_profiles(draw: st.DrawFn, max_blocks: int = 5) -> Profile:
         "random",
         flops=tuple(draw(positive) for _ in range(n)),
         activation_bits=tuple(draw(positive) for _ in range(n + 1)),
+    )
+
+
+@st.composite
+def layer_graphs(draw: st.DrawFn, max_layers: int = 8, branches: int | None = None) -> LayerGraph:
+    """Random layer DAGs: a stem, then 1 to 3 branches (chains) that a join layer reads, or
+    (``branches=0``) any DAG whose layers each read one or two earlier tensors. FLOPs may be
+    zero; some layers have no reader (more outputs)."""
+    sizes = st.floats(min_value=0.5, max_value=200.0, allow_nan=False)
+    work = st.one_of(st.just(0.0), sizes)
+    edges: list[tuple[str, str]] = []
+    count = draw(st.integers(min_value=1, max_value=3)) if branches is None else branches
+    if count == 0:
+        n = draw(st.integers(min_value=1, max_value=max_layers))
+        for k in range(n):
+            tensors = ["input", *(f"l{j}" for j in range(k))]
+            for u in draw(st.sets(st.sampled_from(tensors), min_size=1, max_size=2)):
+                edges.append((u, f"l{k}"))
+    else:
+        stem = draw(st.booleans())
+        n = int(stem)
+        fork = "l0" if stem else "input"
+        if stem:
+            edges.append(("input", "l0"))
+        tails = []
+        room = max(count, max_layers - n - 1)
+        lengths = draw(st.lists(st.integers(1, max(1, room // count)), min_size=count,
+                                max_size=count))  # fmt: skip
+        for length in lengths:
+            prev = fork
+            for _ in range(length):
+                edges.append((prev, f"l{n}"))
+                prev = f"l{n}"
+                n += 1
+            tails.append(prev)
+        if count > 1 and draw(st.booleans()):
+            edges.extend((t, f"l{n}") for t in tails)
+            n += 1
+    layers = tuple(f"l{k}" for k in range(n))
+    flops = [draw(work) for _ in layers]
+    if not any(flops):  # a model does some work
+        flops[-1] = 1.0
+    return LayerGraph(
+        layers=layers,
+        flops=tuple(flops),
+        output_bits=tuple(draw(sizes) for _ in layers),
+        edges=tuple(edges),
+        input_bits=draw(sizes),
+        params=tuple(draw(st.integers(0, 1000)) for _ in layers),
+    )
+
+
+def path_graph(profile: Profile) -> LayerGraph:
+    """``profile``'s blocks as a path of layers (block ``k`` reads block ``k - 1``)."""
+    names = tuple(f"b{k}" for k in range(profile.n_blocks))
+    return LayerGraph(
+        layers=names,
+        flops=profile.flops,
+        output_bits=profile.activation_bits[1:],
+        edges=tuple(itertools.pairwise(("input", *names))),
+        input_bits=profile.activation_bits[0],
+        params=profile.params,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from inferplan.coinference import STRATEGIES
 from inferplan.errors import InvalidProfile
 from inferplan.profiles import mlp
 from tests.cli import app, runner
@@ -17,6 +18,8 @@ from tests.cli import app, runner
 ROOT = Path(__file__).parents[1]
 NETWORK = str(ROOT / "examples" / "network.json")
 SYSTEM = str(ROOT / "examples" / "system.yaml")
+# coinfer-simulate simulates every strategy of the registry by default.
+SIMULATED = len(STRATEGIES)
 
 
 def _one_line_error(args: list[str]) -> str:
@@ -80,8 +83,9 @@ def test_help_and_bare_groups_still_print_help():
     [
         (
             ["coinfer-simulate", SYSTEM, "--inferences", "1000000000000"],
-            "--inferences: 1000000000000 inferences x 8 strategies would keep 8e+12 realised "
-            "costs in memory; the limit is 5e+07 (at most 6250000 inferences for 8 strategies)",
+            f"--inferences: 1000000000000 inferences x {SIMULATED} strategies would keep "
+            f"{SIMULATED * 10**12:.0e} realised costs in memory; the limit is 5e+07 (at most "
+            f"{50_000_000 // SIMULATED} inferences for {SIMULATED} strategies)",
         ),
         (
             ["frontier", NETWORK, "vgg16", "--points", "10000000"],

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FloatArray", "IntArray", "range_sums"]
+__all__ = ["FloatArray", "IntArray", "exact_differences", "range_sums", "scaled_exactly"]
 
 FloatArray = npt.NDArray[np.float64]
 """An array of 64-bit floats (SI quantities, costs, probabilities)."""
@@ -34,24 +34,36 @@ def range_sums(values: Sequence[float]) -> FloatArray:
     >>> float(range_sums([1e14, 1e-3])[1, 2])
     0.001
     """
+    scaled, unit = scaled_exactly(values)
+    exact = [0]
+    for x in scaled:
+        exact.append(exact[-1] + x)
+    sums = exact_differences(exact, unit)
+    sums[np.tri(len(exact), k=-1, dtype=bool)] = np.inf
+    return sums
+
+
+def scaled_exactly(values: Sequence[float]) -> tuple[list[int], int]:
+    """``values`` as exact integer multiples of ``unit``, the finest power of two among them:
+    sums of them are exact integers."""
     ratios = [float(v).as_integer_ratio() for v in values]
     shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
     unit = 1 << shift
-    exact = [0]
-    for num, den in ratios:
-        exact.append(exact[-1] + num * (unit // den))
-    prefix = [_ratio(p, unit) for p in exact]
-    n = len(exact)
-    below = np.tri(n, k=-1, dtype=bool)
-    if all(_represents(f, p, unit) for f, p in zip(prefix, exact, strict=True)):
-        S = np.array(prefix)
+    return [num * (unit // den) for num, den in ratios], unit
+
+
+def exact_differences(exact: Sequence[int], unit: int) -> FloatArray:
+    """``sums[i, j] = (exact[j] - exact[i]) / unit`` rounded once to the nearest float, for
+    every ``i`` and ``j``. When every exact value is a float already, one vectorised
+    subtraction of them is rounded once too and gives the same table."""
+    floats = [_ratio(p, unit) for p in exact]
+    if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
+        S = np.array(floats)
         sums: FloatArray = S[None, :] - S[:, None]
-    else:
-        P = np.array(exact, dtype=object)
-        diff = np.where(below, 0, P[None, :] - P[:, None])
-        sums = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(diff).astype(np.float64)
-    sums[below] = np.inf
-    return sums
+        return sums
+    P = np.array(exact, dtype=object)
+    out: FloatArray = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(P[None, :] - P[:, None])
+    return out.astype(np.float64)
 
 
 def _ratio(num: int, den: int) -> float:

@@ -16,7 +16,7 @@ from inferplan.codesign import METHODS, compile_instance, solve_pfp, solve_pwf
 from inferplan.errors import InvalidArgument
 from inferplan.units import link_name
 from tests.cli import app, runner
-from tests.oracles import brute_force_interval_at_caps, evaluate, most_added
+from tests.oracles import brute_force_interval_at_caps, evaluate, stage_times_at_caps
 from tests.strategies import COST_KINDS, small_dags, small_profiles
 
 CAP = 1e9
@@ -101,7 +101,7 @@ def test_an_infeasible_target_names_the_best_interval_the_caps_allow_and_what_bi
     assert f"the caps allow at best {best:.4g} s" in str(info.value)
     # the binding caps are the stages of that deployment as slow as the interval, at their caps
     at_caps = details["at_caps"]
-    slow = evaluate_at_caps(net, profile, at_caps["path"], at_caps["partition"])
+    slow = stage_times_at_caps(net, profile, at_caps["path"], at_caps["partition"])
     assert max(slow.values()) == pytest.approx(best, rel=1e-9)
     bound = {(b["kind"], b["id"]) for b in details["binding"]}
     assert bound == {k for k, t in slow.items() if t >= best * (1 - 1e-9)}
@@ -185,19 +185,3 @@ def test_baselines_respect_every_cap_or_are_infeasible_exactly_when_their_deploy
     assert (plan.path, plan.partition) == (free.path, free.partition)
     assert _within_caps(net, plan)
     assert math.isfinite(plan.cost) and plan.feasible and plan.status == "heuristic"
-
-
-def evaluate_at_caps(
-    network: Network, profile: inferplan.Profile, path: list[str], partition: list[int]
-) -> dict[tuple[str, str], float]:
-    """Each stage's time with every element at its cap, by ``(kind, id)``."""
-    nodes = {n.id: n.capacity + most_added(n.capacity_cost) for n in network.nodes}
-    links = {(e.source, e.target): e.capacity + most_added(e.capacity_cost) for e in network.links}
-    flops, bits = profile.flops, profile.activation_bits
-    times, prev = {}, 0
-    for k, v in enumerate(path):
-        times[("node", v)] = sum(flops[prev : partition[k]]) / nodes[v]
-        if k + 1 < len(path):
-            times[("link", f"{v}->{path[k + 1]}")] = bits[partition[k]] / links[v, path[k + 1]]
-        prev = partition[k]
-    return times

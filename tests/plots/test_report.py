@@ -183,3 +183,20 @@ def test_the_browser_check_sees_a_console_error_and_a_blank_page(tmp_path):
     assert len(logged) == 1 and "missing is not defined" in logged[0]
     colours = Image.open(png).convert("RGB").getcolors(maxcolors=1 << 20) or []
     assert {rgb for _, rgb in colours} == {(255, 255, 255)}
+
+
+def test_a_plan_cut_at_ideals_names_the_layers_each_node_runs():
+    net = inferplan.load_network(NETWORK)
+    graph = inferplan.load_profile(str(ROOT / "examples" / "two-branch.yaml"))
+    plan = inferplan.provision(net, graph, throughput=20)
+    assert plan.cuts == "graph"
+    parts = plan_breakdown(net, graph, plan)
+    page = plan_report_html(net, parts)
+    times = [row.seconds for row in parts.stages]
+    assert max(times) == pytest.approx(plan.interval, rel=1e-12)  # counted by ideals
+    for node, layers in zip(plan.path, plan.layers, strict=True):
+        row = next(r for r in _parsed(page).rows if r and r[0].removesuffix(" bottleneck") == node)
+        if layers:
+            assert row[1].startswith(f"{len(layers)} layers ({', '.join(layers[:3])}")
+        else:
+            assert row[1] == "forwards"

@@ -417,6 +417,15 @@ def test_device_run_command_exits_non_zero_when_the_edge_is_gone(tmp_path):
     assert "unreachable" in result.stderr
 
 
+def test_an_edge_gone_after_the_command_checked_it_leaves_the_summary(tmp_path):
+    system, layered = _system(tmp_path)
+    with running_edge(tmp_path) as (edge, _):
+        url = edge.url
+    run = run_device(system, layered, url, inferences=2, emulate=False, retries=0)
+    assert run.failed == (0, 1) and not run.records and run.outputs == (None, None)
+    assert run.errors[0].startswith("the edge's model could not be read: edge http://")
+
+
 def test_blocks_option_reaches_the_split(tmp_path):
     resnet = ModelSpec(
         "tests.runtime.models:resnet",
@@ -453,7 +462,8 @@ def test_a_connection_the_edge_dropped_is_reopened_without_using_a_retry(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "url", ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port"]
+    "url",
+    ["127.0.0.1:8000", "ftp://127.0.0.1:8000", "http://", "http://127.0.0.1:port", "http://[::1"],
 )
 def test_an_edge_url_that_is_not_http_host_port_is_one_clear_error(tmp_path, url):
     system, layered = _system(tmp_path)

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 
-from inferplan.errors import InvalidArgument  # noqa: E402
+from inferplan.errors import InvalidArgument, InvalidProfile  # noqa: E402
 from inferplan.runtime.client import read_token  # noqa: E402
 from inferplan.runtime.wire import decode_state, decode_tensors, encode_tensors  # noqa: E402
 from tests.cli import app as cli_app  # noqa: E402
@@ -232,3 +232,41 @@ def test_edge_serve_on_a_port_in_use_is_a_one_line_error_before_announcing(tmp_p
                                        "--host", "no such host.invalid"])  # fmt: skip
     assert bad_host.exit_code == 2
     assert bad_host.stderr.startswith("error: --host: cannot resolve 'no such host.invalid' (")
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (
+            "mlp-1000000x2",
+            "mlp-1000000x2 has 2,000,002,000,000 parameters, 7,450.6 GiB of "
+            "float32 weights: more than this machine's memory",
+        ),
+        ("mlp-8x20000", "mlp depth 20000 exceeds the limit of 10000 layers"),
+    ],
+)
+def test_models_too_large_to_build_are_refused_before_building(tmp_path, model, message):
+    path = write_system(tmp_path / "system.json")
+    with running_edge(tmp_path) as (edge, _):
+        for command in (["edge", "serve"], ["device", "run"]):
+            extra = ["--edge", edge.url] if command[0] == "device" else []
+            result = runner.invoke(cli_app, [*command, str(path), model, *extra])
+            assert result.exit_code == 2
+            assert result.stderr.startswith(f"error: {message}"), result.stderr
+
+
+def test_a_factory_too_large_is_sized_on_meta_and_never_built(monkeypatch):
+    from inferplan.runtime import examples, measure
+
+    built: list[str] = []
+    real = measure.load_module_factory
+
+    def spy(spec: str, *, device: str = "meta") -> object:
+        built.append(device)
+        return real(spec, device=device)
+
+    monkeypatch.setattr(measure, "load_module_factory", spy)
+    monkeypatch.setattr(examples, "memory_bytes", lambda: 1000)  # bytes: less than the MLP
+    with pytest.raises(InvalidProfile, match=r"^mlp has [\d,]+ parameters, .* more than this "):
+        measure.build_model(MLP)
+    assert built == ["meta"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,10 +13,12 @@ from inferplan.cli.options import (
     PROFILE_HELP,
     BlocksOpt,
     ConfigOpt,
+    CutsOpt,
     DecodeOpt,
     DtypeOpt,
     InputShapesOpt,
     JsonOpt,
+    MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
@@ -123,6 +126,8 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -147,6 +152,7 @@ def provision_command(
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
+                                         "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states})  # fmt: skip
         return
@@ -162,7 +168,7 @@ def provision_command(
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit)  # fmt: skip
+                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals)  # fmt: skip
     if report is not None or dot is not None:
         from inferplan.codesign.breakdown import plan_breakdown
         from inferplan.plots.report import write_plan_report
@@ -176,7 +182,7 @@ def provision_command(
 
         plot_state_graph(net, prof, plan, plot_states)
         written(plot_states)
-    if _drawn_or_json(net, plan, plot, as_json):
+    if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
     console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
     console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
@@ -188,7 +194,8 @@ def provision_command(
         **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
     }
     console.print(stages_table("deployment", plan.path, plan.partition,
-                               _bottleneck(plan.bottleneck), added))  # fmt: skip
+                               _bottleneck(plan.bottleneck), added, layers=plan.layers,
+                               sends=plan.sends, cuts=plan.cuts))  # fmt: skip
 
 
 def _provision_services(
@@ -234,16 +241,23 @@ def _provision_services(
 
 
 def _drawn_or_json(
-    net: Network, plan: Plan | ServicesPlan, plot: Path | None, as_json: bool
+    net: Network,
+    plan: Plan | ServicesPlan,
+    plot: Path | None,
+    as_json: bool,
+    *,
+    block_names: Sequence[str] | None = None,
 ) -> bool:
-    """Draw ``plan`` to ``plot`` if asked (matplotlib only then), and print it as JSON if
-    ``as_json``; whether it was printed."""
+    """Draw ``plan`` to ``plot`` if asked (matplotlib only then; a single plan with its
+    ``block_names``), and print it as JSON if ``as_json``; whether it was printed."""
     if plot is not None:
         from inferplan import plots  # matplotlib only when asked for
         from inferplan.codesign.plan import Plan
 
-        draw = plots.plot_plan if isinstance(plan, Plan) else plots.plot_services
-        draw(net, plan, plot)  # type: ignore[arg-type]
+        if isinstance(plan, Plan):
+            plots.plot_plan(net, plan, plot, block_names=block_names)
+        else:
+            plots.plot_services(net, plan, plot)
         written(plot)
     if as_json:
         print_json(plan.to_dict())
@@ -289,6 +303,8 @@ def throughput_command(
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
     as_json: JsonOpt = False,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -307,14 +323,15 @@ def throughput_command(
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof, method=method)
+        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals)
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
     console.print(stages_table("deployment", best.path, best.partition,
-                               _bottleneck(best.bottleneck)))  # fmt: skip
+                               _bottleneck(best.bottleneck), layers=best.layers,
+                               sends=best.sends, cuts=best.cuts))  # fmt: skip
 
 
 generate_app = typer.Typer(help="Generate networks.", rich_markup_mode=None, no_args_is_help=True)

@@ -194,15 +194,19 @@ def _write_log(run: DeviceRun, path: Path) -> None:
 
 
 def _write_outputs(run: DeviceRun, path: Path) -> None:
+    """The completed outputs, stacked in input order; after failures, those that completed
+    (the summary's ``failed`` says which are missing)."""
     import torch
 
-    if run.failed:
-        print(f"warning: {path} not written: {len(run.failed)} inference(s) have no output",
-              file=sys.stderr)  # fmt: skip
-        return
     outputs = [out for out in run.outputs if out is not None]
+    if not outputs:
+        print(f"warning: {path} not written: no inference completed", file=sys.stderr)
+        return
     stacked = [torch.cat([out[k] for out in outputs]) for k in range(len(outputs[0]))]
     torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), path)
+    if run.failed:
+        print(f"warning: {path} holds the {len(outputs)} completed outputs, in input order; "
+              f"failed (not in it): {list(run.failed)}", file=sys.stderr)  # fmt: skip
 
 
 @device_app.command("run")

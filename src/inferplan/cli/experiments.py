@@ -80,6 +80,7 @@ def sweep_command(
     from inferplan.experiments.progress import progress_bar
     from inferplan.experiments.spec import load_spec
     from inferplan.experiments.store import write_csv, write_parquet
+    from inferplan.experiments.sweep_summary import write_sweep_summary
 
     sweep = load_spec(spec)
     with progress_bar(f"sweep {spec.name}", enabled=not (quiet or as_json)) as progress:
@@ -100,16 +101,19 @@ def sweep_command(
             raise exc.located(str(spec)) from None
     write_csv(outcome.rows, out / "results.csv")
     parquet = write_parquet(outcome.rows, out / "results.parquet")
+    notes = [] if parquet is None else [f"results.parquet not written: {parquet}"]
+    summary = write_sweep_summary(sweep, outcome.rows, out, notes, title=spec.name)
     if as_json:
-        print_json({**outcome.to_dict(), "out": str(out)})
+        print_json({**outcome.to_dict(), "out": str(out), "summary": [str(p) for p in summary]})
     else:
-        if parquet is not None:
-            print(f"note: results.parquet not written: {parquet}", file=sys.stderr)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
         console.print(
             f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed"
             + (f", {len(outcome.failed)} failed" if outcome.failed else "")
             + f") in {outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
             + (" and results.parquet" if parquet is None else "")
+            + (f"; summary in {', '.join(p.name for p in summary)}" if summary else "")
         )
     try:
         outcome.raise_for_failures()

@@ -12,10 +12,12 @@ from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
     BlocksOpt,
     ConfigOpt,
+    CutsOpt,
     DecodeOpt,
     DtypeOpt,
     InputShapesOpt,
     JsonOpt,
+    MaxIdealsOpt,
     MethodChoice,
     NetworkArg,
     ProfileArg,
@@ -48,6 +50,8 @@ def frontier_command(
         Path | None, typer.Option("--plot", help="Also draw the frontier to this image file.")
     ] = None,
     as_json: JsonOpt = False,
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -68,7 +72,8 @@ def frontier_command(
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
-        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only)
+        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
+                                cuts=cuts, max_ideals=max_ideals)  # fmt: skip
         front = cost_frontier(inst, low=low, high=high, points=points, method=method)
     if plot is not None:
         from inferplan.plots import plot_frontier  # matplotlib only when asked for

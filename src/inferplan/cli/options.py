@@ -17,10 +17,12 @@ __all__ = [
     "PROFILE_HELP",
     "BlocksOpt",
     "ConfigOpt",
+    "CutsOpt",
     "DecodeOpt",
     "DtypeOpt",
     "InputShapesOpt",
     "JsonOpt",
+    "MaxIdealsOpt",
     "MethodChoice",
     "NetworkArg",
     "ProfileArg",
@@ -68,6 +70,23 @@ DecodeOpt = Annotated[
     bool, typer.Option("--decode", help="transformers: profile one decode step with a KV cache.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+CutsOpt = Annotated[
+    Literal["chain", "graph"] | None,
+    typer.Option(
+        "--cuts",
+        help="Where the model may be cut: chain (between consecutive blocks) or graph (at "
+        "every ideal of the profile's layer graph). Default graph when the profile has a "
+        "layer graph within the limits, else chain.",
+    ),
+]
+MaxIdealsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-ideals",
+        help="Refuse layer graphs with more ideals than this (default 100000).",
+        min=2,
+    ),
+]
 
 # The choices of --method and --tie-break are the registries' names (typer reads the Literal).
 if TYPE_CHECKING:

@@ -51,6 +51,12 @@ def profile_command(
         "--flops", help="ONNX: count matrix products only, or all formulas.")] = FlopCount.matrix,
     cuts: Annotated[bool, typer.Option(
         "--cuts", help="Show every candidate cut and the tensors crossing it.")] = False,
+    graph: Annotated[bool, typer.Option(
+        "--graph", help="Show the layer graph: its layers, what each reads, and how many "
+                        "ideals (places a planner may cut) it has.")] = False,
+    max_ideals: Annotated[int | None, typer.Option(
+        "--max-ideals", help="--graph: count ideals up to this many (default 100000).",
+        min=2)] = None,
     measure: Annotated[bool, typer.Option(
         "--measure", help="PyTorch: time each block on this machine (real weights, warm-up, "
                           "median of repeats) and add seconds and FLOP/s per block.")] = False,
@@ -107,6 +113,9 @@ def profile_command(
     if as_json:
         print_json(traced.to_dict() if cuts and traced else profile.to_dict())
         return
+    if graph:
+        console.print(_graph_table(profile, max_ideals))
+        return
     console.print(_blocks_table(profile))
     if traced is not None and cuts:
         console.print(_cuts_table(traced))
@@ -138,6 +147,31 @@ def _blocks_table(profile: Profile) -> object:
                  f"{si(profile.total_flops, 'FLOP')} per inference",
                  ["block", "FLOPs", "activation after", "params"]
                  + ["seconds", "FLOP/s"] * timed, rows)  # fmt: skip
+
+
+def _graph_table(profile: Profile, max_ideals: int | None) -> object:
+    """The profile's layer graph as a table, its size and number of ideals in the title."""
+    from inferplan.profiles.graph import INPUT
+    from inferplan.profiles.ideals import DEFAULT_MAX_IDEALS, count_ideals
+
+    graph = profile.graph
+    if graph is None:
+        raise InvalidArgument(f"profile {profile.name!r} has no layer graph", field="--graph")
+    limit = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
+    found = count_ideals(graph, limit)
+    ideals = f"more than {limit} ideals" if found is None else f"{found} ideals"
+    reads: dict[str, list[str]] = {v: [] for v in graph.layers}
+    for u, v in graph.edges:
+        reads[v].append(u)
+    rows = [["input", "", si(graph.input_bits, "bit"), "", ""]]
+    outputs = set(graph.sinks)
+    for k in graph.order:
+        v = graph.layers[k]
+        rows.append([v + (" (output)" if k in outputs else ""), si(graph.flops[k], "FLOP"),
+                     si(graph.output_bits[k], "bit"), si(graph.params[k]),
+                     ", ".join(reads[v]) or INPUT])  # fmt: skip
+    return table(f"{profile.name}: {graph.n_layers} layers, {len(graph.edges)} edges, {ideals}",
+                 ["layer", "FLOPs", "output", "params", "reads"], rows)  # fmt: skip
 
 
 def _cuts_table(traced: GraphProfile) -> object:

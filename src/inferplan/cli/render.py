@@ -86,25 +86,48 @@ def stages_table(
     added: Mapping[str, str] | None = None,
     *,
     mark_column: str = "sets interval",
+    layers: Sequence[Sequence[str]] = (),
+    sends: Sequence[Sequence[str]] = (),
+    cuts: str = "chain",
 ) -> Table:
     """A deployment as its stages in order, nodes and the links between them (``s -> a1``),
-    with the blocks each runs or carries, the capacity added (if ``added``, by node id or link
-    id ``u->v``; ``0`` where none) and a mark per stage id (``marks``)."""
+    with the blocks each runs or carries (their numbers on a chain, the cut otherwise), the
+    names of the layers each node runs and of the tensors each link sends (``layers``,
+    ``sends``, when given), the capacity added (if ``added``, by node id or link id ``u->v``;
+    ``0`` where none) and a mark per stage id (``marks``)."""
     from inferplan.units import link_name
 
     rows, prev = [], 0
+    numbered = cuts == "chain"
     for k, (node, done) in enumerate(zip(path, partition, strict=True)):
-        stages = [(node, node, f"{prev + 1}..{done}" if done > prev else "-")]
+        names = layers[k] if layers else ()
+        if numbered:
+            blocks = f"{prev + 1}..{done}" if done > prev else "-"
+        else:
+            blocks = f"cut {done}" if names else "-"
+        stages = [(node, node, blocks, _names(names))]
         if k + 1 < len(path):
             link = f"{node}->{path[k + 1]}"
-            stages.append((link, link_name(node, path[k + 1]), f"after {done}"))
-        for stage, shown, blocks in stages:
+            carried = _names(sends[k]) if sends else ""
+            stages.append((link, link_name(node, path[k + 1]),
+                           f"after {done}" if numbered else f"cut {done}",
+                           f"sends {carried}" if carried else ""))  # fmt: skip
+        for stage, shown, runs, named in stages:
             zero = "0 bit/s" if "->" in stage else "0 FLOP/s"
             extra = [added.get(stage, zero)] if added is not None else []
-            rows.append([shown, blocks, *extra, marks.get(stage, "")])
+            rows.append([shown, runs, *([named] if layers else []), *extra,
+                         marks.get(stage, "")])  # fmt: skip
         prev = done
-    columns = ["stage", "blocks", *(["added"] if added is not None else []), mark_column]
+    columns = ["stage", "blocks", *(["layers"] if layers else []),
+               *(["added"] if added is not None else []), mark_column]  # fmt: skip
     return table(title, columns, rows)
+
+
+def _names(names: Sequence[str], shown: int = 4) -> str:
+    """Layer names for a table cell: the first few and how many more."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"
 
 
 def infeasible_table(details: Mapping[str, Any]) -> Table | None:
@@ -122,4 +145,6 @@ def infeasible_table(details: Mapping[str, Any]) -> Table | None:
         for b in details.get("binding", ())
     }
     title = f"best within the caps: interval {si(details['best_interval'], 's')}"
-    return stages_table(title, best["path"], best["partition"], marks, mark_column="cap")
+    return stages_table(title, best["path"], best["partition"], marks, mark_column="cap",
+                        layers=best.get("layers", ()), sends=best.get("sends", ()),
+                        cuts=best.get("cuts", "chain"))  # fmt: skip

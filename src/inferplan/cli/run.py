@@ -14,7 +14,7 @@ from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.units import si
+from inferplan.units import link_name, si
 
 if TYPE_CHECKING:
     from inferplan.network.network import Network
@@ -214,7 +214,8 @@ def _render(report: RunReport) -> None:
         if s.blocks is not None:
             first, last = s.blocks
             blocks = f"{first + 1}..{last}" if last > first else "-"
-        row = [f"{s.kind} {s.id}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
+        name = link_name(s.id) if s.kind == "link" else s.id
+        row = [f"{s.kind} {name}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
         if profiled:
             row.append("" if s.profiled_s is None else si(s.profiled_s, "s"))
         rows.append(row)

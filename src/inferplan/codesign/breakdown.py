@@ -12,7 +12,7 @@ import numpy as np
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Plan
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_units, stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
@@ -28,7 +28,9 @@ class StageRow:
     ``load`` is the FLOPs (node) or bits (link) per inference; ``capacity`` what the element
     has, ``added`` what the plan buys; ``seconds`` the stage's time per inference after the
     upgrades; ``utilisation`` is ``seconds / interval`` (1 for the bottleneck) and ``headroom``
-    ``interval - seconds``, the time the stage waits per inference.
+    ``interval - seconds``, the time the stage waits per inference. ``units`` names what a
+    node runs: its blocks, or its layers for a plan cut at ideals of a layer graph (where
+    ``blocks`` and ``after`` count ideals' cuts, not blocks).
     """
 
     kind: Literal["node", "link"]
@@ -42,6 +44,7 @@ class StageRow:
     utilisation: float
     headroom: float
     bottleneck: bool
+    units: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
     >>> round(sum(u.cost for u in parts.upgrades), 9) == round(parts.plan.cost, 9)
     True
     """
-    inst = compile_instance(network, profile, require_acyclic=False)
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     path = [index[v] for v in plan.path]
     deployment = stages(inst, path, plan.partition)
@@ -88,6 +91,7 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
     link_added = {inst.link_index(index[u.source], index[u.target]): u.amount
                   for u in plan.link_upgrades}  # fmt: skip
     compute, transfer = deployment.delays(C, B, node_added, link_added)
+    units = stage_units(inst, plan.partition)
     interval = max(compute + transfer)
     rows: list[StageRow] = []
     previous = 0
@@ -97,7 +101,8 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
         node = inst.node_ids[v]
         blocks = (previous + 1, done) if done > previous else None
         rows.append(_row("node", node, blocks, done, deployment.work[k], C[v],
-                         node_added.get(v, 0.0), compute[k], interval, slowest))  # fmt: skip
+                         node_added.get(v, 0.0), compute[k], interval, slowest,
+                         units[k]))  # fmt: skip
         if k < len(deployment.links):
             e = deployment.links[k]
             link = inst.links[e]
@@ -133,10 +138,11 @@ def _row(
     seconds: float,
     interval: float,
     slowest: str | None,
+    units: tuple[str, ...] = (),
 ) -> StageRow:
     share = seconds / interval if interval > 0 else 0.0
     return StageRow(kind, name, blocks, after, load, capacity, added, seconds, share,
-                    interval - seconds, name == slowest)  # fmt: skip
+                    interval - seconds, name == slowest, units)  # fmt: skip
 
 
 def _link_position(network: Network, source: str, target: str) -> int:

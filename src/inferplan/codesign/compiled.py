@@ -90,7 +90,10 @@ def available() -> bool:
 def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> bool:
     """Whether ``engine`` asks for the compiled kernels: ``"compiled"`` always (an error
     without numba), ``"numpy"`` never, ``"auto"`` when numba is installed and either ``inst``
-    has at least :data:`AUTO_STATES` states or the kernels are loaded already.
+    has at least :data:`AUTO_STATES` states or the kernels are loaded already. Never for an
+    ``inst`` whose cuts are not a chain (the ideals of a layer graph): the kernels' windows
+    and stacks need the cuts in one increasing order, and the numpy engine's all-pairs step,
+    ``O(K^2)`` per node for ``K`` cuts, runs instead.
 
     Raises
     ------
@@ -107,8 +110,10 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
         raise InvalidArgument(
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
+    if inst is not None and not inst.cuts.is_chain:
+        return False
     if engine == "auto" and inst is not None and not native.loaded():
-        states = (len(inst.node_ids) + inst.n_links) * (inst.n_blocks + 1)
+        states = (len(inst.node_ids) + inst.n_links) * inst.n_cuts
         if states < AUTO_STATES:
             return False
     return available()
@@ -176,7 +181,7 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     node_columns = (seg_ptr, starts, slopes, values, node_cap, node_table)
     link_columns = (lpieces.ptr, lpieces.starts, lpieces.slopes, lpieces.values, link_cap,
                     link_table)  # fmt: skip
-    W = inst.n_blocks + 1
+    W = inst.n_cuts
     work_t = np.ascontiguousarray(inst.work_between.T)
     network = (work_t, inst.activation_bits, inst.source, inst.target)
     # The limit of the nodes outside the tables (the tables hold their own limits).
@@ -214,7 +219,7 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
 def fits(inst: CodesignInstance) -> bool:
     """Whether the PSG kernel takes ``inst``: its cost tables stay within
     :data:`TABLE_ENTRIES`."""
-    width = inst.n_blocks + 1
+    width = inst.n_cuts
     return kernel_arrays(inst).table_nodes.size * width * width <= TABLE_ENTRIES
 
 
@@ -245,7 +250,7 @@ def psg_kernel(
 
 def _shapes(inst: CodesignInstance, name: str) -> list[tuple[int, ...]]:
     """The shapes of a kernel's per-solve arrays for ``inst``."""
-    V, W, E = len(inst.node_ids), inst.n_blocks + 1, inst.n_links
+    V, W, E = len(inst.node_ids), inst.n_cuts, inst.n_links
     if name == "psg":  # req_t, wanted, label, out, tail, queue, keys, path, partition, used, count
         return [(W, W), (W,), (V, W), (W,), (W,), (W,), (W,), (V,), (V,), (V,), (1,)]
     # capacity, bandwidth, limit, label, out, tail, stack, path, partition, count

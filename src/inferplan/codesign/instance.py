@@ -24,7 +24,8 @@ from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Link, Network, adjacency
-from inferplan.profiles.memory import memory_need
+from inferplan.profiles.ideals import CutKind, Cuts, cuts_of
+from inferplan.profiles.memory import graph_memory_need, memory_need
 from inferplan.profiles.profile import Profile
 
 if TYPE_CHECKING:
@@ -229,11 +230,14 @@ class CodesignInstance:
     """Arrays of one co-design problem (SI units).
 
     Nodes are indexed ``0..V-1`` in topological order (``source`` first when acyclic), links
-    ``0..E-1``. ``work_between[i, j]`` is ``w(i, j) = Q_(i+1) + ... + Q_j``, the FLOPs of
-    blocks ``i+1..j`` rounded once (``inf`` for ``i > j``, which no transition does): every
-    solver takes a stage's work from it, never as a difference of prefix sums, which loses a
-    small block beside a large one. ``prefix_flops`` is ``S_0..S_N`` (its first row) and
-    ``activation_bits`` is ``D_0..D_N``.
+    ``0..E-1``, the model's cuts ``0..K-1`` (:attr:`cuts`: the prefixes ``0..N`` of the
+    blocks, or the ideals of a layer graph; ``K - 1`` holds everything). ``work_between[i,
+    j]`` is ``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (``Q_(i+1) + ... + Q_j`` on
+    a chain) rounded once, ``inf`` where cut ``i`` is not inside cut ``j`` (no transition
+    does that): every solver takes a stage's work from it, never as a difference of prefix
+    sums, which loses a small block beside a large one. ``prefix_flops`` is the work of each
+    cut (its first row, ``S_0..S_N`` on a chain) and ``activation_bits`` the bits of each
+    cut's boundary (``D_0..D_N``).
     """
 
     network: Network
@@ -259,6 +263,7 @@ class CodesignInstance:
     source: int
     target: int
     acyclic: bool
+    cuts: Cuts
     memory: FloatArray
     """Each node's memory (bytes), ``inf`` where unlimited."""
     own_node_costs: tuple[CapacityCost, ...] | None = None
@@ -315,9 +320,14 @@ class CodesignInstance:
 
     @cached_property
     def memory_need(self) -> FloatArray:
-        """``need[a, b]``, the bytes a node running blocks ``a+1..b`` holds
-        (:func:`~inferplan.profiles.memory.memory_need`; ``inf`` for ``a > b``)."""
-        need = memory_need(self.profile)
+        """``need[a, b]``, the bytes a node running blocks ``a+1..b`` (the layers of cut ``b``
+        outside cut ``a``) holds (:func:`~inferplan.profiles.memory.memory_need`,
+        :func:`~inferplan.profiles.memory.graph_memory_need`; ``inf`` where no transition
+        goes)."""
+        if self.cuts.kind == "graph":
+            need = graph_memory_need(self.profile, self.cuts)
+        else:
+            need = memory_need(self.profile)
         need.flags.writeable = False
         return need
 
@@ -354,6 +364,16 @@ class CodesignInstance:
     @property
     def n_blocks(self) -> int:
         return self.profile.n_blocks
+
+    @property
+    def n_cuts(self) -> int:
+        """``K``, the number of states per node (``N + 1`` on a chain)."""
+        return self.cuts.n_cuts
+
+    @property
+    def last_cut(self) -> int:
+        """The cut holding the whole model (``N`` on a chain), which reaches the target."""
+        return self.cuts.last
 
     @property
     def n_links(self) -> int:
@@ -418,7 +438,7 @@ class CodesignInstance:
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
     def work(self, i: int, j: int) -> float:
-        """``w(i, j)``, the FLOPs of blocks ``i+1..j`` (rounded once)."""
+        """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once)."""
         return self._work_item(i, j)
 
     @cached_property
@@ -475,17 +495,19 @@ class CodesignInstance:
 
     @cached_property
     def no_transition(self) -> npt.NDArray[np.bool_]:
-        """``i > j``: a node cannot send fewer blocks than it received."""
-        return np.tri(self.n_blocks + 1, k=-1, dtype=bool)
+        """Cut ``i`` not inside cut ``j`` (``i > j`` on a chain): a node cannot send less
+        than it received."""
+        return ~self.cuts.subset
 
     @cached_property
     def work_or_zero(self) -> FloatArray:
-        """:attr:`work_between` with 0 for ``i > j``."""
+        """:attr:`work_between` with 0 where no transition goes."""
         return np.where(self.no_transition, 0.0, self.work_between)
 
     @cached_property
     def forbidden(self) -> FloatArray:
-        """0 for ``i <= j``, ``inf`` for ``i > j``: added to a cost, it rules out the rest."""
+        """0 where a transition goes, ``inf`` elsewhere: added to a cost, it rules out the
+        rest."""
         return np.where(self.no_transition, np.inf, 0.0)
 
     @cached_property
@@ -573,9 +595,15 @@ def link_cost_table(inst: CodesignInstance, links: IntArray, beta: float) -> Flo
 def memory_terms(inst: CodesignInstance) -> Terms:
     """The memory term of every transition of ``inst`` (none when every node's memory holds
     the whole model, or is unlimited)."""
+    W = inst.n_cuts
+    if not np.isfinite(inst.memory).any():  # the needs are not even formed
+        return Terms.none(W)
     need = inst.memory_need
-    W = need.shape[0]
-    short = np.flatnonzero(inst.memory < need[0, W - 1])  # the largest need of all
+    # the largest need of all: the whole model's on a chain; between ideals a node that only
+    # forwards may hold more (a boundary of several tensors) than the whole model's
+    most = need[0, W - 1] if inst.cuts.is_chain else np.max(need, where=np.isfinite(need),
+                                                            initial=0.0)  # fmt: skip
+    short = np.flatnonzero(inst.memory < most)
     if not short.size:
         return Terms.none(W)
     pricing = inst.memory_pricing
@@ -635,14 +663,26 @@ def _topological_order(n: int, src: IntArray, dst: IntArray) -> IntArray | None:
 
 
 def compile_instance(
-    network: Network, profile: Profile, *, require_acyclic: bool = True
+    network: Network,
+    profile: Profile,
+    *,
+    require_acyclic: bool = True,
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
+
+    ``cuts``: the states of the model, ``"chain"`` (between consecutive blocks) or
+    ``"graph"`` (every ideal of the profile's layer graph, at most ``max_ideals``); by
+    default the graph's when the profile has one within the limits, else the chain's (see
+    :func:`~inferplan.profiles.ideals.cuts_of`).
 
     Raises
     ------
     NetworkHasCycle
         If ``require_acyclic`` and a cycle lies on the way from source to target.
+    InvalidArgument
+        For ``cuts="graph"`` without a layer graph or beyond the limits.
     """
     on_path = network.on_path
     keep = np.flatnonzero(on_path)  # network positions of the kept nodes, in file order
@@ -670,7 +710,8 @@ def compile_instance(
     out_start, out_order = adjacency(link_src, keep.size)
     in_start, in_order = adjacency(link_dst, keep.size)
     ids = network.node_ids
-    work = range_sums(profile.flops)
+    states = cuts_of(profile, cuts, max_ideals=max_ideals)
+    work = states.work_between
     return CodesignInstance(
         network=network,
         profile=profile,
@@ -687,9 +728,10 @@ def compile_instance(
         in_order=in_order,
         work_between=work,
         prefix_flops=work[0].copy(),
-        activation_bits=np.asarray(profile.activation_bits, dtype=np.float64),
+        activation_bits=states.bits,
         source=int(rank[position[network.node_position[network.source]]]),
         target=int(rank[position[network.node_position[network.target]]]),
         acyclic=acyclic,
+        cuts=states,
         memory=network.node_memory[nodes],
     )

@@ -72,9 +72,12 @@ def fits_somewhere(inst: CodesignInstance, limit: FloatArray) -> bool:
         row = reach[v]
         if not row.any():
             continue
-        first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
-        done = np.concatenate(([0], np.cumsum(row)))
-        sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
+        if inst.cuts.is_chain:
+            first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
+            done = np.concatenate(([0], np.cumsum(row)))
+            sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
+        else:  # ideals: no window, every pair (O(W^2) per node)
+            sent = (row[:, None] & (need <= limit[v])).any(axis=0)
         if v == inst.target:
             return bool(sent[-1])
         heads = inst.link_dst[inst.out_links[v]]
@@ -97,10 +100,10 @@ def memory_infeasible(
         if limit[v] < least:
             return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most {limit[v]:.6g} "
                               f"bytes and needs at least {least:.6g}, {what})")  # fmt: skip
-    alone = np.array([need[n - 1, n] for n in range(1, N + 1)])
+    alone = _alone(inst)
     n = int(np.argmin(alone.max() - alone)) + 1  # the block whose need alone is largest
     most = float(np.max(limit))
-    block = inst.profile.blocks[n - 1]
+    block = inst.cuts.units[n - 1]
     if alone[n - 1] > most:
         return Infeasible(f"{head} (block {block!r} alone needs {alone[n - 1]:.6g} bytes; no "
                           f"node holds more than {most:.6g})")  # fmt: skip
@@ -108,3 +111,17 @@ def memory_infeasible(
         f"{head} (the largest need of one block, {block!r}, is {alone[n - 1]:.6g} "
         "bytes; no path has nodes enough to hold the model's blocks)"
     )
+
+
+def _alone(inst: CodesignInstance) -> FloatArray:
+    """The need of each block, or each layer of a layer graph, run alone."""
+    need = inst.memory_need
+    members = inst.cuts.members
+    if members is None or inst.cuts.is_chain:
+        return np.array([need[n - 1, n] for n in range(1, need.shape[0])])
+    alone = np.zeros(members.shape[1])
+    size = members.sum(axis=1)
+    for i, j in zip(*np.nonzero((size[None, :] == size[:, None] + 1) & inst.cuts.subset),
+                    strict=True):  # fmt: skip
+        alone[np.flatnonzero(members[j] & ~members[i])[0]] = need[i, j]
+    return alone

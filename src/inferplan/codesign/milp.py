@@ -102,7 +102,7 @@ class StateFlow:
     def __init__(
         self, inst: CodesignInstance, node_weight: FloatArray, link_weight: FloatArray
     ) -> None:
-        V, W, N = len(inst.node_ids), inst.n_blocks + 1, inst.n_blocks
+        V, W, N = len(inst.node_ids), inst.n_cuts, inst.last_cut
         node_cost = node_weight.copy()
         # the source receives nothing but the input, the target sends nothing but the output
         node_cost[inst.source, 1:, :] = np.inf

@@ -12,9 +12,10 @@ import numpy as np
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
 from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
-from inferplan.codesign.stages import Stages, stages
+from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
+from inferplan.profiles.ideals import CutKind
 from inferplan.units import link_name, si
 
 __all__ = [
@@ -70,10 +71,13 @@ class Bottleneck:
 class Deployment:
     """A path through the network and its partition points.
 
-    ``partition[l]`` is the number of blocks completed up to and including ``path[l]``; the
-    last entry is ``N``. ``interval`` is the output interval in seconds under the capacities
-    the deployment was evaluated with, ``bottleneck`` the stage that sets it, and ``latency``
-    the seconds one inference takes through it (see
+    ``partition[l]`` is the cut completed up to and including ``path[l]``: the number of
+    blocks on a chain (the last entry ``N``), the index of an ideal of the layer graph when
+    ``cuts`` is ``"graph"`` (the last entry the ideal holding every layer). ``layers[l]``
+    names the blocks or layers ``path[l]`` runs and ``sends[l]`` the tensors (``input`` or
+    the layers whose outputs) the link after it carries. ``interval`` is the output interval in
+    seconds under the capacities the deployment was evaluated with, ``bottleneck`` the stage
+    that sets it, and ``latency`` the seconds one inference takes through it (see
     :meth:`~inferplan.codesign.stages.Stages.latency`).
     """
 
@@ -82,6 +86,9 @@ class Deployment:
     interval: float
     bottleneck: Bottleneck | None = None
     latency: float | None = None
+    layers: tuple[tuple[str, ...], ...] = ()
+    sends: tuple[tuple[str, ...], ...] = ()
+    cuts: CutKind = "chain"
 
     @property
     def throughput(self) -> float:
@@ -95,6 +102,9 @@ class Deployment:
             "latency": self.latency,
             "path": list(self.path),
             "partition": list(self.partition),
+            "cuts": self.cuts,
+            "layers": [list(names) for names in self.layers],
+            "sends": [list(names) for names in self.sends],
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
         }
 
@@ -126,7 +136,7 @@ class Plan:
         The deployment's output interval (s) after the upgrades.
     target_interval
         The interval ``beta`` that was asked for.
-    path, partition
+    path, partition, layers, sends, cuts
         The deployment (see :class:`Deployment`).
     node_upgrades
         Compute (FLOP/s) added per node id; only non-zero amounts.
@@ -156,6 +166,9 @@ class Plan:
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     target_latency: float | None = None
+    layers: tuple[tuple[str, ...], ...] = ()
+    sends: tuple[tuple[str, ...], ...] = ()
+    cuts: CutKind = "chain"
     memory: tuple[NodeMemory, ...] = ()
 
     @property
@@ -184,6 +197,9 @@ class Plan:
             "target_latency": self.target_latency,
             "path": list(self.path),
             "partition": list(self.partition),
+            "cuts": self.cuts,
+            "layers": [list(names) for names in self.layers],
+            "sends": [list(names) for names in self.sends],
             "node_upgrades": dict(self.node_upgrades),
             "link_upgrades": [
                 {"source": u.source, "target": u.target, "amount": u.amount}
@@ -216,7 +232,7 @@ def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) 
     if cost is not None and math.isfinite(cost):
         return
     D, _, _ = inst.scalars
-    compute = inst.work(0, inst.n_blocks) / beta
+    compute = inst.work(0, inst.last_cut) / beta
     bandwidth = max(D) / beta
     magnitudes = [compute, bandwidth]
     if cost is not None:
@@ -462,6 +478,9 @@ def build_plan(
         bottleneck=bottleneck,
         latency=latency,
         target_latency=target_latency,
+        layers=stage_units(inst, partition),
+        sends=stage_sends(inst, partition),
+        cuts=inst.cuts.kind,
         memory=tuple(
             NodeMemory(
                 inst.node_ids[v],

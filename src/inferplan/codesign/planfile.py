@@ -29,10 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = ["check_plan", "load_plan", "plan_from_dict"]
@@ -73,6 +74,10 @@ class _PlanFile(BaseModel):
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
+    # A file from before plans named their cuts cut between blocks.
+    cuts: CutKind = "chain"
+    layers: list[list[str]] = Field(default_factory=list)
+    sends: list[list[str]] = Field(default_factory=list)
     # A file from before plans carried their latency says nothing of it.
     latency: Amount | None = None
     target_latency: Seconds | None = None
@@ -92,6 +97,9 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
+        layers=tuple(tuple(names) for names in doc.layers),
+        sends=tuple(tuple(names) for names in doc.sends),
+        cuts=doc.cuts,
         latency=doc.latency,
         target_latency=doc.target_latency,
     )
@@ -142,11 +150,26 @@ def check_plan(
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
     if profile is None:
         return
-    n = profile.n_blocks
+    if plan.cuts == "graph" and profile.graph is None:
+        raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
+                          "another model?)")  # fmt: skip
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
+    n = inst.last_cut
     if partition[-1] != n:
-        raise bad("partition", f"the plan covers {partition[-1]} blocks, the model has {n} "
-                               "(a plan for another model?)")  # fmt: skip
-    inst = compile_instance(network, profile, require_acyclic=False)
+        said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
+                if plan.cuts == "chain" else
+                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
+                f"{n}")  # fmt: skip
+        raise bad("partition", f"{said} (a plan for another model?)")
+    if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
+        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
+                               "layer graph (a plan for another model?)")  # fmt: skip
+    for name, given, found in (
+        ("layers", plan.layers, stage_units(inst, partition)),
+        ("sends", plan.sends, stage_sends(inst, partition)),
+    ):
+        if given and given != found:
+            raise bad(name, "not those of the partition (a plan for another model?)")
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
     deployment = stages(inst, [index[v] for v in path], partition)

@@ -16,6 +16,7 @@ from inferplan.codesign.methods import (
 from inferplan.codesign.plan import Deployment, Plan, at_caps, beyond_caps
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = ["provision", "target_interval", "throughput"]
@@ -43,6 +44,8 @@ def provision(
     tie_break: TieBreak | None = None,
     seed: int | None = None,
     time_limit: float | None = None,
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -64,6 +67,11 @@ def provision(
         :func:`inferplan.codesign.solve_pwf`.
     time_limit
         MILP only: seconds HiGHS may take; at the limit the plan has status ``"time_limit"``.
+    cuts, max_ideals
+        Where the model may be cut: ``"chain"`` (between consecutive blocks) or ``"graph"``
+        (at every ideal of the profile's layer graph, at most ``max_ideals`` of them); by
+        default the graph's when the profile has one within the limits (see
+        :func:`~inferplan.codesign.instance.compile_instance`).
 
     Returns
     -------
@@ -91,7 +99,8 @@ def provision(
     """
     beta = target_interval(interval=interval, throughput=throughput)
     chosen, _ = resolve(method)
-    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
+    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
+                            max_ideals=max_ideals)  # fmt: skip
     try:
         return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
     except Infeasible as error:
@@ -103,7 +112,14 @@ def provision(
         raise beyond_caps(error, capped, best, beta) from None
 
 
-def throughput(network: Network, profile: Profile, *, method: str = "psg") -> Deployment:
+def throughput(
+    network: Network,
+    profile: Profile,
+    *,
+    method: str = "psg",
+    cuts: CutKind | None = None,
+    max_ideals: int | None = None,
+) -> Deployment:
     """The throughput-optimal deployment and its interval ``T*``: the least output interval
     under the existing capacities.
 
@@ -115,6 +131,8 @@ def throughput(network: Network, profile: Profile, *, method: str = "psg") -> De
         ``"psg"`` (the state graph with bottleneck relaxation; acyclic networks) or
         ``"milp"`` (exact on any network, cycles included; minimises the slowest stage): the
         methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
+    cuts, max_ideals
+        Where the model may be cut, as for :func:`provision`.
 
     Raises
     ------
@@ -136,6 +154,7 @@ def throughput(network: Network, profile: Profile, *, method: str = "psg") -> De
             f"method {method!r} does not compute T* (methods: {', '.join(throughput_methods())})",
             field="method",
         )
-    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only)
+    inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
+                            max_ideals=max_ideals)  # fmt: skip
     best: Deployment = chosen.throughput(inst)
     return best

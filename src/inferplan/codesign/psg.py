@@ -90,7 +90,7 @@ def _compute_stage(inst: CodesignInstance, beta: float) -> Stage:
     """The compute step of PSG for one generation: ``A_v[j] = min_{i<=j} dist(v, i) +
     f_v(rho)`` comparing every ``(i, j)`` pair, and the smallest ``i`` attaining it. When every
     node's pairs fit in one chunk they are priced up front, in one call."""
-    V, W = len(inst.node_ids), inst.n_blocks + 1
+    V, W = len(inst.node_ids), inst.n_cuts
     if V * W * W <= CHUNK_ENTRIES:
         table = node_cost_table(inst, np.arange(V), beta)
         return lambda gen, dist: take_min(dist[:, :, None] + table[gen.rows])
@@ -161,8 +161,8 @@ def backtrack(
     At each node the recorded choice (the block count ``v`` received) and among its in-links
     the one offering the best label; ties go to the earliest link in file order.
     """
-    path, partition, links = [inst.target], [inst.n_blocks], []
-    v, j = inst.target, inst.n_blocks
+    path, partition, links = [inst.target], [inst.last_cut], []
+    v, j = inst.target, inst.last_cut
     while v != inst.source:
         i = int(relaxed.choice[v, j])
         ins = inst.in_links[v]
@@ -213,7 +213,7 @@ def _vectorised_psg(
     inst: CodesignInstance, beta: float
 ) -> tuple[float, list[int], list[int], list[int]]:
     """:func:`psg_path` by the vectorised relaxation (``inf`` and no path when infeasible)."""
-    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+    start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
         inst,
@@ -259,7 +259,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
     in topological order, ``O(|V| N + |E| N^2)`` scalar steps. For tests and benchmarks."""
     inst.check_acyclic("Algorithm 1")
     check_scale(inst, beta)
-    N, D = inst.n_blocks, inst.activation_bits
+    N, D = inst.last_cut, inst.activation_bits
     V = len(inst.node_ids)
     dist = [[math.inf] * (N + 1) for _ in range(V)]
     parent: dict[tuple[int, int], tuple[int, int]] = {}
@@ -285,7 +285,9 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
                 continue
             for e in inst.out_links[v]:
                 z = int(inst.link_dst[e])
-                for j in range(i, N + 1):
+                for j in range(i, N + 1):  # a cut inside another comes first
+                    if math.isinf(inst.work(i, j)):
+                        continue
                     sigma = max(0.0, D[j] / beta - inst.bandwidth[e])
                     w = compute_cost(v, i, j) + float(inst.link_costs[e](np.array([sigma]))[0])
                     if dist[v][i] + w < dist[z][j]:

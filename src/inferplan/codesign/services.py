@@ -22,10 +22,11 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import get_service_method
 from inferplan.codesign.plan import CAP_RTOL, PlanStatus, check_scale
-from inferplan.codesign.stages import stages
+from inferplan.codesign.stages import stage_units, stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
 from inferplan.network.network import Network
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -82,7 +83,9 @@ class ServiceDeployment:
     """Where one service runs: its ``path`` and ``partition`` (as in a single-service plan),
     the ``interval`` it achieves once the plan's capacity is bought and shared, the
     ``target_interval`` it asked for, and its ``latency``: what one of its inferences takes
-    when it finds the bought capacity idle (each stage at the element's whole capacity)."""
+    when it finds the bought capacity idle (each stage at the element's whole capacity);
+    ``layers`` and ``cuts`` as in a single-service plan (what each path node runs, and whether
+    the partition counts blocks or indexes ideals)."""
 
     name: str
     path: tuple[str, ...]
@@ -90,6 +93,8 @@ class ServiceDeployment:
     interval: float
     target_interval: float
     latency: float | None = None
+    layers: tuple[tuple[str, ...], ...] = ()
+    cuts: CutKind = "chain"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +104,8 @@ class ServiceDeployment:
             "interval": self.interval,
             "target_interval": self.target_interval,
             "latency": self.latency,
+            "cuts": self.cuts,
+            "layers": [list(names) for names in self.layers],
         }
 
 
@@ -329,6 +336,8 @@ class JointProblem:
                     interval=float(max(shares, default=0.0)),
                     target_interval=service.interval,
                     latency=latency,
+                    layers=stage_units(inst, partition),
+                    cuts=inst.cuts.kind,
                 )
             )
         nodes, links = self.network.nodes, self.network.links

@@ -190,7 +190,7 @@ def engine(problem: JointProblem) -> Engine:
     and one solve of every service in each order already relaxes :data:`AUTO_STATES` states
     (the rule ``engine="auto"`` applies to one solve), numpy's otherwise."""
     orders = 2 + RANDOM_ORDERS if len(problem.services) > 1 else 1
-    states = sum((len(inst.node_ids) + len(inst.links)) * (inst.n_blocks + 1)
+    states = sum((len(inst.node_ids) + len(inst.links)) * inst.n_cuts
                  for inst in problem.instances)  # fmt: skip
     return "compiled" if available() and orders * states >= AUTO_STATES else "auto"
 
@@ -202,7 +202,7 @@ def _most(problem: JointProblem) -> FloatArray:
     most = np.zeros(V + len(problem.bandwidth))
     for s, inst in enumerate(problem.instances):
         beta = problem.services[s].interval
-        most[problem.node_of[s]] += inst.work(0, inst.n_blocks) / beta
+        most[problem.node_of[s]] += inst.work(0, inst.last_cut) / beta
         most[V + problem.link_of[s]] += float(inst.activation_bits.max()) / beta
     return most
 

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
 
-__all__ = ["Stages", "stages"]
+__all__ = ["Stages", "stage_sends", "stage_units", "stages"]
 
 Capacities = Sequence[float] | npt.NDArray[np.float64]
 
@@ -160,3 +160,16 @@ def stages(
         bits=tuple(float(bits[b]) for b in partition[: len(links)]),
         propagation=tuple(float(delay[e]) for e in links),
     )
+
+
+def stage_units(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+    """The names of the blocks or layers each path node runs (``partition[l]`` the cut done
+    up to the ``l``-th node), in the model's order; empty for a node that only forwards."""
+    done = [0, *partition[:-1]]
+    return tuple(inst.cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
+
+
+def stage_sends(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+    """The tensors each path link carries (``partition[l]`` the cut done before it), in the
+    fixed order of :meth:`~inferplan.profiles.ideals.Cuts.boundary`."""
+    return tuple(inst.cuts.boundary(b) for b in partition[:-1])

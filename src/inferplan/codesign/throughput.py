@@ -23,6 +23,7 @@ from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
+from inferplan.codesign.stages import stage_sends, stage_units
 
 __all__ = ["throughput_optimal"]
 
@@ -71,8 +72,16 @@ def throughput_optimal(
         interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
     names = inst.node_ids
     latency = deployment_latency(inst, path, partition, capacity, bandwidth)
-    return Deployment(tuple([names[v] for v in path]), tuple(partition), interval, bottleneck,
-                      latency)  # fmt: skip
+    return Deployment(
+        tuple([names[v] for v in path]),
+        tuple(partition),
+        interval,
+        bottleneck,
+        latency,
+        layers=stage_units(inst, partition),
+        sends=stage_sends(inst, partition),
+        cuts=inst.cuts.kind,
+    )
 
 
 def _vectorised(
@@ -81,7 +90,7 @@ def _vectorised(
     """The path and partition of :func:`throughput_optimal` by the all-pairs relaxation:
     ``min_{i<=j} max(label[v, i], w(i, j) / C_v)`` over the ``i`` that fit ``M_v`` and the
     smallest ``i`` attaining it."""
-    start = np.full((len(inst.node_ids), inst.n_blocks + 1), np.inf)
+    start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     work, need = inst.work_between, inst.memory_need
     limited = bool(np.any(need[0, -1] > M))

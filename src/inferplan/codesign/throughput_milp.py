@@ -22,6 +22,7 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.milp import StateFlow
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
+from inferplan.codesign.stages import stage_sends, stage_units
 from inferplan.errors import InvalidArgument
 
 __all__ = ["throughput_milp"]
@@ -81,5 +82,13 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
     path, partition = flow.deployment(found)
     interval, bottleneck = slowest_stage(inst, path, partition)
     names = inst.node_ids
-    return Deployment(tuple(names[v] for v in path), tuple(partition), interval, bottleneck,
-                      deployment_latency(inst, path, partition))  # fmt: skip
+    return Deployment(
+        tuple(names[v] for v in path),
+        tuple(partition),
+        interval,
+        bottleneck,
+        deployment_latency(inst, path, partition),
+        layers=stage_units(inst, partition),
+        sends=stage_sends(inst, partition),
+        cuts=inst.cuts.kind,
+    )

@@ -82,7 +82,14 @@ _SIGMA_DB_MAX = 50.0
 _U_MAX = math.log(np.finfo(np.float64).max)
 
 
-def _positive(value: float, name: str) -> float:
+def positive(value: float, name: str) -> float:
+    """``value`` as a float, if it is positive and finite.
+
+    Raises
+    ------
+    InvalidSystem
+        Naming the field ``name`` otherwise.
+    """
     value = float(value)
     if not (math.isfinite(value) and value > 0):
         raise InvalidSystem(f"must be a positive finite number, got {value!r}", field=name)
@@ -90,7 +97,7 @@ def _positive(value: float, name: str) -> float:
 
 
 def _snr_parameter(value: float, name: str) -> float:
-    value = _positive(value, name)
+    value = positive(value, name)
     if not _SNR_MIN <= value <= _SNR_MAX:
         raise InvalidSystem(
             f"must be a linear SNR in [{_SNR_MIN:g}, {_SNR_MAX:g}] (+-150 dB: beyond any radio "
@@ -683,7 +690,7 @@ class Nakagami(_Continuous):
     kind: str = field(default="nakagami", init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "m", _positive(self.m, "m"))
+        object.__setattr__(self, "m", positive(self.m, "m"))
         if not 0.5 <= self.m <= _NAKAGAMI_M_MAX:
             raise InvalidSystem(
                 f"must be in [0.5, {_NAKAGAMI_M_MAX:g}] (Nakagami-m; a larger m is no fading: "
@@ -871,7 +878,7 @@ class LogNormal(_Continuous):
                 field="mean_db",
             )
         object.__setattr__(self, "mean_db", float(self.mean_db))
-        sigma_db = _positive(self.sigma_db, "sigma_db")
+        sigma_db = positive(self.sigma_db, "sigma_db")
         if sigma_db > _SIGMA_DB_MAX:
             raise InvalidSystem(
                 f"must be at most {_SIGMA_DB_MAX:g} dB (measured shadowing spreads are 4-12 dB; "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -34,7 +35,13 @@ import numpy.typing as npt
 from scipy import special
 
 from inferplan.arrays import FloatArray
-from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, inv_log2
+from inferplan.coinference.channels import (
+    Chain,
+    Channel,
+    Discrete,
+    Rayleigh,
+    inv_log2,
+)
 from inferplan.errors import InvalidSystem
 
 __all__ = [
@@ -110,6 +117,36 @@ def clarke_correlation(speed_mps: float, carrier_hz: float, dt_s: npt.ArrayLike)
     return np.asarray(special.j0(2.0 * math.pi * doppler * np.asarray(dt_s, dtype=np.float64)))
 
 
+class _WithMemory(Channel):
+    """A channel with memory: as a plain ``Channel`` it is the law of the SNR at stage 1."""
+
+    memory: ClassVar[bool] = True
+
+    @property
+    @abstractmethod
+    def first_law(self) -> Channel:
+        """The law of the SNR at stage 1."""
+
+    @abstractmethod
+    def chain(self, intervals: Sequence[float]) -> Chain:
+        """The chain over ``len(intervals) + 1`` stages ``intervals`` seconds apart."""
+
+    def below(self, threshold: float) -> float:
+        return self.first_law.below(threshold)
+
+    def at_or_above(self, threshold: float) -> float:
+        return self.first_law.at_or_above(threshold)
+
+    def partial_inv_log(self, threshold: float) -> float:
+        return self.first_law.partial_inv_log(threshold)
+
+    def expected_snr(self) -> float:
+        return self.first_law.expected_snr()
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self.first_law.sample(rng, size)
+
+
 def _default_boundaries(snr: FloatArray) -> FloatArray:
     """Midpoints between consecutive state SNRs, geometric where both are positive."""
     lo, hi = snr[:-1], snr[1:]
@@ -119,7 +156,7 @@ def _default_boundaries(snr: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class Markov(Channel):
+class Markov(_WithMemory):
     """A finite-state Markov channel: one linear SNR per state and the state's transitions.
 
     ``transition`` is one ``K x K`` matrix for every step between stages, or a list of ``N`` of
@@ -142,7 +179,6 @@ class Markov(Channel):
     initial: tuple[float, ...] | None = None
     boundaries: tuple[float, ...] | None = None
     kind: str = field(default="markov", init=False)
-    memory: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         snr = tuple(float(s) for s in self.snr)
@@ -247,7 +283,8 @@ class Markov(Channel):
         return tuple(stationary_law(self._stack[0]).tolist())
 
     @functools.cached_property
-    def _first(self) -> Discrete:
+    def first_law(self) -> Channel:
+        """The law of the SNR at stage 1."""
         return Discrete(self.snr, self.law)
 
     def chain(self, intervals: Sequence[float]) -> Chain:
@@ -272,21 +309,6 @@ class Markov(Channel):
         """``(size, len(intervals) + 1)`` SNR paths drawn from the chain."""
         chain = self.chain(intervals)
         return chain.snr[chain.sample_states(rng, size)]
-
-    def below(self, threshold: float) -> float:
-        return self._first.below(threshold)
-
-    def at_or_above(self, threshold: float) -> float:
-        return self._first.at_or_above(threshold)
-
-    def partial_inv_log(self, threshold: float) -> float:
-        return self._first.partial_inv_log(threshold)
-
-    def expected_snr(self) -> float:
-        return self._first.expected_snr()
-
-    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
-        return self._first.sample(rng, size)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -380,7 +402,7 @@ def fit_markov(
 
 
 @dataclass(frozen=True)
-class GaussMarkov(Channel):
+class GaussMarkov(_WithMemory):
     """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
 
     ``h_{n+1} = rho_n h_n + sqrt(1 - rho_n^2) w_n`` with ``h, w ~ CN(0, 1)`` and SNR
@@ -416,7 +438,6 @@ class GaussMarkov(Channel):
     grid: int = _DEFAULT_GRID
     sampler: str = "recursion"
     kind: str = field(default="gauss-markov", init=False)
-    memory: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         marginal = Rayleigh(self.mean_snr, self.min_snr)  # checks both SNRs
@@ -475,7 +496,8 @@ class GaussMarkov(Channel):
         object.__setattr__(self, "grid", int(grid))
 
     @functools.cached_property
-    def _marginal(self) -> Rayleigh:
+    def first_law(self) -> Channel:
+        """The law of the SNR at stage 1 (and at every stage without a floor)."""
         return Rayleigh(self.mean_snr, self.min_snr)
 
     @property
@@ -506,7 +528,7 @@ class GaussMarkov(Channel):
         g, mean, floor = self.grid, self.mean_snr, self.floor
         edges = floor - mean * np.log1p(-np.arange(g) / g)
         edges = np.append(edges, np.inf)
-        law = self._marginal
+        law = self.first_law
         if self.min_snr is None:  # the bottom cell's cost is infinite: System refuses this
             tails = np.array([math.inf] + [law.partial_inv_log(float(e)) for e in edges[1:-1]])
         else:
@@ -610,18 +632,6 @@ class GaussMarkov(Channel):
             out[todo[ok]] = snr[ok]
             todo = todo[~ok]
         return out
-
-    def below(self, threshold: float) -> float:
-        return self._marginal.below(threshold)
-
-    def partial_inv_log(self, threshold: float) -> float:
-        return self._marginal.partial_inv_log(threshold)
-
-    def expected_snr(self) -> float:
-        return self._marginal.expected_snr()
-
-    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
-        return self._marginal.sample(rng, size)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "gauss-markov", "mean_snr": self.mean_snr}

@@ -87,14 +87,6 @@ def _threshold(a: float, b: float, target: FloatArray) -> FloatArray:
     return np.asarray(np.where(target <= a, np.inf, t), dtype=np.float64)
 
 
-def _check_placement(system: System, placement: int) -> int:
-    if isinstance(placement, bool) or not isinstance(placement, int | np.integer):
-        raise InvalidArgument(f"placement must be an integer, got {placement!r}")
-    if not 0 <= placement <= system.n_layers:
-        raise InvalidArgument(f"placement must be in 0..{system.n_layers}, got {placement}")
-    return int(placement)
-
-
 def memory_thresholds(system: System, placement: int) -> tuple[FloatArray, FloatArray]:
     """Backward induction over (stage, state) for ``M = placement``.
 
@@ -107,7 +99,7 @@ def memory_thresholds(system: System, placement: int) -> tuple[FloatArray, Float
         the optimal expected ETC of an inference is ``initial . values[0]``.
     """
     chain = _chain(system)
-    m = _check_placement(system, placement)
+    m = system.check_placement(placement)
     a, b = system.stage_costs
     eta = state_costs(system)
     values = np.empty((m + 1, chain.states))
@@ -162,7 +154,7 @@ def evaluate_rule(system: System, thresholds: FloatArray) -> tuple[FloatArray, F
     """
     chain = _chain(system)
     table = _as_table(system, thresholds)
-    m = _check_placement(system, table.shape[0])
+    m = system.check_placement(table.shape[0])
     eta = state_costs(system)
     stop = chain.snr[None, :] >= table
     cost = eta[m].copy()

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from inferplan.errors import InvalidSystem
+from inferplan.coinference.channels import positive as _positive
 
 __all__ = ["THERMAL_NOISE_W_PER_HZ", "PathLoss", "free_space_gain"]
 
@@ -22,13 +22,6 @@ THERMAL_NOISE_W_PER_HZ = 3.98e-21
 """``N_0`` at 290 K: ``k T = 1.380649e-23 * 290`` W/Hz (-174 dBm/Hz)."""
 
 _SPEED_OF_LIGHT = 299_792_458.0
-
-
-def _positive(value: float, name: str) -> float:
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidSystem(f"must be a positive finite number, got {value!r}", field=name)
-    return value
 
 
 def free_space_gain(distance_m: float, carrier_hz: float) -> float:

@@ -25,6 +25,20 @@ from inferplan.errors import InvalidArgument
 __all__ = ["Policy", "SplitPolicy", "StatePolicy", "policy_from_dict", "policy_from_json"]
 
 
+def _stages(snr: npt.ArrayLike, m: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The SNRs of stages ``1..M`` and a stop table whose stage ``M + 1`` always uploads."""
+    values = np.asarray(snr, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] < m + 1:
+        raise InvalidArgument(f"snr must have shape (k, {m + 1}), got {values.shape}")
+    stop = np.ones((values.shape[0], m + 1), dtype=bool)
+    return values[:, :m], stop
+
+
+def _first_upload(stop: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """The 1-based stage of each row's first upload."""
+    return np.asarray(np.argmax(stop, axis=1), dtype=np.int64) + 1
+
+
 @dataclass(frozen=True)
 class SplitPolicy:
     """Split at the first stage ``n <= M`` with ``snr >= thresholds[n-1]``, else at ``M + 1``.
@@ -60,15 +74,9 @@ class SplitPolicy:
 
     def split_points(self, snr: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Vectorised: split stage (1-based) for each row of ``snr`` (shape ``(k, M + 1)``)."""
-        snr = np.asarray(snr, dtype=np.float64)
-        m = len(self.thresholds)
-        if snr.ndim != 2 or snr.shape[1] < m + 1:
-            raise InvalidArgument(f"snr must have shape (k, {m + 1}), got {snr.shape}")
-        stop = np.empty((snr.shape[0], m + 1), dtype=bool)
-        stop[:, :m] = snr[:, :m] >= np.asarray(self.thresholds)
-        stop[:, m] = True
-        split: npt.NDArray[np.int64] = np.argmax(stop, axis=1).astype(np.int64) + 1
-        return split
+        values, stop = _stages(snr, self.placement)
+        stop[:, : self.placement] = values >= np.asarray(self.thresholds)
+        return _first_upload(stop)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,18 +174,13 @@ class StatePolicy:
 
     def split_points(self, snr: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Vectorised: split stage (1-based) for each row of ``snr`` (shape ``(k, M + 1)``)."""
-        snr = np.asarray(snr, dtype=np.float64)
-        m = len(self.thresholds)
-        if snr.ndim != 2 or snr.shape[1] < m + 1:
-            raise InvalidArgument(f"snr must have shape (k, {m + 1}), got {snr.shape}")
-        stop = np.empty((snr.shape[0], m + 1), dtype=bool)
+        m = self.placement
+        values, stop = _stages(snr, m)
         if m:
-            states = np.searchsorted(np.asarray(self.boundaries), snr[:, :m], side="right")
+            states = np.searchsorted(np.asarray(self.boundaries), values, side="right")
             table = np.asarray(self.thresholds, dtype=np.float64)
-            stop[:, :m] = snr[:, :m] >= table[np.arange(m), states]
-        stop[:, m] = True
-        split: npt.NDArray[np.int64] = np.argmax(stop, axis=1).astype(np.int64) + 1
-        return split
+            stop[:, :m] = values >= table[np.arange(m), states]
+        return _first_upload(stop)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -74,14 +74,6 @@ def _forced(system: System, n: int) -> float:
     return float(a[n - 1]) + float(b[n - 1]) * system.channels[n - 1].mean_inv_log()
 
 
-def _check_placement(system: System, placement: int) -> int:
-    if isinstance(placement, bool) or not isinstance(placement, int | np.integer):
-        raise InvalidArgument(f"placement must be an integer, got {placement!r}")
-    if not 0 <= placement <= system.n_layers:
-        raise InvalidArgument(f"placement must be in 0..{system.n_layers}, got {placement}")
-    return int(placement)
-
-
 def optimal_thresholds(system: System, placement: int) -> tuple[FloatArray, FloatArray]:
     """Backward induction for ``M = placement``: thresholds and ``E[V_n]``.
 
@@ -93,7 +85,7 @@ def optimal_thresholds(system: System, placement: int) -> tuple[FloatArray, Floa
         ``E[V_1..V_{M+1}]``, the optimal expected ETC from each stage on; ``values[0]`` is the
         optimal expected ETC of an inference.
     """
-    m = _check_placement(system, placement)
+    m = system.check_placement(placement)
     a, b = system.stage_costs
     values = np.empty(m + 1)
     thresholds = np.empty(m)
@@ -130,7 +122,7 @@ def evaluate_thresholds(
     split_probabilities
         ``P(split at n)``, ``n = 1..M+1`` (sums to 1).
     """
-    m = _check_placement(system, len(thresholds))
+    m = system.check_placement(len(thresholds))
     values = np.empty(m + 1)
     values[m] = _forced(system, m + 1)
     below = np.empty(m)
@@ -191,7 +183,7 @@ def optimality_probability(system: System, placement: int) -> float:
     >>> optimality_probability(default_system(), 1)
     1.0
     """
-    m = _check_placement(system, placement)
+    m = system.check_placement(placement)
     if system.chain is not None:
         from inferplan.coinference import markov_stopping as memory
 
@@ -298,7 +290,7 @@ def solve_stopping(system: System, placement: int, *, rule: str = "optimal") -> 
     >>> opt.expected_etc <= sla.expected_etc
     True
     """
-    m = _check_placement(system, placement)
+    m = system.check_placement(placement)
     if system.chain is not None and rule in RULES:
         return _solve_with_memory(system, m, rule)
     if rule == "optimal":

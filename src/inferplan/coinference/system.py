@@ -447,6 +447,20 @@ class System:
         out.flags.writeable = False
         return out
 
+    def check_placement(self, placement: int) -> int:
+        """``placement`` as an ``M`` in ``0..N``.
+
+        Raises
+        ------
+        InvalidArgument
+            If it is not an integer in that range.
+        """
+        if isinstance(placement, bool) or not isinstance(placement, int | np.integer):
+            raise InvalidArgument(f"placement must be an integer, got {placement!r}")
+        if not 0 <= placement <= self.n_layers:
+            raise InvalidArgument(f"placement must be in 0..{self.n_layers}, got {placement}")
+        return int(placement)
+
     def eta(self, stage: int, snr: FloatArray | float) -> FloatArray | float:
         """``eta_n(gamma)``, the energy-time cost of splitting at ``stage`` under SNR ``snr``."""
         if not 1 <= stage <= self.n_layers + 1:

@@ -160,7 +160,8 @@ class Sweep:
     """A point function, the points to run it on, and options shared by every point.
 
     ``study`` and ``seed_from`` only describe the sweep (they go into ``sweep.json``); each
-    point already carries its seed.
+    point already carries its seed. ``metric`` and ``group_by`` say what its summary reports
+    (:mod:`~inferplan.experiments.sweep_summary`; ``metric`` ``None``: every numeric column).
     """
 
     function: str
@@ -169,6 +170,8 @@ class Sweep:
     seed: int = 0
     study: str = ""
     seed_from: tuple[str, ...] | None = None
+    metric: str | None = None
+    group_by: str | None = None
 
     def manifest(self) -> dict[str, Any]:
         """What identifies the sweep on disk: resuming needs the same manifest.
@@ -352,7 +355,14 @@ def _run(
             progress(len(done), total)
         if todo:
             outcomes = (
-                run_dask(execute_point, todo, address=cluster, workers=workers, dashboard=dashboard)
+                run_dask(
+                    execute_point,
+                    todo,
+                    address=cluster,
+                    workers=workers,
+                    dashboard=dashboard,
+                    scratch=store.directory,
+                )
                 if cluster is not None
                 else run_local(execute_point, todo, jobs=jobs)
             )

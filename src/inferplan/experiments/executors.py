@@ -7,15 +7,18 @@ them back into point order, so results do not depend on the executor.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
+import shutil
 import socket
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from inferplan.errors import InferplanError, InvalidArgument
@@ -132,6 +135,7 @@ def run_dask(
     address: str,
     workers: int | None = None,
     dashboard: bool = False,
+    scratch: Path | None = None,
 ) -> Generator[R, None, None]:
     """Run ``function`` on ``tasks`` on the Dask scheduler at ``address``.
 
@@ -139,7 +143,9 @@ def run_dask(
     (two by default) with one thread each, for the length of the run. Its scheduler, workers
     and nannies listen on 127.0.0.1 only, on random ports; the scheduler's dashboard is opened
     (on 127.0.0.1:8787, or another port if that one is taken; its address printed on stderr)
-    only if ``dashboard``. Workers of a remote cluster need the same inferplan installed:
+    only if ``dashboard``. Its workers' scratch space, ``dask-scratch-space``, lives in
+    ``scratch`` (the sweep's directory; the system's temporary folder if ``None``) and is
+    removed with the cluster. Workers of a remote cluster need the same inferplan installed:
     tasks name their point function by module path.
     """
     check_address(address)
@@ -151,8 +157,41 @@ def run_dask(
             "running on a Dask cluster needs dask.distributed: pip install 'inferplan[dask]'",
             field="cluster",
         ) from None
-    cluster: Any = None
-    if address == "local":
+    with contextlib.ExitStack() as stack:
+        if address == "local":
+            address = stack.enter_context(_local_cluster(distributed, workers, dashboard, scratch))
+        elif not address.startswith("inproc://"):
+            _check_reachable(address)
+        try:
+            client = distributed.Client(address, timeout="10s")
+        except (OSError, ValueError) as exc:  # ValueError: an inproc address of another process
+            raise InvalidArgument(
+                f"cannot reach a Dask scheduler at {address!r} ({' '.join(str(exc).split())})",
+                field="cluster",
+            ) from None
+        stack.callback(client.close)
+        futures = client.map(function, list(tasks), pure=False)
+        for future in distributed.as_completed(futures):
+            try:
+                result = future.result()
+            except distributed.KilledWorker as exc:
+                raise WorkerDied(str(exc).splitlines()[0]) from None
+            yield result
+            future.release()
+
+
+@contextlib.contextmanager
+def _local_cluster(
+    distributed: Any, workers: int | None, dashboard: bool, scratch: Path | None
+) -> Generator[str, None, None]:
+    """A local cluster on 127.0.0.1 for the block (see :func:`run_dask`), its scheduler's
+    address; its scratch space in ``scratch`` (removed with it) when given."""
+    with contextlib.ExitStack() as stack:
+        if scratch is not None:
+            # the scheduler and the nannies read the setting too, not only the workers
+            dask = importlib.import_module("dask")
+            stack.enter_context(dask.config.set({"temporary-directory": str(scratch)}))
+            stack.callback(shutil.rmtree, scratch / "dask-scratch-space", ignore_errors=True)
         cluster = distributed.LocalCluster(
             n_workers=workers or 2,
             threads_per_worker=1,
@@ -164,35 +203,13 @@ def run_dask(
             dashboard_address="127.0.0.1:8787" if dashboard else "127.0.0.1:0",
             scheduler_kwargs={"dashboard": dashboard},
             worker_dashboard_address=None,
+            local_directory=None if scratch is None else str(scratch),
         )
-        address = cluster.scheduler_address
+        stack.callback(cluster.close)
         if dashboard:
             link = cluster.dashboard_link
             print(f"local Dask cluster: {workers or 2} workers, dashboard: {link}", file=sys.stderr)
-    elif not address.startswith("inproc://"):
-        _check_reachable(address)
-    try:
-        client = distributed.Client(address, timeout="10s")
-    except (OSError, ValueError) as exc:  # ValueError: an inproc address of another process
-        if cluster is not None:
-            cluster.close()
-        raise InvalidArgument(
-            f"cannot reach a Dask scheduler at {address!r} ({' '.join(str(exc).split())})",
-            field="cluster",
-        ) from None
-    try:
-        futures = client.map(function, list(tasks), pure=False)
-        for future in distributed.as_completed(futures):
-            try:
-                result = future.result()
-            except distributed.KilledWorker as exc:
-                raise WorkerDied(str(exc).splitlines()[0]) from None
-            yield result
-            future.release()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        yield str(cluster.scheduler_address)
 
 
 def _check_reachable(address: str) -> None:

@@ -5,6 +5,8 @@ A spec is a YAML (or JSON) document::
     study: provisioning        # a registered study, or package.module:function
     seed: 7                    # the sweep seed (default 0)
     seed_from: [topology]      # parameters a point's seed depends on (default: the study's)
+    metric: ratio              # what summary.csv and summary.png report (default: the study's)
+    group_by: method           # the column that splits the summary (default: the study's)
     options: {methods: [psg, pfp, pwf]}
     grid:                      # a cartesian product (first axis varies slowest) ...
       topology: {range: [0, 20]}
@@ -66,6 +68,8 @@ class SweepSpec(BaseModel):
     study: str
     seed: Annotated[int, Field(ge=0)] = 0
     seed_from: list[str] | None = None
+    metric: str | None = None
+    group_by: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Any] | None = None
     sample: _Sample | None = None
@@ -354,6 +358,8 @@ def _sweep(spec: SweepSpec) -> Sweep:
         seed=spec.seed,
         study=spec.study,
         seed_from=tuple(seed_from) if seed_from is not None else None,
+        metric=spec.metric or (study.metric if study is not None else None),
+        group_by=spec.group_by or (study.group_by if study is not None else None),
     )
 
 

@@ -3,7 +3,8 @@
 Layout of a sweep directory::
 
     DIR/sweep.json          what was run (study, function, seed, options); checked on resume
-    DIR/sweep.lock          held by the process running the sweep; says which process that is
+    DIR/sweep.lock          held by the process running the sweep; says which process that is;
+                            removed when the sweep ends
     DIR/shards/part-0001.jsonl, part-0002.jsonl, ...
                             one JSON line per finished (or failed) point, one new shard per run
     DIR/failures.csv        the points that failed in the last run, with their errors
@@ -18,6 +19,7 @@ later run. Every other file is written whole or not at all (a temporary file ren
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -169,6 +171,31 @@ def _holder() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}, since {started}: {command}"
 
 
+@contextmanager
+def _locked(path: Path) -> Iterator[IO[str]]:
+    """``path`` opened and locked, the lock held for the block. A file removed by its holder
+    between our opening and locking it is not the lock any more: open the new one again."""
+    while True:
+        with path.open("a+", encoding="utf-8") as handle:
+            if not _try_lock(handle):
+                handle.seek(0)
+                holder = " ".join(handle.read(400).split()) or "a process that is starting"
+                raise InvalidArgument(
+                    f"another sweep is running in this directory ({holder}); wait for it to "
+                    "end or choose another output directory",
+                    source=str(path.parent),
+                )
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                continue
+            mine = os.fstat(handle.fileno())
+            if (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
+                continue
+            yield handle
+            return
+
+
 class ShardWriter:
     """Appends point records to one new shard file, one flushed line per point."""
 
@@ -275,15 +302,8 @@ class ResultStore:
             If another process holds it; the message says which.
         """
         self.directory.mkdir(parents=True, exist_ok=True)
-        with (self.directory / "sweep.lock").open("a+", encoding="utf-8") as handle:
-            if not _try_lock(handle):
-                handle.seek(0)
-                holder = " ".join(handle.read(400).split()) or "a process that is starting"
-                raise InvalidArgument(
-                    f"another sweep is running in this directory ({holder}); wait for it to "
-                    "end or choose another output directory",
-                    source=str(self.directory),
-                )
+        path = self.directory / "sweep.lock"
+        with _locked(path) as handle:
             handle.seek(0)
             handle.truncate()
             handle.write(_holder() + "\n")
@@ -291,8 +311,10 @@ class ResultStore:
             try:
                 yield
             finally:
-                handle.seek(0)
-                handle.truncate()
+                # removed while still held: a process waiting on this file finds it gone
+                # and locks a fresh one (see _locked)
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def write_failures(self, failed: Sequence[PointRecord]) -> Path | None:
         """Write ``failures.csv`` (point, seed, parameters, error) if any point failed, else

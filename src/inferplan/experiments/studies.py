@@ -41,6 +41,9 @@ class Study:
         early (e.g. an unknown profile); raises an :class:`~inferplan.errors.InferplanError`.
     summary
         One line for help texts.
+    metric, group_by
+        The column a sweep's summary reports per swept parameter (its median and spread), and
+        the column that splits its rows into groups (``None``: one group).
     """
 
     name: str
@@ -50,6 +53,8 @@ class Study:
     seed_from: tuple[str, ...] | None = None
     check_value: Callable[[str, Any], None] | None = None
     summary: str = ""
+    metric: str | None = None
+    group_by: str | None = None
 
 
 STUDIES: dict[str, Study] = {}
@@ -69,6 +74,8 @@ register_study(
         seed_from=("network", "topology"),
         check_value=provisioning.check_values,
         summary="co-design methods (PSG, PFP, PWF, ...) over networks, DNNs and targets",
+        metric="ratio",
+        group_by="method",
     )
 )
 register_study(
@@ -79,6 +86,8 @@ register_study(
         options=coinference.CoinferenceOptions,
         check_value=coinference.check_values,
         summary="co-inference placement and splitting (Z(M) curves, planners, baselines)",
+        metric="saving",
+        group_by="strategy",
     )
 )
 register_study(
@@ -90,5 +99,6 @@ register_study(
         seed_from=("network", "topology", "services"),
         check_value=services.check_values,
         summary="several services on one network: joint plan vs each planned alone",
+        metric="saving",
     )
 )

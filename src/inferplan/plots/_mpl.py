@@ -7,9 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from inferplan.errors import InferplanError, InvalidArgument
 
-__all__ = ["STYLE", "styled_figure"]
+__all__ = ["STYLE", "drawn", "drawn_segments", "hits", "place_clear", "styled_figure"]
 
 #: Small type sized for a two-column paper; TrueType fonts embedded in PDFs.
 STYLE: dict[str, Any] = {
@@ -57,3 +59,73 @@ def styled_figure(paths: Sequence[str | Path], **kwargs: Any) -> Iterator[Any]:
         yield figure
         for path in paths:
             figure.savefig(str(path), bbox_inches="tight")
+
+
+def drawn(figure: Any) -> Any:
+    """Draw ``figure`` (on an Agg canvas if it has none that renders) so that its artists
+    have their final extents; its renderer."""
+    if not hasattr(figure.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    return figure.canvas.get_renderer()
+
+
+def drawn_segments(figure: Any) -> list[tuple[float, float, float, float]]:
+    """Every straight piece of every line and arrow drawn in ``figure``'s axes, in display
+    coordinates (the figure must have been drawn: ``figure.canvas.draw()``)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    pieces = []
+    parts: Any
+    for ax in figure.axes:
+        for artist in [*ax.lines, *ax.patches, *ax.texts]:
+            if isinstance(artist, Line2D) and artist.get_visible():
+                parts = [artist.get_transform().transform(artist.get_xydata())]
+            elif isinstance(artist, FancyArrowPatch) and artist.get_visible():
+                parts = artist.get_path().to_polygons(closed_only=False)
+            elif getattr(artist, "arrow_patch", None) is not None:  # an annotation's arrow
+                parts = artist.arrow_patch.get_path().to_polygons(closed_only=False)
+            else:
+                continue
+            for part in parts:
+                points = np.asarray(part, dtype=float)
+                finite = np.isfinite(points).all(axis=1)
+                for k in range(len(points) - 1):
+                    if finite[k] and finite[k + 1]:
+                        (ax_, ay), (bx, by) = points[k], points[k + 1]
+                        pieces.append((float(ax_), float(ay), float(bx), float(by)))
+    return pieces
+
+
+def hits(box: Any, segments: Sequence[tuple[float, float, float, float]], pad: float = 1.0) -> bool:
+    """Whether any of ``segments`` passes through ``box`` (a display-space ``Bbox``, grown by
+    ``pad`` pixels), sampled every pixel along each segment."""
+    x0, y0, x1, y1 = box.x0 - pad, box.y0 - pad, box.x1 + pad, box.y1 + pad
+    for ax_, ay, bx, by in segments:
+        steps = max(2, int(max(abs(bx - ax_), abs(by - ay))) + 1)
+        t = np.linspace(0.0, 1.0, steps)
+        xs, ys = ax_ + t * (bx - ax_), ay + t * (by - ay)
+        if np.any((xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)):
+            return True
+    return False
+
+
+def place_clear(figure: Any, labels: Sequence[tuple[Any, Sequence[tuple[float, float]]]]) -> None:
+    """Move each label (an annotation placed in offset points) to the first of its candidate
+    offsets where its box crosses no drawn line or arrow and no label placed before it; a label
+    with no clear candidate keeps its first."""
+    renderer = drawn(figure)
+    segments = drawn_segments(figure)
+    placed: list[Any] = []
+    for label, candidates in labels:
+        for offset in candidates:
+            label.xyann = offset
+            box = label.get_window_extent(renderer)
+            if not hits(box, segments) and not any(box.overlaps(other) for other in placed):
+                break
+        else:
+            label.xyann = candidates[0]
+        placed.append(label.get_window_extent(renderer))

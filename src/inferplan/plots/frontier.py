@@ -16,7 +16,8 @@ def plot_frontier(
     frontier: Frontier, paths: str | Path | Sequence[str | Path], *, title: str = ""
 ) -> None:
     """Draw the least cost against the target throughput and save it to ``paths`` (format by
-    suffix), marking where the optimal path (red) or partition (green) changes.
+    suffix), marking where the optimal path (red, dotted) or only the partition (green, dashed)
+    changes; the legend sits below the axes, clear of the curve and the marks.
 
     Examples
     --------
@@ -35,16 +36,20 @@ def plot_frontier(
         feasible = [p for p in frontier.points if math.isfinite(p.cost)]
         ax.plot([p.throughput for p in feasible], [p.cost for p in feasible], color="C0",
                 label=f"least cost ({frontier.method})")  # fmt: skip
-        for k, change in enumerate(frontier.changes):
+        labelled: set[bool] = set()
+        for change in frontier.changes:
+            path = bool(change.to_dict()["path_changes"])
             ax.axvline(
                 change.high.throughput,
-                color="C3" if change.to_dict()["path_changes"] else "C2",
-                linestyle=":",
+                color="C3" if path else "C2",
+                linestyle=":" if path else "--",
                 linewidth=0.8,
-                label=None if k else "deployment changes (red: path, green: partition)",
-            )
+                label=None if path in labelled else ("path changes" if path else
+                                                     "partition changes"),
+            )  # fmt: skip
+            labelled.add(path)
         ax.set_xlabel("target throughput (inferences/s)")
         ax.set_ylabel("cost of added capacity")
         if title:
             ax.set_title(title)
-        ax.legend(loc="upper left")
+        fig.legend(loc="outside lower center", ncols=3, frameon=False)

@@ -3,6 +3,7 @@ and the capacity bought."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,12 +11,12 @@ import networkx as nx
 
 from inferplan.codesign.plan import Plan
 from inferplan.network.network import Network
-from inferplan.plots._mpl import styled_figure
+from inferplan.plots._mpl import place_clear, styled_figure
 from inferplan.units import si
 
 __all__ = ["layered_positions", "plot_plan"]
 
-_PATH, _IDLE, _BOUGHT = "#1f77b4", "#b0b0b0", "#c0392b"
+_PATH, _IDLE, _BOUGHT, _SLOW = "#1f77b4", "#b0b0b0", "#c0392b", "#e67e22"
 
 
 def layered_positions(network: Network) -> dict[str, tuple[float, float]]:
@@ -53,11 +54,16 @@ def plot_plan(
     paths: str | Path | Sequence[str | Path],
     *,
     title: str | None = None,
+    block_names: Sequence[str] | None = None,
 ) -> None:
     """Draw ``plan`` on ``network`` and save it to ``paths`` (format by suffix).
 
-    The path is drawn thick and blue, with the blocks each of its nodes runs above the node;
-    compute and bandwidth bought are written in red next to the node or link.
+    The path is drawn thick and blue; beside each of its nodes, the blocks it runs (by number,
+    and by name from ``block_names``, the profile's, when given, else from the plan's own
+    ``layers``; a plan cut at ideals of a layer graph by its layers' names); compute and
+    bandwidth bought in red beside their node or on their arrow; the bottleneck stage in
+    orange (its ring or its arrow) and named. Labels are placed where they cross no line and
+    no other label.
 
     Examples
     --------
@@ -65,7 +71,7 @@ def plot_plan(
     >>> net = inferplan.tiered(seed=1)
     >>> plan = inferplan.provision(net, inferplan.vgg16(), throughput=30.0)
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "plan.png"
-    >>> plot_plan(net, plan, out)
+    >>> plot_plan(net, plan, out, block_names=inferplan.vgg16().blocks)
     >>> out.read_bytes()[:4] == b"\\x89PNG"
     True
     """
@@ -73,95 +79,54 @@ def plot_plan(
     pos = layered_positions(network)
     on_path = set(zip(plan.path[:-1], plan.path[1:], strict=True))
     bought_links = {(u.source, u.target): u.amount for u in plan.link_upgrades}
-    blocks: dict[str, str] = {}
-    previous = 0
-    for node_id, done in zip(plan.path, plan.partition, strict=True):
-        if done == previous:
-            blocks[node_id] = "forwards"
-        elif done == previous + 1:
-            blocks[node_id] = f"block {done}"
-        else:
-            blocks[node_id] = f"blocks {previous + 1}–{done}"
-        previous = done
+    slowest = plan.bottleneck.id if plan.bottleneck else None
+    blocks = _runs(plan, block_names)
     columns = 1 + max(x for x, _ in pos.values())
     rows = 1 + max(y for _, y in pos.values()) - min(y for _, y in pos.values())
     size = (max(4.0, 1.5 * columns + 1), max(2.5, 1.1 * rows + 1.2))
+    labels = []
     with styled_figure(targets, figsize=size, layout="constrained") as fig:
         ax = fig.subplots()
         for link in network.links:
+            name = f"{link.source}->{link.target}"
             chosen = (link.source, link.target) in on_path
-            ax.annotate(
-                "",
-                xy=pos[link.target],
-                xytext=pos[link.source],
-                arrowprops={
-                    "arrowstyle": "-|>",
-                    "color": _PATH if chosen else _IDLE,
-                    "lw": 2.2 if chosen else 0.8,
-                    "shrinkA": 11,
-                    "shrinkB": 11,
-                    "mutation_scale": 10,
-                },
-                zorder=1,
-            )
+            colour = _SLOW if name == slowest else _PATH if chosen else _IDLE
+            ax.annotate("", xy=pos[link.target], xytext=pos[link.source], zorder=1,
+                        arrowprops={"arrowstyle": "-|>", "color": colour,
+                                    "lw": 2.2 if chosen else 0.8, "shrinkA": 11, "shrinkB": 11,
+                                    "mutation_scale": 10})  # fmt: skip
+            lines = []
             amount = bought_links.get((link.source, link.target))
             if amount:
+                lines.append(f"+{si(amount, 'bit/s')}")
+            if name == slowest:
+                lines.append("bottleneck")
+            if lines:
                 (x0, y0), (x1, y1) = pos[link.source], pos[link.target]
-                ax.text(
-                    (x0 + x1) / 2,
-                    (y0 + y1) / 2,
-                    f"+{si(amount, 'bit/s')}",
-                    color=_BOUGHT,
-                    ha="center",
-                    va="center",
-                    fontsize=6.5,
-                    zorder=3,
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
-                )
+                label = ax.annotate("\n".join(lines), xy=((x0 + x1) / 2, (y0 + y1) / 2),
+                                    xytext=(0, 0), textcoords="offset points", ha="center",
+                                    va="center", fontsize=6.5, zorder=3,
+                                    color=_BOUGHT if amount else _SLOW)  # fmt: skip
+                labels.append((label, _beside_arrow(x1 - x0, y1 - y0)))
         for node in network.nodes:
             x, y = pos[node.id]
             chosen = node.id in blocks
-            ax.scatter(
-                [x],
-                [y],
-                s=420,
-                color=_PATH if chosen else "white",
-                zorder=2,
-                edgecolors=_PATH if chosen else _IDLE,
-                linewidths=1.2,
-            )
-            ax.text(
-                x,
-                y,
-                node.id,
-                ha="center",
-                va="center",
-                zorder=4,
-                fontsize=7,
-                color="white" if chosen else "0.3",
-                fontweight="bold",
-            )
-            if chosen:
-                ax.text(
-                    x,
-                    y + 0.24,
-                    blocks[node.id],
-                    ha="center",
-                    va="bottom",
-                    fontsize=6.5,
-                    color=_PATH,
-                )
+            ring = _SLOW if node.id == slowest else _PATH if chosen else _IDLE
+            ax.scatter([x], [y], s=420, color=_PATH if chosen else "white", zorder=2,
+                       edgecolors=ring, linewidths=2.4 if node.id == slowest else 1.2)  # fmt: skip
+            ax.text(x, y, node.id, ha="center", va="center", zorder=4, fontsize=7,
+                    color="white" if chosen else "0.3", fontweight="bold")  # fmt: skip
             amount = plan.node_upgrades.get(node.id)
-            if amount:
-                ax.text(
-                    x,
-                    y - 0.24,
-                    f"+{si(amount, 'FLOP/s')}",
-                    ha="center",
-                    va="top",
-                    fontsize=6.5,
-                    color=_BOUGHT,
-                )
+            for text, colour, places in (
+                (blocks.get(node.id), _PATH, _BESIDE_NODE),
+                (amount and f"+{si(amount, 'FLOP/s')}", _BOUGHT, _BELOW_NODE),
+                (node.id == slowest and "bottleneck", _SLOW, _BELOW_NODE),
+            ):  # fmt: skip
+                if text:
+                    label = ax.annotate(text, xy=(x, y), xytext=places[0],
+                                        textcoords="offset points", ha="center", va="center",
+                                        fontsize=6.5, color=colour, zorder=3)  # fmt: skip
+                    labels.append((label, places))
         ax.set_xlim(-0.5, columns - 0.5)
         ys = [y for _, y in pos.values()]
         ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
@@ -171,3 +136,40 @@ def plot_plan(
             or f"{plan.method.upper()}: cost {plan.cost:.4g}, interval {si(plan.interval, 's')} "
             f"(target {si(plan.target_interval, 's')})"
         )
+        place_clear(fig, labels)
+
+
+# Where a label may sit (offset points from its node or its arrow's middle), first choice first.
+_BESIDE_NODE = [(0.0, 27.0), (0.0, -27.0), (0.0, 38.0), (0.0, -38.0), (34.0, 24.0),
+                (-34.0, 24.0), (34.0, -24.0), (-34.0, -24.0)]  # fmt: skip
+_BELOW_NODE = [_BESIDE_NODE[1], _BESIDE_NODE[0], *_BESIDE_NODE[2:]]
+
+
+def _beside_arrow(dx: float, dy: float) -> list[tuple[float, float]]:
+    """Offsets (points) from an arrow's middle to either side of it, nearest first."""
+    length = math.hypot(dx, dy) or 1.0
+    nx, ny = -dy / length, dx / length
+    return [(side * d * nx, side * d * ny) for d in (10.0, 16.0, 24.0, 32.0) for side in (1, -1)]
+
+
+def _runs(plan: Plan, block_names: Sequence[str] | None, shown: int = 3) -> dict[str, str]:
+    """What each path node runs, as the label beside it."""
+    out: dict[str, str] = {}
+    previous = 0
+    for k, (node_id, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
+        names = tuple(plan.layers[k]) if plan.layers else ()
+        if plan.cuts == "chain" and block_names:
+            names = tuple(block_names[previous:done])
+        if not names and done == previous:
+            out[node_id] = "forwards"
+        elif plan.cuts == "graph":
+            more = f" +{len(names) - shown}" if len(names) > shown else ""
+            out[node_id] = ", ".join(names[:shown]) + more
+        elif done == previous + 1:
+            out[node_id] = f"block {done}" + (f"\n{names[0]}" if names else "")
+        else:
+            out[node_id] = f"blocks {previous + 1}–{done}" + (
+                f"\n{names[0]} … {names[-1]}" if names else ""
+            )
+        previous = done
+    return out

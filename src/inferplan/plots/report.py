@@ -12,7 +12,7 @@ matplotlib), so the report needs no extra.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,12 +40,17 @@ class Measured:
     note: str | None = None
 
 
-def _blocks(row: StageRow, names: Sequence[str]) -> tuple[str, str]:
-    """A stage's blocks by number and by name: ``("1–6", "conv1_1 … pool3")``."""
+def _blocks(row: StageRow, parts: PlanBreakdown) -> tuple[str, str]:
+    """A stage's blocks by number and by name: ``("1–6", "conv1_1 … pool3")`` (a plan cut at
+    ideals of a layer graph: how many layers, and their names)."""
+    names = parts.block_names
     if row.kind == "link":
         return f"after {row.after}", ""
     if row.blocks is None:
         return "forwards", ""
+    if parts.plan.cuts == "graph":  # cut at ideals: the layers it runs, by name
+        more = f" +{len(row.units) - 3}" if len(row.units) > 3 else ""
+        return f"{len(row.units)} layers", ", ".join(row.units[:3]) + more
     first, last = row.blocks
     if first == last:
         return f"{first}", names[first - 1]
@@ -121,9 +126,10 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
         )
         if row is None:
             continue
-        numbers, names = _blocks(row, parts.block_names)
-        below = [(f"blocks {numbers}" if row.blocks and "–" in numbers else
-                  f"block {numbers}" if row.blocks else numbers, _PATH)]  # fmt: skip
+        numbers, names = _blocks(row, parts)
+        word = "" if row.blocks is None or parts.plan.cuts == "graph" else \
+            "blocks " if "–" in numbers else "block "  # fmt: skip
+        below = [(f"{word}{numbers}", _PATH)]
         if names:
             below.append((names, "#333"))
         if row.added > 0:
@@ -156,7 +162,7 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
     lines = ["<table><thead><tr>", *(f"<th>{h}</th>" for h in head), "</tr></thead><tbody>"]
     for row in parts.stages:
         load, rate = _UNIT[row.kind]
-        numbers, names = _blocks(row, parts.block_names)
+        numbers, names = _blocks(row, parts)
         cells = [
             html.escape(link_name(row.id) if row.kind == "link" else row.id)
             + (' <span class="mark">bottleneck</span>' if row.bottleneck else ""),
@@ -307,7 +313,7 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
         label = node.id
         attrs = []
         if row is not None:
-            numbers, _ = _blocks(row, parts.block_names)
+            numbers, _ = _blocks(row, parts)
             label += f"\n{'blocks ' if row.blocks else ''}{numbers}"
             if row.added > 0:
                 label += f"\n+{si(row.added, 'FLOP/s')}"

@@ -124,11 +124,12 @@ def plot_services_study(
         left.set_xlabel("services sharing the network")
         left.set_ylabel("joint saving over each alone (%)")
         left.set_xticks(sorted({int(r["services"]) for r in solved}))
-        left.legend(fontsize=7, frameon=False)
         right.set_xlabel("fast planner: stated gap (%)")
         right.set_ylabel("fast planner: true gap (%)")
         right.axline((0, 0), slope=1, color=_IDLE, lw=0.8)
-        right.legend(fontsize=7, frameon=False)
+        # one legend for both panels, below them: clear of the bands and the points
+        fig.legend(*left.get_legend_handles_labels(), loc="outside lower center",
+                   ncols=max(1, len(alphas)), fontsize=7, frameon=False)  # fmt: skip
 
 
 def _true_gap(row: Mapping[str, Any]) -> float:

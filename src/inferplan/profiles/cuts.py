@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from inferplan.errors import InvalidProfile
+from inferplan.profiles.graph import OUTPUT, LayerGraph
 from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -123,6 +124,10 @@ class GraphProfile:
         that splits the model at kept cuts runs an operation where this places it.
     constants
         The values computed from weights and constants alone: each stage computes its own.
+    layer_placement
+        The layer of the profile's layer graph (its position in ``graph.layers``) each
+        operation runs in, by operation name; a runtime that splits the model at ideals runs
+        an operation with its layer. Empty without a layer graph.
     """
 
     profile: Profile
@@ -130,6 +135,7 @@ class GraphProfile:
     warnings: tuple[str, ...] = ()
     placement: Mapping[str, int] = field(default_factory=dict, repr=False)
     constants: frozenset[str] = field(default_factory=frozenset, repr=False)
+    layer_placement: Mapping[str, int] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
@@ -399,18 +405,133 @@ def build_profile(
         raise InvalidProfile("the model does no counted work (no FLOPs in any block)")
 
     spans = list(pairwise(kept))
-    profile = Profile(
+    chain = dict(
         name=name,
         flops=tuple(math.fsum(flops[a + 1 : b + 1]) for a, b in spans),
         activation_bits=tuple(float(cuts[k].bits or 0.0) for k in kept),
         blocks=tuple(_label(order[a:b]) for a, b in spans),
         params=tuple(sum(params[a + 1 : b + 1]) for a, b in spans),
     )
+    graph, why, layer_of = _layer_graph(order, ops, block, values, fixed, inputs, outputs)
+    try:
+        profile = Profile(**chain, graph=graph)  # type: ignore[arg-type]
+    except InvalidProfile as exc:  # the graph and the blocks disagree: keep the blocks
+        profile, why, layer_of = Profile(**chain), exc.message, {}  # type: ignore[arg-type]
+    if why is not None:
+        warnings = [*warnings, f"no layer graph: {why}"]
     marked = tuple(
         Cut(c.index, c.after, c.tensors, c.bits, c.valid, c.index in kept, c.reason) for c in cuts
     )
     placement = {op.name: block[k] for k, op in enumerate(ops)}
-    return GraphProfile(profile, marked, tuple(warnings), placement, frozenset(constant))
+    return GraphProfile(profile, marked, tuple(warnings), placement, frozenset(constant),
+                        layer_of)  # fmt: skip
+
+
+def _layer_graph(
+    order: Sequence[str],
+    ops: Sequence[Operation],
+    block: Sequence[int],
+    values: Mapping[str, TensorInfo],
+    fixed: set[str],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+) -> tuple[LayerGraph | None, str | None, dict[str, int]]:
+    """The model as a layer graph and the layer of each operation, or ``None`` and why not.
+    A layer is one run of consecutive operations of one candidate block (a block whose module
+    is called again, a shared ReLU, gives one layer per call: ``name``, ``name#2``, ...), so
+    the layers, in execution order, form a DAG. Layer ``x`` reads layer ``u`` when an
+    operation of ``x`` uses a tensor one of ``u`` made; a layer's output is every tensor it
+    makes that another layer, or the model's output, uses. Operations that make only
+    weights, constants or state join their block's first layer and read nothing. A free
+    operation (outside every block) that joins the outputs of several layers (a
+    concatenation, a residual addition) is a layer of its own, named after it, with the free
+    operations after it that read it alone: so the branches it joins stay apart."""
+    run_of: list[int] = []
+    runs: list[int] = []  # the candidate block of each layer
+    joins: dict[int, str] = {}  # the layers that are free joins, by the first one's name
+    made_by: dict[str, int] = {}
+    for k, op in enumerate(ops):
+        if all(v in fixed for v in op.outputs):
+            run_of.append(-1)
+            continue
+        sources = {made_by[v] for v in op.inputs if v in made_by}
+        in_join = bool(runs) and len(runs) - 1 in joins and sources == {len(runs) - 1}
+        if op.owner is None and (len(sources) > 1 or in_join):
+            if not in_join:
+                joins[len(runs)] = op.name
+                runs.append(block[k])
+        elif not runs or runs[-1] != block[k] or len(runs) - 1 in joins:
+            runs.append(block[k])
+        run_of.append(len(runs) - 1)
+        made_by.update(dict.fromkeys(op.outputs, len(runs) - 1))
+    first = {b: runs.index(b) for b in set(runs)}
+    n = len(runs)
+    flops, params = [0.0] * n, [0] * n
+    made: dict[str, int] = dict.fromkeys(inputs, -1)
+    for k, op in enumerate(ops):
+        x = run_of[k] if run_of[k] >= 0 else first.get(block[k], -1)
+        if x < 0:
+            return None, f"{op.name!r} makes only constants for a block that computes nothing", {}
+        flops[x] += op.flops
+        params[x] += op.params
+        if run_of[k] >= 0:
+            made.update(dict.fromkeys(op.outputs, x))
+    out_bits = [0.0] * (n + 1)  # the input first
+    sent: set[str] = set()
+    reads: dict[tuple[int, int], None] = {}
+
+    def send(v: str, to: int | None) -> str | None:
+        p = made[v]
+        if to == p:
+            return None
+        bits = values[v].bits
+        if bits is None:
+            return f"the size of {v!r} is unknown"
+        if v not in sent:
+            sent.add(v)
+            out_bits[p + 1] += bits
+        if to is not None:
+            reads[(p, to)] = None
+        return None
+
+    for k, op in enumerate(ops):
+        for v in op.inputs:
+            if v in made and v not in fixed and run_of[k] >= 0:
+                why = send(v, run_of[k])
+                if why:
+                    return None, why, {}
+    returned: set[int] = set()
+    for v in outputs:
+        if v in made and v not in fixed:
+            why = send(v, None)
+            if why:
+                return None, why, {}
+            returned.add(made[v])
+    names: list[str] = []
+    calls: dict[int, int] = {}
+    for x, b in enumerate(runs):
+        if x in joins:
+            names.append(joins[x])
+            continue
+        calls[b] = calls.get(b, 0) + 1
+        names.append(order[b - 1] + (f"#{calls[b]}" if calls[b] > 1 else ""))
+    label = ["input", *names]
+    read = {p for p, _ in reads if p >= 0}  # returned layers that others read: outputs too
+    try:
+        graph = LayerGraph(
+            layers=tuple(names),
+            flops=tuple(flops),
+            output_bits=tuple(out_bits[1:]),
+            edges=tuple((label[p + 1], names[c]) for p, c in reads)
+            + tuple((names[p], OUTPUT) for p in sorted(returned & read)),
+            input_bits=out_bits[0],
+            params=tuple(params),
+        )
+    except InvalidProfile as exc:
+        return None, exc.message, {}
+    layer_of = {op.name: run_of[k] if run_of[k] >= 0 else first[block[k]]
+                for k, op in enumerate(ops)}  # fmt: skip
+    return graph, None, layer_of
 
 
 def _keep(cuts: Sequence[Cut], flops: Sequence[float]) -> list[int]:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.documents import path_exists, read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidFile, InvalidProfile
+from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.profile import Profile
 from inferplan.profiles.zoo import MAKE_A_PROFILE, builtin_profile
 
@@ -18,12 +19,33 @@ __all__ = ["load_profile", "profile_from_dict", "save_profile"]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 
 
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+
+
+class _Layer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    flops: NonNegative
+    output_bits: Positive
+    params: Annotated[int, Field(ge=0, strict=True)] = 0
+
+
+class _Graph(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    layers: list[_Layer]
+    edges: list[tuple[str, str]]
+
+
 class _ProfileFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "profile"
-    flops: list[Positive]
-    activation_bits: list[Positive]
+    flops: list[Positive] | None = None
+    activation_bits: list[Positive] | None = None
+    input_bits: Positive | None = None
+    graph: _Graph | None = None
     blocks: list[str] | None = None
     params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
     seconds: list[Positive] | None = None
@@ -36,6 +58,20 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
     """Build a :class:`Profile` from profile-file data, naming ``source`` in errors."""
     doc = validate_document(_ProfileFile, data, source=source, error=InvalidProfile)
     try:
+        graph = _graph(doc)
+        if doc.flops is None or doc.activation_bits is None:
+            if graph is None:
+                missing = "flops" if doc.flops is None else "activation_bits"
+                raise InvalidProfile("missing field", field=missing)
+            if doc.flops is not None or doc.activation_bits is not None:
+                raise InvalidProfile(
+                    "give flops and activation_bits together, or neither beside a graph",
+                    field="flops",
+                )
+            for extra in ("blocks", "params", "seconds"):
+                if getattr(doc, extra) is not None:
+                    raise InvalidProfile("needs flops and activation_bits beside it", field=extra)
+            return Profile.from_graph(doc.name, graph)
         return Profile(
             name=doc.name,
             flops=tuple(doc.flops),
@@ -43,11 +79,36 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             blocks=tuple(doc.blocks or ()),
             params=tuple(doc.params or ()),
             seconds=tuple(doc.seconds or ()),
+            graph=graph,
             bytes_per_param=doc.bytes_per_param,
             state_bytes=tuple(doc.state_bytes or ()),
         )
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
+
+
+def _graph(doc: _ProfileFile) -> LayerGraph | None:
+    """The layer graph of a profile file, if it has one."""
+    if doc.graph is None:
+        if doc.input_bits is not None:
+            raise InvalidProfile(
+                "belongs to a layer graph (graph), which is missing", field="input_bits"
+            )
+        return None
+    input_bits = doc.input_bits
+    if input_bits is None:
+        if doc.activation_bits is None:
+            raise InvalidProfile("is required beside a layer graph", field="input_bits")
+        input_bits = doc.activation_bits[0]
+    layers = doc.graph.layers
+    return LayerGraph(
+        layers=tuple(layer.id for layer in layers),
+        flops=tuple(layer.flops for layer in layers),
+        output_bits=tuple(layer.output_bits for layer in layers),
+        edges=tuple(doc.graph.edges),
+        input_bits=input_bits,
+        params=tuple(layer.params for layer in layers),
+    )
 
 
 def load_profile(name_or_path: str | Path) -> Profile:

@@ -18,12 +18,15 @@ a limit on it is a window of ``i`` that only moves right as ``j`` grows.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from inferplan.arrays import FloatArray, range_sums
+from inferplan.arrays import FloatArray, exact_differences, range_sums, scaled_exactly
+from inferplan.profiles.ideals import Cuts
 from inferplan.profiles.profile import Profile
 
-__all__ = ["memory_need"]
+__all__ = ["graph_memory_need", "memory_need"]
 
 
 def memory_need(profile: Profile) -> FloatArray:
@@ -48,4 +51,36 @@ def memory_need(profile: Profile) -> FloatArray:
     need = resident + largest
     diagonal = np.arange(W)
     need[diagonal, diagonal] = D / 8.0
+    return need
+
+
+def graph_memory_need(profile: Profile, cuts: Cuts) -> FloatArray:
+    """``need[i, j]`` in bytes between two ideals ``i ⊆ j`` of ``profile``'s layer graph
+    (``cuts``, :func:`~inferplan.profiles.ideals.graph_cuts`; ``inf`` where ``i`` is not
+    inside ``j``): the formula of the module docstring with the layers of ``j`` outside ``i``
+    for the blocks, a layer's working set being the tensors it reads and its output side by
+    side. A node that only forwards holds the boundary of ``i``. On a path graph this is
+    :func:`memory_need` of its blocks, entry for entry.
+    """
+    graph = profile.graph
+    assert graph is not None and cuts.members is not None and cuts.kind == "graph"
+    order = graph.order
+    scaled, unit = scaled_exactly([profile.bytes_per_param * graph.params[v] for v in order])
+    members = cuts.members
+    exact = members.astype(object) @ np.array(scaled, dtype=object)
+    need = exact_differences([int(x) for x in exact], unit)
+    read = {v: [graph.input_bits] * (v in graph.input_readers) for v in order}
+    for v in order:
+        read[v] += [graph.output_bits[u] for u in graph.predecessors[v]]
+    working = [math.fsum([*read[v], graph.output_bits[v]]) / 8.0 for v in order]
+    largest = np.zeros_like(need)
+    unset = np.ones(need.shape, dtype=bool)
+    for x in sorted(range(len(order)), key=lambda k: -working[k]):
+        fresh = unset & np.outer(~members[:, x], members[:, x])
+        largest[fresh] = working[x]
+        unset &= ~fresh
+    need += largest
+    diagonal = np.arange(cuts.n_cuts)
+    need[diagonal, diagonal] = cuts.bits / 8.0
+    need[~cuts.subset] = np.inf
     return need

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.errors import InvalidProfile
+from inferplan.profiles.graph import LayerGraph
 
 __all__ = ["Profile"]
 
@@ -40,6 +41,11 @@ class Profile:
         Bytes each block keeps from one inference to the next besides its parameters (a
         decoder's KV cache), zeros when not given. With the parameters they are what a node
         running the block holds (see :func:`~inferplan.profiles.memory.memory_need`).
+    graph
+        The model's layer graph, when known (:class:`~inferplan.profiles.graph.LayerGraph`):
+        the planners may then cut it at any ideal, not only between blocks. Its total FLOPs,
+        input and output bits must be the blocks'; :meth:`from_graph` makes the blocks from
+        it.
 
     Examples
     --------
@@ -56,6 +62,7 @@ class Profile:
     seconds: tuple[float, ...] = field(default=())
     bytes_per_param: float = 4.0
     state_bytes: tuple[float, ...] = field(default=())
+    graph: LayerGraph | None = None
 
     def __post_init__(self) -> None:
         flops = tuple(float(q) for q in self.flops)
@@ -128,6 +135,56 @@ class Profile:
         object.__setattr__(self, "activation_bits", bits)
         object.__setattr__(self, "blocks", blocks)
         object.__setattr__(self, "params", params)
+        if self.graph is not None:
+            self._check_graph(self.graph)
+
+    def _check_graph(self, graph: LayerGraph) -> None:
+        """The graph and the blocks must describe one model."""
+        out = math.fsum(graph.output_bits[v] for v in graph.sinks)
+        for what, mine, theirs in (
+            ("total FLOPs", self.total_flops, math.fsum(graph.flops)),
+            ("input bits (activation_bits[0])", self.activation_bits[0], graph.input_bits),
+            ("output bits (activation_bits[-1])", self.activation_bits[-1], out),
+        ):
+            if not math.isclose(mine, theirs, rel_tol=1e-9):
+                raise InvalidProfile(
+                    f"the layer graph's {what} are {theirs:.6g}, the blocks' {mine:.6g}",
+                    field="graph",
+                )
+
+    @classmethod
+    def from_graph(cls, name: str, graph: LayerGraph) -> Profile:
+        """The profile whose blocks are ``graph``'s layers in its topological order (a layer
+        without FLOPs joins the next one that has some, trailing ones the last), with the
+        graph beside them.
+
+        Examples
+        --------
+        >>> g = LayerGraph(("a", "relu", "b"), flops=(4.0, 0.0, 2.0),
+        ...                output_bits=(8.0, 8.0, 2.0),
+        ...                edges=(("input", "a"), ("a", "relu"), ("relu", "b")), input_bits=16.0)
+        >>> p = Profile.from_graph("net", g)
+        >>> p.blocks, p.activation_bits
+        (('a', 'b'), (16.0, 8.0, 2.0))
+        """
+        order = graph.order
+        ends = [k for k, v in enumerate(order) if graph.flops[v] > 0]
+        if not ends:
+            raise InvalidProfile("no layer has FLOPs", field="graph.layers")
+        ends[-1] = len(order) - 1
+        done = [False] * graph.n_layers
+        flops, bits, names, params = [], [graph.input_bits], [], []
+        start = 0
+        for end in ends:
+            group = order[start : end + 1]
+            for v in group:
+                done[v] = True
+            flops.append(math.fsum(graph.flops[v] for v in group))
+            params.append(sum(graph.params[v] for v in group))
+            bits.append(graph.boundary_bits(done))
+            names.append(graph.layers[max(group, key=lambda v: graph.flops[v])])
+            start = end + 1
+        return cls(name, tuple(flops), tuple(bits), tuple(names), tuple(params), graph=graph)
 
     @property
     def n_blocks(self) -> int:
@@ -166,4 +223,7 @@ class Profile:
         if self.seconds:
             out["seconds"] = list(self.seconds)
             out["flops_per_s"] = [q / t for q, t in zip(self.flops, self.seconds, strict=True)]
+        if self.graph is not None:
+            out["input_bits"] = self.graph.input_bits
+            out["graph"] = self.graph.to_dict()
         return out

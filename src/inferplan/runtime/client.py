@@ -109,8 +109,12 @@ class EdgeClient:
         backoff_s: float,
         max_backoff_s: float = 2.0,
     ) -> None:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urllib.parse.urlsplit(url)
+            hostname = parts.hostname
+        except ValueError:  # an unclosed [IPv6 address, say
+            raise InvalidArgument(f"must be http://HOST:PORT, got {url!r}", field="edge") from None
+        if parts.scheme not in ("http", "https") or not hostname:
             raise InvalidArgument(f"must be http://HOST:PORT, got {url!r}", field="edge")
         try:
             port = parts.port
@@ -118,7 +122,7 @@ class EdgeClient:
             raise InvalidArgument(f"bad port in {url!r}", field="edge") from None
         self.url = url.rstrip("/")
         self._https = parts.scheme == "https"
-        self._host, self._port = parts.hostname, port
+        self._host, self._port = hostname, port
         self._prefix = parts.path.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._timeout = timeout_s

@@ -36,14 +36,18 @@ from inferplan.coinference import System, sample_snr
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
+from inferplan.runtime.examples import memory_bytes
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
+from inferplan.runtime.split import TensorSpec
 from inferplan.runtime.wire import (
     SERVICE_HEADER,
     WireError,
     decode_state,
     decode_tensors,
+    dtype_name,
     encode_tensors,
+    shape_text,
 )
 from inferplan.units import si
 
@@ -275,6 +279,9 @@ def _download(edge: EdgeClient, layered: LayeredModel, placement: int, emulate: 
         except WireError as exc:
             raise EdgeUnavailable(f"weights of layer {layer}: {exc}") from None
         stage = layered.stages[layer - 1]
+        problem = _state_mismatch(state, stage.state_dict())
+        if problem:  # assign=True would take any dtype: a failure mid-inference later
+            raise EdgeUnavailable(f"weights of layer {layer} do not fit: {problem}")
         try:
             stage.load_state_dict(state, strict=True, assign=True)
         except RuntimeError as exc:
@@ -285,6 +292,46 @@ def _download(edge: EdgeClient, layered: LayeredModel, placement: int, emulate: 
                 f"layer {layer} has tensors outside its state_dict (non-persistent buffers); "
                 "it cannot be downloaded"
             )
+
+
+RECORD_BYTES = 2048
+"""What one inference's record and decisions take in memory, at most (Python objects)."""
+
+
+def _tensor_bytes(specs: Sequence[tuple[tuple[int, ...], str]]) -> int:
+    return sum(math.prod(shape) * TensorSpec((), kind).torch_dtype.itemsize
+               for shape, kind in specs)  # fmt: skip
+
+
+def _check_memory(layered: LayeredModel, inferences: int, *, drawn_inputs: bool) -> None:
+    """Refuse a run whose inputs (when drawn here), SNRs, outputs and records would not fit
+    in this machine's memory, before any of them is made or the edge is contacted."""
+    per = (8 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
+           + RECORD_BYTES * (layered.n_layers + 2))  # fmt: skip
+    if drawn_inputs:
+        per += _tensor_bytes(layered.crossings[0])
+    limit = memory_bytes()
+    if limit is not None and inferences * per > limit:
+        raise InvalidArgument(
+            f"{inferences:,} inferences would keep {inferences * per / 2**30:,.1f} GiB of "
+            f"inputs, SNRs, outputs and records in memory, more than this machine's "
+            f"{limit / 2**30:,.1f} GiB (at most {limit // per:,} inferences)",
+            field="inferences",
+        )
+
+
+def _state_mismatch(state: dict[str, torch.Tensor], expected: dict[str, Any]) -> str:
+    """What makes the downloaded ``state`` differ from the stage's own (names, shapes and
+    dtypes); empty if nothing does."""
+    for key, want in expected.items():
+        got = state.get(key)
+        if got is None:
+            return f"no tensor {key}"
+        if tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+            return (f"{key} is {dtype_name(got.dtype)} {shape_text(got.shape)}, the model's "
+                    f"{dtype_name(want.dtype)} {shape_text(want.shape)}")  # fmt: skip
+    extra = sorted(set(state) - set(expected))
+    return f"unexpected tensor {extra[0]}" if extra else ""
 
 
 def _snr_matrix(
@@ -302,7 +349,17 @@ def _snr_matrix(
         )
     if not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise InvalidArgument("SNR trace values must be positive finite numbers", field="snr")
-    return values[:inferences]
+    values = values[:inferences]
+    with np.errstate(all="ignore"):
+        rates = system.device.bandwidth_hz * np.log2(1.0 + values)
+    if np.any(rates <= 0):  # 1 + SNR rounds to 1: no upload could ever end
+        row, column = map(int, np.argwhere(rates <= 0)[0])
+        raise InvalidArgument(
+            f"SNR {values[row, column]:g} (row {row + 1}, column {column + 1}) gives an uplink "
+            "rate of 0 bit/s: 1 + SNR is 1 in floating point",
+            field="snr",
+        )
+    return values
 
 
 def run_device(
@@ -366,6 +423,7 @@ def run_device(
             f"the system has {system.n_layers} layers, the model {layered.n_layers} blocks"
         )
     plan = plan_device(system, method)
+    _check_memory(layered, inferences, drawn_inputs=inputs is None)
     gammas = _snr_matrix(system, snr, inferences, seed)
     if inputs is None:
         inputs = random_inputs(
@@ -399,16 +457,18 @@ def _run(
     verify: bool,
     on_inference: Callable[[int], None] | None,
 ) -> DeviceRun:
-    _check_edge_model(edge, layered)
     m = plan.placement
     predicted = float(sum(system.layers.param_bits[:m])) / system.downlink_bps
     started = time.monotonic()
     inferences = len(inputs)
     try:
+        step = "the edge's model could not be read"
+        _check_edge_model(edge, layered)
+        step = "download of the placed layers failed"
         _download(edge, layered, m, emulate)
     except (EdgeUnavailable, Refused) as exc:
         every = tuple(range(inferences))
-        reason = f"download of the placed layers failed: {exc}"
+        reason = f"{step}: {exc}"
         return DeviceRun(
             plan, inferences, (), every, dict.fromkeys(every, reason), (), (None,) * inferences,
             predicted, time.monotonic() - started, system.inferences_per_update,
@@ -529,8 +589,12 @@ class _Device:
             output = decode_tensors(response.content, self.layered.crossings[self.n_layers])
         except (ValueError, WireError) as exc:
             raise Refused(f"the edge's answer: {exc}") from None
-        if not (math.isfinite(edge_s) and edge_s >= 0):
-            raise Refused(f"the edge's answer: {SERVICE_HEADER} is {edge_s}")
+        waited = time.monotonic() - started
+        # The edge cannot have served longer than the device waited for its answer (a little
+        # more allowed for the two clocks' resolution): anything else is not slept.
+        if not (math.isfinite(edge_s) and 0 <= edge_s <= waited + 1e-3):
+            raise Refused(f"the edge's answer: {SERVICE_HEADER} is {edge_s} s, but the answer "
+                           f"came after {waited:.3g} s")  # fmt: skip
         floor = self.upload_seconds(stage, snr) + edge_s
         self._wait(floor)  # the inference's clock ...
         if self.emulate:

@@ -107,7 +107,7 @@ def planned_times(
     >>> abs(max(nodes + links) - plan.interval) < 1e-12
     True
     """
-    inst = compile_instance(network, profile, require_acyclic=False)
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     capacity = inst.capacity.copy()
     for node, amount in plan.node_upgrades.items():

@@ -19,15 +19,54 @@ torch.Size([1, 16])
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from inferplan.errors import InvalidProfile
+from inferplan.profiles.zoo import builtin_profile
 
-__all__ = ["BuiltinModel", "alexnet", "builtin_model", "is_builtin_model", "mlp"]
+__all__ = [
+    "BuiltinModel",
+    "alexnet",
+    "builtin_model",
+    "check_weights",
+    "is_builtin_model",
+    "memory_bytes",
+    "mlp",
+]
+
+
+def memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (``None`` where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_weights(params: int, dtype: str, name: str) -> None:
+    """Refuse to build a model whose weights (``params`` of ``dtype``) exceed this machine's
+    memory: the one size limit of every command that builds a model, checked before a weight
+    is allocated (a built-in model's count comes from its name; a factory's from a build on
+    the ``meta`` device, which allocates nothing).
+
+    Raises
+    ------
+    InvalidProfile
+        Naming the model, its parameters and bytes, and the memory.
+    """
+    limit = memory_bytes()
+    need = params * torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    if limit is not None and need > limit:
+        raise InvalidProfile(
+            f"{name} has {params:,} parameters, {need / 2**30:,.1f} GiB of {dtype} weights: "
+            f"more than this machine's memory ({limit / 2**30:,.1f} GiB)"
+        )
 
 
 def alexnet(num_classes: int = 1000) -> nn.Sequential:
@@ -81,6 +120,7 @@ class BuiltinModel:
     name: str
     factory: Callable[[], nn.Module]
     input_shape: tuple[int, ...]
+    params: int
 
 
 def is_builtin_model(name: str) -> bool:
@@ -89,15 +129,18 @@ def is_builtin_model(name: str) -> bool:
 
 
 def builtin_model(name: str) -> BuiltinModel:
-    """``alexnet`` or ``mlp-WIDTHxDEPTH``."""
+    """``alexnet`` or ``mlp-WIDTHxDEPTH``, sized from its profile (whose limits, such as the
+    most layers an MLP may have, apply) before anything is built."""
     key = name.strip().lower()
     if key == "alexnet":
-        return BuiltinModel("alexnet", alexnet, (1, 3, 224, 224))
+        return BuiltinModel("alexnet", alexnet, (1, 3, 224, 224),
+                            sum(builtin_profile("alexnet").params))  # fmt: skip
     if key.startswith("mlp-"):
         width, sep, depth = key[4:].partition("x")
-        if sep and width.isdigit() and depth.isdigit() and int(width) > 0 and int(depth) > 0:
+        if sep and width.isascii() and width.isdigit() and depth.isascii() and depth.isdigit():
+            profile = builtin_profile(key)  # the size limits of the profile of this name
             w, d = int(width), int(depth)
-            return BuiltinModel(key, lambda: mlp(w, d), (1, w))
+            return BuiltinModel(key, lambda: mlp(w, d), (1, w), sum(profile.params))
     raise InvalidProfile(
         f"unknown model {name!r} (built-in: alexnet, mlp-WIDTHxDEPTH; or MODULE:FACTORY)"
     )

@@ -26,7 +26,7 @@ from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles import Profile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
-from inferplan.runtime.examples import builtin_model, is_builtin_model
+from inferplan.runtime.examples import builtin_model, check_weights, is_builtin_model
 from inferplan.runtime.measure import build_model
 from inferplan.runtime.split import trace_model
 
@@ -133,6 +133,7 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
     shapes = spec.input_shapes
     if is_builtin_model(spec.model):
         builtin = builtin_model(spec.model)
+        check_weights(builtin.params, spec.dtype, builtin.name)  # the device downloads them
         shapes = shapes or (builtin.input_shape,)
         name = builtin.name
         if weights:
@@ -147,6 +148,7 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
             module = build_model(spec.model, seed=seed, dtype=spec.dtype)
         else:
             module = load_module_factory(spec.model)
+            check_weights(sum(p.numel() for p in module.parameters()), spec.dtype, name)
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     module.eval()

@@ -34,6 +34,7 @@ from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.profiles.profile import Profile
+from inferplan.runtime.examples import check_weights
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
 __all__ = ["build_model", "load_inputs", "measure_blocks", "measured_profile", "random_inputs"]
@@ -43,7 +44,11 @@ Shape = tuple[int, ...]
 
 def build_model(spec: str, *, seed: int = 0, dtype: str = "float32") -> Any:
     """The model ``module.path:factory`` with real weights on the CPU, seeded, in ``eval()``
-    mode, its floating-point weights in ``dtype``."""
+    mode, its floating-point weights in ``dtype``; sized first by a build on the ``meta``
+    device (:func:`~inferplan.runtime.examples.check_weights`)."""
+    sized = load_module_factory(spec, device="meta")
+    name = spec.rpartition(":")[2]
+    check_weights(sum(p.numel() for p in sized.parameters()), dtype, name)
     torch.manual_seed(seed)
     model = load_module_factory(spec, device="cpu").eval()
     return model if dtype == "float32" else model.to(TensorSpec((), dtype).torch_dtype)

@@ -264,11 +264,14 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
+        if request.plan.cuts != "chain":  # the stage loop passes one cut's tensors per link
+            raise InvalidArgument("runs plans cut between blocks only; plan with --cuts chain",
+                                  source=request.plan_source, field="cuts")  # fmt: skip
         check_plan(request.network, profile, request.plan, source=request.plan_source)
         plan = request.plan
     else:
         plan = provision(request.network, profile, interval=request.interval,
-                         method=request.method)  # fmt: skip
+                         method=request.method, cuts="chain")  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
     data = _load_inputs(request)
     count = request.inferences

@@ -74,12 +74,17 @@ class SplitModel:
         ``k`` modules; stage ``i`` computes blocks ``c_i + 1 .. c_{i+1}``. Its ``forward`` takes
         the tensors crossing ``c_i`` (stage 0: the model's inputs) and returns a tuple of the
         tensors crossing ``c_{i+1}`` (the last stage: the model's outputs).
+    boundaries
+        Split at ideals (:meth:`TracedModel.split_layers`): the names of the values each
+        stage receives, then what the last returns (``k + 1`` entries); ``cuts`` is then
+        ``0..k`` and :meth:`crossing` knows no cut. Empty for a split at the profile's cuts.
     """
 
     profile: Profile
     cuts: tuple[int, ...]
     stages: tuple[torch.nn.Module, ...]
     _crossing: dict[int, tuple[TensorSpec, ...]]
+    boundaries: tuple[tuple[str, ...], ...] = ()
 
     def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
         """The tensors crossing profile cut ``cut`` (``0..N``), in the order stages pass them."""
@@ -148,12 +153,81 @@ class TracedModel:
         stages = tuple(self._stage(a, b) for a, b in pairwise(cuts))
         return SplitModel(self.profile, cuts, stages, crossing)
 
-    def _stage(self, first: int, last: int) -> GraphModule:
-        placement, constants = self.traced.placement, self.traced.constants
-        low, high = self._kept[first], self._kept[last]
+    def split_layers(self, layers: Sequence[Sequence[str]]) -> SplitModel:
+        """Cut the model into stages that run ``layers[i]`` of its layer graph, in order:
+        the layers of the first ``i + 1`` stages must form an ideal (each layer with every
+        layer it reads) and all stages together every layer once, as a plan cut at ideals
+        lists them (:attr:`~inferplan.codesign.plan.Plan.layers`; stages that only forward
+        run no layer and are left out). Stage ``i`` takes the tensors crossing into it and
+        returns those crossing out of it, each in the order of the model's graph (the
+        model's inputs first, its outputs last in the order it returns them); a tensor that a
+        later stage reads passes through every stage between.
+
+        Raises
+        ------
+        InvalidArgument
+            If the stages are no chain of ideals covering the graph.
+        InvalidProfile
+            If the profile has no layer graph.
+        """
+        graph = self.profile.graph
+        if graph is None:
+            raise InvalidProfile("the profile has no layer graph to split at", field="graph")
+        position = graph.index
+        done: set[int] = set()
+        stage_of: dict[int, int] = {}
+        for i, names in enumerate(layers):
+            for name in names:
+                if name not in position:
+                    raise InvalidArgument(f"unknown layer {name!r}", field=f"layers[{i}]")
+                if position[name] in stage_of:
+                    raise InvalidArgument(f"layer {name!r} runs twice", field=f"layers[{i}]")
+                stage_of[position[name]] = i
+            for name in names:
+                for u in graph.predecessors[position[name]]:
+                    if stage_of.get(u, i + 1) > i:
+                        raise InvalidArgument(
+                            f"layer {name!r} reads {graph.layers[u]!r}, which no stage up to "
+                            "its own runs (not an ideal)",
+                            field=f"layers[{i}]",
+                        )
+            done.update(position[name] for name in names)
+        if len(done) != graph.n_layers:
+            missing = [v for k, v in enumerate(graph.layers) if k not in done]
+            raise InvalidArgument(f"no stage runs {missing[0]!r}", field="layers")
+        layer_of, constants = self.traced.layer_placement, self.traced.constants
         nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
-        own = {n.name for n in nodes
-               if n.name not in constants and low < placement[n.name] <= high}  # fmt: skip
+        where = {n.name: stage_of[layer_of[n.name]] for n in nodes if n.name not in constants}
+        inputs = [n.name for n in self.graph_module.graph.nodes if n.op == "placeholder"]
+        where.update(dict.fromkeys(inputs, -1))
+        last_use: dict[str, int] = {}
+        for node in nodes:
+            if node.name in where:
+                for arg in node.all_input_nodes:
+                    if arg.name in where:
+                        last_use[arg.name] = max(last_use.get(arg.name, -1), where[node.name])
+        k = len(layers)
+        boundaries = [tuple(inputs)]
+        outputs = set(self._outputs)
+        for i in range(k - 1):  # what is made up to stage i and read, or returned, after it
+            sent = [v for v, made in where.items()
+                    if made <= i and (last_use.get(v, -1) > i or v in outputs)]  # fmt: skip
+            boundaries.append(tuple(sorted(sent, key=self._order.__getitem__)))
+        boundaries.append(tuple(self._outputs))
+        stages = tuple(
+            self._graph_stage(boundaries[i], boundaries[i + 1],
+                              {v for v, s in where.items() if s == i}, f"Stage{i}")
+            for i in range(k)
+        )  # fmt: skip
+        return SplitModel(self.profile, tuple(range(k + 1)), stages, {}, tuple(boundaries))
+
+    def _graph_stage(
+        self, receives: Sequence[str], sends: Sequence[str], own: set[str], label: str
+    ) -> GraphModule:
+        """A stage module running the operations ``own`` (and the constants they read) from
+        the values ``receives`` to the values ``sends``."""
+        constants = self.traced.constants
+        nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
         needed: set[str] = set()
         stack = [i for n in nodes if n.name in own for i in n.all_input_nodes]
         while stack:  # the constants this stage's operations read, and what they come from
@@ -162,14 +236,21 @@ class TracedModel:
                 needed.add(node.name)
                 stack.extend(node.all_input_nodes)
         graph = Graph()
-        env: dict[str, Any] = {}
-        for name in self.crossing_names(first):
-            env[name] = graph.placeholder(name)
+        env: dict[str, Any] = {name: graph.placeholder(name) for name in receives}
         for node in nodes:
             if node.name in own or node.name in needed:
                 env[node.name] = graph.node_copy(node, lambda arg: env[arg.name])
-        graph.output(tuple(env[name] for name in self.crossing_names(last)))
-        return GraphModule(self.graph_module, graph, class_name=f"Stage{first}to{last}")
+        graph.output(tuple(env[name] for name in sends))
+        return GraphModule(self.graph_module, graph, class_name=label)
+
+    def _stage(self, first: int, last: int) -> GraphModule:
+        placement, constants = self.traced.placement, self.traced.constants
+        low, high = self._kept[first], self._kept[last]
+        own = {n.name for n in self.graph_module.graph.nodes
+               if n.op not in ("placeholder", "output") and n.name not in constants
+               and low < placement[n.name] <= high}  # fmt: skip
+        return self._graph_stage(self.crossing_names(first), self.crossing_names(last), own,
+                                 f"Stage{first}to{last}")  # fmt: skip
 
 
 def trace_model(

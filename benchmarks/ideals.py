@@ -1,0 +1,189 @@
+"""Planners on the ideals of layer graphs: ``python benchmarks/ideals.py [--quick]``.
+
+Prints three tables:
+
+(a) ResNet-50 at module granularity (the PyTorch model of the profile tests, traced with
+    ``torch.export`` at depth 3: convolutions, batch norms and ReLU calls as layers, the
+    projections beside the main branch) on the paper's tiered networks (seeds 0-9) at the
+    study's targets ``alpha * T*`` (``alpha`` in 0.25, 0.4, 0.6, 0.8): ``provision`` by PSG
+    with ``cuts="graph"``, seconds per solve (compiled once per network, mean and worst over
+    repeats), and the cost against the chain of its 18 blocks.
+(b) T* of a GNMT-shaped two-stack model (an encoder stack and a decoder stack whose layer
+    ``k`` reads the decoder's layer ``k - 1`` and the encoder's layer ``k``: ``(L + 1)(L + 2)
+    / 2`` ideals) on an 8-node chain, by the number of ideals, up to what the planners hold.
+(c) The gain of cutting at ideals: T* with ``cuts="chain"`` (the blocks in topological order)
+    against ``cuts="graph"`` on branched models.
+
+Needs torch for (a) (the ``torch`` extra); the machine is shared, so times are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import inferplan
+from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
+from inferplan.network.network import Link, Network, Node
+from inferplan.profiles.graph import LayerGraph
+from inferplan.profiles.ideals import MAX_STATE_CUTS
+from inferplan.profiles.profile import Profile
+
+ALPHAS = (0.25, 0.4, 0.6, 0.8)
+ROOT = Path(__file__).parents[1]
+
+
+def resnet50_modules() -> Profile:
+    """ResNet-50 traced at module granularity (the profile tests' reference model)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.profiles.reference_models import ResNet50  # the model the tests check
+
+    from inferplan.profiles.from_torch import profile_module
+
+    return profile_module(ResNet50(), [(1, 3, 224, 224)], blocks=3).profile
+
+
+def two_stack(layers: int, width: float = 8.2e6) -> Profile:
+    """A GNMT-shaped model: encoder ``e1..eL`` and decoder ``d1..dL``, ``d_k`` reading
+    ``d_(k-1)`` and ``e_k`` (LSTM layers of 1024 units over 64 tokens, FP32)."""
+    names = [f"e{k}" for k in range(1, layers + 1)] + [f"d{k}" for k in range(1, layers + 1)]
+    edges = [("input", "e1"), ("input", "d1")]
+    for k in range(1, layers + 1):
+        if k > 1:
+            edges += [(f"e{k - 1}", f"e{k}"), (f"d{k - 1}", f"d{k}")]
+        edges.append((f"e{k}", f"d{k}"))
+    flops = 2 * 4 * 1024 * 2048 * 64  # four gates of a 1024-unit LSTM over 64 tokens
+    graph = LayerGraph(tuple(names), (float(flops),) * len(names), (width,) * len(names),
+                       tuple(edges), input_bits=width)  # fmt: skip
+    return Profile.from_graph(f"two-stack-{layers}", graph)
+
+
+def inception(modules: int = 4) -> Profile:
+    """An Inception-style model: ``modules`` modules of four parallel branches (1, 2, 2 and 1
+    layers) between joins."""
+    edges, names, flops, bits = [], [], [], []
+    last = "input"
+    for m in range(modules):
+        ends = []
+        for b, depth in enumerate((1, 2, 2, 1)):
+            prev = last
+            for d in range(depth):
+                name = f"m{m}b{b}l{d}"
+                names.append(name)
+                flops.append(1.0e9 * (1 + b) * (1 + d))
+                bits.append(4.0e6 * (2 - d) / (1 + b % 2))
+                edges.append((prev, name))
+                prev = name
+            ends.append(prev)
+        join = f"m{m}join"
+        names.append(join)
+        flops.append(0.2e9)
+        bits.append(6.0e6)
+        edges += [(e, join) for e in ends]
+        last = join
+    graph = LayerGraph(tuple(names), tuple(flops), tuple(bits), tuple(edges), input_bits=4.8e6)
+    return Profile.from_graph(f"inception-{modules}", graph)
+
+
+def chain_network(nodes: int = 8) -> Network:
+    """``nodes`` workers in a row, 20-50 GFLOP/s, 1 Gbit/s links, linear prices."""
+    ids = [f"w{k}" for k in range(nodes)]
+    members = tuple(Node(v, (20 + 30 * ((7 * k) % nodes) / nodes) * 1e9, 1e-9)
+                    for k, v in enumerate(ids))  # fmt: skip
+    links = tuple(Link(u, v, 1e9, 1e-9) for u, v in itertools.pairwise(ids))
+    return Network(nodes=members, links=links, source=ids[0], target=ids[-1])
+
+
+def timed(fn, repeat: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Mean and worst seconds of ``repeat`` calls after one warm-up."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.mean(times), max(times)
+
+
+def table_a(quick: bool) -> None:
+    profile = resnet50_modules()
+    graph = profile.graph
+    assert graph is not None
+    print(f"(a) {profile.name} at module granularity: {graph.n_layers} layers, "
+          f"{profile.n_blocks} blocks")  # fmt: skip
+    print("seed  ideals  alpha  mean s  worst s  cost graph / chain")
+    for seed in range(3 if quick else 10):
+        net = inferplan.tiered(seed=seed)
+        inst = compile_instance(net, profile, cuts="graph")
+        chain = compile_instance(net, profile, cuts="chain")
+        t_star = throughput_optimal(chain).interval
+        for alpha in ALPHAS:
+            beta = alpha * t_star
+            mean, worst = timed(lambda: solve_psg(inst, beta), 2 if quick else 5)  # noqa: B023
+            ratio = solve_psg(inst, beta).cost / solve_psg(chain, beta).cost
+            print(f"{seed:4d}  {inst.n_cuts:6d}  {alpha:5.2f}  {mean:6.3f}  {worst:7.3f}  "
+                  f"{ratio:.4f}")  # fmt: skip
+
+
+def table_b(quick: bool) -> None:
+    print("(b) T* of two-stack models on an 8-node chain")
+    print("stack  ideals  compile s  T* s  interval graph / chain")
+    net = chain_network()
+    for layers in (10, 30, 60) if quick else (10, 30, 60, 89):
+        profile = two_stack(layers)
+        start = time.perf_counter()
+        inst = compile_instance(net, profile, cuts="graph")
+        compiled = time.perf_counter() - start
+        start = time.perf_counter()
+        best = throughput_optimal(inst)
+        solve = time.perf_counter() - start
+        chain = throughput_optimal(compile_instance(net, profile, cuts="chain"))
+        print(f"{layers:5d}  {inst.n_cuts:6d}  {compiled:9.2f}  {solve:5.2f}  "
+              f"{best.interval / chain.interval:.4f}")  # fmt: skip
+    big = two_stack(199)
+    try:
+        compile_instance(net, big, cuts="graph")
+    except inferplan.InferplanError as exc:
+        print(f"  199 layers a stack (20,100 ideals): refused: {exc}")
+    print(f"  (the planners hold at most {MAX_STATE_CUTS} cuts)")
+
+
+def table_c(quick: bool) -> None:
+    print("(c) T* cutting at ideals against cutting between the blocks")
+    print("model                 network      ideals  T* chain ms  T* graph ms  gain")
+    models = [
+        ("two-branch", inferplan.load_profile(ROOT / "examples" / "two-branch.yaml")),
+        ("inception-4", inception(4)),
+        ("two-stack-30", two_stack(30)),
+    ]
+    if not quick:
+        models.append(("resnet50 modules", resnet50_modules()))
+    networks = [("8-node chain", chain_network())]
+    networks += [(f"tiered {s}", inferplan.tiered(seed=s)) for s in range(3)]
+    for name, profile in models:
+        for where, net in networks:
+            inst = compile_instance(net, profile, cuts="graph")
+            chain = throughput_optimal(compile_instance(net, profile, cuts="chain")).interval
+            graph = throughput_optimal(inst).interval
+            assert graph <= chain
+            print(f"{name:20s}  {where:11s}  {inst.n_cuts:6d}  {1e3 * chain:11.2f}  "
+                  f"{1e3 * graph:11.2f}  {1 - graph / chain:5.1%}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller series")
+    parser.add_argument("--tables", default="abc", help="which tables (default abc)")
+    args = parser.parse_args()
+    for key, run in (("a", table_a), ("b", table_b), ("c", table_c)):
+        if key in args.tables:
+            run(args.quick)
+            print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,318 @@
+"""The cuts of a model, the states of the co-design state graph: prefixes of a block chain,
+or the ideals (down-closed sets) of a layer graph.
+
+A deployment runs ``J_l \\ J_(l-1)`` on the ``l``-th node of its path for a chain of cuts
+``{} = J_0 ⊆ J_1 ⊆ ... ⊆ J_L = all``, and the link after it carries the boundary of ``J_l``.
+:class:`Cuts` holds what the solvers need of every cut: the work between two of them (``inf``
+unless the first is inside the second), the bits of each boundary and the parameters of each
+cut. Cuts are numbered by size, then by their members, so ``I ⊂ J`` implies that ``I`` comes
+first: a solver may relax them in index order. A chain is the special case whose cuts are the
+prefixes ``0..N``: its tables are the block-range sums
+(:func:`~inferplan.arrays.range_sums`), entry for entry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from inferplan.arrays import FloatArray, IntArray, exact_differences, scaled_exactly
+from inferplan.errors import InvalidArgument
+from inferplan.profiles.graph import INPUT, LayerGraph
+from inferplan.profiles.profile import Profile
+
+__all__ = [
+    "CUT_KINDS",
+    "DEFAULT_MAX_IDEALS",
+    "MAX_STATE_CUTS",
+    "CutKind",
+    "Cuts",
+    "chain_cuts",
+    "count_ideals",
+    "cuts_of",
+    "graph_cuts",
+]
+
+CutKind = Literal["chain", "graph"]
+CUT_KINDS: tuple[CutKind, ...] = ("chain", "graph")
+
+DEFAULT_MAX_IDEALS = 100_000
+"""How many ideals a layer graph may have before enumerating them is refused."""
+
+MAX_STATE_CUTS = 4_096
+"""How many cuts the planners take: they hold tables of every pair of cuts (``K x K``
+floats, 134 MB at this size)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Cuts:
+    """The cuts of a model (see the module docstring).
+
+    Attributes
+    ----------
+    kind
+        ``"chain"`` (the prefixes of the blocks) or ``"graph"`` (the ideals of the layers).
+    units
+        The blocks' or layers' names; a graph's in a topological order.
+    members
+        ``(K, n)``: which units each cut holds (``None`` for a chain, whose cut ``k`` holds the
+        first ``k`` units).
+    bits
+        ``(K,)``: bits of each cut's boundary (``D_0..D_N`` for a chain).
+    params
+        ``(K,)``: parameters of each cut's units.
+    exact_work
+        Each cut's FLOPs as an exact integer multiple of ``unit``.
+    sends
+        ``(K, n + 1)``: which tensors leave each cut, the input first, then each unit's output
+        (``None`` for a chain, whose cut ``k`` sends the output of unit ``k``, or the input).
+    """
+
+    kind: CutKind
+    units: tuple[str, ...]
+    members: npt.NDArray[np.bool_] | None
+    bits: FloatArray
+    params: IntArray
+    exact_work: tuple[int, ...]
+    unit: int
+    sends: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def n_cuts(self) -> int:
+        """``K``, the number of cuts (``N + 1`` for a chain)."""
+        return int(self.bits.size)
+
+    @property
+    def last(self) -> int:
+        """The index of the cut holding every unit."""
+        return self.n_cuts - 1
+
+    @cached_property
+    def is_chain(self) -> bool:
+        """Whether cut ``k`` is the first ``k`` units for every ``k`` (the linear-time
+        kernels' case)."""
+        if self.members is None:
+            return True
+        K, n = self.members.shape
+        return n + 1 == K and bool(np.array_equal(self.members, np.tri(K, n, k=-1, dtype=bool)))
+
+    @cached_property
+    def subset(self) -> npt.NDArray[np.bool_]:
+        """``subset[i, j]``: cut ``i`` lies inside cut ``j`` (a transition from ``i`` to ``j``
+        exists)."""
+        if self.members is None or self.is_chain:
+            return ~np.tri(self.n_cuts, k=-1, dtype=bool)
+        words = _packed(self.members)
+        inside = np.ones((self.n_cuts, self.n_cuts), dtype=bool)
+        for w in range(words.shape[1]):
+            col = words[:, w]
+            inside &= (col[:, None] & ~col[None, :]) == 0
+        return inside
+
+    @cached_property
+    def work_between(self) -> FloatArray:
+        """``w(i, j)``: FLOPs of the units of cut ``j`` outside cut ``i``, rounded once
+        (``inf`` where ``i`` is not inside ``j``)."""
+        if self.kind == "graph" and self.n_cuts > MAX_STATE_CUTS:
+            raise _too_many_for_planners(self.n_cuts)
+        sums = exact_differences(self.exact_work, self.unit)
+        sums[~self.subset] = np.inf
+        return sums
+
+    def units_between(self, i: int, j: int) -> tuple[str, ...]:
+        """The names of the units of cut ``j`` outside cut ``i``, in order."""
+        if self.members is None:
+            return self.units[i:j]
+        fresh = self.members[j] & ~self.members[i]
+        return tuple(self.units[k] for k in np.flatnonzero(fresh).tolist())
+
+    def boundary(self, k: int) -> tuple[str, ...]:
+        """The tensors that leave cut ``k``, in a fixed order (``input`` first, then by unit):
+        what a link after it carries."""
+        if self.sends is None:
+            return (INPUT,) if k == 0 else (self.units[k - 1],)
+        names = (INPUT, *self.units)
+        return tuple(names[x] for x in np.flatnonzero(self.sends[k]).tolist())
+
+    def params_between(self, i: int, j: int) -> int:
+        """Parameters of the units of cut ``j`` outside cut ``i``."""
+        return int(self.params[j] - self.params[i])
+
+
+def _packed(members: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+    """Each row of ``members`` as 64-bit words."""
+    K, n = members.shape
+    padded = np.zeros((K, -(-n // 64) * 64), dtype=bool)
+    padded[:, :n] = members
+    return np.packbits(padded, axis=1, bitorder="little").view(np.uint64)
+
+
+def chain_cuts(profile: Profile) -> Cuts:
+    """The prefixes of ``profile``'s blocks as cuts."""
+    scaled, unit = scaled_exactly(profile.flops)
+    exact = [0]
+    for x in scaled:
+        exact.append(exact[-1] + x)
+    return Cuts(
+        kind="chain",
+        units=profile.blocks,
+        members=None,
+        bits=np.asarray(profile.activation_bits, dtype=np.float64),
+        params=np.concatenate(([0], np.cumsum(profile.params, dtype=np.int64))),
+        exact_work=tuple(exact),
+        unit=unit,
+    )
+
+
+def _enumerate(graph: LayerGraph, limit: int) -> list[tuple[int, int, int]] | None:
+    """Every ideal of ``graph`` as ``(bitmask over the topological order, exact work, params)``
+    by size, then bitmask; ``None`` past ``limit`` ideals."""
+    order = graph.order
+    position = {v: k for k, v in enumerate(order)}
+    needs = [sum(1 << position[u] for u in graph.predecessors[v]) for v in order]
+    scaled, _ = scaled_exactly(graph.flops)
+    work = [scaled[v] for v in order]
+    params = [graph.params[v] for v in order]
+    level = [(0, 0, 0)]
+    out = list(level)
+    for _ in range(graph.n_layers):
+        grown: dict[int, tuple[int, int]] = {}
+        for mask, w, p in level:
+            for k, need in enumerate(needs):
+                bit = 1 << k
+                if not mask & bit and need & mask == need and mask | bit not in grown:
+                    grown[mask | bit] = (w + work[k], p + params[k])
+        level = [(m, *grown[m]) for m in sorted(grown)]
+        out.extend(level)
+        if len(out) > limit:
+            return None
+    return out
+
+
+def count_ideals(graph: LayerGraph, limit: int = DEFAULT_MAX_IDEALS) -> int | None:
+    """The number of ideals of ``graph`` (the empty set and all layers included), or
+    ``None`` when there are more than ``limit``.
+
+    Examples
+    --------
+    >>> g = LayerGraph(("a", "b"), flops=(1.0, 1.0), output_bits=(8.0, 8.0),
+    ...                edges=(("input", "a"), ("input", "b")), input_bits=8.0)
+    >>> count_ideals(g)  # {}, {a}, {b}, {a, b}
+    4
+    """
+    found = _enumerate(graph, limit)
+    return None if found is None else len(found)
+
+
+def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cuts:
+    """The ideals of ``graph`` as cuts, in the order of the module docstring.
+
+    Raises
+    ------
+    InvalidArgument
+        If ``graph`` has more than ``max_ideals`` ideals.
+
+    Examples
+    --------
+    >>> g = LayerGraph(("a", "b", "c"), flops=(1.0, 2.0, 3.0), output_bits=(8.0, 4.0, 2.0),
+    ...                edges=(("input", "a"), ("input", "b"), ("a", "c"), ("b", "c")),
+    ...                input_bits=16.0)
+    >>> cuts = graph_cuts(g)
+    >>> cuts.n_cuts, [cuts.units_between(0, k) for k in range(cuts.n_cuts)][1:3]
+    (5, [('a',), ('b',)])
+    >>> cuts.bits.tolist()  # {}: the input; {a}: input + a; {b}: input + b; {a, b}; all
+    [16.0, 24.0, 20.0, 12.0, 2.0]
+    """
+    if max_ideals < 2:
+        raise InvalidArgument(f"must be at least 2, got {max_ideals}", field="max_ideals")
+    found = _enumerate(graph, max_ideals)
+    if found is None:
+        raise InvalidArgument(
+            f"the layer graph has more than {max_ideals} ideals (cuts): cut the model between "
+            "its blocks (chain cuts), give a coarser layer graph, or raise the limit",
+            field="max_ideals",
+        )
+    n = graph.n_layers
+    masks = [m for m, _, _ in found]
+    nbytes = -(-n // 8)
+    raw = np.frombuffer(b"".join(m.to_bytes(nbytes, "little") for m in masks), dtype=np.uint8)
+    unpacked = np.unpackbits(raw.reshape(len(masks), nbytes), axis=1, bitorder="little")
+    members: npt.NDArray[np.bool_] = unpacked[:, :n].astype(bool)
+    order = graph.order
+    position = {v: k for k, v in enumerate(order)}
+    readers = np.zeros((n, n), dtype=np.int32)  # readers[z, u]: layer z reads u (topological)
+    for v in order:
+        for u in graph.predecessors[v]:
+            readers[position[v], position[u]] = 1
+    outputs = set(graph.sinks)
+    sink = np.array([v in outputs for v in order])
+    outside = (~members).astype(np.int32)
+    unread = (outside @ readers) > 0
+    leaving = members & (unread | sink)
+    first = [position[v] for v in graph.input_readers]
+    input_sent = np.logical_not(members[:, first].all(axis=1))
+    out_bits = np.array([graph.output_bits[v] for v in order])
+    bits = [
+        math.fsum([graph.input_bits] * bool(sent) + out_bits[row].tolist())
+        for sent, row in zip(list(input_sent), leaving, strict=True)
+    ]
+    _, unit = scaled_exactly(graph.flops)
+    return Cuts(
+        kind="graph",
+        units=tuple(graph.layers[v] for v in order),
+        members=members,
+        bits=np.array(bits),
+        params=np.array([p for _, _, p in found], dtype=np.int64),
+        exact_work=tuple(w for _, w, _ in found),
+        unit=unit,
+        sends=np.column_stack((input_sent, leaving)),
+    )
+
+
+def cuts_of(
+    profile: Profile, cuts: CutKind | None = None, *, max_ideals: int | None = None
+) -> Cuts:
+    """The cuts the planners search for ``profile``: ``"chain"`` (its blocks), ``"graph"``
+    (the ideals of its layer graph, at most ``max_ideals``, :data:`DEFAULT_MAX_IDEALS` when
+    not given), or, when not given, the graph's when the profile has one whose ideals the
+    planners hold, else the chain's.
+
+    Raises
+    ------
+    InvalidArgument
+        For ``cuts="graph"`` on a profile without a layer graph, or one with more ideals than
+        ``max_ideals`` or than the planners hold (:data:`MAX_STATE_CUTS`).
+    """
+    max_ideals = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
+    if cuts not in (None, *CUT_KINDS):
+        raise InvalidArgument(f"must be 'chain' or 'graph', got {cuts!r}", field="cuts")
+    if cuts == "chain" or (cuts is None and profile.graph is None):
+        return chain_cuts(profile)
+    if profile.graph is None:
+        raise InvalidArgument(
+            f"profile {profile.name!r} has no layer graph: its cuts are its blocks' (chain)",
+            field="cuts",
+        )
+    if cuts is None:
+        try:
+            return graph_cuts(profile.graph, max_ideals=min(max_ideals, MAX_STATE_CUTS))
+        except InvalidArgument:
+            return chain_cuts(profile)
+    found = graph_cuts(profile.graph, max_ideals=max_ideals)
+    if found.n_cuts > MAX_STATE_CUTS:
+        raise _too_many_for_planners(found.n_cuts)
+    return found
+
+
+def _too_many_for_planners(n_cuts: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"{n_cuts} cuts are more than the planners hold ({MAX_STATE_CUTS}: they keep a table "
+        "of every pair): cut the model between its blocks (chain cuts) or give a coarser layer "
+        "graph",
+        field="cuts",
+    )

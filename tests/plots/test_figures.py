@@ -1,0 +1,188 @@
+"""Figures checked as pictures: no text box crosses a drawn line or arrow or another text box
+(from the artists' extents once drawn), and every legend entry looks different from the
+others."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch
+from matplotlib.text import Text
+
+import inferplan
+from inferplan.codesign import compile_instance, cost_frontier
+from inferplan.codesign.services import Service, provision_services
+from inferplan.plots import plot_frontier, plot_plan, plot_services
+from inferplan.plots.services import plot_services_study
+from inferplan.plots.sweeps import plot_sweep_summary
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures saved while the test runs, drawn."""
+    figures: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figures.append(self)
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def _segments(fig):
+    """Every straight piece of every line and arrow, in pixels."""
+    out = []
+    for ax in fig.axes:
+        for artist in [*ax.lines, *ax.patches, *ax.texts]:
+            if isinstance(artist, Line2D):
+                pieces = [artist.get_transform().transform(artist.get_xydata())]
+            elif isinstance(artist, FancyArrowPatch):
+                pieces = artist.get_path().to_polygons(closed_only=False)
+            elif getattr(artist, "arrow_patch", None) is not None:
+                pieces = artist.arrow_patch.get_path().to_polygons(closed_only=False)
+            else:
+                continue
+            for points in pieces:
+                out += [(a, b) for a, b in itertools.pairwise(np.asarray(points, dtype=float))
+                        if np.isfinite(a).all() and np.isfinite(b).all()]  # fmt: skip
+    return out
+
+
+def _crosses(box, a, b) -> bool:
+    steps = int(max(abs(b - a))) + 2
+    for t in np.linspace(0, 1, steps):
+        x, y = a + t * (b - a)
+        if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1:
+            return True
+    return False
+
+
+def problems(fig: Figure) -> list[str]:
+    """What a reader would trip over: text boxes (legends as one box) crossing a line or
+    each other."""
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [a for a in fig.findobj(Legend)]
+    inside = {id(t) for legend in legends for t in legend.findobj(Text)}
+    ticks = {id(t) for ax in fig.axes for t in [*ax.get_xticklabels(), *ax.get_yticklabels()]}
+    boxes = [(f"text {t.get_text()!r}", t.get_window_extent(renderer))
+             for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and id(t) not in inside and id(t) not in ticks]  # fmt: skip
+    boxes += [(f"legend {[t.get_text() for t in lg.get_texts()]}", lg.get_window_extent(renderer))
+              for lg in legends]  # fmt: skip
+    found = []
+    segments = _segments(fig)
+    for name, box in boxes:
+        if any(_crosses(box, a, b) for a, b in segments):
+            found.append(f"{name} crosses a line")
+    for (n1, b1), (n2, b2) in itertools.combinations(boxes, 2):
+        if b1.overlaps(b2):
+            found.append(f"{n1} overlaps {n2}")
+    return found
+
+
+def _look(handle) -> tuple:
+    lines = getattr(handle, "lines", None)
+    if lines:  # an errorbar's legend entry: its line
+        handle = lines[0]
+    if isinstance(handle, Line2D):
+        return (to_rgba(handle.get_color()), handle.get_linestyle(), handle.get_marker())
+    colours = [handle.get_edgecolor(), handle.get_facecolor()]  # a collection (scatter, ...)
+    return tuple(tuple(map(tuple, np.atleast_2d(c))) for c in colours)
+
+
+def indistinct_legend_entries(fig: Figure) -> list[str]:
+    found = []
+    for legend in fig.findobj(Legend):
+        looks = [_look(h) for h in legend.legend_handles]
+        names = [t.get_text() for t in legend.get_texts()]
+        for (n1, l1), (n2, l2) in itertools.combinations(zip(names, looks, strict=True), 2):
+            if l1 == l2:
+                found.append(f"{n1!r} looks like {n2!r}")
+    return found
+
+
+def test_the_checks_see_a_label_on_a_line_and_two_entries_alike():
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="C0", label="a")
+    ax.plot([0, 1], [1, 0], color="C0", label="b")
+    ax.text(0.5, 0.5, "on the line")
+    ax.text(0.5, 0.52, "on the other text")
+    ax.legend()
+    found = problems(fig)
+    assert "text 'on the line' crosses a line" in found
+    assert "text 'on the line' overlaps text 'on the other text'" in found
+    assert indistinct_legend_entries(fig) == ["'a' looks like 'b'"]
+
+
+def test_the_frontier_keeps_its_legend_off_the_curve_with_one_entry_per_kind(drawn, tmp_path):
+    inst = compile_instance(inferplan.load_network("examples/network.json"), inferplan.vgg16())
+    front = cost_frontier(inst, points=41)
+    kinds = {bool(c.to_dict()["path_changes"]) for c in front.changes}
+    assert kinds == {True, False}  # both kinds of change are drawn here
+    plot_frontier(front, tmp_path / "f.png", title="vgg16")
+    (fig,) = drawn
+    assert problems(fig) == [] and indistinct_legend_entries(fig) == []
+    entries = [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
+    assert entries == ["least cost (psg)", "partition changes", "path changes"]
+
+
+@pytest.mark.parametrize(("network", "throughput"), [
+    ("examples/network.json", 30.0), (3, 8.0), (5, 20.0),
+])  # fmt: skip
+def test_plan_pictures_label_every_stage_clear_of_lines(drawn, tmp_path, network, throughput):
+    net = (
+        inferplan.load_network(network)
+        if isinstance(network, str)
+        else inferplan.tiered(seed=network)
+    )
+    vgg = inferplan.vgg16()
+    plan = inferplan.provision(net, vgg, throughput=throughput)
+    plot_plan(net, plan, tmp_path / "p.png", block_names=vgg.blocks)
+    (fig,) = drawn
+    assert problems(fig) == []
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum("bottleneck" in t for t in texts) == 1  # the bottleneck, and only it, named
+    first, last = plan.partition[-2] + 1, plan.partition[-1]
+    if last > first:  # the last node's blocks, by number and by name
+        assert f"blocks {first}–{last}\n{vgg.blocks[first - 1]} … {vgg.blocks[last - 1]}" in texts
+    for up in plan.link_upgrades:
+        assert any(t.startswith(f"+{inferplan.units.si(up.amount, 'bit/s')}") for t in texts)
+
+
+def test_the_services_figures_keep_their_legends_off_bands_and_points(drawn, tmp_path):
+    rows = [{"alpha": a, "services": n, "saving": 0.1 * n + a, "joint_status": "optimal",
+             "fast_status": "heuristic", "fast_gap": 0.02 * n, "fast_cost": 1.0 + 0.01 * n,
+             "joint_cost": 1.0}
+            for a in (0.3, 0.6) for n in (2, 3, 4) for _ in range(3)]  # fmt: skip
+    plot_services_study(rows, tmp_path / "s.png")
+    net = inferplan.tiered(seed=1)
+    plan = provision_services(net, [Service("a", inferplan.vgg16(), "s", "t", 0.2),
+                                    Service("b", inferplan.alexnet(), "s", "t", 0.05)])  # fmt: skip
+    plot_services(net, plan, tmp_path / "p.png")
+    for fig in drawn:
+        assert indistinct_legend_entries(fig) == []
+        assert [p for p in problems(fig) if p.startswith("legend")] == []
+
+
+def test_a_sweep_summary_figure_tells_its_groups_apart(drawn, tmp_path):
+    rows = [{"parameter": "alpha", "value": a, "group": g, "metric": "ratio", "median": m,
+             "q25": m - 0.1, "q75": m + 0.1}
+            for a in (0.3, 0.6) for g, m in (("pfp", 2.0), ("pwf", 2.0), ("psg", 1.0))]  # fmt: skip
+    plot_sweep_summary(rows, tmp_path / "s.png")
+    (fig,) = drawn
+    assert indistinct_legend_entries(fig) == []
+    assert [p for p in problems(fig) if p.startswith("legend")] == []
