@@ -241,6 +241,225 @@ def plan_latency(
     return total
 
 
+# --- latency bounds: every deployment allocated exactly, from the definitions -------------
+#
+# A stage (a node's compute or a link's transfer) has a load ``w``, a capacity ``C``, a least
+# purchase ``rho`` (the interval's) and a cost function; buying ``x`` makes it take
+# ``w / (C + x)``. For one deployment the cheapest purchases whose delays sum to at most the
+# bound less the propagation delays are found by bisection on the multiplier ``lam`` of the
+# delay (each stage's best response the least of ``f(x) + lam w / (C + x)`` over its
+# candidate points: the interval's least purchase, the cap, every tier boundary and each
+# tier's stationary point) when every cost is convex, and by enumerating the module counts
+# (and the tier of each falling-tiered stage) otherwise.
+
+_HUGE = 1e30  # "as much as you like" for a free cost without a cap
+
+
+def _pieces(cost: object) -> list[tuple[float, float, float, float]] | None:
+    """``(start, end, slope, cost at start)`` of a linear or tiered cost, read from its
+    fields; ``None`` for modules."""
+    from inferplan.network.costs import LinearCost, ModuleCost, TieredCost
+
+    if isinstance(cost, ModuleCost):
+        return None
+    if isinstance(cost, LinearCost):
+        return [(0.0, cost.max_amount, cost.price, 0.0)]
+    assert isinstance(cost, TieredCost)
+    out, start, value = [], 0.0, 0.0
+    for k, price in enumerate(cost.prices):
+        end = cost.upto[k] if k < len(cost.upto) else math.inf
+        end = min(end, cost.max_amount)
+        if start >= end and k:
+            break
+        out.append((start, end, price, value))
+        value += price * (end - start) if math.isfinite(end) else 0.0
+        start = end
+    return out
+
+
+@dataclass(frozen=True)
+class _OracleStage:
+    w: float
+    C: float
+    rho: float
+    pieces: tuple[tuple[float, float, float, float], ...]  # a point piece: start == end
+
+    def best(self, lam: float) -> tuple[float, float]:
+        """(cost, delay) of the best response at ``lam``."""
+        if self.w == 0:
+            return self.cost(self.rho), 0.0
+        found = (math.inf, math.inf, math.inf)
+        for a, b, p, v in self.pieces:
+            lo = max(a, self.rho)
+            if lo > b:
+                continue
+            hi = min(b, _HUGE)
+            points = [lo, hi]
+            if p > 0 and lam > 0:
+                points.append(min(max(math.sqrt(lam * self.w / p) - self.C, lo), hi))
+            for x in points:
+                f = v + p * (x - a)
+                d = self.w / (self.C + x)
+                if f + lam * d < found[0]:
+                    found = (f + lam * d, f, d)
+        return found[1], found[2]
+
+    def cost(self, x: float) -> float:
+        for a, b, p, v in self.pieces:
+            if a <= x <= b:
+                return v + p * (x - a)
+        return math.inf
+
+    @property
+    def fastest(self) -> float:
+        most = max((min(b, _HUGE) for a, b, _, _ in self.pieces if max(a, self.rho) <= b),
+                   default=-math.inf)  # fmt: skip
+        return self.w / (self.C + most) if most >= 0 else math.inf
+
+
+def _convex(stages: list[_OracleStage], budget: float) -> float:
+    return _convex_at(stages, budget)[0]
+
+
+def _convex_at(stages: list[_OracleStage], budget: float) -> tuple[float, float]:
+    """The least cost of ``stages`` within ``budget`` and the multiplier reached."""
+    cost = math.fsum(s.best(0.0)[0] for s in stages)
+    if math.fsum(s.best(0.0)[1] for s in stages) <= budget:
+        return cost, 0.0
+    if math.fsum(s.fastest for s in stages) > budget:
+        return math.inf, math.inf
+    lo, hi = math.log(1e-12), math.log(1e40)
+    for _ in range(90):
+        mid = 0.5 * (lo + hi)
+        if math.fsum(s.best(math.exp(mid))[1] for s in stages) <= budget:
+            hi = mid
+        else:
+            lo = mid
+    return math.fsum(s.best(math.exp(hi))[0] for s in stages), math.exp(hi)
+
+
+def _rounded_up(stages: list[tuple[float, float, float, object]], budget: float) -> float:
+    """A feasible cost: modules priced per unit (their relaxation), allocated, and each
+    module stage's purchase rounded up to whole modules (faster, so still within budget)."""
+    from inferplan.network.costs import ModuleCost
+
+    relaxed = []
+    for w, C, rho, cost in stages:
+        if isinstance(cost, ModuleCost):
+            most = cost.max_modules * cost.size
+            relaxed.append(_OracleStage(w, C, rho, ((0.0, most, cost.price / cost.size, 0.0),)))
+        else:
+            relaxed.append(_OracleStage(w, C, rho, tuple(_pieces(cost) or ())))
+    _, lam = _convex_at(relaxed, budget)
+    if math.isinf(lam):
+        return math.inf
+    total = 0.0
+    for (w, C, rho, cost), stage in zip(stages, relaxed, strict=True):
+        f, d = stage.best(lam)
+        if isinstance(cost, ModuleCost):
+            x = C * 0 + (w / d - C if d > 0 else rho) if w > 0 else rho
+            f = cost.price * math.ceil(max(x, rho) / cost.size * (1 - 1e-12))
+        total += f
+    return total
+
+
+def _allocated(
+    stages: list[tuple[float, float, float, object]], budget: float, upper: float
+) -> float:
+    """The least cost of purchases for ``stages`` ``(w, C, rho, cost)`` whose delays sum to
+    at most ``budget`` (``inf`` if none) below ``upper``: the module counts (from the least
+    the interval needs, while the rest could still do with their least) and the tier of
+    each falling-tiered stage enumerated, the convex rest by bisection."""
+    from inferplan.network.costs import ModuleCost, TieredCost
+
+    fixed: list[_OracleStage] = []
+    odd: list[tuple[float, float, float, object]] = []
+    for w, C, rho, cost in stages:
+        pieces = _pieces(cost)
+        if w > 0 and (pieces is None or (isinstance(cost, TieredCost) and not cost.convex)):
+            odd.append((w, C, rho, cost))
+        elif pieces is None:
+            fixed.append(_OracleStage(w, C, rho, ((0.0, 0.0, 0.0, 0.0),)))
+        else:
+            fixed.append(_OracleStage(w, C, rho, tuple(pieces)))
+    slowest = [math.fsum(s.best(0.0)[1] for s in fixed)]  # delays at the least purchases
+    best = [min(upper, _rounded_up(stages, budget) * (1 + 1e-9))]
+
+    def options(w: float, C: float, rho: float, cost: object) -> Iterator[_OracleStage]:
+        pieces = _pieces(cost)
+        if pieces is not None:
+            yield from (_OracleStage(w, C, rho, (piece,)) for piece in pieces)
+            return
+        assert isinstance(cost, ModuleCost)
+        m = math.ceil(rho / cost.size * (1 - 1e-12))
+        if cost.price == 0:
+            most = cost.max_modules * cost.size if math.isfinite(cost.max_modules) else _HUGE
+            yield _OracleStage(w, C, rho, ((most, most, 0.0, 0.0),))
+            return
+        while m <= cost.max_modules and cost.price * m < best[0]:
+            yield _OracleStage(w, C, rho, ((m * cost.size, m * cost.size, 0.0, cost.price * m),))
+            m += 1
+
+    def relaxed(x: tuple[float, float, float, object]) -> _OracleStage:
+        """A convex stage costing at most ``x``'s: modules priced per unit, falling tiers
+        at their lowest marginal price."""
+        w, C, rho, cost = x
+        pieces = _pieces(cost)
+        if pieces is None:
+            assert isinstance(cost, ModuleCost)
+            most = cost.max_modules * cost.size
+            return _OracleStage(w, C, rho, ((0.0, most, cost.price / cost.size, 0.0),))
+        return _OracleStage(w, C, rho, ((0.0, pieces[-1][1], min(p[2] for p in pieces), 0.0),))
+
+    def search(k: int, chosen: list[_OracleStage]) -> None:
+        bound = _convex([*fixed, *chosen, *map(relaxed, odd[k:])], budget)
+        if bound >= best[0]:
+            return  # not even the relaxation of the rest beats the best
+        if k == len(odd):
+            best[0] = bound
+            return
+        w, C, rho, cost = odd[k]
+        later_least = math.fsum(x[0] / (x[1] + x[2]) for x in odd[k + 1 :])
+        taken = math.fsum(s.best(0.0)[1] for s in chosen)
+        for option in options(w, C, rho, cost):
+            search(k + 1, [*chosen, option])
+            if (isinstance(cost, ModuleCost)
+                    and slowest[0] + taken + option.fastest + later_least <= budget):  # fmt: skip
+                break  # the rest fit at their least: more modules here only cost more
+
+    search(0, [])
+    return best[0]
+
+
+def brute_force_latency_cost(
+    network: Network, profile: Profile, beta: float, latency: float
+) -> float:
+    """The least cost of a plan whose stages all take at most ``beta`` and whose latency is
+    at most ``latency``: every deployment, allocated exactly (``inf`` when none can be)."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    best = math.inf
+    for path, partition in deployments(network, profile.n_blocks):
+        stages, propagation, prev = [], 0.0, 0
+        for k, v in enumerate(path):
+            b = partition[k]
+            work, node = S[b] - S[prev], nodes[v]
+            stages.append((work, node.capacity, max(0.0, work / beta - node.capacity),
+                           node.capacity_cost))  # fmt: skip
+            if k + 1 < len(path):
+                link = links[(v, path[k + 1])]
+                stages.append((D[b], link.capacity, max(0.0, D[b] / beta - link.capacity),
+                               link.capacity_cost))  # fmt: skip
+                propagation += link.delay_s
+            prev = b
+        if evaluate(network, profile, path, partition, beta).cost >= best:
+            continue  # even the interval's least purchases cost more
+        best = min(best, _allocated(stages, latency - propagation, best))
+    return best
+
+
 def memory_need(profile: Profile, received: int, sent: int) -> float:
     """Bytes a node running blocks ``received+1..sent`` holds, from the definition
     (docs/model.md): parameters and kept state of its blocks plus the largest input+output

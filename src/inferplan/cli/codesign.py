@@ -1,4 +1,5 @@
-"""``inferplan provision``, ``throughput`` and ``generate``: the co-design planner's commands."""
+"""``inferplan provision``, ``throughput``, ``latency`` and ``generate``: the co-design
+planner's commands."""
 
 from __future__ import annotations
 
@@ -126,6 +127,14 @@ def provision_command(
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", help="MILP: seconds the solver may take.")
     ] = None,
+    latency: Annotated[
+        float | None,
+        typer.Option(
+            "--latency",
+            help="Also bound the latency, the seconds one inference takes through the "
+            "deployment (psg exact, pfp on its frozen deployment).",
+        ),
+    ] = None,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
@@ -148,7 +157,8 @@ def provision_command(
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
-                                         "--tie-break": tie_break, "--input-shape": input_shapes,
+                                         "--tie-break": tie_break, "--latency": latency,
+                                         "--input-shape": input_shapes,
                                          "--blocks": blocks, "--config": config,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
@@ -168,7 +178,8 @@ def provision_command(
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals)  # fmt: skip
+                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals,
+                         latency=latency)  # fmt: skip
     if report is not None or dot is not None:
         from inferplan.codesign.breakdown import plan_breakdown
         from inferplan.plots.report import write_plan_report
@@ -302,6 +313,10 @@ def throughput_command(
     method: Annotated[
         ThroughputMethodChoice, typer.Option("--method", help=throughput_method_help())
     ] = "psg",
+    latency: Annotated[
+        float | None,
+        typer.Option("--latency", help="Only deployments whose latency is at most this (s)."),
+    ] = None,
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
@@ -323,12 +338,50 @@ def throughput_command(
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
-        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals)
+        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,
+                                  latency=latency)  # fmt: skip
     if as_json:
         print_json(best.to_dict())
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
+    console.print(stages_table("deployment", best.path, best.partition,
+                               _bottleneck(best.bottleneck), layers=best.layers,
+                               sends=best.sends, cuts=best.cuts))  # fmt: skip
+
+
+@app.command("latency")
+@friendly_errors
+def latency_command(
+    network: NetworkArg,
+    profile: ProfileArg,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="Only deployments whose every stage meets this (s)."),
+    ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option("--throughput", help="Only deployments that reach this inferences/s."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Least-latency deployment as the network is.
+
+    Where each block runs so that one inference takes the least time, buying nothing;
+    optionally among the deployments that meet an interval or a throughput.
+    """
+    from inferplan.codesign.provision import latency_optimal
+    from inferplan.network.io import load_network
+    from inferplan.profiles.io import load_profile
+
+    net, prof = load_network(network), load_profile(profile)
+    with blame_network_file(network):
+        best = latency_optimal(net, prof, interval=interval, throughput=throughput)
+    if as_json:
+        print_json(best.to_dict())
+        return
+    console.print(f"latency {si(best.latency or 0.0, 's')}, interval {si(best.interval, 's')} "
+                  f"({best.throughput:.4g} inferences/s)")  # fmt: skip
     console.print(stages_table("deployment", best.path, best.partition,
                                _bottleneck(best.bottleneck), layers=best.layers,
                                sends=best.sends, cuts=best.cuts))  # fmt: skip

@@ -25,7 +25,7 @@ def _request(
     network: Path, model: str, shapes: list[str], blocks: str | None, dtype: str,
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
-    emulate: bool | None, seed: int, timeout: float,
+    emulate: bool | None, seed: int, timeout: float, testbed: bool, dilation: float | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
@@ -60,9 +60,12 @@ def _request(
         "emulate": emulate,
         "seed": seed,
         "timeout_s": timeout,
+        "testbed": testbed,
+        "dilation": dilation,
     }  # fmt: skip
     check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
-                                        "warmup", "inputs", "outputs", "timeout_s")})  # fmt: skip
+                                        "warmup", "inputs", "outputs", "timeout_s", "emulate",
+                                        "testbed", "dilation")})  # fmt: skip
     return fields
 
 
@@ -105,6 +108,13 @@ def run_command(
     timeout: Annotated[float, typer.Option(
         "--timeout", help="Seconds a stage may wait for a peer before the run is stopped.")
     ] = 60.0,
+    testbed: Annotated[bool, typer.Option(
+        "--testbed", help="Run on a testbed the kernel shapes: own network namespace, links "
+        "shaped by tc, each stage held to its capacity by a CPU quota (needs root; see "
+        "docs/testbed.md).")] = False,
+    dilation: Annotated[float | None, typer.Option(
+        "--dilation", help="With --testbed: stretch the run's time at least this many times "
+        "(default: as little as the cores allow).")] = None,
     as_json: JsonOpt = False,
     html_report: Annotated[Path | None, typer.Option(
         "--report", help="Also write the plan report with the measured times beside the "
@@ -125,7 +135,7 @@ def run_command(
         with blame_network_file(network):
             fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                              timeout)  # fmt: skip
+                              timeout, testbed, dilation)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
             RunRequest,
@@ -220,7 +230,11 @@ def _render(report: RunReport) -> None:
             row.append("" if s.profiled_s is None else si(s.profiled_s, "s"))
         rows.append(row)
     columns = ["stage", "blocks", "planned", "measured"] + (["profiled"] if profiled else [])
-    mode = "emulated capacities" if report.emulated else "this machine's speed"
+    mode = {
+        "emulate": "emulated capacities",
+        "native": "this machine's speed",
+        "testbed": f"on the testbed, time dilated {report.dilation:.3g}x",
+    }[report.mode]
     console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
     console.print(table("time per inference", columns, rows))
     gap = report.measured_interval / report.predicted_interval - 1
@@ -234,3 +248,28 @@ def _render(report: RunReport) -> None:
     verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
     console.print(f"outputs {verdict} the unsplit model's (max abs diff "
                   f"{report.max_abs_diff:.3g})")  # fmt: skip
+
+
+@app.command("testbed")
+@friendly_errors
+def testbed_command(
+    cleanup: Annotated[bool, typer.Option(
+        "--cleanup", help="Remove the namespaces and cgroups that killed testbed runs left.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Check that this machine can host `run --testbed`, or clean up after killed runs.
+
+    Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
+    """
+    from inferplan.runtime.testbed import cleanup as remove_leftovers
+    from inferplan.runtime.testbed import require
+
+    require()
+    removed = remove_leftovers() if cleanup else []
+    if as_json:
+        print_json({"status": "ready", "removed": removed})
+        return
+    for name in removed:
+        console.print(f"removed {name}")
+    console.print("testbed: ready" if not cleanup else f"testbed: ready, {len(removed)} removed")

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.frontier import Frontier, cost_frontier
     from inferplan.codesign.heuristics import solve_pfp, solve_pwf
     from inferplan.codesign.instance import CodesignInstance, compile_instance
+    from inferplan.codesign.latency import least_latency, solve_latency, throughput_within
     from inferplan.codesign.methods import (
         METHODS,
         SERVICE_METHODS,
@@ -19,7 +20,12 @@ if TYPE_CHECKING:
     )
     from inferplan.codesign.milp import solve_milp
     from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
-    from inferplan.codesign.provision import provision, target_interval, throughput
+    from inferplan.codesign.provision import (
+        latency_optimal,
+        provision,
+        target_interval,
+        throughput,
+    )
     from inferplan.codesign.psg import reference_psg, solve_psg
     from inferplan.codesign.servicefile import load_services
     from inferplan.codesign.services import Service, ServicesPlan, provision_services
@@ -40,11 +46,14 @@ __all__ = [
     "compile_instance",
     "cost_frontier",
     "get_method",
+    "latency_optimal",
+    "least_latency",
     "load_services",
     "method_names",
     "provision",
     "provision_services",
     "reference_psg",
+    "solve_latency",
     "solve_milp",
     "solve_pfp",
     "solve_psg",
@@ -52,6 +61,7 @@ __all__ = [
     "target_interval",
     "throughput",
     "throughput_optimal",
+    "throughput_within",
 ]
 
 export_lazily(
@@ -69,7 +79,13 @@ export_lazily(
         ),
         "inferplan.codesign.milp": ("solve_milp",),
         "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
-        "inferplan.codesign.provision": ("provision", "target_interval", "throughput"),
+        "inferplan.codesign.latency": ("least_latency", "solve_latency", "throughput_within"),
+        "inferplan.codesign.provision": (
+            "latency_optimal",
+            "provision",
+            "target_interval",
+            "throughput",
+        ),
         "inferplan.codesign.psg": ("reference_psg", "solve_psg"),
         "inferplan.codesign.servicefile": ("load_services",),
         "inferplan.codesign.services": ("Service", "ServicesPlan", "provision_services"),

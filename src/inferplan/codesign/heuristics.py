@@ -6,6 +6,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.latency import frozen_latency_plan
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
@@ -60,9 +61,11 @@ def solve_pfp(
     *,
     tie_break: TieBreak = "solver",
     seed: int | np.random.Generator | None = None,
+    latency: float | None = None,
 ) -> Plan:
     """PFP: freeze a throughput-optimal deployment, then buy the least increments that bring
-    each of its stages down to ``beta``.
+    each of its stages down to ``beta`` (with a ``latency`` bound, the cheapest that bring it
+    within both: :func:`~inferplan.codesign.latency.frozen_latency_plan`).
 
     ``tie_break`` picks the deployment among several optimal ones: ``"solver"`` (or ``"keep"``)
     the one :func:`throughput_optimal` returns, ``"random"`` one drawn uniformly from ``seed``.
@@ -71,6 +74,8 @@ def solve_pfp(
     check_scale(inst, beta)
     rng = np.random.default_rng(seed)
     path, partition = _optimal_deployment(inst, inst.capacity, inst.bandwidth, tie_break, rng)
+    if latency is not None:
+        return frozen_latency_plan(inst, beta, latency, path, partition, "pfp", "heuristic")
     plan = plan_from_path(inst, "pfp", beta, path, partition, status="heuristic")
     check_scale(inst, beta, plan.cost)
     return plan

@@ -35,10 +35,10 @@ __all__ = [
     "throughput_methods",
 ]
 
-OPTIONS = ("tie_break", "seed", "time_limit")
+OPTIONS = ("tie_break", "seed", "time_limit", "latency")
 """Every option a method may take: ``tie_break`` and ``seed`` (which of several tied
 throughput-optimal deployments a baseline follows), ``time_limit`` (seconds an exact solver
-may take)."""
+may take), ``latency`` (a bound in seconds on the plan's latency)."""
 
 TieBreak = Literal["solver", "keep", "random"]
 TIE_BREAKS: tuple[TieBreak, ...] = ("solver", "keep", "random")
@@ -82,6 +82,9 @@ class Method:
         ``throughput(inst) -> Deployment``, the method's way to ``T*`` (the least interval
         under the existing capacities), for the exact methods that have one: ``throughput(...,
         method=name)``.
+    bounded
+        ``bounded(inst, beta, latency=L, **options) -> Plan``, the method under a latency
+        bound, for the methods that take ``latency``.
     """
 
     name: str
@@ -92,22 +95,26 @@ class Method:
     label: str
     summary: str
     throughput: Solver | None = None
+    bounded: Solver | None = None
 
 
 METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
         Method(name="psg", solve=Solver("inferplan.codesign.psg", "solve_psg"), exact=True,
-               acyclic_only=True, options=(), label="PSG",
+               acyclic_only=True, options=("latency",), label="PSG",
                summary="exact minimum cost (acyclic networks)",
-               throughput=Solver("inferplan.codesign.throughput", "throughput_optimal")),
+               throughput=Solver("inferplan.codesign.throughput", "throughput_optimal"),
+               bounded=Solver("inferplan.codesign.latency", "solve_latency")),
         Method(name="milp", solve=Solver("inferplan.codesign.milp", "solve_milp"), exact=True,
                acyclic_only=False, options=("time_limit",), label="MILP",
                summary="exact MILP (HiGHS) on any network, cycles too",
                throughput=Solver("inferplan.codesign.throughput_milp", "throughput_milp")),
         Method(name="pfp", solve=Solver("inferplan.codesign.heuristics", "solve_pfp"),
-               exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PFP",
-               summary="baseline: provisioning under frozen partitioning"),
+               exact=False, acyclic_only=True, options=("tie_break", "seed", "latency"),
+               label="PFP",
+               summary="baseline: provisioning under frozen partitioning",
+               bounded=Solver("inferplan.codesign.heuristics", "solve_pfp")),
         Method(name="pwf", solve=Solver("inferplan.codesign.heuristics", "solve_pwf"),
                exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PWF",
                summary="baseline: provisioning with water-filling"),
@@ -229,5 +236,7 @@ def solve(inst: CodesignInstance, beta: float, method: str, **options: Any) -> P
             raise InvalidArgument(
                 f"method {method!r} does not take {key} (it takes: {takes})", field=key
             )
-    plan: Plan = chosen.solve(inst, beta, **preset, **given)
+    solver = chosen.bounded if "latency" in given else chosen.solve
+    assert solver is not None  # a method that takes latency has a bounded solver
+    plan: Plan = solver(inst, beta, **preset, **given)
     return plan

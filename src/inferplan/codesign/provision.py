@@ -19,7 +19,7 @@ from inferplan.network.network import Network
 from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
-__all__ = ["provision", "target_interval", "throughput"]
+__all__ = ["latency_optimal", "provision", "target_interval", "throughput"]
 
 
 def target_interval(*, interval: float | None = None, throughput: float | None = None) -> float:
@@ -46,6 +46,7 @@ def provision(
     time_limit: float | None = None,
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
+    latency: float | None = None,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -72,6 +73,10 @@ def provision(
         (at every ideal of the profile's layer graph, at most ``max_ideals`` of them); by
         default the graph's when the profile has one within the limits (see
         :func:`~inferplan.codesign.instance.compile_instance`).
+    latency
+        A bound (s) on the plan's latency, the time one inference takes through it: PSG
+        (exact) and PFP (its frozen deployment, allocated exactly) take it; see
+        :mod:`inferplan.codesign.latency`.
 
     Returns
     -------
@@ -102,8 +107,11 @@ def provision(
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
                             max_ideals=max_ideals)  # fmt: skip
     try:
-        return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit)
+        return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
+                     latency=latency)  # fmt: skip
     except Infeasible as error:
+        if latency is not None:
+            raise  # its message gives the least latency within the caps
         capped = at_caps(inst)
         try:  # T* at the caps: by the state graph on an acyclic network, else by the MILP
             best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
@@ -119,6 +127,7 @@ def throughput(
     method: str = "psg",
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
+    latency: float | None = None,
 ) -> Deployment:
     """The throughput-optimal deployment and its interval ``T*``: the least output interval
     under the existing capacities.
@@ -133,6 +142,9 @@ def throughput(
         methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
     cuts, max_ideals
         Where the model may be cut, as for :func:`provision`.
+    latency
+        Only deployments whose latency is at most this many seconds (``"psg"``; see
+        :func:`~inferplan.codesign.latency.throughput_within`).
 
     Raises
     ------
@@ -156,5 +168,45 @@ def throughput(
         )
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
                             max_ideals=max_ideals)  # fmt: skip
+    if latency is not None:
+        if "latency" not in chosen.options:
+            raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
+                                  field="latency")  # fmt: skip
+        from inferplan.codesign.latency import throughput_within
+
+        return throughput_within(inst, latency)
     best: Deployment = chosen.throughput(inst)
     return best
+
+
+def latency_optimal(
+    network: Network,
+    profile: Profile,
+    *,
+    interval: float | None = None,
+    throughput: float | None = None,
+) -> Deployment:
+    """The deployment of least latency under the existing capacities (acyclic networks),
+    among those whose every stage meets ``interval`` (s) or ``throughput`` (inferences/s)
+    when one is given: the state graph, min-sum over each transition's compute, transfer and
+    propagation delays (:func:`~inferplan.codesign.latency.least_latency`).
+
+    Raises
+    ------
+    Infeasible
+        If no deployment meets the interval as the network is.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net, vgg = inferplan.tiered(seed=7), inferplan.load_profile("vgg16")
+    >>> fast = inferplan.latency_optimal(net, vgg)
+    >>> fast.latency <= inferplan.throughput(net, vgg).latency
+    True
+    """
+    from inferplan.codesign.latency import least_latency
+
+    beta = None
+    if interval is not None or throughput is not None:
+        beta = target_interval(interval=interval, throughput=throughput)
+    return least_latency(compile_instance(network, profile), beta)

@@ -53,10 +53,14 @@ def check_run(
     inputs: str | None = None,
     outputs: str | None = None,
     timeout_s: float = 60.0,
+    emulate: bool | None = None,
+    testbed: bool = False,
+    dilation: float | None = None,
 ) -> None:
     """Raise an :class:`~inferplan.errors.InferplanError` for what is wrong with a run that can
     be seen without the model: the model's name (a ``file.py`` that is not there), the plan
-    against the network (path, upgrades), the counts, the files and the timeout."""
+    against the network (path, upgrades), the counts, the files, the timeout, and the testbed's
+    options (no pacing on it; a dilation of at least 1)."""
     parsed = parse_factory_spec(model)
     if parsed is None:
         raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {model!r}",
@@ -73,3 +77,8 @@ def check_run(
         raise InvalidArgument("its folder does not exist", source=outputs, field="outputs")
     if not (math.isfinite(timeout_s) and timeout_s > 0):
         raise InvalidArgument(f"must be positive, got {timeout_s}", field="timeout")
+    if testbed and emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="emulate")  # fmt: skip
+    if dilation is not None and not (math.isfinite(dilation) and dilation >= 1):
+        raise InvalidArgument(f"must be at least 1, got {dilation}", field="dilation")

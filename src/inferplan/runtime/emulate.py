@@ -22,13 +22,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inferplan.codesign.instance import compile_instance
+from inferplan.arrays import FloatArray
+from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.stages import stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["OVERRUN_SHARE", "Overrun", "Server", "overrun", "pace", "planned_times"]
+__all__ = [
+    "OVERRUN_SHARE",
+    "Overrun",
+    "Server",
+    "overrun",
+    "pace",
+    "path_bandwidths",
+    "planned_times",
+]
 
 
 def pace(started: float, at_least_s: float) -> float:
@@ -107,6 +116,33 @@ def planned_times(
     >>> abs(max(nodes + links) - plan.interval) < 1e-12
     True
     """
+    inst, path, capacity, bandwidth = _upgraded(network, profile, plan)
+    compute, transfer = stages(inst, path, plan.partition).delays(capacity, bandwidth)
+    return tuple(compute), tuple(transfer)
+
+
+def path_bandwidths(network: Network, profile: Profile, plan: Plan) -> tuple[float, ...]:
+    """The bandwidth (bit/s) of each path link after the plan's upgrades, ``B + y``.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net = inferplan.load_network("examples/network.json")
+    >>> vgg = inferplan.load_profile("vgg16")
+    >>> plan = inferplan.provision(net, vgg, interval=0.05)
+    >>> len(path_bandwidths(net, vgg, plan)) == len(plan.path) - 1
+    True
+    """
+    inst, path, _, bandwidth = _upgraded(network, profile, plan)
+    links = stages(inst, path, plan.partition).links
+    return tuple(float(bandwidth[e]) for e in links)
+
+
+def _upgraded(network: Network, profile: Profile, plan: Plan) -> tuple[
+    CodesignInstance, list[int], FloatArray, FloatArray
+]:  # fmt: skip
+    """The compiled instance, the path as node indices, and the capacities and bandwidths
+    after the plan's upgrades."""
     inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
     index = {v: k for k, v in enumerate(inst.node_ids)}
     capacity = inst.capacity.copy()
@@ -115,9 +151,7 @@ def planned_times(
     bandwidth = inst.bandwidth.copy()
     for up in plan.link_upgrades:
         bandwidth[inst.link_index(index[up.source], index[up.target])] += up.amount
-    path = [index[v] for v in plan.path]
-    compute, transfer = stages(inst, path, plan.partition).delays(capacity, bandwidth)
-    return tuple(compute), tuple(transfer)
+    return inst, [index[v] for v in plan.path], capacity, bandwidth
 
 
 OVERRUN_SHARE = 0.05

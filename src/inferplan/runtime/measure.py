@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -114,9 +114,16 @@ def random_inputs(
 
 
 def measure_blocks(
-    traced: TracedModel, inputs: Sequence[torch.Tensor], *, warmup: int = 3, repeats: int = 10
+    traced: TracedModel,
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, ...]:
-    """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs)."""
+    """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs),
+    on ``clock`` (wall time; ``time.thread_time``: this thread's CPU time, which the machine's
+    other load does not stretch)."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     split = traced.split(range(traced.profile.n_blocks + 1))
@@ -125,10 +132,10 @@ def measure_blocks(
         for run in range(warmup + repeats):
             values = tuple(inputs)
             for k, stage in enumerate(split.stages):
-                started = time.perf_counter()
+                started = clock()
                 values = stage(*values)
                 if run >= warmup:
-                    times[k].append(time.perf_counter() - started)
+                    times[k].append(clock() - started)
     return tuple(statistics.median(t) for t in times)
 
 

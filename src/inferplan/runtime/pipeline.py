@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import torch
 import torch.distributed as dist
@@ -61,6 +61,8 @@ from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under
 from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+from inferplan.runtime.testbed import require as require_testbed
+from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
 from inferplan.units import si
 
 __all__ = [
@@ -116,6 +118,9 @@ class RunRequest:
         the outputs, stacked in input order.
     emulate
         Pace stages to the plan's capacities; ``None``: when every rank runs on one machine.
+    testbed, dilation
+        Run on the kernel-shaped testbed (:mod:`inferplan.runtime.testbed_run`) instead of
+        pacing, its time dilated by at least ``dilation`` (``None``: as little as fits).
     seed
         Seeds the model's weights and the random inputs.
     timeout_s
@@ -138,6 +143,8 @@ class RunRequest:
     emulate: bool | None = None
     seed: int = 0
     timeout_s: float = 60.0
+    testbed: bool = False
+    dilation: float | None = None
     plan_source: str | None = field(default=None, compare=False)
 
 
@@ -161,7 +168,10 @@ class StageReport:
     forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
     measured on this machine predict for the node. ``real_s`` (nodes) is the median time of the
     node's work alone, before any pacing: when it exceeds ``predicted_s`` emulation cannot hold
-    the plan (see :attr:`RunReport.warnings`).
+    the plan (see :attr:`RunReport.warnings`). On the testbed a node's ``quota`` is the share
+    of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread took
+    per inference (median; its blocks and its handing the result on), so ``cpu_s / quota`` is
+    the time the kernel's quota promises.
     """
 
     kind: str
@@ -171,6 +181,8 @@ class StageReport:
     blocks: tuple[int, int] | None = None
     profiled_s: float | None = None
     real_s: float | None = None
+    cpu_s: float | None = None
+    quota: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "id": self.id}
@@ -182,12 +194,20 @@ class StageReport:
             out["profiled_s"] = self.profiled_s
         if self.real_s is not None:
             out["real_s"] = self.real_s
+        if self.cpu_s is not None:
+            out["cpu_s"] = self.cpu_s
+            out["quota"] = self.quota
         return out
 
 
 @dataclass(frozen=True)
 class RunReport:
-    """A run measured beside its plan (``to_dict()`` is ``inferplan run --json``)."""
+    """A run measured beside its plan (``to_dict()`` is ``inferplan run --json``).
+
+    ``mode`` is ``"emulate"`` (stages paced to the plan), ``"native"`` (this machine's speed)
+    or ``"testbed"`` (the kernel holds each stage to its capacity, dilated by ``dilation``: the
+    predicted and measured seconds are the run's own, the plan's are ``dilation`` times fewer).
+    """
 
     plan: Plan
     inferences: int
@@ -200,6 +220,8 @@ class RunReport:
     stages: tuple[StageReport, ...]
     outputs_match: bool
     max_abs_diff: float
+    mode: str = "native"
+    dilation: float = 1.0
     profile: Profile | None = None
     """The model's profile the plan was made or checked for (for the plan report)."""
     warnings: tuple[str, ...] = ()
@@ -213,6 +235,8 @@ class RunReport:
             "inferences": self.inferences,
             "warmup": self.warmup,
             "emulated": self.emulated,
+            "mode": self.mode,
+            "dilation": self.dilation,
             "predicted_interval": self.predicted_interval,
             "measured_interval": self.measured_interval,
             "latency_s": {"median": self.latency_median_s, "p95": self.latency_p95_s},
@@ -260,7 +284,8 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     check_run(network=request.network, model=request.model, plan=request.plan,
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
-              timeout_s=request.timeout_s)  # fmt: skip
+              timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
+              dilation=request.dilation)  # fmt: skip
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
@@ -319,6 +344,8 @@ class _Setup:
     emulate: bool | None
     timeout_s: float
     error: str | None = None
+    testbed: bool = False
+    dilation: float = 1.0  # on the testbed; 1 elsewhere
 
 
 @dataclass
@@ -327,7 +354,11 @@ class _Measured:
 
     node_busy: list[float] = field(default_factory=list)
     node_real: list[float] = field(default_factory=list)  # the stage's work alone, unpaced
+    node_cpu: list[float] = field(default_factory=list)  # CPU seconds of the compute thread
+    quota: float | None = None  # the share of a core the compute was held to once warm
     link_busy: list[float] = field(default_factory=list)
+    arrived_at: list[float] = field(default_factory=list)  # the data of each inference, here
+    sent_at: list[float] = field(default_factory=list)  # when its sending started
     done_at: list[float] = field(default_factory=list)
     outputs: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
@@ -408,16 +439,43 @@ def _wait_for(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> Non
         raise TimeoutError(f"no {what} from stage {src} for {timeout_s:g} s") from None
 
 
-def _recv(specs: Sequence[TensorSpec], src: int, timeout_s: float) -> tuple[torch.Tensor, ...]:
-    tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
-    for t in tensors:
-        _wait_for(t, src, DATA, timeout_s)
-    return tensors
+class Links(Protocol):
+    """A rank's data path: the activations from the previous rank and to the next; and what
+    the rank's compute does once warm (given its median CPU seconds per inference so far, or
+    None before), which returns the share of a core it is held to from then on (None: not
+    held)."""
+
+    def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]: ...
+
+    def send(self, values: Sequence[torch.Tensor]) -> None: ...
+
+    def warm(self, cpu_s: float | None) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class _GlooLinks:
+    """The data path through ``torch.distributed`` point-to-point messages."""
+
+    rank: int
+    timeout_s: float
+
+    def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
+        tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
+        for t in tensors:
+            _wait_for(t, self.rank - 1, DATA, self.timeout_s)
+        return tensors
+
+    def send(self, values: Sequence[torch.Tensor]) -> None:
+        for t in values:
+            dist.send(t.contiguous(), self.rank + 1, tag=DATA)
+
+    def warm(self, cpu_s: float | None) -> float | None:
+        return None
 
 
 def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate: bool,
-              inputs: Sequence[tuple[torch.Tensor, ...]],
-              progress: Progress | None) -> tuple[_Measured, list[float]]:  # fmt: skip
+              inputs: Sequence[tuple[torch.Tensor, ...]], progress: Progress | None,
+              links: Links) -> tuple[_Measured, list[float]]:  # fmt: skip
     """Run this rank's part of the pipeline; rank 0 also returns each inference's latency."""
     rank, world, count = role.rank, len(setup.roles), setup.inferences
     last = rank == world - 1
@@ -462,8 +520,9 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
 
         def receive() -> None:
             for _ in range(count):
-                values = _recv(role.receives, rank - 1, setup.timeout_s)
-                inbox.put((time.monotonic(), values))
+                values = links.recv(role.receives)
+                mine.arrived_at.append(time.monotonic())
+                inbox.put((mine.arrived_at[-1], values))
 
         threads.append(_thread(role.label, receive))
     if not last:
@@ -476,8 +535,8 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                 start = link.start(arrived)
                 if emulate:  # the data leaves when the emulated transfer is over
                     link.finish(start)
-                for t in values:
-                    dist.send(t.contiguous(), rank + 1, tag=DATA)
+                mine.sent_at.append(time.monotonic())
+                links.send(values)
                 if not emulate:
                     link.finish(start)
                 mine.link_busy.append(time.monotonic() - start)
@@ -485,11 +544,13 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         threads.append(_thread(link_label, send))
 
     node = Server(role.node_s if emulate else None)
+    mine.quota = links.warm(None)
     with torch.inference_mode():
         for i in range(count):
             arrived, values = inbox.get()
             start = node.start(arrived)
             computing = time.monotonic()
+            cpu = time.thread_time()  # what this thread does per inference, waits excluded
             if stage is not None:
                 values = stage(*values)
             mine.node_real.append(time.monotonic() - computing)
@@ -504,6 +565,9 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                     acknowledged(i)
             else:
                 outbox.put((now, values))
+            mine.node_cpu.append(time.thread_time() - cpu)
+            if i + 1 == setup.warmup and stage is not None:
+                mine.quota = links.warm(statistics.median(mine.node_cpu))
     for thread in threads:
         thread.join()
     return mine, latency
@@ -521,7 +585,8 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
-def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any], Any]:
+def _setup_rank0(request: RunRequest, world: int,
+                 placement: Placement | None) -> tuple[_Setup, Any, list[Any], Any]:  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
@@ -535,8 +600,10 @@ def _setup_rank0(request: RunRequest, world: int) -> tuple[_Setup, Any, list[Any
     split = traced.split(cuts)
     by_first = dict(zip(cuts, split.stages, strict=False))
     modules = [by_first.get(r.blocks[0]) if r.blocks[1] > r.blocks[0] else None for r in roles]
-    setup = _Setup(roles, resolved.inferences, request.warmup, request.emulate,
-                   request.timeout_s)  # fmt: skip
+    setup = _Setup(roles, resolved.inferences, request.warmup,
+                   request.emulate if placement is None else False, request.timeout_s,
+                   testbed=placement is not None,
+                   dilation=1.0 if placement is None else placement.dilation)  # fmt: skip
     return setup, model, modules, (resolved, traced)
 
 
@@ -565,28 +632,31 @@ def run_stage(
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     timeout = request.timeout_s if request is not None else timeout_s
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+    run_dir = os.environ.get(_RUN_DIR)
+    placement = Placement.load(Path(run_dir)) if run_dir else None
+    # on the testbed a rank gets at most one core, the speed its blocks were timed at
+    torch.set_num_threads(1 if placement else max(1, (os.cpu_count() or 1) // local))
     label = f"stage {rank}"
     try:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
     except Exception as exc:  # rendezvous failures surface as many kinds of error
         _fail(label, exc)
     try:
-        return _run_rank(request, rank, world, progress)
+        return _run_rank(request, rank, world, progress, placement)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _run_rank(request: RunRequest | None, rank: int, world: int,
-              progress: Progress | None) -> RunReport | None:  # fmt: skip
+def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progress | None,
+              placement: Placement | None) -> RunReport | None:  # fmt: skip
     error: InferplanError | None = None
     header: list[Any] = [None]
     modules: list[Any] = [None] * world
     if rank == 0:
         assert request is not None
         try:
-            setup, model, modules, (resolved, traced) = _setup_rank0(request, world)
+            setup, model, modules, (resolved, traced) = _setup_rank0(request, world, placement)
             header = [setup]
         except InferplanError as exc:
             error = exc
@@ -616,10 +686,20 @@ def _run_rank(request: RunRequest | None, rank: int, world: int,
                 else random_inputs(request.input_shapes, count, seed=request.seed,
                                    dtype=request.dtype, input_dtypes=request.input_dtypes)
             )  # fmt: skip
-            if not emulate:
+            if not emulate and placement is None:
                 profiled = measure_blocks(traced, inputs[0])
+        links: Links = _GlooLinks(rank, setup.timeout_s)
+        if placement is not None:
+            links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
+                                      planned_s=setup.dilation * role.node_s)  # fmt: skip
+            dist.barrier()  # every rank listens
+            bed.connect()
+            bed.hold()
         dist.barrier()
-        measured, latency = _pipeline(role, setup, stage, emulate, inputs, progress)
+        measured, latency = _pipeline(role, setup, stage, emulate, inputs, progress, links)
+        if placement is not None:
+            bed.release()
+            bed.close()
     except BaseException as exc:  # a stage that raises ends the run
         _fail(role.label, exc)
     gathered: list[Any] = [None] * world if rank == 0 else []
@@ -633,25 +713,34 @@ def _run_rank(request: RunRequest | None, rank: int, world: int,
 def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Measured],
             latency: list[float], profiled: tuple[float, ...], model: Any,
             inputs: list[tuple[torch.Tensor, ...]]) -> RunReport:  # fmt: skip
-    warmup = setup.warmup
+    warmup, k, testbed = setup.warmup, setup.dilation, setup.testbed
     stages: list[StageReport] = []
     warnings: list[str] = []
     for role, measured in zip(setup.roles, gathered, strict=True):
         first, last = role.blocks
         real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
-            "node", role.node, role.node_s, _median_after(measured.node_busy, warmup),
+            "node", role.node, k * role.node_s, _median_after(measured.node_busy, warmup),
             blocks=(first, last),
             profiled_s=math.fsum(profiled[first:last]) if profiled else None,
-            real_s=statistics.median(real) if real and last > first else None,
+            cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
+            quota=measured.quota if testbed else None,
         ))  # fmt: skip
         late = overrun(role.node_s, real) if emulate and last > first else None
         if late is not None:
             warnings.append(overrun_warning(role.label, role.node, late))
         if role.link_s is not None:
             nxt = setup.roles[role.rank + 1].node
-            stages.append(StageReport("link", f"{role.node}->{nxt}", role.link_s,
-                                      _median_after(measured.link_busy, warmup)))  # fmt: skip
+            # on one clock (the testbed's one machine) a link's time is the receiver's view:
+            # the sender's buffers hide how long the kernel took to pass the data on. TCP
+            # hands over two messages that arrived together at once, which splits their
+            # time unevenly: the mean, whose sum is the link's busy time, is the measure there
+            if testbed:
+                busy = link_times(measured.sent_at, gathered[role.rank + 1].arrived_at)
+                took = statistics.fmean(busy[warmup:] or busy)
+            else:
+                took = _median_after(measured.link_busy, warmup)
+            stages.append(StageReport("link", f"{role.node}->{nxt}", k * role.link_s, took))
     done = gathered[-1].done_at
     interval = (done[-1] - done[warmup]) / (len(done) - 1 - warmup)
     outputs = gathered[-1].outputs
@@ -673,6 +762,8 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         stages=tuple(stages),
         outputs_match=match,
         max_abs_diff=worst,
+        mode="testbed" if testbed else "emulate" if emulate else "native",
+        dilation=k,
         profile=resolved.profile,
         warnings=tuple(warnings),
     )
@@ -711,12 +802,14 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 2.0) -> Non
 
 
 def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunReport:
-    """Carry out ``request`` on this machine: one process per path node on ``127.0.0.1``.
+    """Carry out ``request`` on this machine: one process per path node on ``127.0.0.1``
+    (with ``request.testbed``, in the testbed's namespace, each on its node's address, see
+    :mod:`inferplan.runtime.testbed_run`).
 
     Checks and plans the request first (bad input raises before any process starts), then
     launches the ranks (``python -m inferplan.runtime.stage``), shows ``progress`` (inferences
     done), and stops every rank if one fails, hangs for ``timeout_s`` or the caller is
-    interrupted.
+    interrupted (the testbed is torn down on every one of these ways out).
 
     Raises
     ------
@@ -725,6 +818,8 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
     StageFailed
         If a stage raised, died or hung; the message names the stage and the cause.
     """
+    if request.testbed:
+        require_testbed()  # before anything is read or created
     resolved = resolve(request)
     fixed = replace(
         request,
@@ -734,13 +829,23 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         outputs=str(Path(request.outputs).resolve()) if request.outputs else None,
     )
     world = len(resolved.plan.path)
-    with tempfile.TemporaryDirectory(prefix="inferplan-run-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="inferplan-run-"))
         run_dir = Path(tmp)
         (run_dir / "request.pkl").write_bytes(pickle.dumps(fixed))
-        env = {**os.environ, _RUN_DIR: tmp, "MASTER_ADDR": "127.0.0.1",
-               "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(world),
+        host = Hosting({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
+        if request.testbed:
+            host = stack.enter_context(hosting(resolved, run_dir))
+        env = {**os.environ, _RUN_DIR: tmp, **host.env, "WORLD_SIZE": str(world),
                "LOCAL_WORLD_SIZE": str(world)}  # fmt: skip
         env.pop("TORCHELASTIC_RUN_ID", None)
+        enter = host.preexec
+
+        def prepare() -> None:
+            _die_with_parent()
+            if enter is not None:
+                enter()
+
         procs: list[subprocess.Popen[bytes]] = []
         try:
             for rank in range(world):
@@ -749,8 +854,9 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
                         [sys.executable, "-m", "inferplan.runtime.stage", str(run_dir)],
                         env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                        start_new_session=True, preexec_fn=_die_with_parent,
+                        start_new_session=True, preexec_fn=prepare,
                     ))  # fmt: skip
+                host.place(rank, procs[-1].pid)
             _watch(procs, resolved, run_dir, progress)
         finally:
             _stop(procs)

@@ -1,0 +1,640 @@
+"""A testbed on one Linux machine that the code under test does not control: links shaped by the
+kernel's traffic control, hosts held to a share of a core by CPU quotas.
+
+Everything lives in a network namespace the run creates (``ip netns``): each emulated host gets
+its own loopback address there (``127.0.0.2``, ``127.0.0.3``, ...; ``127.0.0.1`` stays for
+control traffic, which is never shaped), and all traffic stays on loopback. One class per piece
+of emulated infrastructure, as Mininet has:
+
+- :class:`Namespace`: the network namespace and its loopback addresses;
+- :class:`ShapedLink`: an HTB class of the loopback's root qdisc at the link's rate, with a
+  ``u32`` filter on the traffic from the source host's address to the target's, and a netem
+  delay where the link has one (and the kernel has netem);
+- :class:`CpuQuota`: a cgroup whose CFS quota holds its processes to a share of a core (cgroup
+  v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``);
+- :class:`Testbed`: all of them, set up together and torn down on every exit path (a signal
+  handler turns SIGTERM into an exception while one is up); names carry :data:`PREFIX` and the
+  run's id, which starts with the launching process's id, so :func:`cleanup` can remove what a
+  run that was killed left behind (and nothing of a run still going).
+
+:func:`missing` says what this machine lacks for a testbed (root, network namespaces, ``ip``,
+pyroute2, a CPU controller); :func:`require` raises :class:`TestbedUnavailable` naming it before
+anything is created. :func:`dilation` picks the time-dilation factor ``k`` and the quotas.
+
+Examples
+--------
+Quotas for four hosts that need 0.5, 1.5 and 0.2 of a core at the plan's speed (the fourth
+only forwards), on 2 cores of which 0.9 each are given out: the run is dilated so that the
+busiest host gets 0.9 of a core, and the others share the second core:
+
+>>> k, quotas, cores = dilation([0.5, 1.5, 0.2, None], cores=2, budget=0.9)
+>>> round(k, 3), [round(q, 3) if q else q for q in quotas], cores
+(1.667, [0.3, 0.9, 0.12, None], [1, 0, 1, None])
+>>> round(cfs_period([0.02, 0.05], quotas), 4)  # the 0.12 core gets 1 ms a period
+0.0083
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import types
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferplan.errors import InferplanError, InvalidArgument
+
+__all__ = [
+    "PREFIX",
+    "CpuQuota",
+    "HostSpec",
+    "LinkSpec",
+    "Namespace",
+    "ShapedLink",
+    "Testbed",
+    "TestbedUnavailable",
+    "cfs_period",
+    "cleanup",
+    "dilation",
+    "host_address",
+    "missing",
+    "require",
+]
+
+PREFIX = "inferplan-tb-"
+NETNS_DIR = Path("/run/netns")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CPU_BUDGET = 0.9  # of the cores: the rest is left to the kernel's network stack and the launcher
+MIN_PERIOD_S, MAX_PERIOD_S = 0.001, 1.0  # the kernel's bounds on cfs_period_us
+MIN_QUOTA_S = 0.001  # the kernel refuses a quota below 1 ms per period
+PERIOD_FRACTION = 1 / 20  # the CFS period against the shortest stage
+_ROOT_HANDLE = 0x10000  # HTB root "1:"
+_RUN_ID = re.compile(rf"^{re.escape(PREFIX)}(\d+)-[0-9a-f]+$")
+_STEPS = 50  # bound of every retry loop here
+MAX_SHARES_V1, MAX_WEIGHT_V2 = 262144, 10000
+CLONE_NEWNET = 0x40000000
+MTU_B = 1500  # the namespace's loopback: packets an Ethernet link carries, so shaping is fine
+# bytes a full TCP packet takes on the loopback (Ethernet header 14) per payload byte
+# (IPv4 20, TCP 20, timestamps 12): the classes run this much faster than the link's rate, so
+# that the payload, the bits the model counts, moves at the rate
+FRAMING = (MTU_B + 14) / (MTU_B - 52)
+
+
+class TestbedUnavailable(InferplanError):
+    """This machine cannot host a testbed (no root, no network namespaces, no CPU controller)."""
+
+
+# --------------------------------------------------------------------------- what is there
+
+
+def _cpu_controller(root: Path) -> str | None:
+    """``"v2"`` or ``"v1"`` when the CPU controller is mounted under ``root``, else None."""
+    with contextlib.suppress(OSError):
+        if "cpu" in (root / "cgroup.controllers").read_text().split():
+            return "v2"
+    if (root / "cpu" / "cpu.cfs_quota_us").exists():
+        return "v1"
+    return None
+
+
+def _has_netem() -> bool:
+    """Whether the kernel has the netem qdisc (read from its configuration where it is
+    published; assumed present otherwise, setting it up then says so)."""
+    config = Path("/proc/config.gz")
+    if not config.exists():
+        return True
+    import gzip
+
+    with contextlib.suppress(OSError):
+        text = gzip.decompress(config.read_bytes()).decode(errors="replace")
+        return re.search(r"^CONFIG_NET_SCH_NETEM=[ym]$", text, re.M) is not None
+    return True
+
+
+def missing(*, cgroup_root: Path = CGROUP_ROOT) -> list[str]:
+    """What this machine lacks for a testbed, in words (empty when it has everything).
+
+    Examples
+    --------
+    >>> missing(cgroup_root=Path("/nonexistent"))[-1]
+    'a CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us under /nonexistent)'
+    """
+    lacks = []
+    if os.geteuid() != 0:
+        lacks.append("root (network namespaces, traffic control and cgroups need it)")
+    if not Path("/proc/self/ns/net").exists():
+        lacks.append("network namespaces (/proc/self/ns/net)")
+    if shutil.which("ip") is None:
+        lacks.append("iproute2's ip command")
+    try:
+        import pyroute2  # noqa: F401
+    except ImportError:
+        lacks.append("pyroute2 (pip install 'inferplan[testbed]')")
+    if _cpu_controller(cgroup_root) is None:
+        lacks.append(f"a CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us under "
+                     f"{cgroup_root})")  # fmt: skip
+    return lacks
+
+
+def require(*, delays: bool = False, cgroup_root: Path = CGROUP_ROOT) -> None:
+    """Raise :class:`TestbedUnavailable` naming what is missing; ``delays``: links with a
+    propagation delay, which need the kernel's netem qdisc."""
+    lacks = missing(cgroup_root=cgroup_root)
+    if delays and not _has_netem():
+        lacks.append("the netem qdisc for link delays (this kernel is built without "
+                     "CONFIG_NET_SCH_NETEM)")  # fmt: skip
+    if lacks:
+        raise TestbedUnavailable("the testbed needs " + "; ".join(lacks), field="testbed")
+
+
+# --------------------------------------------------------------------------- quotas
+
+
+def dilation(
+    demands: Sequence[float | None],
+    *,
+    cores: int,
+    budget: float = CPU_BUDGET,
+    at_least: float = 1.0,
+) -> tuple[float, list[float | None], list[int | None]]:
+    """The time-dilation factor ``k``, each host's quota (cores) at it and the core it runs on.
+
+    ``demands[v]`` is the share of a core host ``v`` needs to run at the plan's speed (its
+    real compute time over its planned time; ``None`` for a host without a quota). Each held
+    host is pinned to one of ``cores`` cores (a thread that moves between cores strands the
+    part of its quota the kernel had handed to the core it left), and the quotas on a core sum
+    to at most ``budget`` of it. The hosts go to cores largest first, each to the least loaded
+    (LPT scheduling, within 4/3 of the best assignment), and ``k = max(at_least, 1, busiest
+    core's demand / budget)``.
+    """
+    if cores < 1:
+        raise InvalidArgument(f"must be at least 1, got {cores}", field="cores")
+    if not (math.isfinite(at_least) and at_least >= 1):
+        raise InvalidArgument(f"must be at least 1, got {at_least}", field="dilation")
+    held = [d for d in demands if d is not None]
+    if any(not (math.isfinite(d) and d > 0) for d in held):
+        raise InvalidArgument(f"demands must be positive, got {held}", field="demands")
+    load = [0.0] * cores
+    placed: list[int | None] = [None] * len(demands)
+    for v in sorted((v for v, d in enumerate(demands) if d is not None),
+                    key=lambda v: -(demands[v] or 0.0)):  # fmt: skip
+        core = min(range(cores), key=load.__getitem__)
+        load[core] += demands[v] or 0.0
+        placed[v] = core
+    k = max(at_least, 1.0, max(load) / budget)
+    return k, [None if d is None else d / k for d in demands], placed
+
+
+def cfs_period(stage_s: Sequence[float], quotas: Sequence[float | None]) -> float:
+    """A CFS period short against the stages: a twentieth of the shortest positive stage
+    time (1 ms without one), within the kernel's 1 ms .. 1 s, and long enough that every
+    quota gets its kernel minimum of 1 ms per period."""
+    positive = [s for s in stage_s if s > 0]
+    period = min(positive) * PERIOD_FRACTION if positive else MIN_PERIOD_S
+    period = max(MIN_PERIOD_S, min(MAX_PERIOD_S, period))
+    for q in quotas:
+        if q is not None:
+            period = max(period, MIN_QUOTA_S / q)
+    return min(period, MAX_PERIOD_S)
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def host_address(index: int) -> str:
+    """The loopback address of host ``index`` (0-based): ``127.0.0.2`` onwards."""
+    if not 0 <= index < 2**24 - 3:
+        raise InvalidArgument(f"no loopback address for host {index}", field="hosts")
+    return str(ipaddress.IPv4Address("127.0.0.2") + index)
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+    if done.returncode != 0:
+        raise TestbedUnavailable(f"ip {' '.join(args)}: {done.stderr.strip()}", field="testbed")
+
+
+class Namespace:
+    """A network namespace with its loopback up and one extra loopback address per host."""
+
+    def __init__(self, name: str, addresses: Sequence[str]) -> None:
+        self.name = name
+        self.addresses = tuple(addresses)
+        self.created = False
+        self.route: Any = None  # pyroute2.IPRoute inside the namespace
+
+    def create(self) -> None:
+        from pyroute2 import IPRoute
+
+        _ip("netns", "add", self.name)
+        self.created = True
+        # the netlink socket is opened inside the namespace by this thread, which then goes
+        # home (pyroute2's own netns= forks a helper per socket, a tenth of a second)
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        inside = self.enter_fd()
+        try:
+            _setns(inside)
+            try:
+                self.route = IPRoute()
+            finally:
+                _setns(home)
+        finally:
+            os.close(inside)
+            os.close(home)
+        lo = self.loopback
+        self.route.link("set", index=lo, state="up", mtu=MTU_B)
+        for address in self.addresses:
+            self.route.addr("add", index=lo, address=address, prefixlen=32)
+
+    @property
+    def loopback(self) -> int:
+        return int(self.route.link_lookup(ifname="lo")[0])
+
+    def enter_fd(self) -> int:
+        """A file descriptor of the namespace, for ``setns`` in a child (the caller closes it)."""
+        return os.open(NETNS_DIR / self.name, os.O_RDONLY)
+
+    def delete(self) -> None:
+        if self.route is not None:
+            with contextlib.suppress(Exception):
+                self.route.close()
+            self.route = None
+        if self.created:
+            _remove_netns(self.name)
+            self.created = False
+
+
+def _setns(fd: int) -> None:
+    """Move the calling thread into the network namespace of ``fd``."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns into a network namespace")
+
+
+def _remove_netns(name: str) -> None:
+    with contextlib.suppress(TestbedUnavailable):
+        _ip("netns", "del", name)
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A shaped link from one host's address to another's: rate (bit/s), delay (s)."""
+
+    source: str
+    target: str
+    rate_bps: float
+    delay_s: float = 0.0
+
+
+class ShapedLink:
+    """An HTB class at the link's rate for the traffic from its source's address to its
+    target's (matched by a ``u32`` filter), and a netem leaf for its delay, if any.
+
+    HTB sends a packet whenever the class has tokens left and charges it afterwards, so the
+    burst is set to 64 bytes: after an idle spell a message gets one packet ahead of the rate,
+    not two (with a burst of one 1600-byte packet, messages of one or two packets went through
+    30 % faster than the rate; measured in docs/testbed.md).
+    """
+
+    BURST_B = 64
+
+    def __init__(self, spec: LinkSpec, minor: int) -> None:
+        self.spec = spec
+        self.classid = _ROOT_HANDLE + minor
+        self.rate_bps = spec.rate_bps
+
+    def create(self, ns: Namespace) -> None:
+        lo = ns.loopback
+        ns.route.tc("add-class", "htb", lo, self.classid, parent=_ROOT_HANDLE,
+                    **self._rates(self.rate_bps))  # fmt: skip
+        if self.spec.delay_s > 0:
+            ns.route.tc("add", "netem", lo, (self.classid & 0xFFFF) << 16,
+                        parent=self.classid, delay=round(self.spec.delay_s * 1e6))  # fmt: skip
+        # the IPv4 header's source address is at byte 12, its destination at byte 16
+        keys = [
+            f"{_hex(self.spec.source)}/0xffffffff+12",
+            f"{_hex(self.spec.target)}/0xffffffff+16",
+        ]
+        ns.route.tc("add-filter", "u32", lo, parent=_ROOT_HANDLE, prio=10, protocol=0x0800,
+                    target=self.classid, keys=keys)  # fmt: skip
+
+    def _rates(self, rate_bps: float) -> dict[str, Any]:
+        if not (math.isfinite(rate_bps) and rate_bps > 0):
+            raise InvalidArgument(f"a shaped link needs a positive rate, got {rate_bps}",
+                                  field="rate")  # fmt: skip
+        rate = max(8, round(rate_bps * FRAMING / 8))  # bytes/s; the kernel's rates are 64-bit
+        return {"rate": rate, "ceil": rate, "burst": self.BURST_B, "cburst": self.BURST_B}
+
+    def set_rate(self, ns: Namespace, rate_bps: float) -> float:
+        """Change the class's rate through netlink; return how long the change took (s)."""
+        started = time.perf_counter()
+        ns.route.tc("change-class", "htb", ns.loopback, self.classid, parent=_ROOT_HANDLE,
+                    **self._rates(rate_bps))  # fmt: skip
+        self.rate_bps = rate_bps
+        return time.perf_counter() - started
+
+
+def _hex(address: str) -> str:
+    return f"0x{int(ipaddress.IPv4Address(address)):08x}"
+
+
+class CpuQuota:
+    """A cgroup of the CPU controller holding what runs in it to ``quota`` cores (None: no
+    limit), the CFS enforcing it every ``period_s``.
+
+    Whole processes join it (:meth:`add`), or single threads (:meth:`add_thread`: with cgroup
+    v1 the thread alone, so that a rank's compute is held while its transport threads are
+    not; v2 puts threads only into threaded cgroups, so there the whole process joins).
+    """
+
+    def __init__(self, path: Path, version: str, quota: float | None, period_s: float) -> None:
+        self.path = path
+        self.version = version
+        self.quota = quota
+        self.period_s = period_s
+        self.created = False
+
+    def create(self) -> None:
+        self.path.mkdir()
+        self.created = True
+        self.hold()
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def hold(self) -> None:
+        """Write the quota (again: after a change of ``quota``)."""
+        _write_quota(self.path, self.version, self.quota, self.period_s)
+
+    def add_thread(self, tid: int, pid: int) -> None:
+        """Move thread ``tid`` of process ``pid`` here (v2: the whole process)."""
+        if self.version == "v2":
+            self.add(pid)
+        else:
+            (self.path / "tasks").write_text(str(tid))
+
+    def remove(self) -> None:
+        if self.created:
+            _remove_cgroup(self.path)
+            self.created = False
+
+
+def _write_quota(path: Path, version: str, quota: float | None, period_s: float) -> None:
+    period_us = round(period_s * 1e6)
+    quota_us = -1 if quota is None else max(1000, round(quota * period_us))
+    if version == "v2":
+        (path / "cpu.max").write_text(f"{'max' if quota_us < 0 else quota_us} {period_us}")
+    else:
+        if quota_us >= 0:  # the period first: a quota must fit the new period's bounds
+            (path / "cpu.cfs_quota_us").write_text("-1")
+        (path / "cpu.cfs_period_us").write_text(str(period_us))
+        (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+
+
+def _prefer(path: Path, version: str) -> None:
+    """Give the cgroup ``path`` the scheduler's largest weight: its quotas cap its hosts, and
+    the weight keeps the machine's other processes from taking what the quotas grant."""
+    if version == "v2":
+        (path / "cpu.weight").write_text(str(MAX_WEIGHT_V2))
+    else:
+        (path / "cpu.shares").write_text(str(MAX_SHARES_V1))
+
+
+def _remove_cgroup(path: Path) -> None:
+    """Kill what is left in the cgroup ``path`` (and its children), then remove them."""
+    if not path.is_dir():
+        return
+    for child in sorted((p for p in path.iterdir() if p.is_dir()), reverse=True):
+        _remove_cgroup(child)
+    for _ in range(_STEPS):
+        with contextlib.suppress(OSError):
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+        time.sleep(0.01)  # a killed process leaves its cgroup when it has died
+    path.rmdir()  # raises, naming the cgroup that could not be removed
+
+
+# --------------------------------------------------------------------------- the testbed
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A host: its loopback address and its CPU quota (cores; None: no limit)."""
+
+    address: str
+    quota: float | None = None
+
+
+def _cgroup_base(root: Path, version: str) -> Path:
+    return root if version == "v2" else root / "cpu"
+
+
+def _new_run_id() -> str:
+    return f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+class Testbed:
+    """The namespace, its shaped links and the hosts' CPU quotas of one run.
+
+    ``with Testbed(hosts, links, period_s=...) as bed:`` sets everything up (removing first
+    what killed runs left) and tears it all down on leaving, whatever the way out; between,
+    SIGTERM raises ``SystemExit(143)`` in the main thread so that the teardown runs.
+    :meth:`preexec` puts a child started with ``subprocess.Popen(preexec_fn=...)`` into the
+    namespace; :meth:`place` moves a process into a host's cgroup.
+    """
+
+    def __init__(self, hosts: Sequence[HostSpec], links: Sequence[LinkSpec], *,
+                 period_s: float = 0.01, cgroup_root: Path = CGROUP_ROOT) -> None:  # fmt: skip
+        version = _cpu_controller(cgroup_root)
+        if version is None:
+            require(cgroup_root=cgroup_root)
+        assert version is not None
+        self.version = version
+        self.run_id = _new_run_id()
+        self.cgroup_root = cgroup_root
+        self.group = _cgroup_base(cgroup_root, version) / self.run_id
+        self.namespace = Namespace(self.run_id, [h.address for h in hosts])
+        self.links = [ShapedLink(spec, minor) for minor, spec in enumerate(links, start=2)]
+        self.hosts = [CpuQuota(self.group / f"host-{k}", version, h.quota, period_s)
+                      for k, h in enumerate(hosts)]  # fmt: skip
+        # what runs beside the held compute (transport, Python's bookkeeping): no quota
+        self.transport = CpuQuota(self.group / "transport", version, None, period_s)
+        self.specs = tuple(hosts)
+        self.period_s = period_s
+        self._fd: int | None = None
+        self._old_term: Any = None
+        self.setup_s = math.nan
+        self.teardown_s = math.nan
+
+    # setting up and tearing down
+
+    def __enter__(self) -> Testbed:
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+    def setup(self) -> None:
+        started = time.perf_counter()
+        self._trap_term()
+        try:
+            cleanup(cgroup_root=self.cgroup_root)
+            ns = self.namespace
+            ns.create()
+            ns.route.tc("add", "htb", ns.loopback, _ROOT_HANDLE, default=0)
+            for link in self.links:
+                link.create(ns)
+            self.group.mkdir()
+            _prefer(self.group, self.version)
+            if self.version == "v2":
+                (self.group / "cgroup.subtree_control").write_text("+cpu")
+            for host in [*self.hosts, self.transport]:
+                host.create()
+            self._fd = ns.enter_fd()
+        except BaseException:
+            self.teardown()
+            raise
+        self.setup_s = time.perf_counter() - started
+
+    def teardown(self) -> None:
+        """Remove everything the testbed created (each piece even if another fails)."""
+        started = time.perf_counter()
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            for host in [*self.hosts, self.transport]:
+                with contextlib.suppress(OSError):
+                    host.remove()
+            with contextlib.suppress(OSError):
+                _remove_cgroup(self.group)
+            self.namespace.delete()  # its qdiscs, classes and filters go with it
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            self._restore_term()
+        self.teardown_s = time.perf_counter() - started
+
+    def _trap_term(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def terminated(signum: int, frame: types.FrameType | None) -> None:
+            raise SystemExit(128 + signum)
+
+        self._old_term = signal.signal(signal.SIGTERM, terminated)
+
+    def _restore_term(self) -> None:
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
+
+    # using it
+
+    @property
+    def name(self) -> str:
+        return self.run_id
+
+    def preexec(self) -> Callable[[], None]:
+        """A ``preexec_fn`` that moves the child into the namespace (``setns``)."""
+        fd = self._fd
+        assert fd is not None, "the testbed is not set up"
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded before the fork
+
+        def enter() -> None:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns into the testbed's namespace")
+
+        return enter
+
+    def place(self, host: int, pid: int) -> None:
+        """Move process ``pid`` (all its threads) into host ``host``'s cgroup."""
+        self.hosts[host].add(pid)
+
+    def admit(self, pid: int) -> None:
+        """Move process ``pid`` into the testbed's unlimited cgroup (its threads then join
+        their hosts' cgroups themselves)."""
+        self.transport.add(pid)
+
+    def set_rate(self, link: int, rate_bps: float) -> float:
+        """Change link ``link``'s rate; return how long the change took (s)."""
+        return self.links[link].set_rate(self.namespace, rate_bps)
+
+    def exec_prefix(self) -> list[str]:
+        """The command prefix that runs a program in the namespace (``ip netns exec``)."""
+        return ["ip", "netns", "exec", self.run_id]
+
+
+# --------------------------------------------------------------------------- leftovers
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale(name: str) -> bool:
+    found = _RUN_ID.match(name)
+    return found is not None and not _alive(int(found.group(1)))
+
+
+def leftovers(*, cgroup_root: Path = CGROUP_ROOT) -> Iterator[tuple[str, Path]]:
+    """Every testbed namespace and cgroup there is: ``("netns" | "cgroup", path)``."""
+    if NETNS_DIR.is_dir():
+        for entry in sorted(NETNS_DIR.iterdir()):
+            if entry.name.startswith(PREFIX):
+                yield "netns", entry
+    version = _cpu_controller(cgroup_root)
+    if version is not None:
+        base = _cgroup_base(cgroup_root, version)
+        for entry in sorted(base.iterdir()):
+            if entry.is_dir() and entry.name.startswith(PREFIX):
+                yield "cgroup", entry
+
+
+def cleanup(*, cgroup_root: Path = CGROUP_ROOT) -> list[str]:
+    """Remove the namespaces and cgroups of testbed runs whose launcher is gone (killed
+    runs); return their names. Runs still going are left alone."""
+    removed = []
+    for kind, path in list(leftovers(cgroup_root=cgroup_root)):
+        if not _stale(path.name):
+            continue
+        if kind == "netns":
+            _remove_netns(path.name)
+        else:
+            _remove_cgroup(path)
+        removed.append(f"{kind} {path.name}")
+    return removed
