@@ -723,6 +723,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             "node", role.node, k * role.node_s, _median_after(measured.node_busy, warmup),
             blocks=(first, last),
             profiled_s=math.fsum(profiled[first:last]) if profiled else None,
+            real_s=statistics.median(real) if real and last > first else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
             quota=measured.quota if testbed else None,
         ))  # fmt: skip
