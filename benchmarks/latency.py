@@ -19,20 +19,10 @@ import statistics
 import time
 from functools import partial
 
-import numpy as np
-
 import inferplan
 from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
 from inferplan.codesign.latency import least_latency, solve_latency
-
-
-def _profile(n_blocks: int, seed: int = 0) -> inferplan.Profile:
-    rng = np.random.default_rng(seed)
-    return inferplan.Profile(
-        f"random-{n_blocks}",
-        flops=tuple(rng.uniform(1e8, 1e10, n_blocks)),
-        activation_bits=tuple(rng.uniform(1e5, 1e8, n_blocks + 1)),
-    )
+from run import _profile  # the scaling benchmarks' random profiles (benchmarks/run.py)
 
 
 def _cpu(call: object) -> float:

@@ -182,6 +182,29 @@ channels = st.one_of(
         {"kind": st.just("discrete"), "snr": st.lists(numbers, min_size=1, max_size=2)},
         optional={"prob": st.lists(numbers, max_size=2)},
     ),
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("markov"),
+            "snr": st.lists(numbers, min_size=1, max_size=3),
+            "transition": st.lists(st.lists(numbers, max_size=3), max_size=3)
+            | st.lists(st.lists(st.lists(numbers, max_size=2), max_size=2), max_size=2),
+        },
+        optional={
+            "initial": st.lists(numbers, max_size=3),
+            "boundaries": st.lists(numbers, max_size=2),
+        },
+    ),
+    st.fixed_dictionaries(
+        {"kind": st.just("gauss-markov"), "mean_snr": numbers},
+        optional={
+            "min_snr": numbers,
+            "rho": numbers | st.lists(numbers, max_size=3),
+            "speed_mps": numbers,
+            "carrier_hz": numbers,
+            "grid": st.sampled_from([0, 2, 5, -1, 10**9, 1.5]),
+            "sampler": st.sampled_from(["jakes", "recursion", "x"]),
+        },
+    ),
 )
 
 

@@ -24,7 +24,7 @@ def test_json_contract(method):
     out = _json(["provision", str(NETWORK), "--services", str(SERVICES), "--method", method,
                  "--json"])  # fmt: skip
     assert set(out) == {"status", "method", "cost", "lower_bound", "gap", "services",
-                        "node_upgrades", "link_upgrades", "loads"}  # fmt: skip
+                        "node_upgrades", "link_upgrades", "memory_upgrades", "loads"}  # fmt: skip
     assert out["method"] == method
     assert out["lower_bound"] <= out["cost"]
     names = [s["name"] for s in out["services"]]
@@ -34,7 +34,8 @@ def test_json_contract(method):
                           "cuts", "layers"}  # fmt: skip
         assert s["latency"] > 0
         assert s["interval"] <= s["target_interval"] * (1 + 1e-9)
-    assert set(out["loads"]) == {"nodes", "links"}
+    assert set(out["loads"]) == {"nodes", "links", "memory"}
+    assert set(out["loads"]["memory"]) == {v for s in out["services"] for v in s["path"]}
     for link in out["loads"]["links"]:
         assert set(link) == {"source", "target", "load"}
     api = provision_services(inferplan.load_network(NETWORK), load_services(SERVICES),

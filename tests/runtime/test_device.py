@@ -562,3 +562,19 @@ def test_emulation_that_cannot_hold_the_system_is_named_in_a_warning(shared_edge
     assert run.to_dict()["warnings"] == list(run.warnings)
     assert not run_device(system, layered, edge.url, method="fixed:2", inferences=3, seed=1,
                           emulate=False, verify=False).warnings  # fmt: skip
+
+
+def test_device_run_refuses_to_download_beyond_the_device_memory(tmp_path):
+    import dataclasses
+
+    system, layered = _system(tmp_path)
+    need = float(system.placement_needs[-1])
+    small = dataclasses.replace(system, device=dataclasses.replace(system.device,
+                                                                   memory=0.5 * need))  # fmt: skip
+    with running_edge(tmp_path) as (edge, _):
+        with pytest.raises(InvalidArgument, match="refused before downloading"):
+            run_device(small, layered, edge.url, method="device-only", inferences=2,
+                       emulate=False)  # fmt: skip
+        # a planner places only what fits, and the run downloads it
+        run = run_device(small, layered, edge.url, method="optimal", inferences=2, emulate=False)
+        assert system.placement_needs[run.plan.placement] <= 0.5 * need

@@ -270,3 +270,15 @@ def test_ctrl_c_stops_every_stage(tmp_path):
     assert code == 130
     assert err.strip().splitlines()[-1] == "error: interrupted: every stage was stopped"
     assert processes_marked(mark) == []
+
+
+def test_each_node_reports_its_state_dict_and_peak_memory(resnet_run):
+    profile = resnet_run["profile"]
+    nodes = [s for s in resnet_run["report"]["stages"] if s["kind"] == "node"]
+    for stage in nodes:
+        first, last = stage["blocks"]
+        memory = stage["memory"]
+        weights = 4 * sum(profile["params"][first:last])  # float32 parameters; buffers add more
+        assert weights <= memory["state_dict_bytes"] <= weights * 1.1 + 4096
+        assert memory["peak_rss_bytes"] > memory["state_dict_bytes"]
+        assert memory["planned_need_bytes"] is None  # a hand-written plan file says none

@@ -32,7 +32,14 @@ from inferplan.cli.options import (
     services_method_help,
     throughput_method_help,
 )
-from inferplan.cli.render import console, print_json, stages_table, table, written
+from inferplan.cli.render import (
+    console,
+    memory_table,
+    print_json,
+    stages_table,
+    table,
+    written,
+)
 from inferplan.errors import InvalidArgument
 from inferplan.units import link_name, si
 
@@ -207,6 +214,7 @@ def provision_command(
     console.print(stages_table("deployment", plan.path, plan.partition,
                                _bottleneck(plan.bottleneck), added, layers=plan.layers,
                                sends=plan.sends, cuts=plan.cuts))  # fmt: skip
+    console.print(memory_table(plan.memory))
 
 
 def _provision_services(

@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["console", "infeasible_table", "print_json", "stages_table", "table", "written"]
+__all__ = [
+    "console",
+    "infeasible_table",
+    "memory_table",
+    "print_json",
+    "stages_table",
+    "table",
+    "written",
+]
 
 
 class _Console:
@@ -121,6 +129,16 @@ def stages_table(
     columns = ["stage", "blocks", *(["layers"] if layers else []),
                *(["added"] if added is not None else []), mark_column]  # fmt: skip
     return table(title, columns, rows)
+
+
+def memory_table(memory: Sequence[Any]) -> Table:
+    """Each path node's memory need, its memory after the upgrades and the memory added (a
+    plan's :class:`~inferplan.codesign.memory.NodeMemory` rows)."""
+    from inferplan.units import si
+
+    rows = [[m.id, si(m.need, "B"), "unlimited" if m.memory is None else si(m.memory, "B"),
+             si(m.added, "B")] for m in memory]  # fmt: skip
+    return table("memory", ["node", "needs", "has (after upgrades)", "added"], rows)
 
 
 def _names(names: Sequence[str], shown: int = 4) -> str:

@@ -237,6 +237,10 @@ def _render(report: RunReport) -> None:
     }[report.mode]
     console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
     console.print(table("time per inference", columns, rows))
+    held = [(s.id, s.memory) for s in report.stages if s.memory is not None]
+    console.print(table("memory per node", ["node", "plan needs", "state dict", "peak RSS"], [
+        [node, "" if m.planned_need_bytes is None else si(m.planned_need_bytes, "B"),
+         si(m.state_dict_bytes, "B"), si(m.peak_rss_bytes, "B")] for node, m in held]))  # fmt: skip
     gap = report.measured_interval / report.predicted_interval - 1
     console.print(
         f"interval: predicted {si(report.predicted_interval, 's')}, measured "

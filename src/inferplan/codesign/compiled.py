@@ -132,15 +132,16 @@ class KernelArrays:
     value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
     tables (``node_table[v] >= 0``); each link's cost in the same form, or its row in the
     link tables; each node's out- and in-links in file order (``ptr``/``links`` pairs); and
-    which links are plain linear (one piece from 0 and no cap: the loop that vectorises).
-    ``table_nodes`` and ``table_links`` are the nodes and links priced into tables per solve;
-    ``no_node_tables`` and ``no_link_tables`` the empty tables passed when there are none.
+    which links are plain linear (one piece from 0 and no cap: the loop that vectorises);
+    the extra terms' limit (``need_t[j, i]`` against ``limit[v]``, ``inf`` for a node priced
+    into tables). ``table_nodes`` and ``table_links`` are the nodes and links priced into
+    tables per solve (the per-call arrays of the kernel's frame), ``node_terms`` the table
+    nodes' extra terms (memory), formed once.
     """
 
     table_nodes: IntArray
     table_links: IntArray
-    no_node_tables: FloatArray
-    no_link_tables: FloatArray
+    node_terms: FloatArray | None
     psg_args: tuple[Any, ...]
     throughput_args: tuple[Any, ...]
 
@@ -194,8 +195,7 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     arrays = KernelArrays(
         table_nodes=table_nodes,
         table_links=table_links,
-        no_node_tables=np.zeros((0, W, W)),
-        no_link_tables=np.zeros((0, W)),
+        node_terms=None if terms.empty or not table_nodes.size else terms.node(table_nodes),
         psg_args=(
             *network,
             inst.capacity,
@@ -229,19 +229,12 @@ def psg_kernel(
     """PSG on ``inst`` by the compiled kernel: the optimal cost (``inf`` when caps leave no
     plan) and the path, partition and links (node and link indices)."""
     arrays = kernel_arrays(inst)
-    node_tables, link_tables = arrays.no_node_tables, arrays.no_link_tables
-    if arrays.table_nodes.size:
-        node_tables = node_cost_table(inst, arrays.table_nodes, beta)
+    call = _frame(inst, native.kernel("psg")).call()
+    node_tables, link_tables, *_, path, partition, used, count = call.arrays
+    if arrays.table_nodes.size:  # priced for this beta, into the call's own arrays
+        node_tables[...] = node_cost_table(inst, arrays.table_nodes, beta, arrays.node_terms)
     if arrays.table_links.size:
-        link_tables = link_cost_table(inst, arrays.table_links, beta)
-    kernel = native.kernel("psg")
-    if arrays.table_nodes.size or arrays.table_links.size:  # priced for this beta
-        fixed = (*arrays.psg_args, node_tables, link_tables)
-        frame = kernel.frame(fixed, _shapes(inst, "psg"))
-    else:
-        frame = _frame(inst, kernel)
-    call = frame.call()
-    *_, path, partition, used, count = call.arrays
+        link_tables[...] = link_cost_table(inst, arrays.table_links, beta)
     cost = call.run(beta)
     n = int(count[0])  # read back from the target
     used_links = used[: max(n - 1, 0)]
@@ -251,8 +244,11 @@ def psg_kernel(
 def _shapes(inst: CodesignInstance, name: str) -> list[tuple[int, ...]]:
     """The shapes of a kernel's per-solve arrays for ``inst``."""
     V, W, E = len(inst.node_ids), inst.n_cuts, inst.n_links
-    if name == "psg":  # req_t, wanted, label, out, tail, queue, keys, path, partition, used, count
-        return [(W, W), (W,), (V, W), (W,), (W,), (W,), (W,), (V,), (V,), (V,), (1,)]
+    if name == "psg":  # node and link tables, req_t, wanted, label, out, tail, queue, keys,
+        # path, partition, used, count
+        arrays = kernel_arrays(inst)
+        tables = [(arrays.table_nodes.size, W, W), (arrays.table_links.size, W)]
+        return [*tables, (W, W), (W,), (V, W), (W,), (W,), (W,), (W,), (V,), (V,), (V,), (1,)]
     # capacity, bandwidth, limit, label, out, tail, stack, path, partition, count
     return [(V,), (E,), (V,), (V, W), (W,), (W,), (W,), (V,), (V,), (1,)]
 
@@ -264,14 +260,12 @@ _FRAMES: weakref.WeakKeyDictionary[CodesignInstance, dict[str, native.Frame]] = 
 
 
 def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
-    """``kernel``'s frame for ``inst`` without cost tables (made once per instance)."""
+    """``kernel``'s frame for ``inst`` (made once per instance; PSG's cost tables are
+    per-call arrays, priced for each ``beta``)."""
     frames = _FRAMES.setdefault(inst, {})
     if kernel.name not in frames:
         arrays = kernel_arrays(inst)
-        if kernel.name == "psg":
-            fixed = (*arrays.psg_args, arrays.no_node_tables, arrays.no_link_tables)
-        else:
-            fixed = arrays.throughput_args
+        fixed = arrays.psg_args if kernel.name == "psg" else arrays.throughput_args
         frames[kernel.name] = kernel.frame(fixed, _shapes(inst, kernel.name))
     return frames[kernel.name]
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import METHODS, get_method
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.throughput import throughput_optimal
@@ -130,8 +131,9 @@ def cost_frontier(
         The compiled network and profile.
     low, high
         The range of target rates; default ``1 / T*`` (the rate the network reaches as it is,
-        cost zero; ``T*`` by the MILP on a network with cycles) to four times that (the
-        paper's hardest ``alpha = 0.25``).
+        cost zero unless memory must be bought; ``T*`` among the deployments that fit the
+        most memory the nodes can have, by the MILP on a network with cycles) to four times
+        that (the paper's hardest ``alpha = 0.25``).
     points
         Evenly spaced rates of the sweep (both ends included).
     method
@@ -160,8 +162,10 @@ def cost_frontier(
         )
     base = 0.0
     if low is None or high is None:
-        # T* by the state graph, or on a network with cycles by the MILP
-        best = throughput_optimal(inst) if inst.acyclic else throughput_milp(inst)
+        # T* by the state graph, or on a network with cycles by the MILP, among the
+        # deployments that fit the most memory the nodes can have
+        roomy = inst.with_memory(most_memory(inst))
+        best = throughput_optimal(roomy) if inst.acyclic else throughput_milp(roomy)
         base = 1.0 / best.interval
     low = base if low is None else low
     high = 4.0 * base if high is None else high

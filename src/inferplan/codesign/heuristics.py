@@ -35,7 +35,8 @@ def _optimal_deployment(
 ) -> tuple[list[int], list[int]]:
     """A throughput-optimal deployment under ``C``, ``B``, chosen among ties by ``tie_break``,
     among the deployments that fit the memory the nodes can have (buying what they need)."""
-    best = throughput_optimal(inst, C, B, memory=most_memory(inst))
+    memory = most_memory(inst)
+    best = throughput_optimal(inst, C, B, memory=memory)
     if (
         tie_break == "keep"
         and current is not None
@@ -43,7 +44,7 @@ def _optimal_deployment(
     ):
         return current
     if tie_break == "random":
-        return OptimalDeployments(inst, C, B, best.interval).draw(rng)
+        return OptimalDeployments(inst, C, B, best.interval, memory).draw(rng)
     position = {v: k for k, v in enumerate(inst.node_ids)}
     return [position[v] for v in best.path], list(best.partition)
 

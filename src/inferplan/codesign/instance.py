@@ -569,14 +569,19 @@ class CodesignInstance:
         }  # fmt: skip
 
 
-def node_cost_table(inst: CodesignInstance, nodes: IntArray, beta: float) -> FloatArray:
+def node_cost_table(
+    inst: CodesignInstance, nodes: IntArray, beta: float, terms: FloatArray | None = None
+) -> FloatArray:
     """``f_v(max(0, w(i, j) / beta - C_v))`` plus the extra node terms (memory, see
     :class:`~inferplan.codesign.instance.Terms`) for each of ``nodes`` and ``(i, j)`` (``inf``
     for ``i > j`` and beyond a cap or a limit). Linear costs are priced in one vectorised
-    step, others one node at a time."""
+    step, others one node at a time. ``terms``, when given, are the extra node terms of
+    ``nodes`` formed beforehand."""
     rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
     cost = inst.node_pricing.cost(nodes, rho, inst.node_costs)
-    if not inst.terms.empty:
+    if terms is not None:  # the extra terms of these nodes, formed once (they keep no beta)
+        cost += terms
+    elif not inst.terms.empty:
         cost += inst.terms.node(nodes)
     cost += inst.forbidden
     return cost

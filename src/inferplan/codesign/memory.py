@@ -26,6 +26,7 @@ import numpy as np
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.errors import Infeasible
+from inferplan.units import si
 
 __all__ = ["NodeMemory", "fits_somewhere", "memory_infeasible", "most_memory", "path_needs"]
 
@@ -60,57 +61,68 @@ def most_memory(inst: CodesignInstance) -> FloatArray:
 
 
 def fits_somewhere(inst: CodesignInstance, limit: FloatArray) -> bool:
-    """Whether some deployment's every node needs at most ``limit`` bytes (per node; acyclic
-    instances): reachability on the state graph, node by node in topological order, with
-    the feasible ``a`` of each ``b`` a window (``need`` is non-increasing in ``a``)."""
+    """Whether some deployment's every node needs at most ``limit`` bytes (per node):
+    reachability on the state graph, node by node in topological order (sweeps until nothing
+    changes when the instance has cycles; a walk through a cycle counts then). On a chain of
+    blocks the feasible ``a`` of each ``b`` are a window (``need`` is non-increasing in
+    ``a``); on ideals every pair is checked (``O(W^2)`` per node)."""
     need = inst.memory_need
     W = need.shape[0]
     reach = np.zeros((len(inst.node_ids), W), dtype=bool)
     reach[inst.source, 0] = True
     above = np.arange(W)[::-1]  # the entries below the diagonal of each column (need inf)
-    for v in range(len(inst.node_ids)):
-        row = reach[v]
-        if not row.any():
-            continue
-        if inst.cuts.is_chain:
-            first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
-            done = np.concatenate(([0], np.cumsum(row)))
-            sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
-        else:  # ideals: no window, every pair (O(W^2) per node)
-            sent = (row[:, None] & (need <= limit[v])).any(axis=0)
-        if v == inst.target:
-            return bool(sent[-1])
-        heads = inst.link_dst[inst.out_links[v]]
-        reach[heads] |= sent[None, :]
+    changed = True
+    while changed:
+        changed = False
+        for v in range(len(inst.node_ids)):
+            row = reach[v]
+            if not row.any():
+                continue
+            if inst.cuts.is_chain:
+                first = (need > limit[v]).sum(axis=0) - above  # the least feasible a of each b
+                done = np.concatenate(([0], np.cumsum(row)))
+                sent = done[np.arange(W) + 1] - done[np.minimum(first, W)] > 0
+            else:  # ideals: no window, every pair
+                sent = (row[:, None] & (need <= limit[v])).any(axis=0)
+            if v == inst.target:
+                if sent[-1]:
+                    return True
+                continue
+            heads = inst.link_dst[inst.out_links[v]]
+            grown = reach[heads] | sent[None, :]
+            if not np.array_equal(grown, reach[heads]):
+                reach[heads] = grown
+                changed = not inst.acyclic
     return False
 
 
 def memory_infeasible(
     inst: CodesignInstance, limit: FloatArray, beta: float | None = None
 ) -> Infeasible:
-    """The error when no deployment fits ``limit`` (bytes per node): it names the node or
-    the need that does not fit."""
+    """The error when no deployment fits ``limit`` (bytes per node, what each node can hold
+    at most): it names the node or the block (or layer) whose need does not fit."""
     need = inst.memory_need
     N = need.shape[0] - 1
-    reached = f"an interval of {beta:g} s" if beta is not None else "any interval"
-    head = f"no plan reaches {reached}: no deployment fits the nodes' memory"
+    head = "no deployment fits the nodes' memory"
+    if beta is not None:
+        head = f"no plan reaches an interval of {beta:g} s: {head}"
     ends = ((inst.source, float(need[0, 0]), "the input it holds"),
             (inst.target, float(need[N, N]), "the output it holds"))  # fmt: skip
     for v, least, what in ends:
         if limit[v] < least:
-            return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most {limit[v]:.6g} "
-                              f"bytes and needs at least {least:.6g}, {what})")  # fmt: skip
+            return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most "
+                              f"{si(float(limit[v]), 'B')} and needs at least {si(least, 'B')}, "
+                              f"{what})")  # fmt: skip
     alone = _alone(inst)
-    n = int(np.argmin(alone.max() - alone)) + 1  # the block whose need alone is largest
+    n = int(np.argmax(alone))  # the block whose need alone is largest
     most = float(np.max(limit))
-    block = inst.cuts.units[n - 1]
-    if alone[n - 1] > most:
-        return Infeasible(f"{head} (block {block!r} alone needs {alone[n - 1]:.6g} bytes; no "
-                          f"node holds more than {most:.6g})")  # fmt: skip
-    return Infeasible(
-        f"{head} (the largest need of one block, {block!r}, is {alone[n - 1]:.6g} "
-        "bytes; no path has nodes enough to hold the model's blocks)"
-    )
+    block = inst.cuts.units[n]
+    if alone[n] > most:
+        return Infeasible(f"{head} (block {block!r} alone needs {si(float(alone[n]), 'B')}; no "
+                          f"node holds more than {si(most, 'B')})")  # fmt: skip
+    return Infeasible(f"{head} (the blocks need {si(float(need[0, N]), 'B')} in all, the largest "
+                      f"one alone, {block!r}, {si(float(alone[n]), 'B')}: no path's nodes hold "
+                      "them, each at most its memory and what it can add)")  # fmt: skip
 
 
 def _alone(inst: CodesignInstance) -> FloatArray:

@@ -47,6 +47,7 @@ from scipy.optimize import OptimizeResult, OptimizeWarning, linprog
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.memory import fits_somewhere, memory_infeasible, most_memory
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
@@ -239,6 +240,8 @@ def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None 
                 break
             if code == 2:  # no plan at all
                 check_scale(inst, beta, math.inf)
+                if not inst.terms.empty and not fits_somewhere(inst, most_memory(inst)):
+                    raise memory_infeasible(inst, most_memory(inst), beta)
                 raise infeasible(beta)
             if code == 1:
                 raise InvalidArgument(

@@ -42,15 +42,20 @@ def _logsumexp(values: FloatArray, axis: int) -> FloatArray:
 
 
 def _log_counts(
-    inst: CodesignInstance, capacity: FloatArray, bandwidth: FloatArray, interval: float
+    inst: CodesignInstance,
+    capacity: FloatArray,
+    bandwidth: FloatArray,
+    interval: float,
+    memory: FloatArray,
 ) -> tuple[FloatArray, list[npt.NDArray[np.bool_]]]:
     """``log`` of the number of ways to finish from each state ``(v, i)`` within ``interval``,
-    and for each node which ``(i, j)`` compute stages fit."""
+    and for each node which ``(i, j)`` compute stages fit (its time and its ``memory``)."""
     D = inst.activation_bits
     V, W = len(inst.node_ids), D.size
     limit = interval * (1 + SLACK)
     upper = ~inst.no_transition
-    fits = [upper & (inst.work_between <= limit * capacity[v]) for v in range(V)]
+    fits = [upper & (inst.work_between <= limit * capacity[v])
+            & (inst.memory_need <= memory[v]) for v in range(V)]  # fmt: skip
     log_count = np.full((V, W), -np.inf)
     for v in reversed(range(V)):  # nodes are indexed in topological order
         if v == inst.target:
@@ -69,8 +74,9 @@ def _log_counts(
 
 @dataclass(frozen=True, eq=False)
 class OptimalDeployments:
-    """The deployments of ``inst`` that reach ``interval`` under ``capacity``/``bandwidth``:
-    their number, and uniform draws among them (the counts are computed once).
+    """The deployments of ``inst`` that reach ``interval`` under ``capacity``/``bandwidth``
+    and fit ``memory`` (bytes per node; the instance's own when not given): their number, and
+    uniform draws among them (the counts are computed once).
 
     Examples
     --------
@@ -90,10 +96,12 @@ class OptimalDeployments:
     capacity: FloatArray
     bandwidth: FloatArray
     interval: float
+    memory: FloatArray | None = None
 
     @cached_property
     def _tables(self) -> tuple[FloatArray, list[npt.NDArray[np.bool_]]]:
-        return _log_counts(self.inst, self.capacity, self.bandwidth, self.interval)
+        memory = self.inst.memory if self.memory is None else self.memory
+        return _log_counts(self.inst, self.capacity, self.bandwidth, self.interval, memory)
 
     @property
     def count(self) -> float:

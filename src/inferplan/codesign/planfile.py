@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.memory import NodeMemory
 from inferplan.codesign.plan import Bottleneck, LinkUpgrade, Plan, PlanStatus
 from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.documents import read_document, validate_document
@@ -53,6 +54,15 @@ class _LinkUpgradeFile(BaseModel):
     amount: Amount
 
 
+class _NodeMemoryFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    need: Amount
+    memory: Amount | None = None
+    added: Amount = 0.0
+
+
 class _BottleneckFile(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -74,6 +84,7 @@ class _PlanFile(BaseModel):
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
+    memory: list[_NodeMemoryFile] = Field(default_factory=list)  # none in older files
     # A file from before plans named their cuts cut between blocks.
     cuts: CutKind = "chain"
     layers: list[list[str]] = Field(default_factory=list)
@@ -97,6 +108,7 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
+        memory=tuple(NodeMemory(m.id, m.need, m.memory, m.added) for m in doc.memory),
         layers=tuple(tuple(names) for names in doc.layers),
         sends=tuple(tuple(names) for names in doc.sends),
         cuts=doc.cuts,

@@ -5,21 +5,24 @@ Each service ``s`` runs its profile on one simple path from its own source to it
 with a partition, as a single-service plan does, at its own target interval ``beta_s``. A node
 or link that several services use time-shares its capacity between their pipelines, so it
 needs the sum of their rates: node ``v`` needs ``sum_s W_(s,v) / beta_s`` FLOP/s and link
-``e`` needs ``sum_s D_(s,e) / beta_s`` bit/s. What a plan buys on each element is the excess
-of that need over the capacity, priced by the element's cost function; :class:`JointProblem`
-is the one place that arithmetic is written (both planners' plans, the study's baselines).
+``e`` needs ``sum_s D_(s,e) / beta_s`` bit/s. A node holds every service that runs or
+forwards there at once, so its memory needs add up: ``sum_s need_s(a_s, b_s)`` bytes. What
+a plan buys on each element is the excess of that need over the capacity (or memory), priced
+by the element's cost function; :class:`JointProblem` is the one place that arithmetic is
+written (both planners' plans, the study's baselines).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance, compile_instance
+from inferplan.codesign.memory import path_needs
 from inferplan.codesign.methods import get_service_method
 from inferplan.codesign.plan import CAP_RTOL, PlanStatus, check_scale
 from inferplan.codesign.stages import stage_units, stages
@@ -132,6 +135,10 @@ class ServicesPlan:
         target)``; only non-zero amounts.
     node_loads, link_loads
         What each used node and link carries, summed over the services (FLOP/s, bit/s).
+    memory_upgrades, memory_loads
+        Memory (bytes) added per node id, only non-zero amounts; and what each used node
+        holds, summed over the services that run or forward there (bytes: their needs add
+        up).
     """
 
     method: str
@@ -143,6 +150,8 @@ class ServicesPlan:
     link_upgrades: Mapping[tuple[str, str], float]
     node_loads: Mapping[str, float]
     link_loads: Mapping[tuple[str, str], float]
+    memory_upgrades: Mapping[str, float] = field(default_factory=dict)
+    memory_loads: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def gap(self) -> float:
@@ -164,11 +173,13 @@ class ServicesPlan:
             "link_upgrades": [
                 {"source": u, "target": v, "amount": x} for (u, v), x in self.link_upgrades.items()
             ],
+            "memory_upgrades": dict(self.memory_upgrades),
             "loads": {
                 "nodes": dict(self.node_loads),
                 "links": [
                     {"source": u, "target": v, "load": x} for (u, v), x in self.link_loads.items()
                 ],
+                "memory": dict(self.memory_loads),
             },
         }
 
@@ -222,7 +233,10 @@ class JointProblem:
         self.bandwidth = np.array([e.capacity for e in network.links], dtype=np.float64)
         self.node_costs = tuple(n.capacity_cost for n in network.nodes)
         self.link_costs = tuple(e.capacity_cost for e in network.links)
-        for costs, kind in ((self.node_costs, "node"), (self.link_costs, "link")):
+        self.memory = np.array(network.node_memory, dtype=np.float64)
+        self.memory_costs = tuple(network.node_memory_cost(k) for k in range(len(network.nodes)))
+        for costs, kind in ((self.node_costs, "node"), (self.link_costs, "link"),
+                            (self.memory_costs, "node")):  # fmt: skip
             for k, cost in enumerate(costs):
                 if isinstance(cost, FunctionCost):
                     name = network.nodes[k].id if kind == "node" else network.links[k].label
@@ -256,6 +270,19 @@ class JointProblem:
                     link[k] = link.get(k, 0.0) + d / beta
         return node, link
 
+    def memory_loads(self, choices: Sequence[Choice | None]) -> FloatDict:
+        """What each node holds (bytes), summed over the services that have a choice: each
+        one's need there (:func:`~inferplan.codesign.memory.path_needs`), by node index."""
+        held: FloatDict = {}
+        for s, choice in enumerate(choices):
+            if choice is None:
+                continue
+            needs = path_needs(self.instances[s], choice[0], choice[1])
+            for v, need in zip(choice[0], needs, strict=True):
+                k = int(self.node_of[s][v])
+                held[k] = held.get(k, 0.0) + need
+        return held
+
     def cost(self, choices: Sequence[Choice]) -> float:
         """The exact price of ``choices`` (``inf`` when a cap is exceeded)."""
         node, link = self.loads(choices)
@@ -264,6 +291,10 @@ class JointProblem:
         ]
         prices += [
             _price(self.link_costs[k], max(0.0, x - self.bandwidth[k])) for k, x in link.items()
+        ]
+        prices += [
+            _price(self.memory_costs[k], max(0.0, x - self.memory[k]))
+            for k, x in self.memory_loads(choices).items()
         ]
         return math.fsum(prices)
 
@@ -279,11 +310,13 @@ class JointProblem:
             If a purchase exceeds what its cost function can add.
         """
         node, link = self.loads(choices)
-        bought: list[FloatDict] = [{}, {}]
+        held = self.memory_loads(choices)
+        bought: list[FloatDict] = [{}, {}, {}]
         prices: list[float] = []
         for side, (loads, have, costs) in enumerate(
-            ((node, self.capacity, self.node_costs), (link, self.bandwidth, self.link_costs))
-        ):
+            ((node, self.capacity, self.node_costs), (link, self.bandwidth, self.link_costs),
+             (held, self.memory, self.memory_costs))
+        ):  # fmt: skip
             for k, need in loads.items():
                 excess = need - float(have[k])
                 if excess <= 0:
@@ -293,9 +326,10 @@ class JointProblem:
                 if amount > cost.max_amount:
                     if amount > cost.max_amount * (1 + CAP_RTOL):
                         what = (
-                            f"node {self.network.nodes[k].id!r}"
-                            if side == 0
-                            else f"link {self.network.links[k].label}"
+                            f"link {self.network.links[k].label}"
+                            if side == 1
+                            else f"{'the memory of ' if side == 2 else ''}node "
+                            f"{self.network.nodes[k].id!r}"
                         )
                         raise no_joint_plan(
                             self,
@@ -353,6 +387,8 @@ class JointProblem:
             },
             node_loads={nodes[k].id: x for k, x in sorted(node.items())},
             link_loads={(links[k].source, links[k].target): x for k, x in sorted(link.items())},
+            memory_upgrades={nodes[k].id: x for k, x in sorted(bought[2].items()) if x > 0},
+            memory_loads={nodes[k].id: x for k, x in sorted(held.items())},
         )
 
 

@@ -171,18 +171,20 @@ def _rebuilt(
     s: int,
     node: Sequence[tuple[float, CapacityCost]],
     link: Sequence[tuple[float, CapacityCost]],
+    memory: Sequence[tuple[float, CapacityCost]],
 ) -> CodesignInstance:
-    """Service ``s``'s instance with each element's capacity and cost replaced (by network
-    index): the same arrays otherwise, so nothing is compiled again."""
+    """Service ``s``'s instance with each element's capacity (memory) and cost replaced (by
+    network index): the same arrays otherwise, so nothing is compiled again."""
     inst = problem.instances[s]
     nodes = [node[k] for k in problem.node_of[s].tolist()]
     links = [link[k] for k in problem.link_of[s].tolist()]
+    held = [memory[k] for k in problem.node_of[s].tolist()]
     return inst.priced(
         np.array([c for c, _ in nodes], dtype=np.float64),
         [f for _, f in nodes],
         np.array([c for c, _ in links], dtype=np.float64),
         [f for _, f in links],
-    )
+    ).with_memory(np.array([m for m, _ in held], dtype=np.float64), [f for _, f in held])
 
 
 def engine(problem: JointProblem) -> Engine:
@@ -230,12 +232,18 @@ def split_bound(problem: JointProblem, linearized: Collection[int] = ()) -> floa
             shift.append(form.slopes[0] * c)
         else:
             elements.append((c, f))
+    # memory: each node's cost by its convex envelope over what the services can need there
+    most_held = np.zeros(V)
+    for s, inst in enumerate(problem.instances):
+        most_held[problem.node_of[s]] += float(inst.memory_need[0, -1])
+    memory = [(m, convex_envelope(f, x)) for m, f, x in zip(problem.memory.tolist(),
+              problem.memory_costs, most_held.tolist(), strict=True)]  # fmt: skip
     total = []
     for s, service in enumerate(problem.services):
         try:
             total.append(
                 solve_psg(
-                    _rebuilt(problem, s, elements[:V], elements[V:]),
+                    _rebuilt(problem, s, elements[:V], elements[V:], memory),
                     service.interval,
                     engine=engine(problem),
                 ).cost
@@ -266,6 +274,7 @@ class _Responses:
         self.engine = engine(problem)
         self.node = list(zip(problem.capacity.tolist(), problem.node_costs, strict=True))
         self.link = list(zip(problem.bandwidth.tolist(), problem.link_costs, strict=True))
+        self.memory = list(zip(problem.memory.tolist(), problem.memory_costs, strict=True))
         self.known: dict[tuple[int, tuple[Choice | None, ...], int | None], Choice | None] = {}
 
     def __call__(
@@ -283,14 +292,15 @@ class _Responses:
     def _respond(self, s: int, others: Sequence[Choice | None], avoid: int | None) -> Choice | None:
         problem = self.problem
         node_load, link_load = problem.loads(others)
-        node, link = list(self.node), list(self.link)
-        for elements, loads in ((node, node_load), (link, link_load)):
+        node, link, memory = list(self.node), list(self.link), list(self.memory)
+        for elements, loads in ((node, node_load), (link, link_load),
+                                (memory, problem.memory_loads(others))):  # fmt: skip
             for k, x in loads.items():
                 capacity, cost = elements[k]
                 elements[k] = residual(capacity, x, cost)
         if avoid is not None:  # a hair of capacity and nothing to buy: no activation fits
             link[avoid] = (EMPTY * link[avoid][0], LinearCost(0.0, 0.0))
-        inst = _rebuilt(problem, s, node, link)
+        inst = _rebuilt(problem, s, node, link, memory)
         try:
             plan: Plan = solve_psg(inst, problem.services[s].interval, engine=self.engine)
         except Infeasible:

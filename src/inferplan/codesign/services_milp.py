@@ -2,11 +2,14 @@
 
 One unit of flow per service through its own state graph, as the single-service MILP
 (:class:`~inferplan.codesign.milp.StateFlow`: each node entered at most once, so the path is
-simple), and shared variables per element used by some service. With ``U_k`` the capacity of
-element ``k`` (the unit its amounts are measured in, so that every row is of order one)::
+simple), and shared variables per element used by some service: each node and link, and the
+memory of each node whose memory is limited. With ``H_k`` what element ``k`` has (capacity,
+bandwidth or memory) and ``U_k`` the unit its amounts are measured in (``H_k``, so that every
+row is of order one; the largest load where ``H_k = 0``)::
 
-    sum_s sum_(columns c of s on k) a_c x_c - n_k <= 1         the need over the capacity
+    sum_s sum_(columns c of s on k) a_c x_c - n_k <= H_k / U_k   the need over what it has
     a_c = w_s(i, j) / (beta_s U_k)  (a node's stage)  or  D_j / (beta_s U_k)  (a link's)
+    a_c = need_s(i, j) / U_k        (a node's memory: the services' needs add up)
     0 <= n_k <= cap_k / U_k                                     n_k: the upgrade bought
 
 priced exactly by the element's cost function:
@@ -87,6 +90,8 @@ class JointMilp:
         self.offsets: list[int] = []
         n = 0
         loads: list[tuple[Any, Any, FloatArray]] = []  # (column, element, load)
+        V, E = len(problem.capacity), len(problem.bandwidth)
+        limited = np.isfinite(problem.memory)  # memory elements: V + E + node, where limited
         for s, inst in enumerate(problem.instances):
             beta = problem.services[s].interval
             check_scale(inst, beta)
@@ -98,17 +103,18 @@ class JointMilp:
                 np.where(np.isfinite(links), 0.0, np.inf),
             )
             (yv, yi, yj), (ze, zj) = flow.y, flow.z
-            V = len(problem.capacity)
             node_load = inst.work_or_zero[yi, yj] / beta
             link_load = inst.activation_bits[zj] / beta
             columns = np.arange(n, n + flow.cost.size)
+            held = limited[problem.node_of[s][yv]]  # the memory a node's columns need
             loads.append(
                 (
-                    columns,
-                    np.concatenate((problem.node_of[s][yv], V + problem.link_of[s][ze])),
-                    np.concatenate((node_load, link_load)),
+                    np.concatenate((columns, columns[: yv.size][held])),
+                    np.concatenate((problem.node_of[s][yv], V + problem.link_of[s][ze],
+                                    V + E + problem.node_of[s][yv][held])),
+                    np.concatenate((node_load, link_load, inst.memory_need[yi, yj][held])),
                 )
-            )
+            )  # fmt: skip
             self.flows.append(flow)
             self.offsets.append(n)
             n += flow.cost.size
@@ -116,15 +122,24 @@ class JointMilp:
         column, element, load = (np.concatenate(parts) for parts in zip(*loads, strict=True))
         used = load > 0
         column, element, load = column[used], element[used], load[used]
-        units = np.concatenate((problem.capacity, problem.bandwidth))
-        costs: tuple[CapacityCost, ...] = (*problem.node_costs, *problem.link_costs)
+        # each element's amounts in units of what it has (memory: of the most needed where
+        # it has none), so that every row is of order one
+        have = np.concatenate((problem.capacity, problem.bandwidth,
+                               np.where(limited, problem.memory, 0.0)))  # fmt: skip
+        costs: tuple[CapacityCost, ...] = (*problem.node_costs, *problem.link_costs,
+                                           *problem.memory_costs)  # fmt: skip
         elements, row_of = np.unique(element, return_inverse=True)
         most = np.zeros(elements.size)  # the most the services can need on each element
         for _, el, ld in loads:
             keep = ld > 0
-            per = np.zeros(units.size)
+            per = np.zeros(have.size)
             np.maximum.at(per, el[keep].astype(np.int64), ld[keep])
             most += per[elements]
+        units = have.copy()  # a memory that is none or a sliver of the need: the need's unit
+        sliver = np.zeros(have.size, dtype=bool)
+        sliver[elements] = have[elements] < 1e-9 * most
+        sliver[: V + E] = False
+        units[sliver] = np.maximum(most[np.searchsorted(elements, np.flatnonzero(sliver))], 1.0)
         rows = _Rows()
         # the need rows first: their flow coefficients come from the arrays above
         need_row, need_col = row_of.tolist(), column.tolist()
@@ -132,7 +147,7 @@ class JointMilp:
         objective: list[float] = [0.0] * n
         upper: list[float] = [1.0] * n
         integral: list[int] = [1] * n
-        rows.rhs = [1.0] * elements.size
+        rows.rhs = (have[elements] / units[elements]).tolist()
         rows.row, rows.col, rows.val = need_row, need_col, need_val
 
         def new(cost: float, high: float, integer: bool) -> int:
@@ -143,7 +158,7 @@ class JointMilp:
 
         for r, k in enumerate(elements.tolist()):
             unit, cost = float(units[k]), costs[k]
-            excess = max(0.0, most[r] - unit)  # the most that can be bought here
+            excess = max(0.0, most[r] - float(have[k]))  # the most that can be bought here
             x = new(0.0, min(cost.max_amount, excess) / unit, False)
             rows.row.append(r)
             rows.col.append(x)

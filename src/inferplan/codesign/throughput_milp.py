@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.memory import memory_infeasible
 from inferplan.codesign.milp import StateFlow
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.stages import stage_sends, stage_units
@@ -60,8 +61,14 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
     with np.errstate(over="ignore", divide="ignore"):
         node_delay = inst.work_between[None, :, :] / inst.capacity[:, None, None]
         link_delay = inst.activation_bits[None, :] / inst.bandwidth[:, None]
+    limited = bool(np.any(inst.memory < inst.memory_need[0, -1]))
+    if limited:  # only the transitions that fit today's memory
+        node_delay = np.where(inst.memory_need[None] > inst.memory[:, None, None], np.inf,
+                              node_delay)  # fmt: skip
     flow = StateFlow(inst, node_delay, link_delay)
     delays = np.unique(flow.cost)  # sorted; T* is one of them
+    if limited and not delays.size:
+        raise memory_infeasible(inst, inst.memory)
     lo, hi, found = 0, delays.size - 1, None
     while found is None or lo < hi:
         mid = hi if found is None else (lo + hi) // 2
@@ -71,6 +78,8 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
             hi, found = mid, x
         elif code == 2 and found is not None:
             lo = mid + 1
+        elif code == 2 and limited:
+            raise memory_infeasible(inst, inst.memory)
         elif code == 2:
             raise InvalidArgument(
                 "every deployment has a stage whose delay is beyond floating "

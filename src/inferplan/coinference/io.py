@@ -81,6 +81,7 @@ class _Device(_Strict):
     kappa: float
     tx_power_w: float
     bandwidth_hz: float
+    memory: float | None = None
 
 
 class _Edge(_Strict):

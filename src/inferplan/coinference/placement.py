@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass
@@ -455,7 +456,8 @@ def mlp_placement(system: System) -> MlpPlacement:
     """``M*`` in closed form for equal layers (the paper's equal-width MLP) and i.i.d. SNR.
 
     Requires equal ``L_i``, equal ``I_i`` (including ``I_{N+1}``), equal ``m_i`` and one channel
-    for every stage; see docs/coinference.md for the derivation.
+    for every stage; see docs/coinference.md for the derivation. With a device memory the
+    placement is the closed form's, or the most layers that fit if fewer.
 
     Examples
     --------
@@ -480,7 +482,11 @@ def mlp_placement(system: System) -> MlpPlacement:
     q = channel.below(delta)
     h = channel.partial_inv_log(delta)
     drift = b * h + q * d - (1.0 - q) * b * g_mean
-    step = float(system.placement_costs[1])
+    # the device's memory holds M <= fits layers (equal layers: the need grows with M); Z
+    # is convex in M (its steps step + drift q^M grow), so the best that fits is the nearest
+    fits = int(np.isfinite(system.placement_costs).sum()) - 1
+    unlimited = dataclasses.replace(system, device=dataclasses.replace(system.device, memory=None))
+    step = float(unlimited.placement_costs[1])
     if step + drift >= 0:
         m_star = 0
     elif q == 0.0:
@@ -489,6 +495,7 @@ def mlp_placement(system: System) -> MlpPlacement:
         m_star = n_layers
     else:
         m_star = min(n_layers, math.ceil(math.log(step / -drift) / math.log(q)))
+    m_star = min(m_star, fits)
     geometric = m_star if q == 1.0 else (1.0 - q**m_star) / (1.0 - q)
     cost = m_star * step + a[0] + b * g_mean + drift * geometric
     return MlpPlacement(delta, q, drift, step, m_star, float(cost))

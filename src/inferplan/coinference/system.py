@@ -29,6 +29,7 @@ from inferplan.coinference.channels import Chain, Channel, Discrete, Rayleigh, c
 from inferplan.coinference.pathloss import PathLoss
 from inferplan.errors import InferplanError, InvalidArgument, InvalidSystem
 from inferplan.profiles import Profile, load_profile
+from inferplan.profiles.memory import need_table
 
 __all__ = [
     "DEFAULT_BITS_PER_ELEMENT",
@@ -103,12 +104,17 @@ class Device:
         ``P``, uplink transmit power (W).
     bandwidth_hz
         ``W``, uplink bandwidth (Hz).
+    memory
+        The device's memory for the model (bytes; ``None``: unlimited): the layers placed
+        there must fit it with their largest activation
+        (:attr:`System.placement_needs`).
     """
 
     cpu_hz: float
     kappa: float
     tx_power_w: float
     bandwidth_hz: float
+    memory: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cpu_hz", _check(self.cpu_hz, "device.cpu_hz"))
@@ -117,14 +123,20 @@ class Device:
             self, "tx_power_w", _check(self.tx_power_w, "device.tx_power_w", positive=False)
         )
         object.__setattr__(self, "bandwidth_hz", _check(self.bandwidth_hz, "device.bandwidth_hz"))
+        if self.memory is not None:
+            object.__setattr__(self, "memory",
+                               _check(self.memory, "device.memory", positive=False))  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "cpu_hz": self.cpu_hz,
             "kappa": self.kappa,
             "tx_power_w": self.tx_power_w,
             "bandwidth_hz": self.bandwidth_hz,
         }
+        if self.memory is not None:
+            out["memory"] = self.memory
+        return out
 
 
 @dataclass(frozen=True)
@@ -437,15 +449,30 @@ class System:
 
     @functools.cached_property
     def placement_costs(self) -> FloatArray:
-        """``c(M) = sum_{i<=M} m_i / (R_d K)`` for ``M = 0..N``."""
+        """``c(M) = sum_{i<=M} m_i / (R_d K)`` for ``M = 0..N``; ``inf`` for a placement
+        whose layers do not fit the device's memory (so every planner's ``Z(M)`` rules it
+        out)."""
         download = _monomial(
             [np.asarray(self.layers.param_bits)],
             [self.downlink_bps, float(self.inferences_per_update)],
         )
         with np.errstate(over="ignore"):
             out = _prefix(download)
+        if self.device.memory is not None:
+            out[1:][self.placement_needs[1:] > self.device.memory] = np.inf
         out.flags.writeable = False
         return out
+
+    @functools.cached_property
+    def placement_needs(self) -> FloatArray:
+        """The device's memory need with ``M = 0..N`` layers placed (bytes): their parameters
+        and the largest input and output activation of one of them
+        (:func:`~inferplan.profiles.memory.need_table`); ``M = 0`` downloads nothing."""
+        params = np.asarray(self.layers.param_bits, dtype=np.float64) / 8
+        need: FloatArray = need_table(params.tolist(), self.layers.input_bits)[0].copy()
+        need[0] = 0.0
+        need.flags.writeable = False
+        return need
 
     def check_placement(self, placement: int) -> int:
         """``placement`` as an ``M`` in ``0..N``.

@@ -527,11 +527,20 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
     try:
         nodes = tables.plain_columns(read["nodes"], columns["nodes"], csv=csv["nodes"])
         links = tables.plain_columns(read["links"], columns["links"], csv=csv["links"])
-        if nodes is not None and links is not None and _checked_costs(
-            {"nodes": nodes, "links": links},
-            lambda kind, k: tables.table_elements(read[kind].slice(k, 1), columns[kind],
-                                                  csv=csv[kind])[0],
-        ):  # fmt: skip
+
+        def element(kind: str, k: int) -> object:
+            return tables.table_elements(read[kind].slice(k, 1), columns[kind], csv=csv[kind])[0]
+
+        memory = tables.memory_fields(read["nodes"], csv["nodes"])
+        if nodes is not None and memory:
+            checked = _checked_memory(memory, nodes["id"], lambda k: element("nodes", k))
+            nodes = None if checked is None else {**nodes, "memory": checked}
+        if (
+            nodes is not None
+            and links is not None
+            and memory is not None
+            and _checked_costs({"nodes": nodes, "links": links}, element)
+        ):
             return _from_plain(nodes, links, doc.source, doc.target)
         listed = {
             "source": doc.source,

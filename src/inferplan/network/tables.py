@@ -9,6 +9,10 @@ A network file may name two tables instead of listing its elements (see
     links: net.links.parquet    # columns: source, target, capacity, price, delay_s (may be
                                 # left out, or a cell empty: no delay), and cost columns
 
+A node table may give memory: ``memory`` (bytes) and ``memory_price`` (per byte), each left out
+or its cell empty where not given (memory unlimited, not for sale), and a memory cost function
+in the cost columns prefixed ``memory_`` (``memory_cost_kind``, ...).
+
 A cost function is flat columns: ``cost_kind`` (``linear``, ``modules``, ``tiers`` or empty),
 ``cost_size``, ``cost_price`` (linear and modules), ``cost_max``, and for tiers the lists
 ``cost_upto`` and ``cost_tier_price`` (list columns in Parquet; in CSV numbers separated by
@@ -37,8 +41,10 @@ __all__ = [
     "COST_COLUMNS",
     "LINK_COLUMNS",
     "LIST_SEPARATOR",
+    "MEMORY_COLUMNS",
     "NODE_COLUMNS",
     "OPTIONAL_COLUMNS",
+    "memory_fields",
     "plain_columns",
     "read_table",
     "table_elements",
@@ -55,11 +61,15 @@ COST_COLUMNS = ("cost_kind", "cost_size", "cost_price", "cost_max", "cost_upto",
                 "cost_tier_price")  # fmt: skip
 """The optional columns of a cost function (its ``kind``, ``size``, ``price``, ``max``, and a
 tiered cost's ``upto`` and ``price`` lists)."""
+MEMORY = "memory_"
+"""The prefix of the memory cost columns of a node table (``memory_cost_kind``, ...)."""
+MEMORY_COLUMNS = ("memory", "memory_price", *(MEMORY + name for name in COST_COLUMNS))
+"""The optional memory columns of a table of nodes: empty cells are not given."""
 LIST_SEPARATOR = ";"
 """What separates the numbers of a list in a CSV cell (``1e9;2e9``)."""
 
-_TEXT = ("id", "source", "target", "cost_kind")
-_LISTS = ("cost_upto", "cost_tier_price")
+_TEXT = ("id", "source", "target", "cost_kind", MEMORY + "cost_kind")
+_LISTS = ("cost_upto", "cost_tier_price", MEMORY + "cost_upto", MEMORY + "cost_tier_price")
 
 
 def _pyarrow_needed(path: Path) -> None:
@@ -111,7 +121,7 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
     if repeated:
         raise InvalidNetwork(f"column {repeated[0]!r} appears more than once", source=str(path))
-    known = (*columns, *COST_COLUMNS)
+    known = (*columns, *COST_COLUMNS, *(MEMORY_COLUMNS if "id" in columns else ()))
     for name in table.column_names:
         if name not in known:
             raise InvalidNetwork(
@@ -248,16 +258,16 @@ def _lists(column: pa.ChunkedArray | None, rows: Any, csv: bool) -> tuple[Any, A
     return _numpy(lengths.cast(pa.int64())), _numpy(flat)
 
 
-def _raw_costs(table: pa.Table, csv: bool) -> tuple[RawCosts, Any] | None:
+def _raw_costs(table: pa.Table, csv: bool, prefix: str = "") -> tuple[RawCosts, Any] | None:
     """The cost functions of the rows of ``table`` that give a ``cost_kind``, as
     :func:`table_elements` reads them (a tiered cost's ``price`` from ``cost_tier_price``,
     any other's from ``cost_price``), and which rows give one; ``None`` if a cost column is
-    not of its type."""
+    not of its type. ``prefix`` names the columns of another cost (``memory_``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = table.column_names
-    kinds = table["cost_kind"] if "cost_kind" in names else None
+    kinds = table[prefix + "cost_kind"] if prefix + "cost_kind" in names else None
     if kinds is None or pa.types.is_null(kinds.type):
         return None  # cost columns without a kind: each element says what is wrong
     if pa.types.is_dictionary(kinds.type):
@@ -270,10 +280,13 @@ def _raw_costs(table: pa.Table, csv: bool) -> tuple[RawCosts, Any] | None:
     codes = np.array([CODES.get(name, 0) for name in coded.dictionary.to_pylist()] + [0],
                      dtype=np.int8)  # fmt: skip
     kind = codes[_numpy(coded.indices).astype(np.int64)] if rows.size else codes[:0]
-    read = {name: _floats(table[f"cost_{name}"] if f"cost_{name}" in names else None, rows)
-            for name in ("size", "price", "max")}  # fmt: skip
-    upto = _lists(table["cost_upto"] if "cost_upto" in names else None, rows, csv)
-    tier = _lists(table["cost_tier_price"] if "cost_tier_price" in names else None, rows, csv)
+
+    def column(name: str) -> pa.ChunkedArray | None:
+        return table[prefix + name] if prefix + name in names else None
+
+    read = {name: _floats(column(f"cost_{name}"), rows) for name in ("size", "price", "max")}
+    upto = _lists(column("cost_upto"), rows, csv)
+    tier = _lists(column("cost_tier_price"), rows, csv)
     if upto is None or tier is None or any(v is None for v in read.values()):
         return None
     (size, has_size), (price, has_price), (cap, has_max) = (
@@ -302,6 +315,33 @@ def _number(value: Any) -> Any:
         return value
 
 
+def memory_fields(table: pa.Table, csv: bool) -> dict[str, Any] | None:
+    """The memory columns of a table of nodes as :func:`~inferplan.network.io` reads the
+    listed form's: a ``memory`` and a ``memory_price`` per node (``None`` where empty) and
+    the memory cost functions (:class:`~inferplan.network.cost_columns.RawCosts`); ``{}``
+    when the table has no memory column, ``None`` when one is not of its type."""
+    import pyarrow as pa
+
+    names = table.column_names
+    if not any(name in names for name in MEMORY_COLUMNS):
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("memory", "memory_price"):
+        column = table[name] if name in names else pa.nulls(len(table), pa.float64())
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)):
+            return None
+        out[name] = [None if v is None else float(v) for v in column.to_pylist()]
+    if MEMORY + "cost_kind" in names and table[MEMORY + "cost_kind"].null_count < len(table):
+        raw = _raw_costs(table, csv, MEMORY)
+        if raw is None:
+            return None
+        out["costs"] = raw[0]
+    else:
+        out["costs"] = RawCosts.from_objects(np.zeros(0, dtype=np.int64), [])
+    return out
+
+
 def table_elements(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> list[dict[str, Any]]:
     """The rows of ``table`` as the elements of a listed network (an empty cell is a missing
     field; a cost function from the cost columns when ``cost_kind`` is given)."""
@@ -318,31 +358,36 @@ def table_elements(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> l
                 )
                 for name, value in row.items()
             }
-        element = {name: row[name] for name in columns if row.get(name) is not None}
-        if row.get("cost_kind") is not None:
-            tiers = row["cost_kind"] == "tiers"
-            cost = {
-                "kind": row["cost_kind"],
-                "size": row.get("cost_size"),
-                "price": row.get("cost_tier_price" if tiers else "cost_price"),
-                "max": row.get("cost_max"),
-                "upto": row.get("cost_upto"),
-            }
-            element["cost"] = {key: value for key, value in cost.items() if value is not None}
+        element = {name: row[name] for name in (*columns, "memory", "memory_price")
+                   if row.get(name) is not None}  # fmt: skip
+        for prefix, field in (("", "cost"), (MEMORY, "memory_cost")):
+            if row.get(prefix + "cost_kind") is not None:
+                tiers = row[prefix + "cost_kind"] == "tiers"
+                cost = {
+                    "kind": row[prefix + "cost_kind"],
+                    "size": row.get(prefix + "cost_size"),
+                    "price": row.get(prefix + ("cost_tier_price" if tiers else "cost_price")),
+                    "max": row.get(prefix + "cost_max"),
+                    "upto": row.get(prefix + "cost_upto"),
+                }
+                element[field] = {key: value for key, value in cost.items() if value is not None}
         elements.append(element)
     return elements
 
 
-def _cost_columns(costs: dict[int, CapacityCost], size: int, csv: bool) -> dict[str, list[Any]]:
-    """The cost columns of the elements with ``costs`` (none when no element has one)."""
+def _cost_columns(
+    costs: dict[int, CapacityCost], size: int, csv: bool, prefix: str = ""
+) -> dict[str, list[Any]]:
+    """The cost columns of the elements with ``costs`` (none when no element has one), their
+    names prefixed with ``prefix``."""
     if not costs:
         return {}
-    out: dict[str, list[Any]] = {name: [None] * size for name in COST_COLUMNS}
+    out: dict[str, list[Any]] = {prefix + name: [None] * size for name in COST_COLUMNS}
     for k, cost in costs.items():
         form = cost.to_dict()
         tiers = form["kind"] == "tiers"
         for key, value in form.items():
-            name = "cost_tier_price" if tiers and key == "price" else f"cost_{key}"
+            name = prefix + ("cost_tier_price" if tiers and key == "price" else f"cost_{key}")
             if isinstance(value, list) and csv:
                 value = LIST_SEPARATOR.join(repr(float(x)) for x in value)
             out[name][k] = value
@@ -365,6 +410,7 @@ def write_tables(network: Network, path: Path, form: Literal["parquet", "csv"]) 
             "capacity": network.node_capacity,
             "price": network.node_price,
             **_cost_columns(dict(network.node_costs), len(network.node_ids), csv),
+            **_memory_columns(network, csv),
         },
         "links": {
             "source": ids.take(pa.array(network.link_tail)),
@@ -385,6 +431,18 @@ def write_tables(network: Network, path: Path, form: Literal["parquet", "csv"]) 
             pq.write_table(table, target)
         names.append(target.name)
     return names[0], names[1]
+
+
+def _memory_columns(network: Network, csv: bool) -> dict[str, Any]:
+    """The memory columns of a table of nodes (those the network gives)."""
+    out: dict[str, Any] = {}
+    memory, price = network.node_memory, network.node_memory_price
+    if np.isfinite(memory).any():
+        out["memory"] = [float(m) if np.isfinite(m) else None for m in memory.tolist()]
+    if not np.isnan(price).all():
+        out["memory_price"] = [None if np.isnan(p) else float(p) for p in price.tolist()]
+    costs = dict(network.node_memory_costs)
+    return {**out, **_cost_columns(costs, len(network.node_ids), csv, MEMORY)}
 
 
 def _column(values: Any) -> Any:

@@ -311,11 +311,14 @@ def build_profile(
     warnings: Sequence[str] = (),
     *,
     state: frozenset[str] = frozenset(),
+    bytes_per_param: float = 4.0,
 ) -> GraphProfile:
     """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`.
 
     ``state`` names inputs that live with the block first using them (a layer's KV cache): they
-    cross only the cuts between that block and a later one that uses them too.
+    cross only the cuts between that block and a later one that uses them too, and their bytes
+    are the block's :attr:`~inferplan.profiles.profile.Profile.state_bytes`.
+    ``bytes_per_param`` is the model's bytes per parameter (from its dtype).
     """
     order: list[str] = []
     for op in ops:
@@ -397,9 +400,14 @@ def build_profile(
 
     flops = [0.0] * (m + 1)
     params = [0] * (m + 1)
+    kept_state = [0.0] * (m + 1)  # bytes of the state each block keeps
     for k, op in enumerate(ops):
         flops[block[k]] += op.flops
         params[block[k]] += op.params
+    for v in state:
+        bits = values[v].bits if v in values else None
+        if bits and 1 <= made[v] <= m:
+            kept_state[made[v]] += bits / 8
     kept = _keep(cuts, flops)
     if len(kept) < 2:
         raise InvalidProfile("the model does no counted work (no FLOPs in any block)")
@@ -411,6 +419,8 @@ def build_profile(
         activation_bits=tuple(float(cuts[k].bits or 0.0) for k in kept),
         blocks=tuple(_label(order[a:b]) for a, b in spans),
         params=tuple(sum(params[a + 1 : b + 1]) for a, b in spans),
+        bytes_per_param=bytes_per_param,
+        state_bytes=tuple(math.fsum(kept_state[a + 1 : b + 1]) for a, b in spans),
     )
     graph, why, layer_of = _layer_graph(order, ops, block, values, fixed, inputs, outputs)
     try:

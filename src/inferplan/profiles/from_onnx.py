@@ -59,9 +59,17 @@ class _Unsized(Exception):
 
 
 def _attr(node: Any, name: str, default: Any) -> Any:
+    """The node's attribute ``name``, of the kind of ``default`` (an integer or a list of
+    integers): another kind is a ``ValueError`` (a malformed node)."""
     for attribute in node.attribute:
         if attribute.name == name:
-            return onnx.helper.get_attribute_value(attribute)
+            value = onnx.helper.get_attribute_value(attribute)
+            integers = isinstance(value, list) and all(isinstance(v, int) for v in value)
+            if isinstance(default, list) and not integers:
+                raise ValueError(f"attribute {name} must be integers, got {value!r}")
+            if isinstance(default, int) and not isinstance(value, int):
+                raise ValueError(f"attribute {name} must be an integer, got {value!r}")
+            return value
     return default
 
 
@@ -191,6 +199,11 @@ def _element_bits(elem_type: int) -> int | None:
         return None
 
 
+def _shapes_of(shapes: Sequence[Shape | None]) -> str:
+    shown = ["?" if s is None else "x".join(map(str, s)) or "scalar" for s in shapes]
+    return "[" + ", ".join(shown) + "]"
+
+
 def _scopes(name: str) -> list[str]:
     """Qualified module names enclosing a node named ``/layer1/layer1.0/conv1/Conv``."""
     path: list[str] = []
@@ -202,6 +215,9 @@ def _scopes(name: str) -> list[str]:
 
 
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+MAX_METADATA_CHARS = 65_536
+"""The longest scope record read (a module path is a few hundred characters); a longer one is
+not read, and Python's parser refuses one nested deeper than 200 brackets."""
 
 
 def _recorded_scopes(node: Any) -> list[str] | None:
@@ -210,9 +226,12 @@ def _recorded_scopes(node: Any) -> list[str] | None:
     ``None`` if the node has no such record."""
     for prop in node.metadata_props:
         if prop.key == _NAME_SCOPES:
+            text = prop.value
+            if len(text) > MAX_METADATA_CHARS:
+                return None
             try:
-                scopes = ast.literal_eval(prop.value)
-            except (ValueError, SyntaxError):
+                scopes = ast.literal_eval(text)
+            except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
                 return None
             if isinstance(scopes, list) and all(isinstance(x, str) for x in scopes):
                 return module_path(scopes[:-1])
@@ -333,7 +352,12 @@ def _profile(
         shape = _shape(value.type)
         per = _element_bits(value.type.tensor_type.elem_type)
         bits = None if shape is None or per is None else float(math.prod(shape) * per)
-        dtype = onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type).lower()
+        elem_type = value.type.tensor_type.elem_type
+        try:
+            dtype = onnx.TensorProto.DataType.Name(elem_type).lower()
+        except ValueError:
+            raise InvalidProfile(f"value {value.name!r} has an unknown element type "
+                                 f"({elem_type})", source=source) from None  # fmt: skip
         values[value.name] = TensorInfo(value.name, shape, dtype, bits)
     for t in graph.initializer:
         values[t.name] = TensorInfo(t.name, tuple(t.dims), "weight", None, constant=True)
@@ -345,6 +369,7 @@ def _profile(
     missing: dict[str, int] = {}
     unsized: dict[str, int] = {}
     counted: set[str] = set()
+    param_bits = 0  # of the weights counted, by their dtypes
     scopes: set[str] = set()
     for k, node in enumerate(graph.node):
         label = node.name or f"{node.op_type}_{k}"
@@ -369,11 +394,24 @@ def _profile(
             except _Unsized:
                 if flops == "all" or node.op_type in MATRIX_OPERATORS:
                     unsized[node.op_type] = unsized.get(node.op_type, 0) + 1
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError,
+                    ValueError) as exc:  # fmt: skip
+                # One place for every malformed node (a Conv without a weight, a Gemm of a
+                # 1-D input, a float kernel_shape...): the formulas assume a valid node.
+                raise InvalidProfile(
+                    f"node {label!r} ({node.op_type}) is malformed: inputs of shapes "
+                    f"{_shapes_of(ins)}, outputs {_shapes_of(outs)} "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                    source=source,
+                ) from None
         params = 0
         for v in node.input:
             if v in weights and v not in counted and _is_weight(weights[v]):
                 counted.add(v)
                 params += math.prod(weights[v].dims)
+                param_bits += math.prod(weights[v].dims) * (
+                    _element_bits(weights[v].data_type) or 32
+                )
         ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
                              tuple(node.output), work, params))  # fmt: skip
     if from_metadata or scoped:
@@ -392,8 +430,10 @@ def _profile(
         )
     label = name or (Path(source).stem if source else graph.name or "onnx-model")
     try:
+        count = sum(op.params for op in ops)
         return build_profile(label, ops, values, [v.name for v in inputs],
-                             [v.name for v in graph.output], warnings)  # fmt: skip
+                             [v.name for v in graph.output], warnings,
+                             bytes_per_param=param_bits / 8 / count if count else 4.0)  # fmt: skip
     except InvalidProfile as exc:
         if not warnings:
             raise

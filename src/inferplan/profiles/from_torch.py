@@ -265,7 +265,7 @@ def _profile_fx(
         raise InvalidProfile(f"{label} does not run on input shape {_shapes_text(args, {})}: "
                              f"{_first_line(exc)}") from None  # fmt: skip
 
-    return _assemble_fx(graph_module, label, blocks, flops, results)
+    return _assemble_fx(graph_module, label, blocks, flops, results, float_dtype)
 
 
 class _Recorder(Interpreter):
@@ -290,6 +290,7 @@ def _assemble_fx(
     blocks: BlockSpec,
     flops: dict[str, float],
     results: dict[str, Any],
+    float_dtype: Any,
 ) -> GraphProfile:
     values: dict[str, TensorInfo] = {}
     ops: list[Operation] = []
@@ -297,6 +298,7 @@ def _assemble_fx(
     outputs: list[str] = []
     counted: set[int] = set()
     scopes: set[str] = set()
+    param_bytes = [0]
 
     def new_params(tensors: Sequence[Any]) -> int:
         total = 0
@@ -304,6 +306,8 @@ def _assemble_fx(
             if isinstance(t, torch.nn.Parameter) and id(t) not in counted:
                 counted.add(id(t))
                 total += t.numel()
+                size = float_dtype.itemsize if t.is_floating_point() else t.element_size()
+                param_bytes[0] += t.numel() * size  # floating weights ran in float_dtype
         return total
 
     for node in graph_module.graph.nodes:
@@ -333,7 +337,10 @@ def _assemble_fx(
     check_block_names(blocks, scopes)
     if not scopes:  # a module without submodules is one block
         ops = [replace(op, owner=label) for op in ops]
-    return build_profile(label, free_containers(ops, blocks), values, inputs, outputs)
+    count = sum(op.params for op in ops)
+    per = param_bytes[0] / count if count else 4.0
+    return build_profile(label, free_containers(ops, blocks), values, inputs, outputs,
+                         bytes_per_param=per)  # fmt: skip
 
 
 def _module_path(node: Any) -> list[str]:
@@ -416,7 +423,15 @@ class ExportedGraph:
         if not scopes:  # a module without submodules is one block
             ops = [replace(op, owner=label) for op in ops]
         return build_profile(label, free_containers(ops, blocks), self.values, self.inputs,
-                             self.outputs, warnings, state=self.state)  # fmt: skip
+                             self.outputs, warnings, state=self.state,
+                             bytes_per_param=self.bytes_per_param)  # fmt: skip
+
+    @property
+    def bytes_per_param(self) -> float:
+        """Bytes per parameter of the model, from its parameters' dtypes (4 without any)."""
+        count = sum(self.params.values())
+        bits = sum(self.values[name].bits or 0.0 for name in self.params)
+        return bits / 8 / count if count and bits else 4.0
 
 
 def _meta_module(module: Any, float_dtype: Any) -> Any:

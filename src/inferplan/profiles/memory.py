@@ -19,6 +19,7 @@ a limit on it is a window of ``i`` that only moves right as ``j`` grows.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from inferplan.arrays import FloatArray, exact_differences, range_sums, scaled_e
 from inferplan.profiles.ideals import Cuts
 from inferplan.profiles.profile import Profile
 
-__all__ = ["graph_memory_need", "memory_need"]
+__all__ = ["graph_memory_need", "memory_need", "need_table"]
 
 
 def memory_need(profile: Profile) -> FloatArray:
@@ -41,8 +42,15 @@ def memory_need(profile: Profile) -> FloatArray:
     >>> float(need[0, 2]), float(need[1, 2]), float(need[1, 1])  # 4 bytes per parameter
     (150.0, 101.0, 20.0)
     """
-    resident = range_sums(profile.resident_bytes)
-    D = np.asarray(profile.activation_bits, dtype=np.float64)
+    return need_table(profile.resident_bytes, profile.activation_bits)
+
+
+def need_table(resident_bytes: Sequence[float], activation_bits: Sequence[float]) -> FloatArray:
+    """:func:`memory_need` of blocks holding ``resident_bytes`` each, with ``activation_bits``
+    ``D_0..D_N`` (the device-edge model's layers too: their parameter bits / 8 and inputs
+    ``I_1..I_{N+1}``)."""
+    resident = range_sums(resident_bytes)
+    D = np.asarray(activation_bits, dtype=np.float64)
     working = (D[:-1] + D[1:]) / 8.0  # block n's input and output, n = 1..N
     W = D.size
     largest = np.zeros((W, W))

@@ -64,7 +64,7 @@ def decoder_lm(
     batch
         Sequences processed together.
     bytes_per_element
-        Size of one activation element (2 for fp16/bf16).
+        Size of one activation element and of one parameter (2 for fp16/bf16).
     vocab_size
         Output classes of the head (and rows of the embedding).
     kv_heads
@@ -123,6 +123,8 @@ def decoder_lm(
     if bias:
         layer_params += (d + 2 * kv_width) + d + (matrices - 1) * ffn + d
     bits = 8 * bytes_per_element
+    # decode: each layer keeps its keys and values of every token of the context (KV cache)
+    kv_bytes = 2 * batch * context * kv_width * bytes_per_element if phase == "decode" else 0
     return Profile(
         name=name or f"decoder-{layers}x{hidden}-{phase}",
         blocks=("embed+layer1", *(f"layer{k}" for k in range(2, layers + 1)), "norm+head"),
@@ -137,6 +139,8 @@ def decoder_lm(
             *[layer_params] * (layers - 1),
             norm + (0 if tie_embeddings else d * vocab_size),
         ),
+        bytes_per_param=float(bytes_per_element),
+        state_bytes=(*[float(kv_bytes)] * layers, 0.0),
     )
 
 
@@ -200,4 +204,5 @@ def vit(
             *[layer_params] * layers,
             2 * d + d * num_classes + num_classes,
         ),
+        bytes_per_param=float(bytes_per_element),
     )

@@ -271,13 +271,26 @@ def _check_edge_model(edge: EdgeClient, layered: LayeredModel) -> None:
         )
 
 
-def _download(edge: EdgeClient, layered: LayeredModel, placement: int, emulate: bool) -> None:
+def _download(edge: EdgeClient, layered: LayeredModel, placement: int, emulate: bool,
+              system: System) -> None:  # fmt: skip
+    """Download the weights of layers ``1..placement``, refusing any beyond the device's
+    memory (the weights as they arrive, with the largest activation of the layers so far)."""
+    memory, held = system.device.memory, 0
     for layer in range(1, placement + 1):
         response = edge.request("GET", f"/layers/{layer}", params={"emulate": int(emulate)})
         try:
             state = decode_state(response.content)
         except WireError as exc:
             raise EdgeUnavailable(f"weights of layer {layer}: {exc}") from None
+        held += sum(t.numel() * t.element_size() for t in state.values())
+        working = max((system.layers.input_bits[i] + system.layers.input_bits[i + 1]) / 8
+                      for i in range(layer))  # fmt: skip
+        if memory is not None and held + working > memory:
+            raise InvalidArgument(
+                f"layer {layer} does not fit the device's memory of {memory:.6g} bytes: layers "
+                f"1..{layer} hold {held:.6g} bytes of weights and {working:.6g} of activations",
+                field="device.memory",
+            )
         stage = layered.stages[layer - 1]
         problem = _state_mismatch(state, stage.state_dict())
         if problem:  # assign=True would take any dtype: a failure mid-inference later
@@ -458,6 +471,13 @@ def _run(
     on_inference: Callable[[int], None] | None,
 ) -> DeviceRun:
     m = plan.placement
+    memory = system.device.memory
+    if memory is not None and system.placement_needs[m] > memory:
+        raise InvalidArgument(
+            f"placing {m} layers needs {system.placement_needs[m]:.6g} bytes, more than the "
+            f"device's memory of {memory:.6g}: refused before downloading",
+            field="device.memory",
+        )
     predicted = float(sum(system.layers.param_bits[:m])) / system.downlink_bps
     started = time.monotonic()
     inferences = len(inputs)
@@ -465,7 +485,7 @@ def _run(
         step = "the edge's model could not be read"
         _check_edge_model(edge, layered)
         step = "download of the placed layers failed"
-        _download(edge, layered, m, emulate)
+        _download(edge, layered, m, emulate, system)
     except (EdgeUnavailable, Refused) as exc:
         every = tuple(range(inferences))
         reason = f"{step}: {exc}"

@@ -33,6 +33,7 @@ import math
 import os
 import pickle
 import queue
+import resource
 import signal
 import socket
 import statistics
@@ -70,6 +71,7 @@ __all__ = [
     "RunRequest",
     "StageCancelled",
     "StageFailed",
+    "StageMemory",
     "StageReport",
     "resolve",
     "run_plan",
@@ -183,6 +185,7 @@ class StageReport:
     real_s: float | None = None
     cpu_s: float | None = None
     quota: float | None = None
+    memory: StageMemory | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "id": self.id}
@@ -197,7 +200,25 @@ class StageReport:
         if self.cpu_s is not None:
             out["cpu_s"] = self.cpu_s
             out["quota"] = self.quota
+        if self.memory is not None:
+            out["memory"] = self.memory.to_dict()
         return out
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """A node stage's memory: the bytes of its stage module's state dict (weights and
+    buffers), the rank's peak resident memory (the whole process: interpreter, torch and
+    buffers included), and the plan's need for the node (``None`` for a plan file without
+    it)."""
+
+    state_dict_bytes: int
+    peak_rss_bytes: int
+    planned_need_bytes: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state_dict_bytes": self.state_dict_bytes, "peak_rss_bytes": self.peak_rss_bytes,
+                "planned_need_bytes": self.planned_need_bytes}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -361,6 +382,8 @@ class _Measured:
     sent_at: list[float] = field(default_factory=list)  # when its sending started
     done_at: list[float] = field(default_factory=list)
     outputs: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
+    state_dict_bytes: int = 0
+    peak_rss_bytes: int = 0
 
 
 def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], list[int]]:
@@ -702,6 +725,12 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
             bed.close()
     except BaseException as exc:  # a stage that raises ends the run
         _fail(role.label, exc)
+    if stage is not None:
+        measured.state_dict_bytes = sum(
+            t.numel() * t.element_size() for t in stage.state_dict().values()
+        )
+    # ru_maxrss is in KiB on Linux
+    measured.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     gathered: list[Any] = [None] * world if rank == 0 else []
     dist.gather_object(measured, gathered if rank == 0 else None, dst=0)
     if rank != 0:
@@ -716,7 +745,8 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
     warmup, k, testbed = setup.warmup, setup.dilation, setup.testbed
     stages: list[StageReport] = []
     warnings: list[str] = []
-    for role, measured in zip(setup.roles, gathered, strict=True):
+    needs: list[float | None] = [m.need for m in resolved.plan.memory] or [None] * len(setup.roles)
+    for role, measured, need in zip(setup.roles, gathered, needs, strict=True):
         first, last = role.blocks
         real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
@@ -726,6 +756,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             real_s=statistics.median(real) if real and last > first else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
             quota=measured.quota if testbed else None,
+            memory=StageMemory(measured.state_dict_bytes, measured.peak_rss_bytes, need),
         ))  # fmt: skip
         late = overrun(role.node_s, real) if emulate and last > first else None
         if late is not None:
