@@ -19,7 +19,8 @@ inferences in flight for ``n`` path nodes, so once the pipeline is saturated Lit
 ``2 n * interval``, and an inference alone takes the sum of its stages: the prediction is the
 larger.
 
-Writes ``OUT/testbed-study.csv`` and ``OUT/testbed-study.png`` (measured / predicted interval
+First it times the set-up plus teardown of a testbed for a 5-node path (10 times). Then it
+writes ``OUT/testbed-study.csv`` and ``OUT/testbed-study.png`` (measured / predicted interval
 against the largest activation and against the predicted interval) and prints a summary: the
 share of plans whose stages are all 10 ms or longer that came within 10 %. The machine's load
 average is printed with it; the study needs root (it is skipped with the reason otherwise).
@@ -109,7 +110,7 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
     for _ in range(20):  # bounded: most networks drawn have a plan
         network = network_from_dict(draw_network(rng, profile, interval))
         try:
-            plan = provision(network, profile, interval=interval, method="psg")
+            plan = provision(network, profile, interval=interval, method="psg", cuts="chain")
             break
         except Infeasible:
             continue
@@ -167,6 +168,24 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
     }
 
 
+def setup_teardown(repeats: int = 10) -> list[float]:
+    """Seconds of set-up plus teardown of a testbed for a 5-node path (5 quota'd hosts, 4
+    shaped links), ``repeats`` times (pyroute2 imported before the first)."""
+    import pyroute2  # noqa: F401
+
+    from inferplan.runtime.testbed import HostSpec, LinkSpec, Testbed, host_address
+
+    hosts = [HostSpec(host_address(k), 0.15) for k in range(5)]
+    links = [LinkSpec(host_address(k), host_address(k + 1), 1e7) for k in range(4)]
+    took = []
+    for _ in range(repeats):
+        bed = Testbed(hosts, links, period_s=0.01)
+        bed.setup()
+        bed.teardown()
+        took.append(bed.setup_s + bed.teardown_s)
+    return took
+
+
 def figure(rows: list[dict[str, Any]], path: Path) -> None:
     from inferplan.plots._mpl import styled_figure
 
@@ -202,6 +221,10 @@ def main() -> int:
         return 0
     import numpy as np
 
+    took = setup_teardown()
+    print(f"set-up + teardown of a 5-node path: least {min(took):.3f} s, median "
+          f"{statistics.median(took):.3f} s of {len(took)}; load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     rng = np.random.default_rng(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []

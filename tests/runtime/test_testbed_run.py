@@ -163,3 +163,22 @@ def test_every_way_out_removes_the_testbed(tmp_path, how):
     if how == "rank SIGKILL":
         assert err.strip() == "error: stage 1 (node 'a', blocks 2..2) died: SIGKILL"
     assert left_by(proc.pid) == [] and processes_marked(mark) == []
+
+
+def test_a_plan_with_link_delays_needs_netem(tmp_path):
+    from inferplan.runtime.testbed import _has_netem
+
+    if _has_netem():
+        pytest.skip("this kernel has netem: the delays are emulated, not refused")
+    net, plan = _small_case(tmp_path)
+    data = json.loads(net.read_text())
+    data["links"][0]["delay_s"] = 0.01
+    net.write_text(json.dumps(data))
+    proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed"])
+    code, _, err = finish(proc)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: --testbed: the testbed needs the netem qdisc for link delays (this kernel is "
+        "built without CONFIG_NET_SCH_NETEM)"
+    ]
+    assert left_by(proc.pid) == [] and processes_marked(mark) == []

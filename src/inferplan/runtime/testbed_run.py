@@ -35,6 +35,7 @@ is dilated by ``k = 1.5 / 0.9``, and the two nodes are pinned to different cores
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import socket
@@ -159,8 +160,13 @@ def block_seconds(traced: Any, sample: Sequence[torch.Tensor]) -> tuple[float, .
 
 
 def _link_delays(resolved: Any) -> list[float]:
-    """Each path link's propagation delay (s): networks carry none yet, so 0."""
-    return [0.0] * (len(resolved.plan.path) - 1)
+    """Each path link's propagation delay (s, the network's ``delay_s``)."""
+    network = resolved.request.network
+    where = network.node_position
+    ends = zip(network.link_tail, network.link_head, strict=True)
+    index = {(int(u), int(v)): k for k, (u, v) in enumerate(ends)}
+    return [float(network.link_delay[index[(where[u], where[v])]])
+            for u, v in itertools.pairwise(resolved.plan.path)]  # fmt: skip
 
 
 @contextlib.contextmanager
