@@ -9,7 +9,15 @@ command                                                         target
 ``python -c "import inferplan"``                                0.3 s
 ``inferplan --help``                                            0.3 s
 ``inferplan provision examples/network.json vgg16 --throughput 30``  0.8 s
+``inferplan run`` refusing a plan for another network           1.5 s
+``inferplan run`` refusing a missing inputs file                1.5 s
+``inferplan device run`` refusing an unreachable edge           1.5 s
+``inferplan edge serve`` refusing a port in use                 1.5 s
+``inferplan split`` refusing a missing plan file                1.5 s
 ==============================================================  ========
+
+The refusals (exit code 2) come before torch is imported; ``--torch`` adds, for comparison,
+``python -c "import torch"``, the least any command that runs a model takes.
 
 The commands run as ``python -m inferplan`` with this interpreter, from the repository root
 (so ``examples/`` resolves). The fewest seconds of several runs is the least disturbed by other
@@ -23,10 +31,14 @@ enforced.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import resource
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,11 +55,39 @@ CASES: list[tuple[str, list[str], float]] = [
 ]
 
 
-def best_of(args: list[str], runs: int) -> tuple[float, float]:
+def refusals(folder: Path, busy_port: int) -> list[tuple[str, list[str], float]]:
+    """The refusals of the torch commands (files written to ``folder``; ``busy_port`` is
+    bound by this process)."""
+    plan = folder / "plan.json"
+    plan.write_text(json.dumps({"path": ["s", "x", "t"], "partition": [1, 2, 4],
+                                "interval": 0.1}))  # fmt: skip
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    edge = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    closed.close()
+    run = ["-m", "inferplan", "run", "examples/runtime-network.json", "tests.runtime.models:mlp",
+           "--input-shape", "1,16"]  # fmt: skip
+    return [
+        ("inferplan run: a plan for another network", [*run, "--plan", str(plan)], 1.5),
+        ("inferplan run: a missing inputs file",
+         [*run, "--interval", "0.1", "--inputs", str(folder / "missing.pt")], 1.5),
+        ("inferplan device run: an unreachable edge",
+         ["-m", "inferplan", "device", "run", "examples/edge-mlp.yaml", "mlp-1024x8", "--edge",
+          edge, "--retries", "0"], 1.5),
+        ("inferplan edge serve: a port in use",
+         ["-m", "inferplan", "edge", "serve", "examples/edge-mlp.yaml", "mlp-1024x8", "--port",
+          str(busy_port)], 1.5),
+        ("inferplan split: a missing plan file",
+         ["-m", "inferplan", "split", "tests.runtime.models:mlp", "--plan",
+          str(folder / "none.json"), "-o", str(folder / "out"), "--input-shape", "1,16"], 1.5),
+    ]  # fmt: skip
+
+
+def best_of(args: list[str], runs: int, *, exit_code: int = 0) -> tuple[float, float]:
     """The fewest wall-clock seconds of ``runs`` fresh ``python ARGS`` processes, and the
     fewest CPU seconds (user + system) of one of them."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
-        "PYTHONPATH", "")]).rstrip(os.pathsep), "COLUMNS": "80"}  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT),
+           os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep), "COLUMNS": "80"}  # fmt: skip
     times, cpu = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -57,7 +97,7 @@ def best_of(args: list[str], runs: int) -> tuple[float, float]:
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if done.returncode != 0:
+        if done.returncode != exit_code:
             raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}{done.stderr}")
     return min(times), min(cpu)
 
@@ -65,20 +105,31 @@ def best_of(args: list[str], runs: int) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="fresh processes per command")
-    runs = parser.parse_args().runs
-    # one untimed run each: the first process after an install writes bytecode caches
-    for _, args, _ in CASES:
-        best_of(args, 1)
-    width = max(len(name) for name, _, _ in CASES)
-    print(f"{'command':<{width}}  {'best of ' + str(runs):>10}  {'target':>7}  met  {'cpu':>7}")
-    for name, args, target in CASES:
-        try:
-            seconds, cpu = best_of(args, runs)
-        except RuntimeError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        met = "yes" if seconds <= target else "NO "
-        print(f"{name:<{width}}  {seconds:>8.3f} s  {target:>5.1f} s  {met}  {cpu:>5.3f} s")
+    parser.add_argument("--torch", action="store_true", help="also time import torch")
+    options = parser.parse_args()
+    runs = options.runs
+    with tempfile.TemporaryDirectory() as tmp, socket.create_server(("127.0.0.1", 0)) as busy:
+        cases = [(name, args, target, 0) for name, args, target in CASES]
+        cases += [
+            (name, args, target, 2)
+            for name, args, target in refusals(Path(tmp), busy.getsockname()[1])
+        ]
+        if options.torch:
+            cases.append(("import torch", ["-c", "import torch"], math.inf, 0))
+        # one untimed run each: the first process after an install writes bytecode caches
+        for _, args, _, code in cases:
+            best_of(args, 1, exit_code=code)
+        width = max(len(name) for name, *_ in cases)
+        print(f"{'command':<{width}}  {'best of ' + str(runs):>10}  {'target':>7}  met  "
+              f"{'cpu':>7}")  # fmt: skip
+        for name, args, target, code in cases:
+            try:
+                seconds, cpu = best_of(args, runs, exit_code=code)
+            except RuntimeError as exc:
+                print(exc, file=sys.stderr)
+                return 1
+            met = "yes" if seconds <= target else "NO "
+            print(f"{name:<{width}}  {seconds:>8.3f} s  {target:>5.1f} s  {met}  {cpu:>5.3f} s")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"(load average {load:.1f} on {os.cpu_count()} cores while measuring)")
     return 0

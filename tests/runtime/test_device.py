@@ -534,6 +534,36 @@ def test_decisions_on_a_markov_channel_follow_the_state_thresholds(tmp_path):
     assert run.failed == () and run.outputs_match is True
 
 
+@pytest.mark.parametrize(
+    ("cpu_hz", "late"),
+    [((1e5, 3e4), ()), ((1e15, 3e4), ("device",)), ((1e5, 1e15), ("edge",))],
+)
+def test_emulation_that_cannot_hold_the_system_is_named_in_a_warning(shared_edge, cpu_hz, late):
+    # The device's system models its layers and the edge: a device or edge modelled faster
+    # than this machine computes is named; one modelled slower than it is not.
+    edge, layered, tmp_path = shared_edge
+    device_hz, edge_hz = cpu_hz
+    system = load_model_system(
+        write_system(tmp_path / "warn.json",
+                     device={"cpu_hz": device_hz, "kappa": 1e-28, "tx_power_w": 0.1,
+                             "bandwidth_hz": 1e9},
+                     edge={"cpu_hz": edge_hz}),
+        layered.profile,
+    )  # fmt: skip
+    run = run_device(system, layered, edge.url, method="fixed:2", inferences=20, seed=1,
+                     emulate=True, verify=False)  # fmt: skip
+    named = tuple(w.split("'")[0].removeprefix("the ") for w in run.warnings)
+    assert named == late, run.warnings
+    for r in run.records:  # the verdict agrees with the data it was made from
+        if "device" in late:
+            assert r.device_s > r.modelled_device_s
+        if "edge" in late:
+            assert r.edge_s > r.modelled_edge_s
+    assert run.to_dict()["warnings"] == list(run.warnings)
+    assert not run_device(system, layered, edge.url, method="fixed:2", inferences=3, seed=1,
+                          emulate=False, verify=False).warnings  # fmt: skip
+
+
 def test_device_run_refuses_to_download_beyond_the_device_memory(tmp_path):
     import dataclasses
 

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -23,6 +22,7 @@ torch = pytest.importorskip("torch")
 
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.profiles.from_torch import profile_module  # noqa: E402
+from inferplan.units import si  # noqa: E402
 
 from . import models  # noqa: E402
 from .pipeline_support import (  # noqa: E402
@@ -34,7 +34,7 @@ from .pipeline_support import (  # noqa: E402
     hand_plan,
     model_args,
     processes_marked,
-    ranks_marked,
+    ranks_started,
     run,
     stage_seconds,
     start,
@@ -137,6 +137,36 @@ def test_emulated_stages_take_at_least_their_planned_time(resnet_run):
     assert report["latency_s"]["p95"] >= report["latency_s"]["median"]
 
 
+def test_a_run_that_holds_its_plan_warns_of_nothing(resnet_run):
+    # 20 ms per node against the tiny ResNet's blocks, which take well under a millisecond
+    report = resnet_run["report"]
+    assert report["warnings"] == []
+    for stage in report["stages"]:
+        if stage["kind"] == "node":
+            assert 0 < stage["real_s"] < stage["predicted_s"]
+
+
+def test_a_stage_faster_than_the_machine_is_named_in_a_warning(tmp_path):
+    # Nodes planned at 100 ns: no CPU computes a ResNet block in that, emulation cannot hold it.
+    partition = [2, 4, 6]
+    _, _, _, net, plan, _ = _case(tmp_path, "resnet", partition, node_s=1e-7)
+    code, out, err, _ = run(["run", str(net), *model_args("resnet"), "--plan", str(plan),
+                             "--inputs", str(tmp_path / "in.pt"), "--warmup", "2", "--emulate",
+                             "--json"])  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert [f"warning: {w}" for w in report["warnings"]] == warned
+    assert len(warned) == len(PATH)  # every node
+    for stage, line in zip([s for s in report["stages"] if s["kind"] == "node"], warned,
+                           strict=True):  # fmt: skip
+        assert stage["real_s"] > stage["predicted_s"]
+        assert f"node {stage['id']!r}" in line and "--no-emulate" in line
+        assert (
+            f"{si(stage['real_s'], 's')} (median) against {si(stage['predicted_s'], 's')}" in line
+        )
+
+
 def test_no_process_is_left_after_a_run(resnet_run):
     assert processes_marked(resnet_run["mark"]) == []
 
@@ -206,22 +236,11 @@ def test_a_stage_that_hangs_ends_the_run_within_the_timeout(tmp_path):
     assert processes_marked(mark) == []
 
 
-def _started(mark, deadline_s=120):
-    """Wait until every rank of the run marked ``mark`` is up."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        ranks = ranks_marked(mark)
-        if len(ranks) == len(PATH):
-            return ranks
-        time.sleep(0.2)
-    raise AssertionError("the ranks did not start")
-
-
 def test_a_stage_that_dies_ends_the_run_and_nothing_is_left(tmp_path):
     _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
     proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
                         "--inferences", "100000"])  # fmt: skip
-    ranks = _started(mark)
+    ranks = ranks_started(mark, len(PATH))
     os.kill(ranks[1], signal.SIGKILL)
     code, _out, err = finish(proc, timeout=60)
     assert code == 1
@@ -233,7 +252,7 @@ def test_ctrl_c_stops_every_stage(tmp_path):
     _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
     proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
                         "--inferences", "100000"])  # fmt: skip
-    _started(mark)
+    ranks_started(mark, len(PATH))
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends to the foreground group
     code, _, err = finish(proc, timeout=60)
     assert code == 130

@@ -118,7 +118,6 @@ def serve_command(
     A Starlette app on uvicorn: devices download the weights of the layers they place and upload
     activations for the edge to finish.
     """
-    from inferplan.coinference.io import check_system
     from inferplan.runtime.client import listen, read_token
 
     # Everything that needs no torch is checked before torch is imported.
@@ -126,6 +125,8 @@ def serve_command(
     if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
     sock = listen(host, port)  # an address in use is refused before the model is built
+    from inferplan.coinference.io import check_system  # loads scipy
+
     check_system(system)
     _runtime()
     from inferplan.runtime.edge import EdgeService, create_app, serve
@@ -276,6 +277,8 @@ def run_command(
         print_json(run.to_dict())
     else:
         _print(run)
+    for warning in run.warnings:  # on stderr, with --json too
+        print(f"warning: {warning}", file=sys.stderr)
     if run.failed:
         print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
               f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip

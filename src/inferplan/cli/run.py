@@ -188,6 +188,8 @@ def run_command(
         print_json(report.to_dict())
     else:
         _render(report)
+    for warning in report.warnings:  # on stderr, with --json too
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _write_report(network: Network, report: RunReport, html: Path | None, dot: Path | None

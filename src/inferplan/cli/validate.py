@@ -1,9 +1,9 @@
 """``inferplan validate FILE...``: what each input file is, or its one-line error.
 
 A file's kind is read off its top-level fields (``study``: a sweep spec, ``services``: a
-services file, ``device``/``edge``: a system, ``flops``: a profile, ``nodes``/``links``: a
-network, ``path`` with ``partition``: a plan); it is then loaded exactly as the command that
-takes it loads it, so a file that validates is one that command accepts.
+services file, ``device``/``edge``: a system, ``flops`` or ``graph``: a profile,
+``nodes``/``links``: a network, ``partition``: a plan); it is then loaded exactly as the
+command that takes it loads it, so a file that validates is one that command accepts.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("sweep", frozenset({"study"}), _sweep),
     ("services", frozenset({"services"}), _services),
     ("system", frozenset({"device", "edge"}), _system),
-    ("profile", frozenset({"flops", "activation_bits"}), _profile),
+    ("profile", frozenset({"flops", "activation_bits", "graph"}), _profile),
     ("network", frozenset({"nodes", "links", "edges"}), _network),
     ("plan", frozenset({"partition"}), _plan),
 )

@@ -35,7 +35,7 @@ from scipy import stats
 from inferplan.coinference import System, sample_snr
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
-from inferplan.runtime.emulate import pace
+from inferplan.runtime.emulate import Overrun, overrun, pace
 from inferplan.runtime.examples import memory_bytes
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
@@ -49,6 +49,7 @@ from inferplan.runtime.wire import (
     encode_tensors,
     shape_text,
 )
+from inferplan.units import si
 
 __all__ = [
     "ACTIONS",
@@ -105,6 +106,9 @@ class InferenceRecord:
         own service time.
     local
         The edge was unreachable and the device computed the rest itself.
+    device_s, modelled_device_s
+        The real time of the device's layers (their work alone, before pacing) and the
+        model's ``sum_{i<n} L_i / f_l``.
     """
 
     index: int
@@ -120,6 +124,8 @@ class InferenceRecord:
     upload_s: float
     edge_s: float
     local: bool = False
+    device_s: float = 0.0
+    modelled_device_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,26 @@ class DeviceRun:
     outputs_match: bool | None = None
     max_abs_diff: float | None = None
     elapsed_s: float = 0.0
+    emulated: bool = False
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What cannot hold the modelled system in an emulated run: the device's layers or the
+        edge's service taking longer than modelled in more than a few percent of the
+        inferences (:func:`~inferplan.runtime.emulate.overrun`), with both times and what to
+        change."""
+        if not self.emulated:
+            return ()
+        out = []
+        ran = [r for r in self.records if r.modelled_device_s > 0]
+        device = overrun([r.modelled_device_s for r in ran], [r.device_s for r in ran])
+        if device is not None:
+            out.append(_overrun_line("the device's layers", "device.cpu_hz", device))
+        served = [r for r in self.records if not r.local and r.modelled_edge_s > 0]
+        edge = overrun([r.modelled_edge_s for r in served], [r.edge_s for r in served])
+        if edge is not None:
+            out.append(_overrun_line("the edge's service", "edge.cpu_hz", edge))
+        return tuple(out)
 
     def _mean(self, name: str) -> float:
         values = [getattr(r, name) for r in self.records]
@@ -220,7 +246,17 @@ class DeviceRun:
             "failed": list(self.failed),
             "finished_locally": [r.index for r in self.records if r.local],
             "errors": {str(k): v for k, v in self.errors.items()},
+            "warnings": list(self.warnings),
         }
+
+
+def _overrun_line(what: str, field: str, late: Overrun) -> str:
+    return (
+        f"{what} took {si(late.real_s, 's')} (median) against {si(late.planned_s, 's')} "
+        f"modelled, longer in {late.share:.0%} of the inferences: emulation cannot hold the "
+        f"system; model a slower {field} in the system file (or layers from a profile "
+        "measured on this machine, profile --measure), or run with --no-emulate"
+    )
 
 
 def _check_edge_model(edge: EdgeClient, layered: LayeredModel) -> None:
@@ -479,7 +515,7 @@ def _run(
     run = DeviceRun(
         plan, inferences, tuple(records), tuple(failed), errors, tuple(device.decisions),
         tuple(outputs), predicted, measured, system.inferences_per_update,
-        elapsed_s=time.monotonic() - first,
+        elapsed_s=time.monotonic() - first, emulated=emulate,
     )  # fmt: skip
     if verify:
         match, diff = _verify(edge, inputs, outputs)
@@ -528,6 +564,7 @@ class _Device:
         self.n_layers = layered.n_layers
         self._started = 0.0  # this inference's start (time.monotonic) and emulated time so far
         self._budget = 0.0
+        self._computed = 0.0  # this inference's real time of the device's layers
 
     def _wait(self, seconds: float) -> None:
         """Advance the emulated clock of this inference by ``seconds`` and sleep until it.
@@ -540,8 +577,10 @@ class _Device:
             pace(self._started, self._budget)
 
     def _layer(self, layer: int, values: Tensors) -> Tensors:
+        computing = time.monotonic()
         with torch.no_grad():
             out: Tensors = self.layered.stages[layer - 1](*values)
+        self._computed += time.monotonic() - computing
         self._wait(self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
         return out
 
@@ -587,7 +626,7 @@ class _Device:
         self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
     ) -> tuple[Tensors, InferenceRecord]:
         started = self._started = time.monotonic()
-        self._budget = 0.0
+        self._budget = self._computed = 0.0
         values, local, n = x, False, 1
         upload_s = edge_s = 0.0
         while n <= self.n_layers:
@@ -646,4 +685,6 @@ class _Device:
             upload_s=upload_s,
             edge_s=edge_s,
             local=local,
+            device_s=self._computed,
+            modelled_device_s=device_cycles / s.device.cpu_hz,
         )

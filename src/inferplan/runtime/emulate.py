@@ -17,7 +17,10 @@ True
 from __future__ import annotations
 
 import math
+import statistics
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, compile_instance
@@ -26,7 +29,15 @@ from inferplan.codesign.stages import stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["Server", "pace", "path_bandwidths", "planned_times"]
+__all__ = [
+    "OVERRUN_SHARE",
+    "Overrun",
+    "Server",
+    "overrun",
+    "pace",
+    "path_bandwidths",
+    "planned_times",
+]
 
 
 def pace(started: float, at_least_s: float) -> float:
@@ -115,12 +126,15 @@ def path_bandwidths(network: Network, profile: Profile, plan: Plan) -> tuple[flo
 
     Examples
     --------
-    >>> import inferplan
-    >>> net = inferplan.load_network("examples/network.json")
-    >>> vgg = inferplan.load_profile("vgg16")
-    >>> plan = inferplan.provision(net, vgg, interval=0.05)
-    >>> len(path_bandwidths(net, vgg, plan)) == len(plan.path) - 1
-    True
+    A chain of two nodes has one link, of 1 Mbit/s unless the plan upgrades it:
+
+    >>> from inferplan import Network, Node, Link, load_profile, provision
+    >>> chain = Network([Node("s", 1e12, 1e-9), Node("t", 1e12, 1e-9)],
+    ...                 [Link("s", "t", 1e6, 1e-3)], source="s", target="t")
+    >>> alex = load_profile("alexnet")
+    >>> bandwidths = path_bandwidths(chain, alex, provision(chain, alex, interval=10.0))
+    >>> len(bandwidths), bandwidths[0] >= 1e6
+    (1, True)
     """
     inst, path, _, bandwidth = _upgraded(network, profile, plan)
     links = stages(inst, path, plan.partition).links
@@ -141,3 +155,45 @@ def _upgraded(network: Network, profile: Profile, plan: Plan) -> tuple[
     for up in plan.link_upgrades:
         bandwidth[inst.link_index(index[up.source], index[up.target])] += up.amount
     return inst, [index[v] for v in plan.path], capacity, bandwidth
+
+
+OVERRUN_SHARE = 0.05
+"""The share of inferences a stage may take longer than planned before the run says that
+emulation cannot hold the plan (a few late wake-ups on a busy machine are not a verdict)."""
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A stage whose real work took longer than its planned time in ``share`` of the
+    inferences: emulation, which only ever adds time, cannot hold the plan there.
+
+    ``real_s`` is the median real time of the stage's work, ``planned_s`` its planned time.
+    """
+
+    share: float
+    real_s: float
+    planned_s: float
+
+
+def overrun(
+    planned_s: float | Sequence[float], real_s: Sequence[float], *, share: float = OVERRUN_SHARE
+) -> Overrun | None:
+    """The :class:`Overrun` of a stage planned at ``planned_s`` whose work took ``real_s``
+    (seconds, one per inference), if more than ``share`` of them exceed ``planned_s`` (one
+    planned time for all, or one per inference; ``planned_s`` of the verdict is then their
+    median).
+
+    Examples
+    --------
+    >>> overrun(0.001, [0.0021] * 9 + [0.0005])
+    Overrun(share=0.9, real_s=0.0021, planned_s=0.001)
+    >>> overrun(0.001, [0.0005] * 99 + [0.002]) is None  # 1 % late: not a verdict
+    True
+    """
+    if not real_s:
+        return None
+    planned = [planned_s] * len(real_s) if isinstance(planned_s, int | float) else planned_s
+    late = sum(1 for t, p in zip(real_s, planned, strict=True) if t > p) / len(real_s)
+    if late <= share:
+        return None
+    return Overrun(late, statistics.median(real_s), statistics.median(planned))

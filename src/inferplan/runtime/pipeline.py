@@ -59,12 +59,13 @@ from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
-from inferplan.runtime.emulate import Server, planned_times
+from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
 from inferplan.runtime.examples import memory_bytes
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
+from inferplan.units import si
 
 __all__ = [
     "RunReport",
@@ -168,10 +169,12 @@ class StageReport:
 
     ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
     forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
-    measured on this machine predict for the node. On the testbed a node's ``quota`` is the
-    share of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread
-    took per inference (median; its blocks and its handing the result on), so
-    ``cpu_s / quota`` is the time the kernel's quota promises.
+    measured on this machine predict for the node. ``real_s`` (nodes) is the median time of the
+    node's work alone, before any pacing: when it exceeds ``predicted_s`` emulation cannot hold
+    the plan (see :attr:`RunReport.warnings`). On the testbed a node's ``quota`` is the share
+    of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread took
+    per inference (median; its blocks and its handing the result on), so ``cpu_s / quota`` is
+    the time the kernel's quota promises.
     """
 
     kind: str
@@ -180,6 +183,7 @@ class StageReport:
     measured_s: float
     blocks: tuple[int, int] | None = None
     profiled_s: float | None = None
+    real_s: float | None = None
     cpu_s: float | None = None
     quota: float | None = None
     memory: StageMemory | None = None
@@ -192,6 +196,8 @@ class StageReport:
         out["measured_s"] = self.measured_s
         if self.profiled_s is not None:
             out["profiled_s"] = self.profiled_s
+        if self.real_s is not None:
+            out["real_s"] = self.real_s
         if self.cpu_s is not None:
             out["cpu_s"] = self.cpu_s
             out["quota"] = self.quota
@@ -240,6 +246,10 @@ class RunReport:
     dilation: float = 1.0
     profile: Profile | None = None
     """The model's profile the plan was made or checked for (for the plan report)."""
+    warnings: tuple[str, ...] = ()
+    """What in the run cannot hold the plan: an emulated node whose real work took longer
+    than its planned time in more than a few percent of the inferences, named with both
+    times and what to change (:func:`~inferplan.runtime.emulate.overrun`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,7 +265,18 @@ class RunReport:
             "stages": [s.to_dict() for s in self.stages],
             "outputs_match": self.outputs_match,
             "max_abs_diff": self.max_abs_diff,
+            "warnings": list(self.warnings),
         }
+
+
+def overrun_warning(label: str, node: str, late: Overrun) -> str:
+    """What a run says about a stage that cannot hold its planned time, and what to change."""
+    return (
+        f"{label}: its work took {si(late.real_s, 's')} (median) against "
+        f"{si(late.planned_s, 's')} planned, longer in {late.share:.0%} of the inferences: "
+        f"emulation cannot hold the plan; plan with a slower capacity of node {node!r} (or "
+        "a profile measured on this machine, profile --measure), or run with --no-emulate"
+    )
 
 
 # --------------------------------------------------------------------------- checking
@@ -278,15 +299,17 @@ def _load_inputs(request: RunRequest) -> torch.Tensor | None:
     return load_inputs(where, request.input_shapes[0])
 
 
-def resolve(request: RunRequest) -> Resolved:
-    """Check ``request`` and plan it: profile the model (on the meta device), read or make the
-    plan, and count the inputs. Raises :class:`InferplanError` subclasses for bad input."""
+def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
+    """Check ``request`` and plan it: profile the model (on the meta device, unless its
+    ``profile`` is given), read or make the plan, and count the inputs. Raises
+    :class:`InferplanError` subclasses for bad input."""
     check_run(network=request.network, model=request.model, plan=request.plan,
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
               dilation=request.dilation)  # fmt: skip
-    profile = _profile(request, load_module_factory(request.model))
+    if profile is None:
+        profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
         if request.plan.cuts != "chain":  # the stage loop passes one cut's tensors per link
             raise InvalidArgument("runs plans cut between blocks only; plan with --cuts chain",
@@ -368,6 +391,7 @@ class _Measured:
     """What a rank measured (monotonic seconds on its own clock)."""
 
     node_busy: list[float] = field(default_factory=list)
+    node_real: list[float] = field(default_factory=list)  # the stage's work alone, unpaced
     node_cpu: list[float] = field(default_factory=list)  # CPU seconds of the compute thread
     quota: float | None = None  # the share of a core the compute was held to once warm
     link_busy: list[float] = field(default_factory=list)
@@ -569,9 +593,11 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         for i in range(count):
             arrived, values = inbox.get()
             start = node.start(arrived)
+            computing = time.monotonic()
             cpu = time.thread_time()  # what this thread does per inference, waits excluded
             if stage is not None:
                 values = stage(*values)
+            mine.node_real.append(time.monotonic() - computing)
             now = node.finish(start)
             mine.node_busy.append(now - start)
             if last:
@@ -605,17 +631,15 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 def _setup_rank0(request: RunRequest, world: int,
                  placement: Placement | None) -> tuple[_Setup, Any, list[Any], Any]:  # fmt: skip
-    resolved = resolve(request)
-    if world != len(resolved.plan.path):
-        raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
-                              f"many processes, not {world}", field="processes")  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
-    if traced.profile != resolved.profile:
-        raise InvalidArgument("the model built with real weights profiles differently from its "
-                              "meta-device build", field="model")  # fmt: skip
+    # one trace: the model with its real weights is profiled, checked and planned here
+    resolved = resolve(request, profile=traced.profile)
+    if world != len(resolved.plan.path):
+        raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
+                              f"many processes, not {world}", field="processes")  # fmt: skip
     roles, cuts = _roles(traced, resolved)
     split = traced.split(cuts)
     by_first = dict(zip(cuts, split.stages, strict=False))
@@ -741,17 +765,23 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             inputs: list[tuple[torch.Tensor, ...]]) -> RunReport:  # fmt: skip
     warmup, k, testbed = setup.warmup, setup.dilation, setup.testbed
     stages: list[StageReport] = []
+    warnings: list[str] = []
     needs: list[float | None] = [m.need for m in resolved.plan.memory] or [None] * len(setup.roles)
     for role, measured, need in zip(setup.roles, gathered, needs, strict=True):
         first, last = role.blocks
+        real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
             "node", role.node, k * role.node_s, _median_after(measured.node_busy, warmup),
             blocks=(first, last),
             profiled_s=math.fsum(profiled[first:last]) if profiled else None,
+            real_s=statistics.median(real) if real and last > first else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
             quota=measured.quota if testbed else None,
             memory=StageMemory(measured.state_dict_bytes, measured.peak_rss_bytes, need),
         ))  # fmt: skip
+        late = overrun(role.node_s, real) if emulate and last > first else None
+        if late is not None:
+            warnings.append(overrun_warning(role.label, role.node, late))
         if role.link_s is not None:
             nxt = setup.roles[role.rank + 1].node
             # on one clock (the testbed's one machine) a link's time is the receiver's view:
@@ -788,6 +818,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         mode="testbed" if testbed else "emulate" if emulate else "native",
         dilation=k,
         profile=resolved.profile,
+        warnings=tuple(warnings),
     )
 
 
