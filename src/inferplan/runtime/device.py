@@ -36,7 +36,7 @@ from inferplan.coinference import System, sample_snr
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
-from inferplan.runtime.examples import memory_bytes
+from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
 from inferplan.runtime.split import TensorSpec
@@ -323,14 +323,7 @@ def _check_memory(layered: LayeredModel, inferences: int, *, drawn_inputs: bool)
            + RECORD_BYTES * (layered.n_layers + 2))  # fmt: skip
     if drawn_inputs:
         per += _tensor_bytes(layered.crossings[0])
-    limit = memory_bytes()
-    if limit is not None and inferences * per > limit:
-        raise InvalidArgument(
-            f"{inferences:,} inferences would keep {inferences * per / 2**30:,.1f} GiB of "
-            f"inputs, SNRs, outputs and records in memory, more than this machine's "
-            f"{limit / 2**30:,.1f} GiB (at most {limit // per:,} inferences)",
-            field="inferences",
-        )
+    check_inferences(inferences, per, "inputs, SNRs, outputs and records")
 
 
 def _state_mismatch(state: dict[str, torch.Tensor], expected: dict[str, Any]) -> str:

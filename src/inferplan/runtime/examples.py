@@ -27,13 +27,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from inferplan.errors import InvalidProfile
+from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles.zoo import builtin_profile
 
 __all__ = [
     "BuiltinModel",
     "alexnet",
     "builtin_model",
+    "check_inferences",
     "check_weights",
     "is_builtin_model",
     "memory_bytes",
@@ -47,6 +48,25 @@ def memory_bytes() -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def check_inferences(count: int, per_inference: float, what: str) -> None:
+    """Refuse ``count`` inferences that each keep ``per_inference`` bytes of ``what`` in memory
+    when together they exceed this machine's memory: checked before anything is made.
+
+    Raises
+    ------
+    InvalidArgument
+        With ``field`` ``inferences``, saying how many would fit.
+    """
+    limit = memory_bytes()
+    if limit is not None and count * per_inference > limit:
+        raise InvalidArgument(
+            f"{count:,} inferences would keep {count * per_inference / 2**30:,.1f} GiB of "
+            f"{what} in memory, more than this machine's {limit / 2**30:,.1f} GiB (at most "
+            f"{int(limit // per_inference):,} inferences)",
+            field="inferences",
+        )
 
 
 def check_weights(params: int, dtype: str, name: str) -> None:

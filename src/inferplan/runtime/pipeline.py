@@ -60,7 +60,7 @@ from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
-from inferplan.runtime.examples import memory_bytes
+from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 from inferplan.runtime.testbed import require as require_testbed
@@ -338,14 +338,7 @@ def _check_memory(count: int, profile: Profile) -> None:
     them with the unsplit model's) would not fit in this machine's memory, before any process
     starts or any input is made."""
     per = (profile.activation_bits[0] + profile.activation_bits[-1]) / 8
-    limit = memory_bytes()
-    if limit is not None and count * per > limit:
-        raise InvalidArgument(
-            f"{count:,} inferences would keep {count * per / 2**30:,.1f} GiB of inputs and "
-            f"outputs in memory, more than this machine's {limit / 2**30:,.1f} GiB (at most "
-            f"{int(limit // per):,} inferences)",
-            field="inferences",
-        )
+    check_inferences(count, per, "inputs and outputs")
 
 
 # --------------------------------------------------------------------------- the ranks
