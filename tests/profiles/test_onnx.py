@@ -153,3 +153,15 @@ def test_symbolic_input_needs_a_shape(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
     with pytest.raises(InvalidProfile, match=r"bad\.onnx: not a readable ONNX model"):
         profile_onnx(tmp_path / "bad.onnx")
+
+
+def test_bytes_per_param_follow_the_weights_dtypes():
+    def matmul(kind: int) -> object:
+        w = helper.make_tensor("W", kind, [4, 3], [0.0] * 12)
+        x = helper.make_tensor_value_info("x", kind, [2, 4])
+        y = helper.make_tensor_value_info("y", kind, [2, 3])
+        return _model([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [x], [y],
+                      [w])  # fmt: skip
+
+    assert profile_onnx(matmul(TensorProto.FLOAT)).profile.bytes_per_param == 4.0
+    assert profile_onnx(matmul(TensorProto.FLOAT16)).profile.bytes_per_param == 2.0

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -141,3 +142,14 @@ def ranks_marked(mark: str) -> dict[int, int]:
         if b"RANK" in values and b"INFERPLAN_RUN_DIR" in values:
             ranks[int(values[b"RANK"])] = pid
     return ranks
+
+
+def ranks_started(mark: str, count: int, deadline_s: float = 120) -> dict[int, int]:
+    """Wait until the ``count`` ranks of the run marked ``mark`` are up: rank -> pid."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:  # bounded in time
+        ranks = ranks_marked(mark)
+        if len(ranks) == count:
+            return ranks
+        time.sleep(0.2)
+    raise AssertionError("the ranks did not start")

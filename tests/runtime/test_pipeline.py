@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -35,7 +34,7 @@ from .pipeline_support import (  # noqa: E402
     hand_plan,
     model_args,
     processes_marked,
-    ranks_marked,
+    ranks_started,
     run,
     stage_seconds,
     start,
@@ -237,22 +236,11 @@ def test_a_stage_that_hangs_ends_the_run_within_the_timeout(tmp_path):
     assert processes_marked(mark) == []
 
 
-def _started(mark, deadline_s=120):
-    """Wait until every rank of the run marked ``mark`` is up."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        ranks = ranks_marked(mark)
-        if len(ranks) == len(PATH):
-            return ranks
-        time.sleep(0.2)
-    raise AssertionError("the ranks did not start")
-
-
 def test_a_stage_that_dies_ends_the_run_and_nothing_is_left(tmp_path):
     _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
     proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
                         "--inferences", "100000"])  # fmt: skip
-    ranks = _started(mark)
+    ranks = ranks_started(mark, len(PATH))
     os.kill(ranks[1], signal.SIGKILL)
     code, _out, err = finish(proc, timeout=60)
     assert code == 1
@@ -264,7 +252,7 @@ def test_ctrl_c_stops_every_stage(tmp_path):
     _, _, _, net, plan, _ = _case(tmp_path, "mlp", [1, 3, 4], node_s=0.05)
     proc, mark = start(["run", str(net), *model_args("mlp"), "--plan", str(plan),
                         "--inferences", "100000"])  # fmt: skip
-    _started(mark)
+    ranks_started(mark, len(PATH))
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends to the foreground group
     code, _, err = finish(proc, timeout=60)
     assert code == 130

@@ -23,7 +23,7 @@ from .pipeline_support import (  # noqa: E402
     finish,
     hand_plan,
     processes_marked,
-    ranks_marked,
+    ranks_started,
     start,
     write,
 )
@@ -124,16 +124,6 @@ def _small_case(tmp):
     return net, write(tmp / "plan.json", hand_plan(PATH, [1, 2, 3], profile, 1e8, 1e7))
 
 
-def _started(mark, deadline_s=120):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:  # bounded in time
-        ranks = ranks_marked(mark)
-        if len(ranks) == len(PATH):
-            return ranks
-        time.sleep(0.2)
-    raise AssertionError("the ranks did not start")
-
-
 def test_a_stage_that_raises_ends_the_run_and_the_testbed(tmp_path):
     net, plan = _small_case(tmp_path)
     proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed"])
@@ -150,7 +140,7 @@ def test_every_way_out_removes_the_testbed(tmp_path, how):
     # a small model that would stream for long: ended from outside once its ranks are up
     proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed",
                         "--inferences", "100000", "--dilation", "50"])  # fmt: skip
-    ranks = _started(mark)
+    ranks = ranks_started(mark, len(PATH))
     assert left_by(proc.pid) != []  # the testbed is up
     if how == "rank SIGKILL":
         os.kill(ranks[1], signal.SIGKILL)

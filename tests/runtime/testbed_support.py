@@ -11,6 +11,8 @@ from torch import nn
 
 from inferplan.runtime.testbed import leftovers
 
+from .models import Broken
+
 WIDE_SHAPE = (64, 512)
 
 
@@ -21,15 +23,10 @@ def wide() -> nn.Module:
                            for _ in range(6)])  # fmt: skip
 
 
-class FailsInRank(nn.Module):
-    """An MLP whose second layer raises inside a launched rank (``RANK`` set), so the launcher
-    can time its blocks and the failure comes from a running stage."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(16, 16)
-        self.fc2 = nn.Linear(16, 16)
-        self.fc3 = nn.Linear(16, 4)
+class FailsInRank(Broken):
+    """Like :class:`~tests.runtime.models.Broken`, but its second layer raises only inside a
+    launched rank (``RANK`` set), so the launcher can time its blocks and the failure comes
+    from a running stage."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc3(_explode_in_rank(self.fc2(self.fc1(x))))

@@ -127,12 +127,15 @@ def path_bandwidths(network: Network, profile: Profile, plan: Plan) -> tuple[flo
 
     Examples
     --------
-    >>> import inferplan
-    >>> net = inferplan.load_network("examples/network.json")
-    >>> vgg = inferplan.load_profile("vgg16")
-    >>> plan = inferplan.provision(net, vgg, interval=0.05)
-    >>> len(path_bandwidths(net, vgg, plan)) == len(plan.path) - 1
-    True
+    A chain of two nodes has one link, of 1 Mbit/s unless the plan upgrades it:
+
+    >>> from inferplan import Network, Node, Link, load_profile, provision
+    >>> chain = Network([Node("s", 1e12, 1e-9), Node("t", 1e12, 1e-9)],
+    ...                 [Link("s", "t", 1e6, 1e-3)], source="s", target="t")
+    >>> alex = load_profile("alexnet")
+    >>> bandwidths = path_bandwidths(chain, alex, provision(chain, alex, interval=10.0))
+    >>> len(bandwidths), bandwidths[0] >= 1e6
+    (1, True)
     """
     inst, path, _, bandwidth = _upgraded(network, profile, plan)
     links = stages(inst, path, plan.partition).links
