@@ -282,3 +282,104 @@ programs = st.sampled_from(
 def test_any_command_options(tmp_path_factory, program, extra):
     with contextlib.chdir(tmp_path_factory.mktemp("cwd")):  # -o may name any file
         _check([*program, *extra])
+
+
+# --- the newer surfaces: tables, ONNX files, the device's files and options ---------------------
+
+cells = st.one_of(numbers, st.booleans(), st.none(), st.text(max_size=6))
+
+
+@FUZZ
+@given(
+    form=st.sampled_from(["parquet", "csv"]),
+    kind=st.sampled_from(["nodes", "links"]),
+    row=st.integers(0, 1),
+    column=st.sampled_from(
+        [
+            "id",
+            "source",
+            "capacity",
+            "price",
+            "cost_kind",
+            "cost_size",
+            "cost_price",
+            "cost_upto",
+            "extra",
+        ]
+    ),
+    value=cells,
+    repeat=st.booleans(),
+)
+def test_any_table(tmp_path_factory, form, kind, row, column, value, repeat):
+    pa = __import__("pyarrow")
+    writer = __import__(f"pyarrow.{form}", fromlist=["x"])
+    tmp = tmp_path_factory.mktemp("tables")
+    rows = {
+        "nodes": [dict(n) for n in NETWORK["nodes"]],
+        "links": [dict(e) for e in NETWORK["links"]],
+    }
+    rows[kind][row][column] = value
+    for name, elements in rows.items():
+        names = list(dict.fromkeys(k for e in elements for k in e if k != "cost"))
+        columns = [[e.get(n) for e in elements] for n in names]
+        if repeat and name == kind:
+            names, columns = [*names, names[-1]], [*columns, columns[-1]]
+        try:
+            table = pa.Table.from_arrays([pa.array(c) for c in columns], names=names)
+        except (pa.ArrowException, OverflowError):
+            return  # not a table pyarrow can write: nothing to read
+        (writer.write_csv if form == "csv" else writer.write_table)(table, tmp / f"{name}.{form}")
+    net = tmp / "net.yaml"
+    net.write_text(f"source: {NETWORK['source']}\ntarget: {NETWORK['target']}\n"
+                   f"nodes: nodes.{form}\nlinks: links.{form}\n")  # fmt: skip
+    _check(["provision", str(net), "vgg16", "--throughput", "30", "--json"])
+
+
+@st.composite
+def onnx_models(draw: st.DrawFn) -> Any:
+    """A Conv, Gemm, MatMul, pool or LSTM node with drawn input shapes, weights, attributes and
+    element types: many parse but are malformed."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+    from onnx import helper as h
+
+    op = draw(st.sampled_from(["Conv", "Gemm", "MatMul", "MaxPool", "LSTM", "Attention"]))
+    dims = st.lists(st.integers(1, 5), min_size=0, max_size=4)
+    inputs = ["x", *(["w"] if draw(st.booleans()) else [])]
+    attributes: dict[str, Any] = {}
+    if op in ("Conv", "MaxPool") and draw(st.booleans()):
+        attributes["kernel_shape"] = draw(st.sampled_from([[2, 2], [2.0, 2.0], [0], [1]]))
+    if op == "LSTM":
+        attributes["hidden_size"] = draw(st.integers(1, 3))
+    kind = draw(st.sampled_from([TensorProto.FLOAT, TensorProto.INT64, 99]))
+    node = h.make_node(op, inputs, ["y"], name=f"/m/{op}", **attributes)
+    weight = numpy_helper.from_array(np.ones(draw(dims), np.float32), "w")
+    graph = h.make_graph(
+        [node], "g", [h.make_tensor_value_info("x", kind, draw(dims))],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, draw(dims))],
+        initializer=[weight] if "w" in inputs else [],
+    )  # fmt: skip
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", draw(st.sampled_from([17, 23])))])
+
+
+@FUZZ
+@given(model=onnx_models(), flops=st.sampled_from(["matrix", "all"]))
+def test_any_onnx_file(tmp_path_factory, model, flops):
+    onnx = __import__("onnx")
+    path = tmp_path_factory.mktemp("onnx") / "m.onnx"
+    onnx.save(model, path)
+    _check(["profile", str(path), "--flops", flops, "--json"])
+
+
+@FUZZ
+@given(
+    trace=st.binary(max_size=60),
+    inferences=st.sampled_from(["1", "100", str(10**12), "0", "-1", "x"]),
+    url=st.sampled_from(["http://[::1", "http://127.0.0.1:1", "ftp://x", "http://h:port"]),
+)
+def test_any_device_run(tmp_path_factory, trace, inferences, url):
+    tmp = tmp_path_factory.mktemp("device")
+    (tmp / "snr.csv").write_bytes(trace)
+    _check(["device", "run", str(ROOT / "examples" / "edge-mlp.yaml"), "mlp-16x4", "--edge", url,
+            "--inferences", inferences, "--snr-trace", str(tmp / "snr.csv"), "--retries", "0",
+            "--timeout", "1"])  # fmt: skip

@@ -4,6 +4,7 @@ planned stage times and pacing on their own."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -225,3 +226,27 @@ def test_inputs_with_or_without_their_batch_dimension(files, shape):
                          input_shapes=((1, 16),), plan=load_plan(plan), warmup=1,
                          inputs=str(tmp / "in.pt"))  # fmt: skip
     assert resolve(request).inferences == 3
+
+
+def test_more_inferences_than_memory_holds_are_refused_before_any_process(files):
+    _, net, plan = files
+    started = time.monotonic()
+    line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--inferences",
+                   str(10**15)])  # fmt: skip
+    assert line.startswith(f"error: --inferences: {10**15:,} inferences would keep ")
+    assert "of inputs and outputs in memory, more than this machine's" in line
+    assert time.monotonic() - started < 60  # refused, not built and streamed
+
+
+def test_nan_outputs_compare_as_the_unsplit_models_nans():
+    from inferplan.runtime.pipeline import _compare
+
+    nan = torch.tensor([[math.nan, 1.0]])
+
+    def model(x):
+        return x * nan
+
+    inputs = [(torch.ones(1, 2),)]
+    assert _compare(model, inputs, [(torch.tensor([[math.nan, 1.0]]),)]) == (True, 0.0)
+    assert _compare(model, inputs, [(torch.tensor([[0.0, 1.0]]),)]) == (False, math.inf)
+    assert _compare(model, inputs, [(torch.tensor([[math.nan, 1.5]]),)]) == (False, 0.5)

@@ -60,6 +60,7 @@ from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
+from inferplan.runtime.examples import memory_bytes
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 from inferplan.runtime.testbed import require as require_testbed
@@ -324,7 +325,23 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
         count = int(data.shape[0])
     count = DEFAULT_INFERENCES if count is None else count
     check_count(count, request.warmup)
+    _check_memory(count, profile)
     return Resolved(request, profile, plan, node_s, link_s, count)
+
+
+def _check_memory(count: int, profile: Profile) -> None:
+    """Refuse ``count`` inferences whose inputs and outputs (kept by the first rank to compare
+    them with the unsplit model's) would not fit in this machine's memory, before any process
+    starts or any input is made."""
+    per = (profile.activation_bits[0] + profile.activation_bits[-1]) / 8
+    limit = memory_bytes()
+    if limit is not None and count * per > limit:
+        raise InvalidArgument(
+            f"{count:,} inferences would keep {count * per / 2**30:,.1f} GiB of inputs and "
+            f"outputs in memory, more than this machine's {limit / 2**30:,.1f} GiB (at most "
+            f"{int(limit // per):,} inferences)",
+            field="inferences",
+        )
 
 
 # --------------------------------------------------------------------------- the ranks
@@ -416,9 +433,13 @@ def _compare(model: Any, inputs: Sequence[tuple[torch.Tensor, ...]],
             for a, b in zip(got, want, strict=True):
                 if a.shape != b.shape or a.dtype != b.dtype:
                     return False, math.inf
-                diff = (a.double() - b.double()).abs()
+                # NaN where the unsplit model has NaN is equal (no difference); NaN on one
+                # side only is a difference without bound
+                both = torch.isnan(a.double()) & torch.isnan(b.double())
+                diff = (a.double() - b.double()).abs().masked_fill(both, 0.0).nan_to_num(math.inf)
                 worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
-                match = match and torch.allclose(a.double(), b.double(), rtol=1.3e-6, atol=1e-5)
+                match = match and torch.allclose(a.double(), b.double(), rtol=1.3e-6, atol=1e-5,
+                                                 equal_nan=True)  # fmt: skip
     return match, worst
 
 
