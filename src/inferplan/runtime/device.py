@@ -49,7 +49,6 @@ from inferplan.runtime.wire import (
     encode_tensors,
     shape_text,
 )
-from inferplan.units import si
 
 __all__ = [
     "ACTIONS",
@@ -251,12 +250,9 @@ class DeviceRun:
 
 
 def _overrun_line(what: str, field: str, late: Overrun) -> str:
-    return (
-        f"{what} took {si(late.real_s, 's')} (median) against {si(late.planned_s, 's')} "
-        f"modelled, longer in {late.share:.0%} of the inferences: emulation cannot hold the "
-        f"system; model a slower {field} in the system file (or layers from a profile "
-        "measured on this machine, profile --measure), or run with --no-emulate"
-    )
+    change = (f"model a slower {field} in the system file (or layers from a profile measured "
+              "on this machine, profile --measure), or run with --no-emulate")  # fmt: skip
+    return late.says(what, "modelled", "system", change)
 
 
 def _check_edge_model(edge: EdgeClient, layered: LayeredModel) -> None:

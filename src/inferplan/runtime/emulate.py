@@ -28,6 +28,7 @@ from inferplan.codesign.plan import Plan
 from inferplan.codesign.stages import stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
+from inferplan.units import si
 
 __all__ = [
     "OVERRUN_SHARE",
@@ -173,6 +174,13 @@ class Overrun:
     share: float
     real_s: float
     planned_s: float
+
+    def says(self, stage: str, planned: str, held: str, change: str) -> str:
+        """The warning: ``stage`` took its real time against its ``planned`` time, so
+        emulation cannot hold the ``held`` (plan, system); what to ``change``."""
+        return (f"{stage} took {si(self.real_s, 's')} (median) against "
+                f"{si(self.planned_s, 's')} {planned}, longer in {self.share:.0%} of the "
+                f"inferences: emulation cannot hold the {held}; {change}")  # fmt: skip
 
 
 def overrun(

@@ -65,7 +65,6 @@ from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, 
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
-from inferplan.units import si
 
 __all__ = [
     "RunReport",
@@ -271,12 +270,9 @@ class RunReport:
 
 def overrun_warning(label: str, node: str, late: Overrun) -> str:
     """What a run says about a stage that cannot hold its planned time, and what to change."""
-    return (
-        f"{label}: its work took {si(late.real_s, 's')} (median) against "
-        f"{si(late.planned_s, 's')} planned, longer in {late.share:.0%} of the inferences: "
-        f"emulation cannot hold the plan; plan with a slower capacity of node {node!r} (or "
-        "a profile measured on this machine, profile --measure), or run with --no-emulate"
-    )
+    return late.says(f"{label}: its work", "planned", "plan",
+                     f"plan with a slower capacity of node {node!r} (or a profile measured on "
+                     "this machine, profile --measure), or run with --no-emulate")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- checking
