@@ -22,6 +22,7 @@ __all__ = [
     "mlp",
     "resnet",
     "unet",
+    "wide",
 ]
 
 
@@ -127,6 +128,11 @@ def mlp() -> nn.Sequential:
         nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(),
         nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4),
     )  # fmt: skip
+
+
+def wide() -> nn.Sequential:
+    """A ReLU and a ``Linear`` to one number: an input of 1x2^21 (8 MiB), an output of 4 bytes."""
+    return nn.Sequential(nn.ReLU(), nn.Linear(2**21, 1))
 
 
 def broken() -> Broken:

@@ -234,7 +234,7 @@ def test_more_inferences_than_memory_holds_are_refused_before_any_process(files)
     line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--inferences",
                    str(10**15)])  # fmt: skip
     assert line.startswith(f"error: --inferences: {10**15:,} inferences would keep ")
-    assert "of inputs and outputs in memory, more than this machine's" in line
+    assert "of outputs in memory, more than this machine's" in line
     assert time.monotonic() - started < 60  # refused, not built and streamed
 
 
@@ -250,3 +250,12 @@ def test_nan_outputs_compare_as_the_unsplit_models_nans():
     assert _compare(model, inputs, [(torch.tensor([[math.nan, 1.0]]),)]) == (True, 0.0)
     assert _compare(model, inputs, [(torch.tensor([[0.0, 1.0]]),)]) == (False, math.inf)
     assert _compare(model, inputs, [(torch.tensor([[math.nan, 1.5]]),)]) == (False, 0.5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
+def test_an_inputs_file_of_another_dtype_is_refused_before_any_rank(files, dtype):
+    tmp, net, plan = files
+    torch.save(torch.zeros(4, 16, dtype=dtype), tmp / "in.pt")
+    line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--warmup", "1",
+                   "--inputs", str(tmp / "in.pt")])  # fmt: skip
+    assert line == f"error: {tmp / 'in.pt'}: inputs are {dtype}, the model takes float32"

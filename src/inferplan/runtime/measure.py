@@ -1,7 +1,7 @@
 """Real models and inputs for the runtime, and timing a model's blocks on this machine.
 
-:func:`build_model` builds the weights, :func:`random_inputs` and :func:`load_inputs` give the
-inputs of a run. The seconds per block of a measured profile:
+:func:`build_model` builds the weights, :func:`stream_inputs` (:func:`random_inputs`, all at
+once) and :func:`load_inputs` give the inputs of a run. The seconds per block of a measured profile:
 
 Each block runs as its own stage (:mod:`inferplan.runtime.split`) on a sample input, after a
 warm-up, several times; a block's time is the median of its runs. Dividing its FLOPs by it
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,14 @@ from inferplan.profiles.profile import Profile
 from inferplan.runtime.examples import check_weights
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 
-__all__ = ["build_model", "load_inputs", "measure_blocks", "measured_profile", "random_inputs"]
+__all__ = [
+    "build_model",
+    "load_inputs",
+    "measure_blocks",
+    "measured_profile",
+    "random_inputs",
+    "stream_inputs",
+]
 
 Shape = tuple[int, ...]
 
@@ -88,19 +95,19 @@ def load_inputs(path: str | Path, shape: Shape, *, dtype: str | None = None) -> 
     return data.reshape(data.shape[0], *shape)
 
 
-def random_inputs(
+def stream_inputs(
     input_shapes: Sequence[Shape],
     count: int,
     *,
     seed: int = 0,
     dtype: str = "float32",
     input_dtypes: Sequence[str | None] = (),
-) -> list[tuple[torch.Tensor, ...]]:
-    """``count`` seeded inputs: normal floats, or 0s and 1s for integer inputs (valid ids for
-    any embedding)."""
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """``count`` seeded inputs, each made when it is asked for: normal floats, or 0s and 1s
+    for integer inputs (valid ids for any embedding). The same ``seed`` gives the same
+    inputs again, so a stream can be replayed instead of kept."""
     generator = torch.Generator().manual_seed(seed)
     kinds = [*input_dtypes, *[None] * len(input_shapes)]
-    out = []
     for _ in range(count):
         one = []
         for shape, kind in zip(input_shapes, kinds, strict=False):
@@ -109,8 +116,20 @@ def random_inputs(
                 one.append(torch.randn(shape, generator=generator).to(torch_dtype))
             else:
                 one.append(torch.randint(0, 2, shape, generator=generator, dtype=torch_dtype))
-        out.append(tuple(one))
-    return out
+        yield tuple(one)
+
+
+def random_inputs(
+    input_shapes: Sequence[Shape],
+    count: int,
+    *,
+    seed: int = 0,
+    dtype: str = "float32",
+    input_dtypes: Sequence[str | None] = (),
+) -> list[tuple[torch.Tensor, ...]]:
+    """The inputs of :func:`stream_inputs`, all made at once."""
+    return list(stream_inputs(input_shapes, count, seed=seed, dtype=dtype,
+                              input_dtypes=input_dtypes))  # fmt: skip
 
 
 def measure_blocks(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime
+import functools
 import math
 import os
 import pickle
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -61,7 +62,7 @@ from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
 from inferplan.runtime.examples import check_inferences
-from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, random_inputs
+from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, stream_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
@@ -81,6 +82,7 @@ __all__ = [
 
 Shape = tuple[int, ...]
 Progress = Callable[[int], None]
+Inputs = tuple[torch.Tensor, ...]  # one inference's input tensors
 
 DATA, ACK = 1, 2  # message tags: activations go down the path, acknowledgements to the source
 DEFAULT_INFERENCES = 40
@@ -285,14 +287,24 @@ def _profile(request: RunRequest, model: Any) -> Profile:
 
 
 def _load_inputs(request: RunRequest) -> torch.Tensor | None:
-    """The inputs file's tensor, checked against the (single) input shape."""
+    """The inputs file's tensor, checked against the (single) input's shape and dtype."""
     if request.inputs is None:
         return None
     where = request.inputs
     if len(request.input_shapes) != 1:
         raise InvalidArgument("an inputs file holds one tensor: it needs a model with one input",
                               source=where)  # fmt: skip
-    return load_inputs(where, request.input_shapes[0])
+    kind = next(iter(request.input_dtypes), None) or request.dtype
+    return load_inputs(where, request.input_shapes[0], dtype=kind)
+
+
+def _inputs(request: RunRequest, count: int, data: torch.Tensor | None) -> Iterator[Inputs]:
+    """The run's ``count`` inputs, one at a time: the inputs file's rows (``data``), or seeded
+    random inputs made as they are asked for. Calling it again gives the same inputs again."""
+    if data is not None:
+        return ((t,) for t in data[:count])
+    return stream_inputs(request.input_shapes, count, seed=request.seed, dtype=request.dtype,
+                         input_dtypes=request.input_dtypes)  # fmt: skip
 
 
 def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
@@ -330,11 +342,10 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
 
 
 def _check_memory(count: int, profile: Profile) -> None:
-    """Refuse ``count`` inferences whose inputs and outputs (kept by the first rank to compare
-    them with the unsplit model's) would not fit in this machine's memory, before any process
-    starts or any input is made."""
-    per = (profile.activation_bits[0] + profile.activation_bits[-1]) / 8
-    check_inferences(count, per, "inputs and outputs")
+    """Refuse ``count`` inferences whose outputs (kept to be compared with the unsplit model's
+    at the end; the inputs are streamed, made again for the comparison) would not fit in this
+    machine's memory, before any process starts."""
+    check_inferences(count, profile.activation_bits[-1] / 8, "outputs")
 
 
 # --------------------------------------------------------------------------- the ranks
@@ -414,8 +425,8 @@ def _leaves(value: Any) -> tuple[torch.Tensor, ...]:
     return ()
 
 
-def _compare(model: Any, inputs: Sequence[tuple[torch.Tensor, ...]],
-             outputs: Sequence[tuple[torch.Tensor, ...]]) -> tuple[bool, float]:  # fmt: skip
+def _compare(model: Any, inputs: Iterable[Inputs],
+             outputs: Sequence[Inputs]) -> tuple[bool, float]:  # fmt: skip
     """Whether the pipeline's outputs equal the unsplit model's (float32 tolerances)."""
     match, worst = True, 0.0
     with torch.inference_mode():
@@ -507,7 +518,7 @@ class _GlooLinks:
 
 
 def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate: bool,
-              inputs: Sequence[tuple[torch.Tensor, ...]], progress: Progress | None,
+              inputs: Iterator[Inputs], progress: Progress | None,
               links: Links) -> tuple[_Measured, list[float]]:  # fmt: skip
     """Run this rank's part of the pipeline; rank 0 also returns each inference's latency."""
     rank, world, count = role.rank, len(setup.roles), setup.inferences
@@ -533,8 +544,9 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         def feed() -> None:
             for i in range(count):
                 window.acquire()
+                args = next(inputs)  # made (or read) when there is room for it in flight
                 started_at[i] = time.monotonic()
-                inbox.put((started_at[i], inputs[i]))
+                inbox.put((started_at[i], args))
 
         def acks() -> None:
             index = torch.zeros(1, dtype=torch.int64)
@@ -670,10 +682,14 @@ def run_stage(
     # on the testbed a rank gets at most one core, the speed its blocks were timed at
     torch.set_num_threads(1 if placement else max(1, (os.cpu_count() or 1) // local))
     label = f"stage {rank}"
+    if run_dir:  # tells the launcher this rank is at the rendezvous, then that it joined
+        Path(run_dir, f"joining-{rank}").touch()
     try:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
     except Exception as exc:  # rendezvous failures surface as many kinds of error
         _fail(label, exc)
+    if run_dir:
+        Path(run_dir, f"joined-{rank}").touch()
     try:
         return _run_rank(request, rank, world, progress, placement)
     finally:
@@ -708,19 +724,12 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
     dist.all_gather_object(hosts, socket.gethostname())
     emulate = setup.emulate if setup.emulate is not None else len(set(hosts)) == 1
     try:
-        inputs: list[tuple[torch.Tensor, ...]] = []
+        inputs: Callable[[], Iterator[Inputs]] = functools.partial(iter, ())  # none on ranks > 0
         profiled: tuple[float, ...] = ()
         if request is not None and rank == 0:
-            data = _load_inputs(request)
-            count = setup.inferences
-            inputs = (
-                [(t,) for t in data[:count]]
-                if data is not None
-                else random_inputs(request.input_shapes, count, seed=request.seed,
-                                   dtype=request.dtype, input_dtypes=request.input_dtypes)
-            )  # fmt: skip
+            inputs = functools.partial(_inputs, request, setup.inferences, _load_inputs(request))
             if not emulate and placement is None:
-                profiled = measure_blocks(traced, inputs[0])
+                profiled = measure_blocks(traced, next(inputs()))
         links: Links = _GlooLinks(rank, setup.timeout_s)
         if placement is not None:
             links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
@@ -729,7 +738,7 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
             bed.connect()
             bed.hold()
         dist.barrier()
-        measured, latency = _pipeline(role, setup, stage, emulate, inputs, progress, links)
+        measured, latency = _pipeline(role, setup, stage, emulate, inputs(), progress, links)
         if placement is not None:
             bed.release()
             bed.close()
@@ -751,7 +760,7 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
 
 def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Measured],
             latency: list[float], profiled: tuple[float, ...], model: Any,
-            inputs: list[tuple[torch.Tensor, ...]]) -> RunReport:  # fmt: skip
+            inputs: Callable[[], Iterator[Inputs]]) -> RunReport:  # fmt: skip
     warmup, k, testbed = setup.warmup, setup.dilation, setup.testbed
     stages: list[StageReport] = []
     warnings: list[str] = []
@@ -786,7 +795,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
     done = gathered[-1].done_at
     interval = (done[-1] - done[warmup]) / (len(done) - 1 - warmup)
     outputs = gathered[-1].outputs
-    match, worst = _compare(model, inputs, outputs)
+    match, worst = _compare(model, inputs(), outputs)  # the inputs made again, one at a time
     request = resolved.request
     if request.outputs is not None:
         stacked = [torch.stack([out[k] for out in outputs]) for k in range(len(outputs[0]))]
@@ -909,11 +918,26 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
 
 def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir: Path,
            progress: Progress | None) -> None:  # fmt: skip
-    """Wait for every rank; raise StageFailed on the first failure or a stall."""
+    """Wait for every rank; raise StageFailed on the first failure, a rank that does not join
+    within the timeout of the first one to reach the rendezvous, or a stall."""
     timeout = resolved.request.timeout_s
     done, last_change = 0, math.inf  # the clock runs once the stream has started
     progress_file = run_dir / "progress"
+    arrived, joined = math.inf, False  # when the first rank reached the rendezvous
     while True:
+        if not joined:
+            joined = len(list(run_dir.glob("joined-*"))) == len(procs)
+            if arrived == math.inf and any(run_dir.glob("joining-*")):
+                arrived = time.monotonic()
+            if not joined and time.monotonic() - arrived > timeout:
+                ranks = range(len(procs))
+                # the ranks that never came are the cause; the others wait for them
+                absent = [k for k in ranks if not (run_dir / f"joining-{k}").exists()] or [
+                    k for k in ranks if not (run_dir / f"joined-{k}").exists()
+                ]
+                raise StageFailed(f"{_label(resolved, absent[0])} did not join the run within "
+                                  f"{timeout:g} s of the first stage ({len(procs) - len(absent)} "
+                                  f"of {len(procs)} stages were there)")  # fmt: skip
         codes = [p.poll() for p in procs]
         failed = [k for k, c in enumerate(codes) if c not in (None, 0)]
         if failed:
@@ -936,6 +960,11 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir
         time.sleep(0.05)
 
 
+def _label(resolved: Resolved, k: int) -> str:
+    plan = resolved.plan
+    return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
+
+
 def _failure(
     procs: Sequence[subprocess.Popen[bytes]], failed: list[int], run_dir: Path, resolved: Resolved
 ) -> str:
@@ -944,11 +973,7 @@ def _failure(
     time.sleep(0.2)  # let the stages that fail in turn finish writing their reports
     for p in procs:
         p.poll()
-    plan = resolved.plan
-
-    def label(k: int) -> str:
-        return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
-
+    label = functools.partial(_label, resolved)
     died = [k for k, p in enumerate(procs) if p.returncode is not None and p.returncode < 0]
     if died:
         code = procs[died[0]].returncode

@@ -1,0 +1,73 @@
+"""``inferplan run`` streams its inputs (made as they are sent, made again to compare) and
+gives up on a rank that does not join within ``--timeout``: real ranks on 127.0.0.1, launched
+by :func:`~inferplan.runtime.pipeline.run_plan` in this process."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+import inferplan  # noqa: E402
+from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan  # noqa: E402
+
+from .pipeline_support import ROOT, chain, env, processes_marked, write  # noqa: E402
+
+
+def _request(tmp: Path, path: tuple[str, ...], **options: object) -> RunRequest:
+    net = write(tmp / "net.json", chain(path, 1e12, 1e12))
+    return RunRequest(network=inferplan.load_network(net), interval=1.0, warmup=1,
+                      **options)  # type: ignore[arg-type]  # fmt: skip
+
+
+@pytest.fixture
+def ranks_env(monkeypatch):
+    """The ranks' environment: this worktree's code and a marker to find them by."""
+    mark = "stream-" + os.urandom(6).hex()
+    for name, value in env(mark).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ROOT)
+    return mark
+
+
+def test_inputs_are_streamed_not_built_up_front(tmp_path, ranks_env):
+    count, size = 100, 2**21  # 800 MiB of inputs, more than a rank needs for all else
+    request = _request(tmp_path, ("s", "t"), model="tests.runtime.models:wide",
+                       input_shapes=((1, size),), inferences=count, timeout_s=30.0)  # fmt: skip
+    report = run_plan(request)
+    # made again from the seed, the inputs give the unsplit model's outputs
+    assert report.outputs_match and report.max_abs_diff == 0.0
+    first = report.stages[0]
+    assert first.kind == "node" and first.id == "s" and first.memory is not None
+    assert first.memory.peak_rss_bytes < count * size * 4
+
+
+def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks_env,
+                                                                 monkeypatch):  # fmt: skip
+    # the first rank (the rendezvous' host) would arrive a minute late: a startup hook
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if os.environ.get('RANK') == '0' and 'INFERPLAN_RUN_DIR' in os.environ:\n"
+        "    time.sleep(60)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hook), os.environ["PYTHONPATH"]]))
+    request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
+                       input_shapes=((1, 16),), inferences=4, timeout_s=2.0)  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(StageFailed) as failed:
+        run_plan(request)
+    assert time.monotonic() - started < 50  # before the late rank would have come
+    message = str(failed.value)
+    assert message.startswith("stage 0 (node 's', "), message
+    assert message.endswith(" did not join the run within 2 s of the first stage (2 of 3 "
+                            "stages were there)"), message  # fmt: skip
+    deadline = time.monotonic() + 10
+    while processes_marked(ranks_env) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_marked(ranks_env) == []
