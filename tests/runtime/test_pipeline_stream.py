@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-import inferplan  # noqa: E402
-from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan  # noqa: E402
+import inferplan
+from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan
 
-from .pipeline_support import ROOT, chain, env, processes_marked, write  # noqa: E402
+from .pipeline_support import ROOT, chain, env, processes_marked, write
 
 
 def _request(tmp: Path, path: tuple[str, ...], **options: object) -> RunRequest:
