@@ -402,6 +402,32 @@ def fit_markov(
     )
 
 
+def _correlations(rho: float | Sequence[float]) -> float | tuple[float, ...]:
+    """``rho`` (one correlation or one per step) as floats, each checked to be in [-1, 1]."""
+    single = isinstance(rho, int | float)
+    values = [float(rho)] if isinstance(rho, int | float) else [float(r) for r in rho]
+    for k, r in enumerate(values):
+        if not (math.isfinite(r) and abs(r) <= 1.0):
+            raise InvalidSystem(
+                f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}",
+                field="rho" if single else f"rho[{k}]",
+            )
+    return values[0] if single else tuple(values)
+
+
+def _per_step(rho: float | tuple[float, ...], steps: int) -> FloatArray:
+    """``rho_1..rho_N``: one correlation for every step, or one given per step (checked)."""
+    if isinstance(rho, float):
+        return np.full(steps, rho)
+    if len(rho) != steps:
+        raise InvalidSystem(
+            f"must give one correlation per step between split stages (N = {steps}), got "
+            f"{len(rho)}",
+            field="rho",
+        )
+    return np.asarray(rho, dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class GaussMarkov(_WithMemory):
     """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
@@ -451,18 +477,7 @@ class GaussMarkov(_WithMemory):
                 field="rho",
             )
         if self.rho is not None:
-            values = (self.rho,) if isinstance(self.rho, int | float) else tuple(self.rho)
-            for k, r in enumerate(values):
-                r = float(r)
-                if not (math.isfinite(r) and abs(r) <= 1.0):
-                    where = "rho" if isinstance(self.rho, int | float) else f"rho[{k}]"
-                    raise InvalidSystem(
-                        f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}", field=where
-                    )
-            as_float = [float(r) for r in values]
-            object.__setattr__(
-                self, "rho", as_float[0] if isinstance(self.rho, int | float) else tuple(as_float)
-            )
+            object.__setattr__(self, "rho", _correlations(self.rho))
         else:
             for name, value, top in (
                 ("speed_mps", self.speed_mps, _MAX_SPEED),
@@ -512,15 +527,7 @@ class GaussMarkov(_WithMemory):
         if self.rho is None:
             assert self.speed_mps is not None and self.carrier_hz is not None
             return clarke_correlation(self.speed_mps, self.carrier_hz, intervals)
-        if isinstance(self.rho, float):
-            return np.full(steps, self.rho)
-        if len(self.rho) != steps:
-            raise InvalidSystem(
-                f"must give one correlation per step between split stages (N = {steps}), got "
-                f"{len(self.rho)}",
-                field="rho",
-            )
-        return np.asarray(self.rho, dtype=np.float64)
+        return _per_step(self.rho, steps)
 
     @functools.cached_property
     def _cells(self) -> tuple[FloatArray, FloatArray]:
@@ -708,17 +715,7 @@ class RicianGaussMarkov:
                 field="k_factor",
             )
         object.__setattr__(self, "k_factor", float(k))
-        single = isinstance(self.rho, int | float)
-        values: tuple[Any, ...] = (self.rho,) if single else tuple(self.rho)  # type: ignore[arg-type]
-        for n, r in enumerate(values):
-            if not (math.isfinite(float(r)) and abs(float(r)) <= 1.0):
-                raise InvalidSystem(
-                    f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}",
-                    field="rho" if single else f"rho[{n}]",
-                )
-        object.__setattr__(
-            self, "rho", float(values[0]) if single else tuple(float(r) for r in values)
-        )
+        object.__setattr__(self, "rho", _correlations(self.rho))
         for name, top in (("radii", _MAX_GRID), ("phases", 256)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 1 <= v <= top:
@@ -827,15 +824,7 @@ class RicianGaussMarkov:
 
     def correlations(self, steps: int) -> FloatArray:
         """``rho_1..rho_N`` for ``steps = N`` steps between split stages."""
-        if isinstance(self.rho, float):
-            return np.full(steps, self.rho)
-        if len(self.rho) != steps:
-            raise InvalidSystem(
-                f"must give one correlation per step between split stages (N = {steps}), got "
-                f"{len(self.rho)}",
-                field="rho",
-            )
-        return np.asarray(self.rho, dtype=np.float64)
+        return _per_step(self.rho, steps)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
     def step(self, rho: float) -> FloatArray:
