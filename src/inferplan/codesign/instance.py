@@ -22,7 +22,7 @@ import numpy.typing as npt
 from inferplan.arrays import FloatArray, IntArray, range_sums
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
-from inferplan.network.costs import CapacityCost
+from inferplan.network.costs import CapacityCost, unit_price
 from inferplan.network.network import Link, Network, adjacency
 from inferplan.profiles.ideals import CutKind, Cuts, cuts_of
 from inferplan.profiles.memory import graph_memory_need, memory_need
@@ -448,9 +448,15 @@ class CodesignInstance:
 
     @cached_property
     def highest_prices(self) -> tuple[float, float]:
-        """The highest unit price of the nodes' and of the links' linear costs (0 if none)."""
-        return (float(np.max(self.node_pricing.price, initial=0.0)),
-                float(np.max(self.link_pricing.price, initial=0.0)))  # fmt: skip
+        """The highest unit price of the nodes' and of the links' costs (0 if none): linear
+        prices, and :func:`~inferplan.network.costs.unit_price` of the other cost functions."""
+
+        def highest(pricing: Pricing, costs: Sequence[CapacityCost]) -> float:
+            others = (unit_price(costs[k]) for k in pricing.other.tolist())
+            return max(float(np.max(pricing.price, initial=0.0)), *others, 0.0)
+
+        return (highest(self.node_pricing, self.node_costs),
+                highest(self.link_pricing, self.link_costs))  # fmt: skip
 
     @cached_property
     def node_pricing(self) -> Pricing:

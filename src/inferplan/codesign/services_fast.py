@@ -103,10 +103,11 @@ def residual(capacity: float, load: float, cost: CapacityCost) -> tuple[float, C
     shifted: CapacityCost
     if isinstance(cost, ModuleCost):
         bought = float(cost.modules(np.array([excess]))[0])
-        free = bought * cost.size - excess
-        shifted = ModuleCost(
-            cost.size, cost.price, max(0.0, (cost.max_modules - bought) * cost.size)
-        )
+        free = cost.purchase(excess) - excess
+        # modules too many to count are bought as the amount itself (ModuleCost.purchase)
+        left = (cost.max_amount - excess if math.isinf(bought)
+                else (cost.max_modules - bought) * cost.size)  # fmt: skip
+        shifted = ModuleCost(cost.size, cost.price, max(0.0, left))
     elif isinstance(cost, TieredCost):
         shifted = _shifted_tiers(cost, excess)
     else:

@@ -49,6 +49,7 @@ __all__ = [
     "Chain",
     "GaussMarkov",
     "Markov",
+    "RicianGaussMarkov",
     "clarke_correlation",
     "fit_markov",
     "stationary_law",
@@ -401,6 +402,32 @@ def fit_markov(
     )
 
 
+def _correlations(rho: float | Sequence[float]) -> float | tuple[float, ...]:
+    """``rho`` (one correlation or one per step) as floats, each checked to be in [-1, 1]."""
+    single = isinstance(rho, int | float)
+    values = [float(rho)] if isinstance(rho, int | float) else [float(r) for r in rho]
+    for k, r in enumerate(values):
+        if not (math.isfinite(r) and abs(r) <= 1.0):
+            raise InvalidSystem(
+                f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}",
+                field="rho" if single else f"rho[{k}]",
+            )
+    return values[0] if single else tuple(values)
+
+
+def _per_step(rho: float | tuple[float, ...], steps: int) -> FloatArray:
+    """``rho_1..rho_N``: one correlation for every step, or one given per step (checked)."""
+    if isinstance(rho, float):
+        return np.full(steps, rho)
+    if len(rho) != steps:
+        raise InvalidSystem(
+            f"must give one correlation per step between split stages (N = {steps}), got "
+            f"{len(rho)}",
+            field="rho",
+        )
+    return np.asarray(rho, dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class GaussMarkov(_WithMemory):
     """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
@@ -450,18 +477,7 @@ class GaussMarkov(_WithMemory):
                 field="rho",
             )
         if self.rho is not None:
-            values = (self.rho,) if isinstance(self.rho, int | float) else tuple(self.rho)
-            for k, r in enumerate(values):
-                r = float(r)
-                if not (math.isfinite(r) and abs(r) <= 1.0):
-                    where = "rho" if isinstance(self.rho, int | float) else f"rho[{k}]"
-                    raise InvalidSystem(
-                        f"must be a correlation in [-1, 1] (|rho| <= 1), got {r!r}", field=where
-                    )
-            as_float = [float(r) for r in values]
-            object.__setattr__(
-                self, "rho", as_float[0] if isinstance(self.rho, int | float) else tuple(as_float)
-            )
+            object.__setattr__(self, "rho", _correlations(self.rho))
         else:
             for name, value, top in (
                 ("speed_mps", self.speed_mps, _MAX_SPEED),
@@ -511,15 +527,7 @@ class GaussMarkov(_WithMemory):
         if self.rho is None:
             assert self.speed_mps is not None and self.carrier_hz is not None
             return clarke_correlation(self.speed_mps, self.carrier_hz, intervals)
-        if isinstance(self.rho, float):
-            return np.full(steps, self.rho)
-        if len(self.rho) != steps:
-            raise InvalidSystem(
-                f"must give one correlation per step between split stages (N = {steps}), got "
-                f"{len(self.rho)}",
-                field="rho",
-            )
-        return np.asarray(self.rho, dtype=np.float64)
+        return _per_step(self.rho, steps)
 
     @functools.cached_property
     def _cells(self) -> tuple[FloatArray, FloatArray]:
@@ -647,3 +655,195 @@ class GaussMarkov(_WithMemory):
         if self.sampler != "recursion":
             out["sampler"] = self.sampler
         return out
+
+
+_RICIAN_QUADRATURE = 8  # Gauss-Legendre nodes per cell side
+_RICIAN_TAIL_SD = 12.0  # the outer ring's quadrature ends this many scattered sd beyond its edge
+_RICIAN_MAX_NODES = 2048  # phase nodes around the circle in a step's quadrature
+
+
+@dataclass(frozen=True)
+class RicianGaussMarkov:
+    """Rician fading with memory, observed as the complex channel estimate at every stage.
+
+    The gain is ``h_n = m + s_n``: a fixed line-of-sight part ``m`` and a scattered part with
+    ``s_{n+1} = rho_n s_n + sqrt(1 - rho_n^2) w_n``, ``s, w ~ CN(0, sigma^2)``, normalised so
+    that ``E|h|^2 = 1`` (``|m|^2 = K / (K + 1)``, ``sigma^2 = 1 / (K + 1)``, ``K = k_factor``);
+    the SNR is ``mean_snr |h|^2``. The SNR alone is not a Markov process (its next value depends
+    on the phase of ``h_n - m``), but ``h_n`` is: given ``h_n``, ``h_{n+1}`` is complex Gaussian
+    with mean ``m + rho_n (h_n - m)`` and variance ``(1 - rho_n^2) sigma^2``. The device
+    observes ``h_n`` (its channel estimate: magnitude and phase relative to the line of sight),
+    so the stopping problem on ``h`` is exact and its rule is a threshold curve per stage (a
+    magnitude for every phase). As for :class:`GaussMarkov` the device transmits only above the
+    outage floor ``min_snr``: stage 1 is the stationary law conditioned on ``gamma >= min_snr``
+    and each step is conditioned on landing above it. ``k_factor = 0`` is
+    :class:`GaussMarkov`.
+
+    The solvers (:func:`~inferplan.coinference.markov_stopping.rician_thresholds`) see it on a
+    polar grid of ``radii`` magnitude rings (equiprobable at stage 1) times ``phases`` sectors.
+    Each cell stands for the SNR whose ``1 / log2(1 + gamma)`` is the cell's mean at stage 1
+    (exact upload cost); a step's probability of a cell is exact along the radius and
+    Gauss-Legendre in the phase. docs/coinference.md gives the grid's accuracy.
+
+    Examples
+    --------
+    >>> ch = RicianGaussMarkov(mean_snr=10.0, k_factor=3.0, min_snr=0.25, rho=0.9)
+    >>> ch.states, round(float(ch.initial.sum()), 12)
+    (512, 1.0)
+    """
+
+    mean_snr: float
+    k_factor: float
+    min_snr: float
+    rho: float | tuple[float, ...]
+    radii: int = 32
+    phases: int = 16
+    kind: str = field(default="rician-gauss-markov", init=False)
+
+    def __post_init__(self) -> None:
+        marginal = Rayleigh(self.mean_snr, self.min_snr)  # checks both SNRs
+        object.__setattr__(self, "mean_snr", marginal.mean_snr)
+        object.__setattr__(self, "min_snr", marginal.min_snr)
+        k = self.k_factor
+        if (
+            isinstance(k, bool)
+            or not isinstance(k, int | float)
+            or not (math.isfinite(k) and 0.0 <= k <= 1e6)
+        ):
+            raise InvalidSystem(
+                f"must be a K-factor (line-of-sight to scattered power) in [0, 1e6], got {k!r}",
+                field="k_factor",
+            )
+        object.__setattr__(self, "k_factor", float(k))
+        object.__setattr__(self, "rho", _correlations(self.rho))
+        for name, top in (("radii", _MAX_GRID), ("phases", 256)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 1 <= v <= top:
+                raise InvalidSystem(f"must be an integer in 1..{top}, got {v!r}", field=name)
+        if self.radii * self.phases > _MAX_GRID:
+            raise InvalidSystem(
+                f"radii x phases must be at most {_MAX_GRID} cells, got {self.radii * self.phases}",
+                field="phases",
+            )
+
+    @property
+    def states(self) -> int:
+        """The grid's cells, ``radii * phases`` (state ``k = ring * phases + sector``)."""
+        return self.radii * self.phases
+
+    @property
+    def _los(self) -> float:
+        """``|m|``, the line of sight's magnitude (``m`` is real: phases are relative to it)."""
+        return math.sqrt(self.k_factor / (self.k_factor + 1.0))
+
+    @property
+    def _var(self) -> float:
+        """``sigma^2``, the scattered part's power."""
+        return 1.0 / (self.k_factor + 1.0)
+
+    @functools.cached_property
+    def ring_edges(self) -> FloatArray:
+        """``radii + 1`` magnitudes of ``h``: the floor's, the rings' edges, then ``inf``."""
+        # 2 |h|^2 / sigma^2 is a non-central chi-square, 2 dof, non-centrality 2 K.
+        nc, var = 2.0 * self.k_factor, self._var
+        lo = float(special.chndtr(2.0 * (self.min_snr / self.mean_snr) / var, 2.0, nc))
+        p = lo + (1.0 - lo) * np.arange(1, self.radii) / self.radii
+        inner = np.sqrt(special.chndtrix(p, 2.0, nc) * var / 2.0)
+        floor = math.sqrt(self.min_snr / self.mean_snr)
+        return np.concatenate(([floor], np.maximum(inner, floor), [np.inf]))
+
+    @functools.cached_property
+    def phase_edges(self) -> FloatArray:
+        """``phases + 1`` phases of ``h`` in ``[-pi, pi]``."""
+        return np.linspace(-math.pi, math.pi, self.phases + 1)
+
+    def state_of(self, h: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """The cell of each observed gain ``h`` (complex, the line of sight's phase 0)."""
+        g = np.asarray(h, dtype=np.complex128)
+        ring = np.clip(np.searchsorted(self.ring_edges, np.abs(g), side="right") - 1, 0,
+                       self.radii - 1)  # fmt: skip
+        sector = np.clip(np.searchsorted(self.phase_edges, np.angle(g), side="right") - 1, 0,
+                         self.phases - 1)  # fmt: skip
+        return np.asarray(ring * self.phases + sector, dtype=np.int64)
+
+    def _cell_mass(self, centre: FloatArray, var: float) -> FloatArray:
+        """``(len(centre), K)``: the mass of ``CN(centre, var)`` in each cell.
+
+        Along a ray of phase ``p`` the density ``r exp(-|r e^{jp} - c|^2 / var) / (pi var)`` has
+        a closed-form integral in ``r``; the phase is integrated by Gauss-Legendre per sector,
+        with nodes a quarter of the bump's angular width apart at the outer rings (at most
+        ``_RICIAN_MAX_NODES`` around the circle).
+        """
+        sd = math.sqrt(var)
+        reach = float(self.ring_edges[-2]) + 3.0 * sd
+        around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
+        nodes = max(_RICIAN_QUADRATURE, -(-around // self.phases))
+        x, w = np.polynomial.legendre.leggauss(nodes)
+        lo, hi = self.phase_edges[:-1], self.phase_edges[1:]
+        phi = (0.5 * (hi - lo))[:, None] * x[None, :] + (0.5 * (hi + lo))[:, None]  # (P, q)
+        weight = (0.5 * (hi - lo))[:, None] * w[None, :]
+        c = np.asarray(centre, dtype=np.complex128)[:, None, None]
+        mu = (c.real * np.cos(phi) + c.imag * np.sin(phi))[..., None]  # (S, P, q, 1)
+        c2 = (np.abs(c) ** 2)[..., None]
+        r = self.ring_edges[None, None, None, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            bell = np.where(np.isinf(r), 0.0, np.exp(-(r * r - 2.0 * r * mu + c2) / var))
+            erf = special.erf((r - mu) / sd)
+        side = np.exp(-np.maximum(c2 - mu * mu, 0.0) / var)
+        prim = -0.5 * var * bell + mu * (math.sqrt(math.pi * var) / 2.0) * side * erf
+        ray = np.maximum(np.diff(prim, axis=3), 0.0) / (math.pi * var)  # (S, P, q, R)
+        mass = np.einsum("spqr,pq->srp", ray, weight)
+        return np.asarray(mass.reshape(len(centre), -1), dtype=np.float64)
+
+    @functools.cached_property
+    def initial(self) -> FloatArray:
+        """``(K,)``: the law of the cell at stage 1 (above the floor)."""
+        mass = self._cell_mass(np.array([self._los]), self._var)[0]
+        return np.asarray(mass / mass.sum(), dtype=np.float64)
+
+    @functools.cached_property
+    def snr(self) -> FloatArray:
+        """``(K,)``: each cell's representative SNR, the one whose ``1 / log2(1 + gamma)`` is the
+        cell's mean at stage 1 (by Gauss-Legendre in both directions)."""
+        x, w = np.polynomial.legendre.leggauss(_RICIAN_QUADRATURE)
+        edges = self.ring_edges.copy()
+        edges[-1] = edges[-2] + _RICIAN_TAIL_SD * math.sqrt(self._var)
+        lo, hi = edges[:-1], edges[1:]
+        r = (0.5 * (hi - lo))[:, None] * x + (0.5 * (hi + lo))[:, None]  # (R, q)
+        rw = (0.5 * (hi - lo))[:, None] * w
+        plo, phi_hi = self.phase_edges[:-1], self.phase_edges[1:]
+        p = (0.5 * (phi_hi - plo))[:, None] * x + (0.5 * (phi_hi + plo))[:, None]  # (P, q)
+        pw = (0.5 * (phi_hi - plo))[:, None] * w
+        m, var = self._los, self._var
+        rr, pp = r[:, None, :, None], p[None, :, None, :]
+        density = rr * np.exp(-(rr * rr - 2.0 * rr * m * np.cos(pp) + m * m) / var)
+        weights = density * rw[:, None, :, None] * pw[None, :, None, :]
+        cost = np.asarray(inv_log2(self.mean_snr * rr * rr)) * np.ones_like(pp)
+        mean_g = (weights * cost).sum(axis=(2, 3)) / weights.sum(axis=(2, 3))
+        return np.asarray(np.expm1(math.log(2.0) / mean_g).ravel(), dtype=np.float64)
+
+    def correlations(self, steps: int) -> FloatArray:
+        """``rho_1..rho_N`` for ``steps = N`` steps between split stages."""
+        return _per_step(self.rho, steps)
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
+    def step(self, rho: float) -> FloatArray:
+        """``(K, K)``: from each cell's representative gain (its SNR's magnitude, its sector's
+        middle phase), the law of the cell one step on, conditioned on landing above the floor."""
+        sector = np.arange(self.states) % self.phases
+        middle = 0.5 * (self.phase_edges[:-1] + self.phase_edges[1:])
+        h = np.sqrt(self.snr / self.mean_snr) * np.exp(1j * middle[sector])
+        if rho * rho >= 1.0:
+            return np.eye(self.states)
+        centre = self._los + rho * (h - self._los)
+        var = (1.0 - rho * rho) * self._var
+        # In chunks of sources: the quadrature holds sources x nodes x rings numbers at once.
+        chunk = 16
+        mass = np.concatenate(
+            [self._cell_mass(centre[i : i + chunk], var) for i in range(0, self.states, chunk)]
+        )
+        total = mass.sum(axis=1, keepdims=True)
+        lost = ~(total[:, 0] > 0)  # all its mass below the floor to rounding: stay put
+        mass[lost] = np.eye(self.states)[lost]
+        total[lost] = 1.0
+        return np.asarray(mass / total, dtype=np.float64)

@@ -26,6 +26,7 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import Chain, inv_log2
+from inferplan.coinference.markov import RicianGaussMarkov
 from inferplan.coinference.policy import StatePolicy
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
@@ -37,6 +38,9 @@ __all__ = [
     "memory_one_step_thresholds",
     "memory_optimal_etc_all",
     "memory_thresholds",
+    "rician_optimal_etc_all",
+    "rician_threshold_curve",
+    "rician_thresholds",
     "stage_thresholds",
     "state_costs",
     "state_policy",
@@ -52,13 +56,12 @@ def _chain(system: System) -> Chain:
     return system.chain
 
 
-def state_costs(system: System) -> FloatArray:
+def state_costs(system: System, snr: FloatArray | None = None) -> FloatArray:
     """``(N + 1, K)``: ``eta_n(snr_k)`` for every stage and state (``inf`` for a state of SNR 0
-    with a positive upload weight)."""
-    chain = _chain(system)
+    with a positive upload weight); the states are the chain's unless ``snr`` is given."""
     a, b = system.stage_costs
     with np.errstate(divide="ignore"):
-        g = np.asarray(inv_log2(chain.snr))
+        g = np.asarray(inv_log2(_chain(system).snr if snr is None else snr))
     with np.errstate(over="ignore", invalid="ignore"):
         upload = np.where(b[:, None] == 0.0, 0.0, b[:, None] * g[None, :])
         return np.asarray(a[:, None] + upload, dtype=np.float64)
@@ -100,16 +103,22 @@ def memory_thresholds(system: System, placement: int) -> tuple[FloatArray, Float
     """
     chain = _chain(system)
     m = system.check_placement(placement)
+    return _backward(system, chain.snr, chain.transitions, state_costs(system), m)
+
+
+def _backward(
+    system: System, snr: FloatArray, transitions: FloatArray, eta: FloatArray, m: int
+) -> tuple[FloatArray, FloatArray]:
+    """Backward induction over (stage, state) for ``M = m``, states of SNR ``snr``."""
     a, b = system.stage_costs
-    eta = state_costs(system)
-    values = np.empty((m + 1, chain.states))
-    thresholds = np.empty((m, chain.states))
+    values = np.empty((m + 1, snr.size))
+    thresholds = np.empty((m, snr.size))
     values[m] = eta[m]
     for n in range(m, 0, -1):
-        cont = _expect(chain.transitions[n - 1], values[n])
+        cont = _expect(transitions[n - 1], values[n])
         t = _threshold(float(a[n - 1]), float(b[n - 1]), cont)
         thresholds[n - 1] = t
-        values[n - 1] = np.where(chain.snr >= t, eta[n - 1], cont)
+        values[n - 1] = np.where(snr >= t, eta[n - 1], cont)
     return thresholds, values
 
 
@@ -239,3 +248,63 @@ def agreement_probability(system: System, first: FloatArray, second: FloatArray)
         total += float(reach[chain.snr >= hi].sum())
         reach = np.where(chain.snr < lo, reach, 0.0) @ chain.transitions[n - 1]
     return min(1.0, total + float(reach.sum()))
+
+
+def rician_thresholds(
+    system: System, channel: RicianGaussMarkov, placement: int
+) -> tuple[FloatArray, FloatArray]:
+    """Backward induction for ``M = placement`` on Rician fading with memory, observed as ``h``.
+
+    The system gives the stage costs and the times between stages; its own channel is not used.
+    ``V_n(k) = min(eta_n(k), sum_j P_n[k, j] V_{n+1}(j))`` over the cells ``k`` of ``channel``.
+
+    Returns
+    -------
+    thresholds
+        ``(M, radii, phases)``: split at stage ``n`` with ``h`` in the cell (ring ``i``, sector
+        ``p``) iff ``gamma_n >= thresholds[n - 1, i, p]``; the threshold curve of stage ``n`` is
+        the lowest ring it splits in, per sector (:func:`rician_threshold_curve`).
+    values
+        ``(M + 1, radii, phases)``: ``V_n``; the optimal expected ETC is
+        ``channel.initial . values[0]``.
+
+    Examples
+    --------
+    >>> from inferplan.coinference import default_system, mlp_layers
+    >>> from inferplan.coinference.markov import RicianGaussMarkov
+    >>> s = default_system(layers=mlp_layers(64, 3))
+    >>> ch = RicianGaussMarkov(10.0, 3.0, 0.25, rho=0.9, radii=8, phases=4)
+    >>> t, v = rician_thresholds(s, ch, 2)
+    >>> t.shape, v.shape
+    ((2, 8, 4), (3, 8, 4))
+    """
+    m = system.check_placement(placement)
+    rhos = channel.correlations(system.n_layers)
+    steps = np.stack([channel.step(float(r)) for r in rhos[:m]]) if m else np.empty((0,) * 3)
+    eta = state_costs(system, channel.snr)
+    thresholds, values = _backward(system, channel.snr, steps, eta, m)
+    shape = (channel.radii, channel.phases)
+    return thresholds.reshape(m, *shape), values.reshape(m + 1, *shape)
+
+
+def rician_optimal_etc_all(system: System, channel: RicianGaussMarkov) -> FloatArray:
+    """The optimal expected ETC on Rician fading with memory for every placement ``M = 0..N``."""
+    law = channel.initial
+    return np.array(
+        [
+            _weigh(law, rician_thresholds(system, channel, m)[1][0].ravel())
+            for m in range(system.n_layers + 1)
+        ]
+    )
+
+
+def rician_threshold_curve(channel: RicianGaussMarkov, thresholds: FloatArray) -> FloatArray:
+    """``(M, phases)``: per stage and sector, the representative SNR of the lowest ring the rule
+    of :func:`rician_thresholds` splits in (``inf``: none); the stop set of a sector is every
+    ring from there on where it is an upper set of the rings, which holds in every case tested
+    but is not assumed."""
+    snr = channel.snr.reshape(channel.radii, channel.phases)
+    stop = snr[None] >= thresholds
+    lowest = np.where(stop.any(axis=1), np.argmax(stop, axis=1), -1)
+    curve = np.take_along_axis(snr, np.maximum(lowest, 0), axis=0)
+    return np.asarray(np.where(lowest >= 0, curve, np.inf), dtype=np.float64)

@@ -204,7 +204,8 @@ class CostColumns(Mapping[int, CapacityCost]):
             prices = self.tier_price[self.tier_ptr[group][:, None] + np.arange(n)]
             where = ptr[group][:, None] + np.arange(1, n + 1)
             knots[where] = ends
-            values[where] = np.cumsum(widths * prices, axis=1)
+            with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+                values[where] = np.cumsum(widths * prices, axis=1)
         knots.flags.writeable = values.flags.writeable = False
         return ptr, knots, values
 

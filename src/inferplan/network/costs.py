@@ -31,6 +31,7 @@ __all__ = [
     "Segments",
     "TieredCost",
     "segments",
+    "unit_price",
 ]
 
 
@@ -84,6 +85,19 @@ def segments(cost: CapacityCost) -> Segments | None:
             tuple(cost._knots[:k]), cost.prices[:k], tuple(cost._values[:k]), cost.max_amount
         )
     return None
+
+
+def unit_price(cost: CapacityCost) -> float:
+    """The highest price per unit of capacity that ``cost`` charges, as far as its kind tells
+    (a module's ``price / size``, a tier's highest price; 0 for a callable): what the solvers
+    multiply by the capacity a target needs to tell a cost beyond floating point."""
+    if cost.linear_price is not None:
+        return cost.linear_price
+    if isinstance(cost, ModuleCost):
+        return cost.unit_price
+    if isinstance(cost, TieredCost):
+        return max(cost.prices)
+    return 0.0
 
 
 def _capped(amount: FloatArray, cost: FloatArray, cap: float) -> FloatArray:
@@ -150,22 +164,39 @@ class ModuleCost:
 
     @property
     def max_modules(self) -> float:
-        """The most modules that can be bought (``inf`` when unbounded)."""
+        """The most modules that can be bought (``inf`` when unbounded, or beyond counting)."""
         if math.isinf(self.max_amount):
             return math.inf
         return float(math.floor(self.max_amount / self.size * (1 + MODULE_RTOL)))
 
+    @property
+    def unit_price(self) -> float:
+        """The price of a unit of capacity within a module, ``price / size`` (``inf`` beyond
+        floating point)."""
+        return self.price / self.size if self.price else 0.0
+
     def modules(self, amount: FloatArray) -> FloatArray:
-        """Whole modules needed to add at least each ``amount``."""
+        """Whole modules needed to add at least each ``amount`` (``inf`` where there are more
+        than floating point counts: modules far smaller than the amount)."""
         amount = np.asarray(amount, dtype=np.float64)
-        return np.ceil(np.maximum(amount, 0.0) / self.size * (1 - MODULE_RTOL))
+        with np.errstate(over="ignore"):
+            return np.ceil(np.maximum(amount, 0.0) / self.size * (1 - MODULE_RTOL))
 
     def __call__(self, amount: FloatArray) -> FloatArray:
+        amount = np.asarray(amount, dtype=np.float64)
         count = self.modules(amount)
-        return np.where(count > self.max_modules, np.inf, self.price * count)
+        with np.errstate(over="ignore", invalid="ignore"):  # costs beyond floating point: inf
+            cost = self.price * count
+            # Uncountably many modules are each below the amount's precision, so the amount
+            # itself is what is bought (priced per unit); free modules cost nothing at all.
+            uncounted = np.isinf(count)
+            cost = np.where(uncounted, 0.0 if not self.price else self.unit_price * amount, cost)
+        beyond = np.where(uncounted, amount > self.max_amount, count > self.max_modules)
+        return np.where(beyond, np.inf, cost)
 
     def purchase(self, amount: float) -> float:
-        return float(self.modules(np.array([amount]))[0]) * self.size
+        count = float(self.modules(np.array([amount]))[0])
+        return amount if math.isinf(count) else count * self.size
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "modules", "size": self.size, "price": self.price}
@@ -212,7 +243,8 @@ class TieredCost:
         cap = min(self.max_amount, upto[-1]) if len(prices) == len(upto) else self.max_amount
         knots = np.array((0.0, *upto))
         widths = np.diff(knots)
-        values = np.concatenate(([0.0], np.cumsum(widths * np.array(prices[: len(upto)]))))
+        with np.errstate(over="ignore"):  # a cost beyond floating point is inf
+            values = np.concatenate(([0.0], np.cumsum(widths * np.array(prices[: len(upto)]))))
         object.__setattr__(self, "upto", upto)
         object.__setattr__(self, "prices", prices)
         object.__setattr__(self, "max_amount", float(cap))
@@ -251,7 +283,8 @@ class TieredCost:
     def __call__(self, amount: FloatArray) -> FloatArray:
         amount = np.asarray(amount, dtype=np.float64)
         inside = np.interp(amount, self._knots, self._values)
-        beyond = self._values[-1] + self.prices[-1] * (amount - self._knots[-1])
+        with np.errstate(over="ignore", invalid="ignore"):  # a cost beyond floating point is inf
+            beyond = self._values[-1] + self.prices[-1] * (amount - self._knots[-1])
         cost = np.where(amount > self._knots[-1], beyond, inside)
         return _capped(amount, cost, self.max_amount)
 
