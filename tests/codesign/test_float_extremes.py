@@ -49,8 +49,9 @@ def _network(tmp_path: Path, cost: dict[str, Any] | None, nodes: set[str] | None
     return path
 
 
-def _provision(network: Path, method: str) -> tuple[int, str, str]:
-    args = ["provision", str(network), "alexnet", "--interval", str(INTERVAL), "--method", method]
+def _provision(network: Path, method: str, *more: str) -> tuple[int, str, str]:
+    args = ["provision", str(network), "alexnet", "--interval", str(INTERVAL), "--method", method,
+            *more]  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numpy warning must not reach the user
         result = runner.invoke(app, [*args, "--json"])
@@ -129,3 +130,17 @@ def test_uncountable_modules_are_priced_per_unit():
         assert ModuleCost(1e-300, 1.0, max_amount=1.0)(np.array([2.0]))[0] == math.inf
         capacity, left = residual(1.0, 1e10, free)  # a service using 1e10 of free modules
     assert capacity <= 1e-9 and left(np.array([1e12]))[0] == 0.0
+
+
+@pytest.mark.parametrize("cost", [FREE, TOO_DEAR_MODULES, TOO_DEAR_TIERS],
+                         ids=["free", "dear-modules", "dear-tiers"])  # fmt: skip
+@pytest.mark.parametrize("method", ["psg", "pfp"])
+def test_extreme_costs_under_a_latency_bound(tmp_path, method, cost):
+    code, out, err = _provision(_network(tmp_path, cost, None), method, "--latency", "1")
+    if cost is FREE:
+        assert (code, err) == (0, ""), err
+        plan = json.loads(out)
+        assert plan["cost"] == 0.0 and plan["latency"] <= 1.0
+    else:
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "needs costs beyond floating point" in err

@@ -223,6 +223,9 @@ def trade_of(cost: CapacityCost) -> Trade:
         For a cost given as a function, whose best response has no exact form.
     """
     if isinstance(cost, ModuleCost):
+        if cost.price == 0:  # free modules, however small, are free capacity up to the cap
+            most = cost.max_modules * cost.size
+            return Trade((0.0,), (0.0,), (0.0,), most if math.isfinite(most) else cost.max_amount)
         return Trade(size=cost.size, price=cost.price, modules=cost.max_modules)
     pieces = segments(cost)
     if pieces is None:
@@ -230,7 +233,10 @@ def trade_of(cost: CapacityCost) -> Trade:
             f"a latency bound needs linear, tiered, capped or module costs, got {cost!r}",
             field="latency",
         )
-    return Trade(pieces.starts, pieces.slopes, pieces.values, pieces.cap)
+    # Python floats: a cost beyond floating point is inf, without numpy's overflow warning
+    starts, slopes, values = (tuple(map(float, x)) for x in (pieces.starts, pieces.slopes,
+                                                             pieces.values))  # fmt: skip
+    return Trade(starts, slopes, values, pieces.cap)
 
 
 @dataclass(frozen=True)
@@ -249,16 +255,21 @@ class _Stage:
             return need, t.cost(need) if need > 0 else 0.0, 0.0
         best = (math.nan, math.inf, math.inf, math.inf)  # value, x, cost, delay
         if t.is_modules:
-            low = float(math.ceil(need / t.size * (1 - 1e-12)))
+            low = need / t.size * (1 - 1e-12)
+            if math.isinf(low):  # more modules than floating point counts, at a price
+                return math.nan, math.inf, math.inf
+            low = float(math.ceil(low))
             if t.price > 0:
                 star = (math.sqrt(lam * w * t.size / t.price) - C) / t.size
-                counts = [float(math.floor(star)), float(math.ceil(star))]
+                # beyond floating point, as many as can be bought: at a price, inf
+                whole = math.isfinite(star)
+                counts = [float(math.floor(star)), float(math.ceil(star))] if whole else [t.modules]
             else:
                 counts = [t.modules]
             for m in counts:
                 m = min(max(m, low), t.modules)
                 x = m * t.size if math.isfinite(m) else math.inf
-                f = t.price * m if math.isfinite(m) else 0.0
+                f = t.price * m if math.isfinite(m) else math.inf if t.price > 0 else 0.0
                 d = w / (C + x)
                 value = f + lam * d
                 if not value >= best[0]:
@@ -943,6 +954,7 @@ def frozen_latency_plan(
     links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     found = problem.allocation(path, partition, links)
     if found is None:
+        check_scale(inst, beta, math.inf)
         raise unreachable(beta, latency)
     return problem.plan(path, partition, links, found[0], method, status)
 
