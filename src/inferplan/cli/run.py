@@ -262,7 +262,9 @@ def testbed_command(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:  # fmt: skip
-    """Check that this machine can host `run --testbed`, or clean up after killed runs.
+    """Check this machine for `run --testbed`.
+
+    With --cleanup, remove the namespaces and cgroups that killed runs left.
 
     Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
     """
