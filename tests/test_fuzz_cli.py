@@ -24,6 +24,8 @@ from tests.cli import app, runner
 ROOT = Path(__file__).parents[1]
 NETWORK = json.loads((ROOT / "examples" / "network.json").read_text())
 SYSTEM = YAML(typ="safe", pure=True).load((ROOT / "examples" / "system.yaml").read_text())
+# A model of the tests for `inferplan run` (module:factory, input 1 x 16).
+RUN_MODEL = "tests.runtime.models:mlp"
 PROFILE = {"name": "tiny", "flops": [2e9, 1e9, 4e8], "activation_bits": [1e6, 4e5, 1e5, 1e3]}
 
 FUZZ = settings(
@@ -383,3 +385,22 @@ def test_any_device_run(tmp_path_factory, trace, inferences, url):
     _check(["device", "run", str(ROOT / "examples" / "edge-mlp.yaml"), "mlp-16x4", "--edge", url,
             "--inferences", inferences, "--snr-trace", str(tmp / "snr.csv"), "--retries", "0",
             "--timeout", "1"])  # fmt: skip
+
+
+@settings(FUZZ, max_examples=20)
+@given(
+    inputs=st.binary(max_size=64),
+    inferences=st.sampled_from(["1", "40", str(10**12), "0", "-1", "x"]),
+    timeout=st.sampled_from(["1", "0", "-1", "nan", "inf", "1e308", "x"]),
+    dtype=st.sampled_from(["float32", "float16", "int64", "bool", "complex", "x"]),
+    shape=st.sampled_from(["1,16", "2,16", "99999999999999999999,16", "0,16", "-1", "1,x"]),
+    target=st.sampled_from([["--interval", "1"], ["--throughput", "1e308"], ["--interval", "-1"]]),
+)
+def test_any_run_options(tmp_path_factory, inputs, inferences, timeout, dtype, shape, target):
+    # The inputs file holds a few random bytes, never a tensor file (those are zip archives),
+    # so every draw is settled by the checks made before any stage starts.
+    tmp = tmp_path_factory.mktemp("run")
+    (tmp / "inputs.pt").write_bytes(inputs)
+    _check(["run", str(ROOT / "examples" / "runtime-network.json"), RUN_MODEL, "--input-shape",
+            shape, "--dtype", dtype, "--inferences", inferences, "--timeout", timeout, *target,
+            "--inputs", str(tmp / "inputs.pt")])  # fmt: skip

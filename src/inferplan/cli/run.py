@@ -157,8 +157,11 @@ def run_command(
         TimeElapsedColumn,
     )
 
+    # A bar only on a terminal: elsewhere its transient line would leave a blank line before
+    # an error (stderr is read by programs and logs).
+    err = Console(stderr=True)
     bar = Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)  # fmt: skip
+                   console=err, transient=True, disable=not err.is_terminal)  # fmt: skip
     task = bar.add_task("inferences", total=None)
     try:
         with bar if rank == 0 else contextlib.nullcontext():

@@ -77,7 +77,7 @@ def load_weights(model: torch.nn.Module, path: str | Path) -> None:
         with handle:
             state = torch.load(handle, weights_only=True, map_location="cpu")
     except Exception as exc:  # torch.load raises many kinds for a file that is not a state dict
-        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
+        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".strip(": ").splitlines()[0],
                           source=where) from None  # fmt: skip
     if not isinstance(state, dict):
         raise InvalidFile(f"must hold a state dict, got {type(state).__name__}", source=where)

@@ -79,7 +79,7 @@ def load_inputs(path: str | Path, shape: Shape, *, dtype: str | None = None) -> 
         with handle:
             data = torch.load(handle, weights_only=True)
     except Exception as exc:  # torch.load raises many kinds for a file that is not a tensor
-        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".splitlines()[0],
+        raise InvalidFile(f"cannot load: {type(exc).__name__}: {exc}".strip(": ").splitlines()[0],
                           source=where) from None  # fmt: skip
     if not isinstance(data, torch.Tensor):
         raise InvalidFile(f"must hold one tensor, got {type(data).__name__}", source=where)
