@@ -305,3 +305,18 @@ def test_a_sweep_point_takes_the_k_factor():
     np.testing.assert_allclose([r["z_optimal"] for r in curve], want, rtol=1e-12)
     with pytest.raises(ValueError, match="k_factor apply to channel gauss-markov"):
         build_system({"channel": "rayleigh", "k_factor": 3.0})
+
+
+def test_a_floor_far_in_the_tail_is_drawn_from_the_conditional_law():
+    # P(SNR >= 50) = 8e-69 at stage 1: no rejection draw lands there; the exact conditional
+    # law (the non-central chi-square above the floor, von Mises phases) is drawn instead.
+    channel = RicianGaussMarkov(1.0, 3.0, 50.0, rho=0.0, radii=2, phases=2)
+    gains = channel.sample_gains(np.random.default_rng(0), 2_000, [1e-3])
+    x, low = 8 * np.abs(gains[:, 0]) ** 2, 8 * 50.0  # 2 |h|^2 / sigma^2, sigma^2 = 1/4
+    tail = stats.ncx2.sf(low, 2.0, 6.0)
+    assert x.min() >= low
+    assert stats.kstest(x, lambda v: 1 - stats.ncx2.sf(v, 2.0, 6.0) / tail).pvalue > 1e-3
+    assert np.mean(np.cos(np.angle(gains[:, 0]))) > 0.9  # about the line of sight
+    with pytest.raises(InvalidSystem, match="beyond what the grid resolves") as info:
+        RicianGaussMarkov(1e-15, 3.0, 1e15, rho=0.9)
+    assert info.value.field == "min_snr"

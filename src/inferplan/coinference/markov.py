@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import special, stats
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import (
@@ -64,6 +65,9 @@ _SUM_TOL = 1e-9
 _DEFAULT_GRID = 64
 _SAMPLERS = ("recursion", "jakes")
 _SINUSOIDS = 32  # Jakes' oscillators per path
+# Rejection draws of a step above the floor before the rest are drawn from the conditional law
+# (at the default floor one draw in 40 is rejected: none is left after 64 rounds).
+_REJECTION_ROUNDS = 64
 _MAX_GRID = 4096
 _MAX_SPEED = 1000.0  # m/s: beyond any vehicle; Clarke's model is for terrestrial mobility
 _MAX_CARRIER = 1e12  # Hz
@@ -429,6 +433,32 @@ def _per_step(rho: float | tuple[float, ...], steps: int) -> FloatArray:
     return np.asarray(rho, dtype=np.float64)
 
 
+def _conditioned_gains(
+    rng: np.random.Generator, centre: npt.NDArray[np.complex128], scale: float, power: float
+) -> npt.NDArray[np.complex128]:
+    """Exact draws of ``z ~ CN(centre, scale^2)`` conditioned on ``|z|^2 >= power``.
+
+    ``x = 2 |z|^2 / scale^2`` is a non-central chi-square (2 degrees of freedom, non-centrality
+    ``2 |centre|^2 / scale^2``): drawn by inverting its survival function above the floor
+    (``floor + Exp`` without a centre, by memorylessness); where even that survival underflows
+    the draw is the floor itself. Given the magnitude, the phase is von Mises about the centre's
+    phase with concentration ``2 |z| |centre| / scale^2``.
+    """
+    if scale == 0.0:  # no spread: the centre (a previous gain, above the floor)
+        return centre
+    nc = 2.0 * np.abs(centre) ** 2 / scale**2
+    lo = 2.0 * power / scale**2
+    u = rng.random(centre.size)
+    with np.errstate(all="ignore"):
+        tail = stats.ncx2.sf(lo, 2.0, np.maximum(nc, 1e-300))
+        x = np.where(nc > 0, stats.ncx2.isf(u * tail, 2.0, np.maximum(nc, 1e-300)), lo)
+    x = np.where(nc > 0, x, lo - 2.0 * np.log1p(-u))
+    x = np.where(np.isfinite(x) & (x >= lo), x, lo)
+    magnitude = np.sqrt(x / 2.0) * scale
+    phase = rng.vonmises(np.angle(centre), np.sqrt(x * nc))
+    return np.asarray(magnitude * np.exp(1j * phase), dtype=np.complex128)
+
+
 class _Fading(_WithMemory):
     """Fading whose scattered gain is a Gauss-Markov process between split stages: what
     Rayleigh (:class:`GaussMarkov`) and Rician (:class:`RicianGaussMarkov`) fading share.
@@ -528,12 +558,16 @@ class _Fading(_WithMemory):
     def _above_floor(
         self, rng: np.random.Generator, centre: npt.NDArray[np.complex128], scale: float
     ) -> npt.NDArray[np.complex128]:
-        """Draws of ``centre + scale w``, ``w ~ CN(0, 1)``, each repeated until its SNR is at or
-        above the floor."""
+        """Draws of ``centre + scale w``, ``w ~ CN(0, 1)``, conditioned on an SNR at or above
+        the floor: each repeated until it lands there, and those still below after
+        ``_REJECTION_ROUNDS`` draws (a floor far out in the tail) drawn from the conditional
+        law itself (:func:`_conditioned_gains`)."""
         mean, floor = self.mean_snr, self.floor
         out = np.empty_like(centre)
         todo = np.arange(centre.size)
-        while todo.size:
+        for _ in range(_REJECTION_ROUNDS):
+            if not todo.size:
+                return out
             w = (rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)) / math.sqrt(
                 2
             )
@@ -541,6 +575,8 @@ class _Fading(_WithMemory):
             ok = mean * np.abs(cand) ** 2 >= floor
             out[todo[ok]] = cand[ok]
             todo = todo[~ok]
+        if todo.size:
+            out[todo] = _conditioned_gains(rng, centre[todo], scale, floor / mean)
         return out
 
     def _first_gains(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.complex128]:
@@ -731,6 +767,14 @@ _RICIAN_TAIL_SD = 12.0  # the outer ring's quadrature ends this many scattered s
 _RICIAN_MAX_NODES = 2048  # phase nodes around the circle in a step's quadrature
 _RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
 _RICIAN_PHASES = 16
+_RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
+
+
+@functools.lru_cache(maxsize=32)
+def _gauss_legendre(nodes: int) -> tuple[FloatArray, FloatArray]:
+    """Gauss-Legendre nodes and weights on [-1, 1] (an eigenproblem of size ``nodes``: kept)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -812,6 +856,20 @@ class RicianGaussMarkov(_Fading):
                 field="phases",
             )
 
+        if not self._above >= _RICIAN_MIN_ABOVE:
+            raise InvalidSystem(
+                f"leaves P(SNR >= min_snr) = {self._above:.3g} at stage 1 with this mean SNR and "
+                f"K-factor, below {_RICIAN_MIN_ABOVE:g}: beyond what the grid resolves; lower "
+                "min_snr or raise mean_snr",
+                field="min_snr",
+            )
+
+    @functools.cached_property
+    def _above(self) -> float:
+        """``P(gamma >= min_snr)`` under the stationary law (before conditioning on it)."""
+        x = 2.0 * (self.floor / self.mean_snr) / self._var
+        return float(stats.ncx2.sf(x, 2.0, 2.0 * self.k_factor))
+
     @property
     def states(self) -> int:
         """The grid's cells, ``radii * phases`` (state ``k = ring * phases + sector``)."""
@@ -873,10 +931,12 @@ class RicianGaussMarkov(_Fading):
     def ring_edges(self) -> FloatArray:
         """``radii + 1`` magnitudes of ``h``: the floor's, the rings' edges, then ``inf``."""
         # 2 |h|^2 / sigma^2 is a non-central chi-square, 2 dof, non-centrality 2 K.
+        # Inverted from the survival function, which resolves a floor far in the tail.
         nc, var = 2.0 * self.k_factor, self._var
-        lo = float(special.chndtr(2.0 * (self.floor / self.mean_snr) / var, 2.0, nc))
-        p = lo + (1.0 - lo) * np.arange(1, self.radii) / self.radii
-        inner = np.sqrt(special.chndtrix(p, 2.0, nc) * var / 2.0)
+        q = self._above * (1.0 - np.arange(1, self.radii) / self.radii)
+        with warnings.catch_warnings():  # boost's intermediate overflow at a huge K; finite
+            warnings.simplefilter("ignore", RuntimeWarning)
+            inner = np.sqrt(stats.ncx2.isf(q, 2.0, nc) * var / 2.0)
         floor = math.sqrt(self.floor / self.mean_snr)
         return np.concatenate(([floor], np.maximum(inner, floor), [np.inf]))
 
@@ -903,7 +963,7 @@ class RicianGaussMarkov(_Fading):
         reach = float(self.ring_edges[-2]) + 3.0 * sd
         around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
         nodes = max(_RICIAN_QUADRATURE, -(-around // self.phases))
-        x, w = np.polynomial.legendre.leggauss(nodes)
+        x, w = _gauss_legendre(nodes)
         lo, hi = self.phase_edges[:-1], self.phase_edges[1:]
         phi = (0.5 * (hi - lo))[:, None] * x[None, :] + (0.5 * (hi + lo))[:, None]  # (P, q)
         weight = (0.5 * (hi - lo))[:, None] * w[None, :]
@@ -931,7 +991,7 @@ class RicianGaussMarkov(_Fading):
         """``(K,)``: each cell's representative SNR, the one whose ``1 / log2(1 + gamma)`` is the
         cell's mean at stage 1 (by Gauss-Legendre in both directions; the outer ring, which
         reaches to infinity, on panels one scattered sd wide out to ``_RICIAN_TAIL_SD`` sd)."""
-        x, w = np.polynomial.legendre.leggauss(_RICIAN_QUADRATURE)
+        x, w = _gauss_legendre(_RICIAN_QUADRATURE)
         sd = math.sqrt(self._var)
         edges = self.ring_edges
         tail = edges[-2] + sd * np.arange(int(_RICIAN_TAIL_SD) + 1)
@@ -952,7 +1012,14 @@ class RicianGaussMarkov(_Fading):
         paid = np.zeros((self.radii, self.phases))
         np.add.at(mass, ring, weights.sum(axis=(2, 3)))
         np.add.at(paid, ring, (weights * cost).sum(axis=(2, 3)))
-        return np.asarray(np.expm1(math.log(2.0) * mass / paid).ravel(), dtype=np.float64)
+        # A cell stage 1 never reaches (its mass underflows: far from a strong line of sight)
+        # stands for its middle: the first panel's middle radius in each of its sectors.
+        middle = self.mean_snr * np.repeat(
+            r[: self.radii, _RICIAN_QUADRATURE // 2] ** 2, self.phases
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = np.expm1(math.log(2.0) * mass / paid).ravel()
+        return np.asarray(np.where(mass.ravel() > 0, snr, middle), dtype=np.float64)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
     def step(self, rho: float) -> FloatArray:
