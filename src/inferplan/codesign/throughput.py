@@ -29,7 +29,7 @@ from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take
 from inferplan.codesign.stages import stage_sends, stage_units
 from inferplan.profiles.memory import graph_most_need
 
-__all__ = ["lattice_engine", "throughput_optimal"]
+__all__ = ["LATTICE_CUTS", "lattice_engine", "throughput_optimal"]
 
 
 def throughput_optimal(
@@ -48,8 +48,9 @@ def throughput_optimal(
     (``O(N)`` per node and per link) or the all-pairs relaxation below. Both compare the same
     candidate delays, so they return the same deployment. On the ideals of a layer graph
     (cuts that are no chain) ``"auto"`` and ``"compiled"`` run the lattice engine
-    (:mod:`~inferplan.codesign.lattice`: no tables of pairs, the same interval) unless a
-    node's memory may limit it, and ``"numpy"`` the all-pairs relaxation.
+    (:mod:`~inferplan.codesign.lattice`: no tables of pairs, the same interval) past
+    :data:`LATTICE_CUTS` ideals unless a node's memory may limit it, and ``"numpy"`` the
+    all-pairs relaxation.
 
     Examples
     --------
@@ -94,12 +95,19 @@ def throughput_optimal(
     )
 
 
+# Below this many ideals the all-pairs step is the faster one (0.05 s against 0.2 s at 496
+# ideals on an 8-node chain, 0.64 s against 0.31 s at 1,891: benchmarks/ideals.py); the
+# lattice engine's fixed cost is its few dozen sweeps, which a baseline repeats every round.
+LATTICE_CUTS = 1_000
+
+
 def lattice_engine(engine: Engine, inst: CodesignInstance, memory: FloatArray) -> bool:
     """Whether T* runs on the lattice engine: ``engine`` not ``"numpy"``, cuts at the ideals
-    of a layer graph that are no chain, and every node's ``memory`` unlimited or more than
-    any transition needs (the lattice engine keeps no memory limit)."""
+    of a layer graph that are no chain, more than :data:`LATTICE_CUTS` of them, and every
+    node's ``memory`` unlimited or more than any transition needs (the lattice engine keeps
+    no memory limit)."""
     compiled_engine(engine)  # checks the engine's name
-    if engine == "numpy" or inst.cuts.is_chain:
+    if engine == "numpy" or inst.cuts.is_chain or inst.n_cuts <= LATTICE_CUTS:
         return False
     return not np.isfinite(memory).any() or bool(
         np.min(memory) >= graph_most_need(inst.profile, inst.cuts)

@@ -378,7 +378,7 @@ def cuts_of(
 def _too_many_for_planners(n_cuts: int) -> InvalidArgument:
     return InvalidArgument(
         f"{n_cuts} cuts are more than this planner holds ({MAX_STATE_CUTS}: it keeps a table "
-        "of every pair; T* without memory limits takes more): cut the model between its blocks "
-        "(chain cuts) or give a coarser layer graph",
+        "of every pair; T*, PFP and PWF without memory limits take more): cut the model "
+        "between its blocks (chain cuts) or give a coarser layer graph",
         field="cuts",
     )
