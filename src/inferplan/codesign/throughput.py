@@ -27,6 +27,7 @@ from inferplan.codesign.memory import fits_somewhere, memory_infeasible
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.stages import stage_sends, stage_units
+from inferplan.profiles import ideals
 from inferplan.profiles.memory import graph_most_need
 
 __all__ = ["LATTICE_CUTS", "lattice_engine", "throughput_optimal"]
@@ -103,11 +104,13 @@ LATTICE_CUTS = 1_000
 
 def lattice_engine(engine: Engine, inst: CodesignInstance, memory: FloatArray) -> bool:
     """Whether T* runs on the lattice engine: ``engine`` not ``"numpy"``, cuts at the ideals
-    of a layer graph that are no chain, more than :data:`LATTICE_CUTS` of them, and every
+    of a layer graph that are no chain, more than :data:`LATTICE_CUTS` of them (or than the
+    all-pairs step holds), and every
     node's ``memory`` unlimited or more than any transition needs (the lattice engine keeps
     no memory limit)."""
     compiled_engine(engine)  # checks the engine's name
-    if engine == "numpy" or inst.cuts.is_chain or inst.n_cuts <= LATTICE_CUTS:
+    small = inst.n_cuts <= min(LATTICE_CUTS, ideals.MAX_STATE_CUTS)
+    if engine == "numpy" or inst.cuts.is_chain or small:
         return False
     return not np.isfinite(memory).any() or bool(
         np.min(memory) >= graph_most_need(inst.profile, inst.cuts)
