@@ -214,8 +214,9 @@ def _write_outputs(run: DeviceRun, path: Path) -> None:
 def run_command(
     system: SystemArg,
     model: ModelArg,
-    edge: Annotated[str, typer.Option("--edge", help="URL of the edge, e.g. "
-                                      "http://127.0.0.1:8000.")],
+    edge: Annotated[str | None, typer.Option("--edge", help="URL of the edge, e.g. "
+                                             "http://127.0.0.1:8000 (not with --testbed).")
+                    ] = None,
     input_shape: ShapeOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -237,9 +238,16 @@ def run_command(
     snr_trace: Annotated[Path | None, typer.Option(
         "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values) "
                             "instead of drawing from the system's channel.")] = None,
-    emulate: Annotated[bool, typer.Option(
-        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says.")
-    ] = True,
+    emulate: Annotated[bool | None, typer.Option(
+        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says "
+                                       "(the default without --testbed).")] = None,
+    testbed: Annotated[bool, typer.Option(
+        "--testbed", help="Start the edge and run the device on a testbed the kernel shapes: "
+        "own network namespace, CPU quotas at f_l and f_c, the uplink shaped to each upload's "
+        "Shannon rate; needs root (docs/testbed.md).")] = False,
+    dilation: Annotated[float | None, typer.Option(
+        "--dilation", help="With --testbed: stretch the run's time at least this many times.",
+        min=1.0)] = None,
     retries: Annotated[int, typer.Option("--retries", help="Retries of a failed request.",
                                          min=0, max=10)] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Per-request timeout (s).",
@@ -252,10 +260,22 @@ def run_command(
     """
     from inferplan.runtime.client import read_token
 
+    if testbed:
+        _check_testbed(edge, token_file, emulate)
+    elif edge is None:
+        raise InvalidArgument("give the edge's URL (or --testbed, which starts one)",
+                              field="--edge")  # fmt: skip
+    elif dilation is not None:
+        raise InvalidArgument("only with --testbed", field="--dilation")
     # Everything that needs no torch is checked before torch is imported: the token, the
     # system file, the edge (it answers, takes the token) and the system against its model.
     token = read_token(token_file) if token_file is not None else None
-    _check_edge(system, edge, token, timeout, retries)
+    if edge is not None:
+        _check_edge(system, edge, token, timeout, retries)
+    else:
+        from inferplan.coinference.io import check_system  # loads scipy
+
+        check_system(system)
     _runtime()
     from inferplan.runtime.device import run_device
     from inferplan.runtime.layered import build_layers, load_model_system, plan_device
@@ -266,9 +286,16 @@ def run_command(
     given = None if inputs is None else _load_inputs(inputs, layered, inferences)
     count = len(given) if given is not None else (inferences or 100)
     snr = None if snr_trace is None else _read_snr(snr_trace)
-    run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                     inputs=given, snr=snr, emulate=emulate, token=token, timeout_s=timeout,
-                     retries=retries)  # fmt: skip
+    if edge is None:
+        from inferplan.runtime.testbed_pair import run_on_testbed
+
+        run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
+                             inferences=count, seed=seed, inputs=given, snr=snr,
+                             at_least=dilation or 1.0, timeout_s=timeout)  # fmt: skip
+    else:
+        run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
+                         inputs=given, snr=snr, emulate=emulate is not False, token=token,
+                         timeout_s=timeout, retries=retries)  # fmt: skip
     if log is not None:
         _write_log(run, log)
     if outputs is not None:
@@ -283,6 +310,22 @@ def run_command(
         print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
               f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip
         raise typer.Exit(1)
+
+
+def _check_testbed(edge: str | None, token_file: Path | None, emulate: bool | None) -> None:
+    """``--testbed``'s options, then the machine (one line naming what it lacks), before
+    anything is read or created."""
+    if edge is not None:
+        raise InvalidArgument("the testbed starts its own edge: give --edge or --testbed, "
+                              "not both", field="--edge")  # fmt: skip
+    if token_file is not None:
+        raise InvalidArgument("the testbed's edge is its own: no token", field="--token-file")
+    if emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="--emulate")  # fmt: skip
+    from inferplan.runtime.testbed import require
+
+    require()
 
 
 def _print(run: DeviceRun) -> None:
@@ -315,3 +358,11 @@ def _print(run: DeviceRun) -> None:
     console.print(f"outputs equal the unsplit model's: {match}")
     if d["finished_locally"]:
         console.print(f"finished on the device (edge unreachable): {d['finished_locally']}")
+    bed = d["testbed"]
+    if bed:
+        change = bed["rate_change_s"]["median"]
+        console.print(
+            f"on the testbed, time dilated {bed['dilation']:.3g}x (times above in the system's "
+            f"seconds); {bed['rate_changes']} uplink rate changes"
+            + (f", median {1e3 * change:.2f} ms each" if change is not None else "")
+        )
