@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 import inferplan
+from inferplan.runtime import pipeline
 from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan
 
 from .pipeline_support import ROOT, chain, env, processes_marked, write
@@ -57,6 +58,15 @@ def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks
         "    time.sleep(60)\n"
     )
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hook), os.environ["PYTHONPATH"]]))
+    # the same in a rank forked from this process, which runs no startup hook
+    threads = pipeline.rank_threads
+
+    def late(local: int, *, testbed: bool) -> int:
+        if os.environ.get("RANK") == "0" and "INFERPLAN_RUN_DIR" in os.environ:
+            time.sleep(60)
+        return threads(local, testbed=testbed)
+
+    monkeypatch.setattr(pipeline, "rank_threads", late)
     request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
                        input_shapes=((1, 16),), inferences=4, timeout_s=2.0)  # fmt: skip
     started = time.monotonic()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "console",
-    "infeasible_table",
+    "infeasible_tables",
     "memory_table",
     "print_json",
     "stages_table",
@@ -148,21 +148,29 @@ def _names(names: Sequence[str], shown: int = 4) -> str:
     return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"
 
 
-def infeasible_table(details: Mapping[str, Any]) -> Table | None:
+def infeasible_tables(details: Mapping[str, Any]) -> list[Table]:
     """The deployment that reaches the best interval the capacity caps allow, its binding caps
-    marked (``details`` of a co-design :class:`~inferplan.errors.Infeasible`); ``None`` when the
-    error carries no such deployment."""
+    marked (``details`` of a co-design :class:`~inferplan.errors.Infeasible`), or one such
+    table per service (``details["services"]`` of a joint problem); none when the error
+    carries no such deployment."""
     from inferplan.units import si
 
-    best = details.get("at_caps")
-    if not best:
-        return None
     unit = {"node": "FLOP/s", "link": "bit/s"}
-    marks = {
-        b["id"]: f"binds: at its cap of {si(b['capacity'], unit[b['kind']])}"
-        for b in details.get("binding", ())
-    }
-    title = f"best within the caps: interval {si(details['best_interval'], 's')}"
-    return stages_table(title, best["path"], best["partition"], marks, mark_column="cap",
-                        layers=best.get("layers", ()), sends=best.get("sends", ()),
-                        cuts=best.get("cuts", "chain"))  # fmt: skip
+    found = [(None, details)] + [(s["name"], s) for s in details.get("services", ())]
+    tables = []
+    for name, each in found:
+        best = each.get("at_caps")
+        if not best:
+            continue
+        marks = {
+            b["id"]: f"binds: at its cap of {si(b['capacity'], unit[b['kind']])}"
+            for b in each.get("binding", ())
+        }
+        title = f"best within the caps: interval {si(each['best_interval'], 's')}"
+        if name is not None:
+            title = f"service {name!r} alone, {title}"
+        tables.append(stages_table(title, best["path"], best["partition"], marks,
+                                   mark_column="cap", layers=best.get("layers", ()),
+                                   sends=best.get("sends", ()),
+                                   cuts=best.get("cuts", "chain")))  # fmt: skip
+    return tables
