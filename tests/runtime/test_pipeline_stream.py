@@ -81,3 +81,41 @@ def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks
     while processes_marked(ranks_env) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_marked(ranks_env) == []
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ranks_are_forked_when_each_computes_on_one_thread_else_started_afresh(
+    tmp_path, ranks_env, monkeypatch, threads
+):
+    """The launcher forks its ranks when each computes on one thread and starts them afresh
+    otherwise; either way the run is the same. This process has run torch on several threads
+    first: a forked rank of one thread does not need the OpenMP threads it cannot inherit."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.randn(256, 256) @ torch.randn(256, 256)  # the parent's OpenMP threads start
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(pipeline, "rank_threads", lambda local, *, testbed: threads)
+    forks, starts = [], []
+    fork, popen = pipeline.os.fork, pipeline.subprocess.Popen
+
+    def counted_fork() -> int:
+        pid = fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    def counted_popen(*args, **kwargs):
+        starts.append(args[0])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.os, "fork", counted_fork)
+    monkeypatch.setattr(pipeline.subprocess, "Popen", counted_popen)
+    request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
+                       input_shapes=((1, 16),), inferences=6, timeout_s=30.0)  # fmt: skip
+    report = run_plan(request)
+    assert report.outputs_match and report.max_abs_diff == 0.0
+    assert (len(forks), len(starts)) == ((3, 0) if threads == 1 else (0, 3))
+    assert all(args[1:3] == ["-m", "inferplan.runtime.stage"] for args in starts)

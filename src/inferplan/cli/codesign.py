@@ -12,25 +12,20 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
     PROFILE_HELP,
-    BlocksOpt,
-    ConfigOpt,
     CutsOpt,
-    DecodeOpt,
-    DtypeOpt,
-    InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
-    SeqLenOpt,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
-    model_options,
+    model_flags,
     services_method_help,
     throughput_method_help,
+    with_model_options,
 )
 from inferplan.cli.render import (
     console,
@@ -48,6 +43,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
     from inferplan.codesign.services import ServicesPlan
     from inferplan.network.network import Network
+    from inferplan.profiles.models import ModelOptions
 
 
 def _default_method(ctx: typer.Context, value: str | None) -> str:
@@ -60,6 +56,7 @@ def _default_method(ctx: typer.Context, value: str | None) -> str:
 
 @app.command("provision")
 @friendly_errors
+@with_model_options
 def provision_command(
     network: NetworkArg,
     profile: Annotated[
@@ -144,12 +141,8 @@ def provision_command(
     ] = None,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
-    input_shapes: InputShapesOpt = None,
-    blocks: BlocksOpt = None,
-    dtype: DtypeOpt = "float32",
-    config: ConfigOpt = None,
-    seq_len: SeqLenOpt = None,
-    decode: DecodeOpt = False,
+    *,
+    model_options: ModelOptions,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
@@ -165,10 +158,8 @@ def provision_command(
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
                                          "--tie-break": tie_break, "--latency": latency,
-                                         "--input-shape": input_shapes,
-                                         "--blocks": blocks, "--config": config,
-                                         "--seq-len": seq_len, "--decode": decode or None,
-                                         "--dtype": None if dtype == "float32" else dtype,
+                                         **{model_flags()[name]: True
+                                            for name in model_options.given()},
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states})  # fmt: skip
@@ -176,8 +167,7 @@ def provision_command(
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
-    net, prof = load_network(network), model_profile(profile, model)
+    net, prof = load_network(network), model_profile(profile, model_options)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
@@ -315,6 +305,7 @@ def _rate(interval: float) -> str:
 
 @app.command("throughput")
 @friendly_errors
+@with_model_options
 def throughput_command(
     network: NetworkArg,
     profile: ProfileArg,
@@ -328,12 +319,8 @@ def throughput_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
-    input_shapes: InputShapesOpt = None,
-    blocks: BlocksOpt = None,
-    dtype: DtypeOpt = "float32",
-    config: ConfigOpt = None,
-    seq_len: SeqLenOpt = None,
-    decode: DecodeOpt = False,
+    *,
+    model_options: ModelOptions,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -343,8 +330,7 @@ def throughput_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
-    net, prof = load_network(network), model_profile(profile, model)
+    net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,
                                   latency=latency)  # fmt: skip

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
+from inferplan.cli.options import (
+    BlocksOpt,
+    DtypeOpt,
+    JsonOpt,
+    MethodChoice,
+    NetworkArg,
+    RunShapesOpt,
+    blame_network_file,
+    method_help,
+)
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import link_name, si
@@ -75,13 +84,9 @@ def run_command(
     network: NetworkArg,
     model: Annotated[str, typer.Argument(help=(
         "The PyTorch model as module.path:factory (or file.py:factory), as for profile."))],
-    input_shape: Annotated[list[str] | None, typer.Option(
-        "--input-shape", metavar="<shape>",
-        help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
-    blocks: Annotated[str | None, typer.Option(
-        "--blocks", help="Blocks as for profile: depth=K or 'conv1+bn1,layer1'.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")
-                     ] = "float32",
+    input_shape: RunShapesOpt = None,
+    blocks: BlocksOpt = None,
+    dtype: DtypeOpt = "float32",
     rate: Annotated[float | None, typer.Option(
         "--throughput", help="Plan for this many inferences/s.")] = None,
     interval: Annotated[float | None, typer.Option(

@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.edge import BlocksOpt, DtypeOpt, ShapeOpt
-from inferplan.cli.options import JsonOpt
+from inferplan.cli.options import BlocksOpt, DtypeOpt, JsonOpt, RunShapesOpt
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidProfile
 
@@ -22,7 +21,7 @@ def split_command(
     plan: Annotated[Path, typer.Option(
         "--plan", help="The plan (what provision --json wrote for this model).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the stages to.")],
-    input_shape: ShapeOpt = None,
+    input_shape: RunShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
     seed: Annotated[int, typer.Option(
