@@ -185,7 +185,7 @@ def test_a_plan_with_link_delays_needs_netem(tmp_path):
     net.write_text(json.dumps(data))
     proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed"])
     code, _, err = finish(proc)
-    assert code == 2
+    assert code == 2, err
     assert err.strip().splitlines() == [
         "error: --testbed: the testbed needs the netem qdisc for link delays (this kernel is "
         "built without CONFIG_NET_SCH_NETEM)"

@@ -149,7 +149,7 @@ def provision_command(
     The compute and bandwidth to buy, and where each block of the DNN runs; with --services,
     for several DNN services sharing the network.
     """
-    from inferplan.codesign.provision import provision
+    from inferplan.codesign.provision import provision, target_interval
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
@@ -167,6 +167,7 @@ def provision_command(
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
+    target_interval(interval=interval, throughput=throughput)  # before a model is profiled
     net, prof = load_network(network), model_profile(profile, model_options)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable

@@ -89,6 +89,9 @@ def profile_command(
     hf = TransformerOptions(tuple(config or ()), seq_len, batch, decode, cache_len,
                             attention_mask, model_class)  # fmt: skip
     options = ModelOptions(tuple(input_shapes or ()), blocks, dtype, flops.value, hf)
+    for path in (output, plot):  # before a model is traced
+        if path is not None and not path.parent.is_dir():
+            raise InvalidArgument("its folder does not exist", source=str(path))
     traced = trace_model(model, options)
     if traced is None:
         given = options.given() + (["cuts"] if cuts else [])

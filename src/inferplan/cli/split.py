@@ -10,7 +10,7 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import BlocksOpt, DtypeOpt, JsonOpt, RunShapesOpt
 from inferplan.cli.render import console, print_json, table, written
-from inferplan.errors import InvalidProfile
+from inferplan.errors import InvalidFile, InvalidProfile
 
 
 @app.command("split")
@@ -37,12 +37,16 @@ def split_command(
     tensors each stage takes and returns, in path order.
     """
     from inferplan.codesign.planfile import load_plan
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import check_factory, parse_block_spec, parse_shape
 
+    # everything that needs no torch first
+    check_factory(model)
     loaded = load_plan(plan)
     if not input_shape:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in input_shape]
+    if weights is not None and not weights.is_file():
+        raise InvalidFile("file not found", source=str(weights))
     try:
         from inferplan.runtime.artefacts import MANIFEST, export_stages
     except ImportError:

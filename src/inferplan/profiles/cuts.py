@@ -18,10 +18,14 @@ zero work across a cut costs nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from inferplan.errors import InvalidProfile
@@ -37,6 +41,7 @@ __all__ = [
     "TensorInfo",
     "build_profile",
     "check_elements",
+    "check_factory",
     "free_containers",
     "module_path",
     "owner_of",
@@ -163,6 +168,38 @@ def parse_factory_spec(text: str) -> tuple[str, str] | None:
     if is_file or all(part.isidentifier() for part in module.split(".")):
         return module, factory
     return None
+
+
+def check_factory(spec: str) -> tuple[str, str]:
+    """``spec``'s ``(module, factory)`` (:func:`parse_factory_spec`) if that module can be
+    found, checked without importing it (nor torch): a ``file.py`` that is there, or a module
+    on the import path with the current directory first (its parent packages are imported).
+
+    Raises
+    ------
+    InvalidProfile
+        For a name of another form, a file that is not there or a module not found.
+    """
+    parsed = parse_factory_spec(spec)
+    if parsed is None:
+        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {spec!r}")
+    module = parsed[0]
+    if module.endswith(".py"):
+        if not Path(module).is_file():
+            raise InvalidProfile(f"file not found: {module}")
+        return parsed
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(module)
+    except (Exception, SystemExit) as exc:  # a parent package runs arbitrary code
+        raise InvalidProfile(f"cannot import {module!r}: {type(exc).__name__}: {exc}"
+                             ) from None  # fmt: skip
+    finally:
+        sys.path.remove(os.getcwd())
+    if found is None:
+        raise InvalidProfile(f"cannot import {module!r}: ModuleNotFoundError: No module named "
+                             f"{module!r}")  # fmt: skip
+    return parsed
 
 
 def check_elements(shape: Sequence[int], field: str, what: str = "input shape") -> None:

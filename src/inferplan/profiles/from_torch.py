@@ -46,10 +46,10 @@ from inferplan.profiles.cuts import (
     build_profile,
     check_block_names,
     check_elements,
+    check_factory,
     free_containers,
     module_path,
     owner_of,
-    parse_factory_spec,
 )
 
 __all__ = [
@@ -565,15 +565,10 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
     ``torch.device(device)``: on ``meta`` (the default, for profiling) no weights are allocated;
     on ``cpu`` the module gets real weights (seed ``torch`` first for reproducible ones).
     """
-    parsed = parse_factory_spec(spec)
-    if parsed is None:
-        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {spec!r}")
-    module_name, attr = parsed
+    module_name, attr = check_factory(spec)
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
-            if not path.is_file():
-                raise InvalidProfile(f"file not found: {module_name}")
             loader = importlib.util.spec_from_file_location(path.stem, path)
             if loader is None or loader.loader is None:
                 raise InvalidProfile(f"cannot load {module_name}")

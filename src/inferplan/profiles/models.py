@@ -112,7 +112,12 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
         If the model's extra is not installed, or the model cannot be profiled.
     """
     from inferplan.documents import path_exists
-    from inferplan.profiles.cuts import parse_block_spec, parse_factory_spec, parse_shape
+    from inferplan.profiles.cuts import (
+        check_factory,
+        parse_block_spec,
+        parse_factory_spec,
+        parse_shape,
+    )
 
     options = options or ModelOptions()
     if model.startswith("transformers:"):
@@ -139,6 +144,10 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
         return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
                             flops=options.flops)  # fmt: skip
     if parse_factory_spec(model) is not None and not path_exists(model):
+        # what needs no torch first: the module is there, the inputs are given
+        check_factory(model)
+        if not shapes:
+            raise InvalidProfile("give the shape of each input", field="input_shapes")
         try:
             from inferplan.profiles.from_torch import profile_torch
         except ImportError:
