@@ -119,3 +119,27 @@ def test_ranks_are_forked_when_each_computes_on_one_thread_else_started_afresh(
     assert report.outputs_match and report.max_abs_diff == 0.0
     assert (len(forks), len(starts)) == ((3, 0) if threads == 1 else (0, 3))
     assert all(args[1:3] == ["-m", "inferplan.runtime.stage"] for args in starts)
+
+
+def test_the_run_report_says_which_plan_ran(capsys):
+    """The report of a run names the plan it carried out: method, status, cost, what it
+    achieves, its target and every upgrade it buys (as provision says them)."""
+    from inferplan.cli.run import _render
+    from inferplan.runtime.pipeline import RunReport
+    from inferplan.units import si
+
+    net = inferplan.load_network(ROOT / "examples" / "network.json")
+    plan = inferplan.provision(net, inferplan.load_profile("vgg16"), throughput=30)
+    assert plan.node_upgrades and plan.link_upgrades  # the plan buys both kinds
+    _render(RunReport(plan=plan, inferences=10, warmup=2, emulated=True,
+                      predicted_interval=plan.interval, measured_interval=plan.interval,
+                      latency_median_s=0.1, latency_p95_s=0.1, stages=(), outputs_match=True,
+                      max_abs_diff=0.0, mode="emulate"))  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"plan: psg (optimal): cost {plan.cost:.6g}\n" in out
+    assert "target:   interval 33.33 ms, 30 inferences/s" in out
+    bought = out.split("upgrades: ", 1)[1].splitlines()[0].split(", ")
+    assert sorted(bought) == sorted(
+        [f"{node} +{si(amount, 'FLOP/s')}" for node, amount in plan.node_upgrades.items()]
+        + [f"{u.source} -> {u.target} +{si(u.amount, 'bit/s')}" for u in plan.link_upgrades]
+    )

@@ -30,6 +30,8 @@ from inferplan.cli.options import (
 from inferplan.cli.render import (
     console,
     memory_table,
+    plan_lines,
+    plan_upgrades,
     print_json,
     stages_table,
     table,
@@ -193,18 +195,11 @@ def provision_command(
         written(plot_states)
     if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
-    console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
-    console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
-    bound = plan.target_latency
-    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
-    console.print(f"target:   {_rate(plan.target_interval)}{within}")
-    added = {
-        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
-        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
-    }
+    for line in plan_lines(plan):
+        console.print(line)
     console.print(stages_table("deployment", plan.path, plan.partition,
-                               _bottleneck(plan.bottleneck), added, layers=plan.layers,
-                               sends=plan.sends, cuts=plan.cuts))  # fmt: skip
+                               _bottleneck(plan.bottleneck), plan_upgrades(plan),
+                               layers=plan.layers, sends=plan.sends, cuts=plan.cuts))  # fmt: skip
     console.print(memory_table(plan.memory))
 
 
@@ -298,10 +293,6 @@ def _print_services(plan: ServicesPlan) -> None:
 
 def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
     return {bottleneck.id: "bottleneck"} if bottleneck else {}
-
-
-def _rate(interval: float) -> str:
-    return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
 
 
 @app.command("throughput")

@@ -19,10 +19,14 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from inferplan.codesign.plan import Plan
+
 __all__ = [
     "console",
     "infeasible_tables",
     "memory_table",
+    "plan_lines",
+    "plan_upgrades",
     "print_json",
     "stages_table",
     "table",
@@ -139,6 +143,31 @@ def memory_table(memory: Sequence[Any]) -> Table:
     rows = [[m.id, si(m.need, "B"), "unlimited" if m.memory is None else si(m.memory, "B"),
              si(m.added, "B")] for m in memory]  # fmt: skip
     return table("memory", ["node", "needs", "has (after upgrades)", "added"], rows)
+
+
+def plan_upgrades(plan: Plan) -> dict[str, str]:
+    """What ``plan`` buys, by node id or link ``u->v``, as a table cell says it."""
+    from inferplan.units import si
+
+    return {
+        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
+        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
+    }
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """What ``plan`` is, in three lines: its method, status and cost; the interval and latency
+    it achieves; its target."""
+    from inferplan.units import si
+
+    def rate(interval: float) -> str:
+        return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
+
+    bound = plan.target_latency
+    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
+    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]",
+            f"achieved: {rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}",
+            f"target:   {rate(plan.target_interval)}{within}"]  # fmt: skip
 
 
 def _names(names: Sequence[str], shown: int = 4) -> str:

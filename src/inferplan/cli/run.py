@@ -21,7 +21,7 @@ from inferplan.cli.options import (
     blame_network_file,
     method_help,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, plan_lines, plan_upgrades, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.units import link_name, si
 
@@ -254,6 +254,11 @@ def _render(report: RunReport) -> None:
         "testbed": f"on the testbed, time dilated {report.dilation:.3g}x",
     }[report.mode]
     console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+    for line in plan_lines(report.plan):  # the plan that ran
+        console.print(f"plan: {line}" if line.startswith("[bold]") else f"      {line}")
+    upgrades = [f"{link_name(k) if '->' in k else k} +{v}"
+                for k, v in plan_upgrades(report.plan).items()]  # fmt: skip
+    console.print(f"      upgrades: {', '.join(upgrades) or 'none'}")
     console.print(table("time per inference", columns, rows))
     held = [(s.id, s.memory) for s in report.stages if s.memory is not None]
     console.print(table("memory per node", ["node", "plan needs", "state dict", "peak RSS"], [

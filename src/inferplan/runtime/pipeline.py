@@ -1060,9 +1060,13 @@ def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], N
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
         os.environ.update(env)
         os.environ.pop("TORCHELASTIC_RUN_ID", None)
+        # the signals as a fresh interpreter takes them, not as the launcher traps them
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         mine = built[0] if rank == 0 else None
         built.clear()
         gc.collect()
+        gc.freeze()  # what the launcher left is never collected here: its pages stay shared
         _reset_peak_rss()
         code = launched_rank(run_dir, request if rank == 0 else None, built=mine)
     except BaseException:  # reported in the rank's log, which the launcher reads
