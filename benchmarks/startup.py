@@ -160,7 +160,11 @@ def edge_ready(runs: int) -> tuple[float, float]:
             ready.append(time.time() - start)
         finally:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             cpu.append(_cpu(before))  # what it took to get ready: it idles after
     return min(ready), min(cpu)
 
