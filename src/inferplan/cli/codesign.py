@@ -181,7 +181,7 @@ def provision_command(
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
-        check_drawable(net, prof)
+        check_drawable(net, prof, cuts, max_ideals=max_ideals)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,

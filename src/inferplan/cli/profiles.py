@@ -151,7 +151,7 @@ def _blocks_table(profile: Profile) -> object:
 
 def _graph_table(profile: Profile, max_ideals: int | None) -> object:
     """The profile's layer graph as a table, its size and number of ideals in the title."""
-    from inferplan.profiles.graph import INPUT
+    from inferplan.profiles.graph import INPUT, OUTPUT
     from inferplan.profiles.ideals import DEFAULT_MAX_IDEALS, count_ideals
 
     graph = profile.graph
@@ -162,7 +162,8 @@ def _graph_table(profile: Profile, max_ideals: int | None) -> object:
     ideals = f"more than {limit} ideals" if found is None else f"{found} ideals"
     reads: dict[str, list[str]] = {v: [] for v in graph.layers}
     for u, v in graph.edges:
-        reads[v].append(u)
+        if v != OUTPUT:  # an edge to the output marks a layer others read as an output too
+            reads[v].append(u)
     rows = [["input", "", si(graph.input_bits, "bit"), "", ""]]
     outputs = set(graph.sinks)
     for k in graph.order:

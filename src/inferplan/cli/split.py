@@ -56,12 +56,19 @@ def split_command(
     if as_json:
         print_json(artefacts.manifest)
     else:
+        from inferplan.units import listed
+
         rows = []
+        graph = artefacts.manifest["cuts"] == "graph"
         for s in artefacts.manifest["stages"]:
-            first, last = s["blocks"]
-            held = f"{first + 1}..{last}" if last > first else "-"
+            if graph:
+                held = listed(s["layers"]) or "-"
+            else:
+                first, last = s["blocks"]
+                held = f"{first + 1}..{last}" if last > first else "-"
             shapes = ["x".join(map(str, t["shape"])) for t in s["outputs"]]
             rows.append([s["node"], held, s["file"], ", ".join(shapes)])
         console.print(table(f"{artefacts.manifest['model']}: one program per path node",
-                            ["node", "blocks", "file", "passes on"], rows))  # fmt: skip
+                            ["node", "layers" if graph else "blocks", "file", "passes on"],
+                            rows))  # fmt: skip
     written(out / MANIFEST)

@@ -128,6 +128,9 @@ class GraphProfile:
         The layer of the profile's layer graph (its position in ``graph.layers``) each
         operation runs in, by operation name; a runtime that splits the model at ideals runs
         an operation with its layer. Empty without a layer graph.
+    values
+        Every value of the graph by name (its shape, dtype and size): what a runtime that
+        splits the model anywhere passes between stages.
     """
 
     profile: Profile
@@ -136,6 +139,7 @@ class GraphProfile:
     placement: Mapping[str, int] = field(default_factory=dict, repr=False)
     constants: frozenset[str] = field(default_factory=frozenset, repr=False)
     layer_placement: Mapping[str, int] = field(default_factory=dict, repr=False)
+    values: Mapping[str, TensorInfo] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
@@ -434,7 +438,7 @@ def build_profile(
     )
     placement = {op.name: block[k] for k, op in enumerate(ops)}
     return GraphProfile(profile, marked, tuple(warnings), placement, frozenset(constant),
-                        layer_of)  # fmt: skip
+                        layer_of, values)  # fmt: skip
 
 
 def _layer_graph(

@@ -55,6 +55,7 @@ from inferplan.profiles.cuts import (
 __all__ = [
     "ExportedGraph",
     "export_graph",
+    "fx_trace",
     "load_module_factory",
     "profile_module",
     "profile_torch",
@@ -231,11 +232,33 @@ def profile_module(
     return graph.profile(label, lambda path: owner_of(path, blocks), blocks)
 
 
+def fx_trace(module: Any) -> Any:
+    """``module`` traced by :func:`torch.fx.symbolic_trace`, its calls of ``nn.Identity``
+    dropped (each use reads the identity's input): ``torch.export`` drops them too, so both
+    front ends give the same layer graph, and a plan made on one runs on the other's split.
+
+    Raises
+    ------
+    Exception
+        Whatever tracing raises (the forward's errors on proxies).
+    """
+    graph_module = symbolic_trace(module)
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op == "call_module" and isinstance(
+            graph_module.get_submodule(node.target), torch.nn.Identity
+        ) and len(node.args) == 1 and not node.kwargs:  # fmt: skip
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    graph_module.recompile()
+    return graph_module
+
+
 def _profile_fx(
     module: Any, args: list[Any], float_dtype: Any, label: str, blocks: BlockSpec
 ) -> GraphProfile:
     try:
-        graph_module = symbolic_trace(module)
+        graph_module = fx_trace(module)
     except Exception as exc:  # tracing raises anything the forward raises on proxies
         raise InvalidProfile(f"cannot trace {label} with torch.fx: {_first_line(exc)}") from None
 

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ from typing import Any
 
 import torch
 
+from inferplan.codesign.plan import Plan
 from inferplan.documents import open_regular
 from inferplan.errors import InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import BlockSpec
@@ -41,6 +43,7 @@ __all__ = [
     "build_model",
     "load_inputs",
     "measure_blocks",
+    "measure_nodes",
     "measured_profile",
     "random_inputs",
     "stream_inputs",
@@ -143,14 +146,50 @@ def measure_blocks(
     """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs),
     on ``clock`` (wall time; ``time.thread_time``: this thread's CPU time, which the machine's
     other load does not stretch)."""
+    split = traced.split(range(traced.profile.n_blocks + 1))
+    return _measure(split.stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+
+
+def measure_nodes(
+    traced: TracedModel,
+    plan: Plan,
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, ...]:
+    """Seconds of each path node's work in ``plan`` here (``0`` for a node that only
+    forwards), timed as :func:`measure_blocks` times blocks: a plan cut between blocks sums
+    its nodes' blocks, one cut at ideals times each node's stage as a whole (its layers are
+    no blocks)."""
+    if plan.cuts == "chain":
+        seconds = measure_blocks(traced, inputs, warmup=warmup, repeats=repeats, clock=clock)
+        done = [0, *plan.partition[:-1]]
+        return tuple(math.fsum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True))
+    stages = [s.module for s in traced.plan_stages(plan)]
+    return _measure(stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+
+
+def _measure(
+    stages: Sequence[torch.nn.Module | None],
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int,
+    repeats: int,
+    clock: Callable[[], float],
+) -> tuple[float, ...]:
+    """Median seconds of each of ``stages`` run in order on ``inputs`` (``None``: passes its
+    values on, ``0`` seconds)."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
-    split = traced.split(range(traced.profile.n_blocks + 1))
-    times: list[list[float]] = [[] for _ in split.stages]
+    times: list[list[float]] = [[0.0] if s is None else [] for s in stages]
     with torch.inference_mode():
         for run in range(warmup + repeats):
             values = tuple(inputs)
-            for k, stage in enumerate(split.stages):
+            for k, stage in enumerate(stages):
+                if stage is None:
+                    continue
                 started = clock()
                 values = stage(*values)
                 if run >= warmup:
