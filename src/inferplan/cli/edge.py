@@ -62,23 +62,55 @@ def _runtime() -> None:
         ) from None
 
 
-def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int) -> None:
-    """The system file, and the edge: it answers, takes the token and serves a model with as
-    many layers as the system file gives (when it gives them)."""
+def _builtin_blocks(model: str, blocks: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """A built-in model's name and blocks, known without torch (an unknown name is refused
+    here); ``None`` for a ``MODULE:FACTORY`` or blocks regrouped by ``--blocks``, whose count
+    only the built model tells."""
+    from inferplan.runtime.examples import builtin_model, is_builtin_model
+
+    if not is_builtin_model(model):
+        return None
+    builtin = builtin_model(model)
+    return None if blocks is not None else (builtin.name, builtin.blocks)
+
+
+def _check_layers(system: Path, model: tuple[str, tuple[str, ...]] | None) -> None:
+    """The system file, checked without torch; when ``model`` (its name and blocks) is known,
+    a file with explicit layers must give one per block."""
+    from inferplan.coinference.io import check_system, layer_count_error  # loads scipy
+
+    checked, from_model = check_system(system)
+    if model is not None and not from_model and checked.n_layers != len(model[1]):
+        raise layer_count_error(system, checked.n_layers, *model)
+
+
+def _check_method(method: str, n_layers: int | None) -> None:
+    """The strategy's name, and ``fixed:K`` against the model's ``n_layers`` when known."""
+    from inferplan.coinference.strategies import get_strategy
+
+    try:
+        get_strategy(method, n_layers=n_layers)
+    except InvalidArgument as exc:
+        raise InvalidArgument(exc.message, field="method") from None
+
+
+def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int,
+                model: str, blocks: str | None, method: str) -> None:  # fmt: skip
+    """The model's name, the system file, and the edge: it answers, takes the token and serves
+    a model with as many layers as the system file gives (when it gives them); the method
+    for as many layers as that model has."""
     from inferplan.runtime.client import EdgeClient, served_model
 
+    _builtin_blocks(model, blocks)  # an unknown built-in name, before the edge is asked
     client = EdgeClient(url, token=token, timeout_s=timeout, retries=retries, backoff_s=0.1)
     try:
         served = served_model(client)
     finally:
         client.close()
-    from inferplan.coinference.io import check_system, layer_count_error  # loads scipy
-
-    checked, from_model = check_system(system)
     names = served.get("names")
-    if not from_model and isinstance(names, list) and checked.n_layers != len(names):
-        raise layer_count_error(system, checked.n_layers, str(served.get("model")),
-                                tuple(map(str, names)))  # fmt: skip
+    known = (str(served.get("model")), tuple(map(str, names))) if isinstance(names, list) else None
+    _check_layers(system, known)
+    _check_method(method, None if known is None else len(known[1]))
 
 
 def _spec(model: str, shapes: list[str] | None, blocks: str | None, dtype: str) -> ModelSpec:
@@ -125,9 +157,7 @@ def serve_command(
     if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
     sock = listen(host, port)  # an address in use is refused before the model is built
-    from inferplan.coinference.io import check_system  # loads scipy
-
-    check_system(system)
+    _check_layers(system, _builtin_blocks(model, blocks))
     _runtime()
     from inferplan.runtime.edge import EdgeService, create_app, serve
     from inferplan.runtime.layered import build_layers, load_model_system
@@ -253,9 +283,10 @@ def run_command(
     from inferplan.runtime.client import read_token
 
     # Everything that needs no torch is checked before torch is imported: the token, the
-    # system file, the edge (it answers, takes the token) and the system against its model.
+    # model's name, the system file, the edge (it answers, takes the token), the system
+    # against its model and the method.
     token = read_token(token_file) if token_file is not None else None
-    _check_edge(system, edge, token, timeout, retries)
+    _check_edge(system, edge, token, timeout, retries, model, blocks, method)
     _runtime()
     from inferplan.runtime.device import run_device
     from inferplan.runtime.layered import build_layers, load_model_system, plan_device
