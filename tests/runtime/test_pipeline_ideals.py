@@ -122,11 +122,17 @@ def test_a_two_branch_plan_cut_inside_its_branches_runs_emulated(tmp_path):
 
 
 def test_an_inception_model_planned_at_ideals_runs_at_machine_speed(tmp_path):
-    profile = _profile(INCEPTION)
+    # blocks: the top-level modules; layers: every convolution (--granularity modules)
+    model = (INCEPTION[0], INCEPTION[1], None)
+    with torch.device("meta"):
+        net_module = models.inception()
+    profile = profile_module(net_module, [INCEPTION[1]], granularity="modules").profile
+    assert profile.n_blocks == 4 and profile.graph.n_layers == 16
     net, _, _ = _network(tmp_path, profile)
-    code, out, err, _ = run(["run", str(net), *_args(INCEPTION), "--interval", "0.02",
-                             "--inferences", str(K), "--warmup", "2", "--no-emulate",
-                             "--outputs", str(tmp_path / "out.pt"), "--json"])  # fmt: skip
+    code, out, err, _ = run(["run", str(net), *_args(model), "--granularity", "modules",
+                             "--interval", "0.02", "--inferences", str(K), "--warmup", "2",
+                             "--no-emulate", "--outputs", str(tmp_path / "out.pt"),
+                             "--json"])  # fmt: skip
     assert code == 0, err
     report = json.loads(out)
     assert report["plan"]["cuts"] == "graph"  # the default where the profile has a graph

@@ -17,6 +17,7 @@ from inferplan.cli.options import (
     CutsOpt,
     DecodeOpt,
     DtypeOpt,
+    GranularityOpt,
     InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
@@ -146,6 +147,7 @@ def provision_command(
     max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     config: ConfigOpt = None,
     seq_len: SeqLenOpt = None,
@@ -167,6 +169,7 @@ def provision_command(
                                          "--tie-break": tie_break, "--latency": latency,
                                          "--input-shape": input_shapes,
                                          "--blocks": blocks, "--config": config,
+                                         "--granularity": granularity,
                                          "--seq-len": seq_len, "--decode": decode or None,
                                          "--dtype": None if dtype == "float32" else dtype,
                                          "--cuts": cuts, "--max-ideals": max_ideals,
@@ -176,7 +179,7 @@ def provision_command(
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode, granularity)
     net, prof = load_network(network), model_profile(profile, model)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
@@ -330,6 +333,7 @@ def throughput_command(
     max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     config: ConfigOpt = None,
     seq_len: SeqLenOpt = None,
@@ -343,7 +347,7 @@ def throughput_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode, granularity)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,

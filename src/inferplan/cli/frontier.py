@@ -17,6 +17,7 @@ from inferplan.cli.options import (
     CutsOpt,
     DecodeOpt,
     DtypeOpt,
+    GranularityOpt,
     InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
@@ -77,6 +78,7 @@ def frontier_command(
     max_ideals: MaxIdealsOpt = None,
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     config: ConfigOpt = None,
     seq_len: SeqLenOpt = None,
@@ -94,7 +96,7 @@ def frontier_command(
     from inferplan.profiles.models import model_profile
 
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
+    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode, granularity)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,

@@ -20,6 +20,7 @@ __all__ = [
     "CutsOpt",
     "DecodeOpt",
     "DtypeOpt",
+    "GranularityOpt",
     "InputShapesOpt",
     "JsonOpt",
     "MaxIdealsOpt",
@@ -56,6 +57,11 @@ BlocksOpt = Annotated[str | None, typer.Option(
                      "Default: top-level modules.")]  # fmt: skip
 DtypeOpt = Annotated[str, typer.Option(
     "--dtype", help="PyTorch: floating-point dtype of weights and activations.")]  # fmt: skip
+GranularityOpt = Annotated[str | None, typer.Option(
+    "--granularity", metavar="<layers>",
+    help="What a layer of the layer graph (where --cuts graph may cut) is: blocks (one per "
+         "block, the default), modules (one per innermost module), ops (one per operation), "
+         "or depth=K (one per module K levels down; coarser than deeper blocks).")]  # fmt: skip
 ConfigOpt = Annotated[list[str] | None, typer.Option(
     "--config", metavar="<key=value>",
     help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
@@ -133,12 +139,13 @@ def model_options(
     config: list[str] | None,
     seq_len: int | None,
     decode: bool,
+    granularity: str | None = None,
 ) -> ModelOptions:
     """The options of a model named in place of a profile, from the shared flags."""
     from inferplan.profiles.models import ModelOptions, TransformerOptions
 
     hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
-    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf)
+    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf, granularity)
 
 
 @contextmanager

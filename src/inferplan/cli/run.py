@@ -13,6 +13,7 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
     CutsOpt,
+    GranularityOpt,
     JsonOpt,
     MaxIdealsOpt,
     MethodChoice,
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 
 
 def _request(
-    network: Path, model: str, shapes: list[str], blocks: str | None, dtype: str,
+    network: Path, model: str, shapes: list[str], blocks: str | None,
+    granularity: str | None, dtype: str,
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     cuts: str | None, max_ideals: int | None, inferences: int | None, warmup: int,
     inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
@@ -40,7 +42,7 @@ def _request(
     from inferplan.codesign.planfile import load_plan
     from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
     from inferplan.runtime.checks import check_run
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
@@ -60,6 +62,7 @@ def _request(
         "input_shapes": tuple(s for s, _ in parsed),
         "input_dtypes": tuple(d for _, d in parsed),
         "blocks": parse_block_spec(blocks),
+        "granularity": parse_granularity(granularity),
         "dtype": dtype,
         "plan": load_plan(plan) if plan is not None else None,
         "plan_source": str(plan) if plan is not None else None,
@@ -96,6 +99,7 @@ def run_command(
         help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
     blocks: Annotated[str | None, typer.Option(
         "--blocks", help="Blocks as for profile: depth=K or 'conv1+bn1,layer1'.")] = None,
+    granularity: GranularityOpt = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")
                      ] = "float32",
     rate: Annotated[float | None, typer.Option(
@@ -155,7 +159,8 @@ def run_command(
     fields = None
     if rank == 0:  # every check that needs no torch comes before torch is imported
         with blame_network_file(network):
-            fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
+            fields = _request(network, model, input_shape or [], blocks, granularity, dtype,
+                              rate, interval,
                               plan, method, cuts, max_ideals, inferences, warmup, inputs,
                               outputs, emulate, seed, timeout, testbed, dilation,
                               open_loop)  # fmt: skip

@@ -9,7 +9,7 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.edge import BlocksOpt, DtypeOpt, ShapeOpt
-from inferplan.cli.options import JsonOpt
+from inferplan.cli.options import GranularityOpt, JsonOpt
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidProfile
 
@@ -24,6 +24,7 @@ def split_command(
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the stages to.")],
     input_shape: ShapeOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     seed: Annotated[int, typer.Option(
         "--seed", help="torch.manual_seed before the factory, as run does.", min=0)] = 0,
@@ -38,7 +39,7 @@ def split_command(
     tensors each stage takes and returns, in path order.
     """
     from inferplan.codesign.planfile import load_plan
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
 
     loaded = load_plan(plan)
     if not input_shape:
@@ -52,6 +53,7 @@ def split_command(
     artefacts = export_stages(
         model, tuple(s for s, _ in parsed), loaded, out, blocks=parse_block_spec(blocks),
         dtype=dtype, input_dtypes=tuple(d for _, d in parsed), seed=seed, weights=weights,
+        granularity=parse_granularity(granularity),
     )  # fmt: skip
     if as_json:
         print_json(artefacts.manifest)

@@ -37,7 +37,7 @@ import torch
 from inferplan.codesign.plan import Plan
 from inferplan.documents import open_regular
 from inferplan.errors import InvalidFile
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.runtime.measure import build_model
 from inferplan.runtime.split import TensorSpec, trace_model
@@ -110,6 +110,7 @@ def export_stages(
     input_dtypes: Sequence[str | None] = (),
     seed: int = 0,
     weights: str | Path | None = None,
+    granularity: Granularity = "blocks",
 ) -> Artefacts:
     """Write one ``torch.export`` program per node of ``plan.path`` and ``manifest.json``.
 
@@ -117,7 +118,7 @@ def export_stages(
     ----------
     model
         ``module.path:factory`` or ``file.py:factory``.
-    input_shapes, blocks, dtype, input_dtypes
+    input_shapes, blocks, dtype, input_dtypes, granularity
         As for ``inferplan run``: they define the profile the plan was made for.
     plan
         The plan; its partition must cover the profile's blocks (or, cut at ideals, its
@@ -143,6 +144,7 @@ def export_stages(
         if dtype != "float32":
             module = module.to(TensorSpec((), dtype).torch_dtype)
     traced = trace_model(module, input_shapes, blocks=blocks, dtype=dtype,
+                         granularity=granularity,
                          input_dtypes=input_dtypes, name=name)  # fmt: skip
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

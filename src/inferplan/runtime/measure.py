@@ -33,7 +33,7 @@ import torch
 from inferplan.codesign.plan import Plan
 from inferplan.documents import open_regular
 from inferplan.errors import InvalidArgument, InvalidFile
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.examples import check_weights
@@ -207,11 +207,13 @@ def measured_profile(
     seed: int = 0,
     warmup: int = 3,
     repeats: int = 10,
+    granularity: Granularity = "blocks",
 ) -> Profile:
     """The profile of ``module.path:factory`` with the seconds of each block measured here."""
     model = build_model(spec, seed=seed, dtype=dtype)
     traced = trace_model(model, input_shapes, blocks=blocks, dtype=dtype,
-                         input_dtypes=input_dtypes, name=spec.rpartition(":")[2])  # fmt: skip
+                         input_dtypes=input_dtypes, name=spec.rpartition(":")[2],
+                         granularity=granularity)  # fmt: skip
     (sample,) = random_inputs(input_shapes, 1, seed=seed, dtype=dtype, input_dtypes=input_dtypes)
     seconds = measure_blocks(traced, sample, warmup=warmup, repeats=repeats)
     return replace(traced.profile, seconds=seconds)

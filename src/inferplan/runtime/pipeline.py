@@ -62,7 +62,7 @@ from inferplan.codesign.planfile import check_plan
 from inferplan.codesign.provision import provision
 from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.network.network import Network
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
@@ -123,8 +123,9 @@ class RunRequest:
         The network the plan runs on (capacities give the planned stage times).
     model
         The PyTorch model as ``module.path:factory`` (or ``file.py:factory``).
-    input_shapes, input_dtypes, blocks, dtype
-        As for ``inferplan profile``: they define the profile, its blocks and valid cuts.
+    input_shapes, input_dtypes, blocks, dtype, granularity
+        As for ``inferplan profile``: they define the profile, its blocks and valid cuts, and
+        its layer graph.
     plan
         The plan to carry out, or ``None`` to plan for ``interval`` with ``method``.
     interval, method
@@ -162,6 +163,7 @@ class RunRequest:
     input_dtypes: tuple[str | None, ...] = ()
     blocks: BlockSpec = None
     dtype: str = "float32"
+    granularity: Granularity = "blocks"
     plan: Plan | None = None
     interval: float | None = None
     method: str = "psg"
@@ -338,6 +340,7 @@ def overrun_warning(label: str, node: str, late: Overrun) -> str:
 
 def _profile(request: RunRequest, model: Any) -> Profile:
     return profile_module(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                          granularity=request.granularity,
                           input_dtypes=request.input_dtypes, tracer="fx",
                           name=request.model.rpartition(":")[2]).profile  # fmt: skip
 
@@ -712,6 +715,7 @@ def _setup_rank0(request: RunRequest, world: int,
                  placement: Placement | None) -> tuple[_Setup, Any, list[Any], Any]:  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
+                         granularity=request.granularity,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
     # one trace: the model with its real weights is profiled, checked and planned here

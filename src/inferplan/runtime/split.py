@@ -39,7 +39,7 @@ from torch.fx import Graph, GraphModule
 
 from inferplan.codesign.plan import Plan
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.profiles.cuts import BlockSpec, GraphProfile, TensorInfo
+from inferplan.profiles.cuts import BlockSpec, Granularity, GraphProfile, TensorInfo
 from inferplan.profiles.from_torch import fx_trace, profile_module
 from inferplan.profiles.profile import Profile
 
@@ -340,10 +340,12 @@ def trace_model(
     dtype: str = "float32",
     input_dtypes: Sequence[str | None] = (),
     name: str | None = None,
+    granularity: Granularity = "blocks",
 ) -> TracedModel:
     """Trace ``model`` and profile it (see :func:`profile_module` for the arguments)."""
     traced = profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
-                            input_dtypes=input_dtypes, name=name, tracer="fx")  # fmt: skip
+                            input_dtypes=input_dtypes, name=name, tracer="fx",
+                            granularity=granularity)  # fmt: skip
     return TracedModel(model, traced)
 
 

@@ -189,6 +189,7 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
     request = resolved.request
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                         granularity=request.granularity,
                          input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
     (sample,) = random_inputs(request.input_shapes, 1, seed=request.seed, dtype=request.dtype,
