@@ -138,3 +138,13 @@ def test_the_command_line_takes_the_granularity_where_it_profiles(tmp_path):
                                   "depth=K (K >= 1), got 'fine'")  # fmt: skip
     refused = runner.invoke(app, ["profile", "vgg16", "--granularity", "ops"])
     assert refused.exit_code == 2 and "--granularity" in refused.stderr
+
+
+def test_the_graph_table_shows_a_layer_that_is_read_and_returned():
+    # the two-branch model returns its stem's output beside the head's: an edge to the output
+    result = runner.invoke(app, ["profile", "tests.runtime.models:two_branch", "--input-shape",
+                                 "2,8", "--graph"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line.split("│")[5].strip()
+            for line in result.stdout.splitlines() if line.count("│") > 5}  # fmt: skip
+    assert rows["stem (output)"] == "input" and rows["cat"] == "a2, b1"
