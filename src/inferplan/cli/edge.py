@@ -216,11 +216,14 @@ def _read_snr(path: Path) -> Any:
 
 
 def _write_log(run: DeviceRun, path: Path) -> None:
+    """The decisions; with the gain's phase after the SNR where the device observed it."""
+    phased = any(d.phase is not None for d in run.decisions)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["inference", "stage", "snr", "action"])
+        writer.writerow(["inference", "stage", "snr", *(["phase"] if phased else []), "action"])
         for d in run.decisions:
-            writer.writerow([d.inference, d.stage, repr(d.snr), d.action])
+            seen = [repr(d.snr), *([repr(d.phase)] if phased else [])]
+            writer.writerow([d.inference, d.stage, *seen, d.action])
 
 
 def _write_outputs(run: DeviceRun, path: Path) -> None:
@@ -244,8 +247,9 @@ def _write_outputs(run: DeviceRun, path: Path) -> None:
 def run_command(
     system: SystemArg,
     model: ModelArg,
-    edge: Annotated[str, typer.Option("--edge", help="URL of the edge, e.g. "
-                                      "http://127.0.0.1:8000.")],
+    edge: Annotated[str | None, typer.Option("--edge", help="URL of the edge, e.g. "
+                                             "http://127.0.0.1:8000 (not with --testbed).")
+                    ] = None,
     input_shape: ShapeOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -263,13 +267,22 @@ def run_command(
     outputs: Annotated[Path | None, typer.Option(
         "--outputs", help="Write the K outputs, stacked in input order.")] = None,
     log: Annotated[Path | None, typer.Option(
-        "--log", help="CSV of every decision: inference,stage,snr,action.")] = None,
+        "--log", help="CSV of every decision: inference,stage,snr,action (on Rician fading "
+                      "inference,stage,snr,phase,action).")] = None,
     snr_trace: Annotated[Path | None, typer.Option(
-        "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values) "
+        "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values; on "
+                            "Rician fading the N + 1 SNRs, then the N + 1 phases of the gain) "
                             "instead of drawing from the system's channel.")] = None,
-    emulate: Annotated[bool, typer.Option(
-        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says.")
-    ] = True,
+    emulate: Annotated[bool | None, typer.Option(
+        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says "
+                                       "(the default without --testbed).")] = None,
+    testbed: Annotated[bool, typer.Option(
+        "--testbed", help="Start the edge and run the device on a testbed the kernel shapes: "
+        "own network namespace, CPU quotas at f_l and f_c, the uplink shaped to each upload's "
+        "Shannon rate; needs root (docs/testbed.md).")] = False,
+    dilation: Annotated[float | None, typer.Option(
+        "--dilation", help="With --testbed: stretch the run's time at least this many times.",
+        min=1.0)] = None,
     retries: Annotated[int, typer.Option("--retries", help="Retries of a failed request.",
                                          min=0, max=10)] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Per-request timeout (s).",
@@ -278,28 +291,60 @@ def run_command(
 ) -> None:  # fmt: skip
     """Co-infer with an edge server.
 
-    Download the placed layers from the edge, then split each inference by the observed SNR.
+    Download the placed layers from the edge, then split each inference by the observed SNR
+    (on Rician fading with memory, by the SNR and the phase of the channel's gain).
     """
     from inferplan.runtime.client import read_token
 
+    if testbed:
+        _check_testbed(edge, token_file, emulate)
+    elif edge is None:
+        raise InvalidArgument("give the edge's URL (or --testbed, which starts one)",
+                              field="--edge")  # fmt: skip
+    elif dilation is not None:
+        raise InvalidArgument("only with --testbed", field="--dilation")
     # Everything that needs no torch is checked before torch is imported: the token, the
     # model's name, the system file, the edge (it answers, takes the token), the system
     # against its model and the method.
     token = read_token(token_file) if token_file is not None else None
-    _check_edge(system, edge, token, timeout, retries, model, blocks, method)
+    if edge is not None:
+        _check_edge(system, edge, token, timeout, retries, model, blocks, method)
+    else:  # the testbed's own edge serves this model
+        known = _builtin_blocks(model, blocks)
+        _check_layers(system, known)
+        _check_method(method, None if known is None else len(known[1]))
     _runtime()
     from inferplan.runtime.device import run_device
     from inferplan.runtime.layered import build_layers, load_model_system, plan_device
 
     layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=False)
     sys_ = load_model_system(system, layered.profile)
-    plan_device(sys_, method)  # an unknown method is an error before anything runs
+    plan = plan_device(sys_, method)  # an unknown method is an error before anything runs
     given = None if inputs is None else _load_inputs(inputs, layered, inferences)
     count = len(given) if given is not None else (inferences or 100)
-    snr = None if snr_trace is None else _read_snr(snr_trace)
-    run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                     inputs=given, snr=snr, emulate=emulate, token=token, timeout_s=timeout,
-                     retries=retries)  # fmt: skip
+    snr = phase = None
+    if snr_trace is not None:
+        snr = _read_snr(snr_trace)
+        stages = sys_.n_layers + 1
+        if getattr(plan.policy, "phases", 1) > 1:  # the rule reads the gain's phase too
+            if snr.shape[1] != 2 * stages:
+                raise InvalidFile(
+                    f"needs rows of 2 (N + 1) = {2 * stages} values: the rule reads the phase "
+                    "of the channel's gain (Rician fading), so each row gives the N + 1 SNRs, "
+                    "then the N + 1 phases (radians)",
+                    source=str(snr_trace),
+                )
+            snr, phase = snr[:, :stages], snr[:, stages:]
+    if edge is None:
+        from inferplan.runtime.testbed_pair import run_on_testbed
+
+        run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
+                             inferences=count, seed=seed, inputs=given, snr=snr, phase=phase,
+                             at_least=dilation or 1.0, timeout_s=timeout)  # fmt: skip
+    else:
+        run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
+                         inputs=given, snr=snr, phase=phase, emulate=emulate is not False,
+                         token=token, timeout_s=timeout, retries=retries)  # fmt: skip
     if log is not None:
         _write_log(run, log)
     if outputs is not None:
@@ -314,6 +359,22 @@ def run_command(
         print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
               f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip
         raise typer.Exit(1)
+
+
+def _check_testbed(edge: str | None, token_file: Path | None, emulate: bool | None) -> None:
+    """``--testbed``'s options, then the machine (one line naming what it lacks), before
+    anything is read or created."""
+    if edge is not None:
+        raise InvalidArgument("the testbed starts its own edge: give --edge or --testbed, "
+                              "not both", field="--edge")  # fmt: skip
+    if token_file is not None:
+        raise InvalidArgument("the testbed's edge is its own: no token", field="--token-file")
+    if emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="--emulate")  # fmt: skip
+    from inferplan.runtime.testbed import require
+
+    require()
 
 
 def _print(run: DeviceRun) -> None:
@@ -346,3 +407,11 @@ def _print(run: DeviceRun) -> None:
     console.print(f"outputs equal the unsplit model's: {match}")
     if d["finished_locally"]:
         console.print(f"finished on the device (edge unreachable): {d['finished_locally']}")
+    bed = d["testbed"]
+    if bed:
+        change = bed["rate_change_s"]["median"]
+        console.print(
+            f"on the testbed, time dilated {bed['dilation']:.3g}x (times above in the system's "
+            f"seconds); {bed['rate_changes']} uplink rate changes"
+            + (f", median {1e3 * change:.2f} ms each" if change is not None else "")
+        )

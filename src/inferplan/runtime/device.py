@@ -3,7 +3,8 @@
 :func:`run_device` plans the placement ``M`` and the splitting thresholds with the chosen method
 (:func:`~inferplan.runtime.layered.plan_device`, the planner of ``inferplan coinfer``),
 downloads the weights of layers ``1..M`` from the edge over HTTP, then runs every inference
-layer by layer. Before layer ``n`` it observes ``gamma_n`` and asks the policy
+layer by layer. Before layer ``n`` it observes ``gamma_n`` (on Rician fading with memory also
+the phase of its channel estimate, the complex gain) and asks the policy
 (:meth:`~inferplan.coinference.SplitPolicy.upload`, one comparison): *upload* the activation
 to the edge, which computes layers ``n..N`` and answers with the output, or *continue* with
 layer ``n``. At ``M + 1`` it must upload; at ``N + 1`` (every layer on the device) it has the
@@ -13,6 +14,12 @@ Emulation (the default) paces the device as the physical system: layer ``i`` tak
 ``L_i / f_l``, an upload at least ``I_n / (W log2(1 + gamma_n))``; the edge paces its layers
 (``L_i / f_c``) and the downloads (``m_i / R_d``). Energy follows the model:
 ``kappa f_l^2 L_i`` per layer run on the device plus ``P`` times the measured upload time.
+
+On the testbed (``host``, :mod:`inferplan.runtime.testbed_pair`) nothing is paced: the kernel
+holds the device's layers to ``f_l / k`` by a CPU quota and shapes each upload to
+``W log2(1 + gamma_n) / k``; the records are then in the system's own seconds (the run's
+divided by the dilation ``k``), and the device's energy is that of the time it really computed:
+``kappa f_l^3`` per second of it, plus ``P`` times the measured upload time.
 
 Faults: an unreachable edge (or a 5xx) is retried with a bounded exponential back-off; after
 that a device holding all ``N`` layers finishes the inference locally, any other lists it in
@@ -25,21 +32,21 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import torch
 from scipy import stats
 
-from inferplan.coinference import System, sample_snr
+from inferplan.coinference import StatePolicy, System, sample_channel
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
-from inferplan.runtime.split import TensorSpec
+from inferplan.runtime.split import TensorSpec, run_layer
 from inferplan.runtime.wire import (
     SERVICE_HEADER,
     WireError,
@@ -53,6 +60,7 @@ from inferplan.runtime.wire import (
 __all__ = [
     "ACTIONS",
     "Decision",
+    "DeviceHost",
     "DeviceRun",
     "EdgeUnavailable",
     "InferenceRecord",
@@ -68,15 +76,40 @@ Tensors = tuple[torch.Tensor, ...]
 RTOL, ATOL = 1e-4, 1e-5
 
 
+class DeviceHost(Protocol):
+    """What holds the device on the testbed (:class:`~inferplan.runtime.testbed_pair.Pair`):
+    its address, the dilation ``k``, how many times it runs each layer, its CPU quota around
+    the layers, and the uplink's rate for each upload."""
+
+    address: str
+    dilation: float
+    repeats: int
+
+    def compute(self, work: Callable[[], Tensors]) -> Tensors:
+        """``work()`` run on the device's compute thread, which its CPU quota holds."""
+
+    def before_upload(self, rate_bps: float, payload_bits: float, body_bytes: int) -> float:
+        """Shape the uplink to ``rate_bps`` (the system's) for a body of ``body_bytes`` that
+        carries ``payload_bits`` of the model's; return how long the change took (s)."""
+
+    def before_verify(self) -> None:
+        """Lift the uplink's rate: the outputs are checked after the run, at full speed."""
+
+    def summary(self) -> dict[str, Any]:
+        """What the report says about the testbed."""
+
+
 @dataclass(frozen=True)
 class Decision:
     """One row of the decision log: before layer ``stage`` of inference ``inference``
-    (0-based, in input order) the device saw ``snr`` and did ``action``."""
+    (0-based, in input order) the device saw ``snr`` (and the gain's ``phase``, radians, on a
+    channel observed as its complex gain; else ``None``) and did ``action``."""
 
     inference: int
     stage: int
     snr: float
     action: str
+    phase: float | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +178,7 @@ class DeviceRun:
     max_abs_diff: float | None = None
     elapsed_s: float = 0.0
     emulated: bool = False
+    testbed: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -246,6 +280,8 @@ class DeviceRun:
             "finished_locally": [r.index for r in self.records if r.local],
             "errors": {str(k): v for k, v in self.errors.items()},
             "warnings": list(self.warnings),
+            "mode": "testbed" if self.testbed else "emulate" if self.emulated else "native",
+            "testbed": self.testbed,
         }
 
 
@@ -313,9 +349,10 @@ def _tensor_bytes(specs: Sequence[tuple[tuple[int, ...], str]]) -> int:
 
 
 def _check_memory(layered: LayeredModel, inferences: int, *, drawn_inputs: bool) -> None:
-    """Refuse a run whose inputs (when drawn here), SNRs, outputs and records would not fit
+    """Refuse a run whose inputs (when drawn here), SNRs and phases, outputs and records would
+    not fit
     in this machine's memory, before any of them is made or the edge is contacted."""
-    per = (8 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
+    per = (16 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
            + RECORD_BYTES * (layered.n_layers + 2))  # fmt: skip
     if drawn_inputs:
         per += _tensor_bytes(layered.crossings[0])
@@ -336,22 +373,22 @@ def _state_mismatch(state: dict[str, torch.Tensor], expected: dict[str, Any]) ->
     return f"unexpected tensor {extra[0]}" if extra else ""
 
 
-def _snr_matrix(
-    system: System, snr: npt.ArrayLike | None, inferences: int, seed: int
-) -> npt.NDArray[np.float64]:
+def _observations(
+    system: System,
+    plan: DevicePlan,
+    snr: npt.ArrayLike | None,
+    phase: npt.ArrayLike | None,
+    inferences: int,
+    seed: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+    """What the device observes before each layer: SNRs, and the gain's phases where the
+    policy reads them (drawn from the system's channel, or a recorded trace's)."""
+    reads_phase = isinstance(plan.policy, StatePolicy) and plan.policy.phases > 1
     if snr is None:
-        return sample_snr(system, np.random.default_rng(seed), inferences)
-    values = np.asarray(snr, dtype=np.float64)
-    n = system.n_layers + 1
-    if values.ndim != 2 or values.shape[1] != n or values.shape[0] < inferences:
-        raise InvalidArgument(
-            f"SNR trace must have {inferences} rows of N + 1 = {n} values, got shape "
-            f"{'x'.join(map(str, values.shape))}",
-            field="snr",
-        )
+        return sample_channel(system, np.random.default_rng(seed), inferences)
+    values = _trace(system, snr, inferences, "SNR", "snr")
     if not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise InvalidArgument("SNR trace values must be positive finite numbers", field="snr")
-    values = values[:inferences]
     with np.errstate(all="ignore"):
         rates = system.device.bandwidth_hz * np.log2(1.0 + values)
     if np.any(rates <= 0):  # 1 + SNR rounds to 1: no upload could ever end
@@ -361,7 +398,32 @@ def _snr_matrix(
             "rate of 0 bit/s: 1 + SNR is 1 in floating point",
             field="snr",
         )
-    return values
+    if phase is None:
+        if reads_phase:
+            raise InvalidArgument(
+                "the rule reads the phase of the channel's gain (Rician fading with memory): "
+                "give the gain's phase at every stage beside the SNRs",
+                field="phase",
+            )
+        return values, None
+    angles = _trace(system, phase, inferences, "phase", "phase")
+    if not np.all(np.isfinite(angles)):
+        raise InvalidArgument("phases must be finite numbers (radians)", field="phase")
+    return values, angles
+
+
+def _trace(
+    system: System, data: npt.ArrayLike, inferences: int, what: str, name: str
+) -> npt.NDArray[np.float64]:
+    values = np.asarray(data, dtype=np.float64)
+    n = system.n_layers + 1
+    if values.ndim != 2 or values.shape[1] != n or values.shape[0] < inferences:
+        raise InvalidArgument(
+            f"{what} trace must have {inferences} rows of N + 1 = {n} values, got shape "
+            f"{'x'.join(map(str, values.shape))}",
+            field=name,
+        )
+    return values[:inferences]
 
 
 def run_device(
@@ -374,6 +436,7 @@ def run_device(
     seed: int = 0,
     inputs: Sequence[Tensors] | None = None,
     snr: npt.ArrayLike | None = None,
+    phase: npt.ArrayLike | None = None,
     emulate: bool = True,
     token: str | None = None,
     timeout_s: float = 30.0,
@@ -381,6 +444,7 @@ def run_device(
     backoff_s: float = 0.1,
     verify: bool = True,
     on_inference: Callable[[int], None] | None = None,
+    host: DeviceHost | None = None,
 ) -> DeviceRun:
     """Run ``inferences`` co-inferences against the edge at ``edge_url``.
 
@@ -404,6 +468,9 @@ def run_device(
     snr
         A recorded ``(inferences, N + 1)`` SNR trace to replay (column ``n - 1`` is seen before
         layer ``n``) instead of draws from the system's channel.
+    phase
+        With ``snr``: the phases (radians) of the channel's gain at the same stages, which a
+        rule on Rician fading with memory reads (ignored by rules that do not).
     emulate
         Pace device, uplink, edge and downlink as the physical system.
     token
@@ -415,18 +482,24 @@ def run_device(
         Compare every output with the unsplit model's (run on the edge, ``/reference``).
     on_inference
         Called with each inference's index once it ended (completed or failed).
+    host
+        The testbed's hold on the device (``emulate`` must then be False): its compute under
+        a CPU quota, each upload shaped by the kernel.
     """
     if isinstance(inferences, bool) or not isinstance(inferences, int) or inferences < 1:
         raise InvalidArgument(f"must be an integer >= 1, got {inferences!r}", field="inferences")
     if retries < 0 or backoff_s < 0 or timeout_s <= 0:
         raise InvalidArgument("retries and backoff_s must be >= 0 and timeout_s > 0")
+    if host is not None and emulate:
+        raise InvalidArgument("the testbed runs without pacing: emulate must be False",
+                              field="emulate")  # fmt: skip
     if system.n_layers != layered.n_layers:
         raise InvalidArgument(
             f"the system has {system.n_layers} layers, the model {layered.n_layers} blocks"
         )
     plan = plan_device(system, method)
     _check_memory(layered, inferences, drawn_inputs=inputs is None)
-    gammas = _snr_matrix(system, snr, inferences, seed)
+    gammas, phases = _observations(system, plan, snr, phase, inferences, seed)
     if inputs is None:
         inputs = random_inputs(
             [shape for shape, _ in layered.crossings[0]],
@@ -436,13 +509,13 @@ def run_device(
         )
     elif len(inputs) < inferences:
         raise InvalidArgument(f"{len(inputs)} inputs for {inferences} inferences", field="inputs")
-    edge = EdgeClient(
-        edge_url, token=token, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
-    )
+    source = None if host is None else host.address
+    edge = EdgeClient(edge_url, token=token, timeout_s=timeout_s, retries=retries,
+                      backoff_s=backoff_s, source=source)  # fmt: skip
     try:
         return _run(
-            system, layered, edge, plan, gammas, list(inputs[:inferences]), emulate, verify,
-            on_inference,
+            system, layered, edge, plan, (gammas, phases), list(inputs[:inferences]), emulate,
+            verify, on_inference, host,
         )  # fmt: skip
     finally:
         edge.close()
@@ -453,13 +526,15 @@ def _run(
     layered: LayeredModel,
     edge: EdgeClient,
     plan: DevicePlan,
-    gammas: npt.NDArray[np.float64],
+    observed: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None],
     inputs: list[Tensors],
     emulate: bool,
     verify: bool,
     on_inference: Callable[[int], None] | None,
+    host: DeviceHost | None,
 ) -> DeviceRun:
     m = plan.placement
+    gammas, phases = observed
     memory = system.device.memory
     if memory is not None and system.placement_needs[m] > memory:
         raise InvalidArgument(
@@ -482,8 +557,8 @@ def _run(
             plan, inferences, (), every, dict.fromkeys(every, reason), (), (None,) * inferences,
             predicted, time.monotonic() - started, system.inferences_per_update,
         )  # fmt: skip
-    measured = time.monotonic() - started
-    device = _Device(system, layered, edge, plan, emulate)
+    measured = (time.monotonic() - started) / (1.0 if host is None else host.dilation)
+    device = _Device(system, layered, edge, plan, emulate, host)
     first = time.monotonic()
     records: list[InferenceRecord] = []
     outputs: list[Tensors | None] = []
@@ -491,7 +566,7 @@ def _run(
     errors: dict[int, str] = {}
     for k, x in enumerate(inputs):
         try:
-            output, record = device.infer(k, x, gammas[k])
+            output, record = device.infer(k, x, gammas[k], None if phases is None else phases[k])
         except (EdgeUnavailable, Refused) as exc:
             failed.append(k)
             errors[k] = str(exc)
@@ -506,6 +581,9 @@ def _run(
         tuple(outputs), predicted, measured, system.inferences_per_update,
         elapsed_s=time.monotonic() - first, emulated=emulate,
     )  # fmt: skip
+    if host is not None:
+        host.before_verify()
+        run = DeviceRun(**{**run.__dict__, "testbed": host.summary()})
     if verify:
         match, diff = _verify(edge, inputs, outputs)
         run = DeviceRun(**{**run.__dict__, "outputs_match": match, "max_abs_diff": diff})
@@ -533,6 +611,11 @@ def _verify(
     return match, worst
 
 
+def _without_grad(stage: torch.nn.Module, values: Tensors, repeats: int) -> Tensors:
+    with torch.no_grad():  # per thread: the compute thread's own
+        return run_layer(stage, values, repeats)
+
+
 class _Device:
     """One device's inference loop: decisions, local layers, uploads, accounting."""
 
@@ -543,8 +626,11 @@ class _Device:
         edge: EdgeClient,
         plan: DevicePlan,
         emulate: bool,
+        host: DeviceHost | None = None,
     ) -> None:
         self.system = system
+        self.host = host
+        self.scale = 1.0 if host is None else 1.0 / host.dilation  # run seconds -> system's
         self.layered = layered
         self.edge = edge
         self.policy = plan.policy
@@ -566,17 +652,25 @@ class _Device:
             pace(self._started, self._budget)
 
     def _layer(self, layer: int, values: Tensors) -> Tensors:
+        stage = self.layered.stages[layer - 1]
         computing = time.monotonic()
         with torch.no_grad():
-            out: Tensors = self.layered.stages[layer - 1](*values)
+            if self.host is None:
+                out: Tensors = stage(*values)
+            else:
+                repeats = self.host.repeats
+                out = self.host.compute(lambda: _without_grad(stage, values, repeats))
         self._computed += time.monotonic() - computing
         self._wait(self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
         return out
 
+    def rate_bps(self, snr: float) -> float:
+        """The uplink's Shannon rate ``W log2(1 + gamma)``."""
+        return self.system.device.bandwidth_hz * math.log2(1.0 + snr)
+
     def upload_seconds(self, stage: int, snr: float) -> float:
         """``I_n / (W log2(1 + gamma_n))``."""
-        rate = self.system.device.bandwidth_hz * math.log2(1.0 + snr)
-        return self.system.layers.input_bits[stage - 1] / rate
+        return self.system.layers.input_bits[stage - 1] / self.rate_bps(snr)
 
     def _upload(self, stage: int, snr: float, values: Tensors) -> tuple[Tensors, float, float]:
         """Send the activation before layer ``stage``: the output, upload and edge seconds.
@@ -587,11 +681,16 @@ class _Device:
         least its modelled compute): the upload takes ``max(real, modelled)``, as a device
         step does, and the edge's part is never hidden inside it."""
         started = time.monotonic()
+        body = encode_tensors(values)
+        if self.host is not None:  # the channel's rate is not the device's work: not timed
+            started += self.host.before_upload(self.rate_bps(snr),
+                                               self.system.layers.input_bits[stage - 1],
+                                               len(body))  # fmt: skip
         response = self.edge.request(
             "POST",
             "/infer",
             params={"stage": stage, "emulate": int(self.emulate)},
-            content=encode_tensors(values),
+            content=body,
         )
         try:
             edge_s = float(response.headers.get(SERVICE_HEADER.lower(), 0.0))
@@ -609,23 +708,32 @@ class _Device:
         if self.emulate:
             pace(started, floor)  # ... and this step's own, so the upload lasts at least I/r
         total = time.monotonic() - started
-        return output, max(total - edge_s, 0.0), edge_s
+        return output, max(total - edge_s, 0.0) * self.scale, edge_s * self.scale
 
     def infer(
-        self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
+        self,
+        k: int,
+        x: Tensors,
+        snr: npt.NDArray[np.float64],
+        phase: npt.NDArray[np.float64] | None = None,
     ) -> tuple[Tensors, InferenceRecord]:
         started = self._started = time.monotonic()
         self._budget = self._computed = 0.0
         values, local, n = x, False, 1
         upload_s = edge_s = 0.0
+
+        def seen(stage: int, action: str) -> Decision:
+            angle = None if phase is None else float(phase[stage - 1])
+            return Decision(k, stage, float(snr[stage - 1]), action, angle)
+
         while n <= self.n_layers:
             gamma = float(snr[n - 1])
-            if not self.policy.upload(n, gamma):
-                self.decisions.append(Decision(k, n, gamma, "continue"))
+            if not self.policy.upload(n, gamma, None if phase is None else float(phase[n - 1])):
+                self.decisions.append(seen(n, "continue"))
                 values = self._layer(n, values)
                 n += 1
                 continue
-            self.decisions.append(Decision(k, n, gamma, "upload"))
+            self.decisions.append(seen(n, "upload"))
             try:
                 values, upload_s, edge_s = self._upload(n, gamma, values)
                 break
@@ -634,17 +742,17 @@ class _Device:
                     raise
                 local = True  # every layer is here: finish without the edge
                 for layer in range(n, self.n_layers + 1):
-                    self.decisions.append(Decision(k, layer, float(snr[layer - 1]), "continue"))
+                    self.decisions.append(seen(layer, "continue"))
                     values = self._layer(layer, values)
                 n = self.n_layers + 1
         if n == self.n_layers + 1:
             gamma = float(snr[n - 1])
-            self.decisions.append(Decision(k, n, gamma, "finish"))
+            self.decisions.append(seen(n, "finish"))
             try:
                 _, upload_s, edge_s = self._upload(n, gamma, values)
             except EdgeUnavailable:
                 local = True  # the output is here; only its delivery failed
-        latency = time.monotonic() - started
+        latency = (time.monotonic() - started) * self.scale
         return values, self._record(k, n, float(snr[n - 1]), latency, upload_s, edge_s, local)
 
     def _record(
@@ -654,9 +762,11 @@ class _Device:
         s = self.system
         cycles = s.layers.cycles
         device_cycles = float(sum(cycles[: split - 1]))
-        energy = (
-            s.device.kappa * s.device.cpu_hz**2 * device_cycles + s.device.tx_power_w * upload_s
-        )
+        computed_s = self._computed * self.scale
+        # emulated, the device ran the modelled cycles; on the testbed, f_l for as long as the
+        # kernel let its layers run
+        ran = device_cycles if self.host is None else s.device.cpu_hz * computed_s
+        energy = s.device.kappa * s.device.cpu_hz**2 * ran + s.device.tx_power_w * upload_s
         modelled_upload = self.upload_seconds(split, gamma)
         modelled_edge = float(sum(cycles[split - 1 :])) / s.edge.cpu_hz
         modelled_latency = device_cycles / s.device.cpu_hz + modelled_upload + modelled_edge
@@ -674,6 +784,6 @@ class _Device:
             upload_s=upload_s,
             edge_s=edge_s,
             local=local,
-            device_s=self._computed,
+            device_s=computed_s,
             modelled_device_s=device_cycles / s.device.cpu_hz,
         )

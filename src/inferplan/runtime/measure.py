@@ -47,6 +47,7 @@ __all__ = [
     "measured_profile",
     "random_inputs",
     "stream_inputs",
+    "time_stages",
 ]
 
 Shape = tuple[int, ...]
@@ -147,7 +148,7 @@ def measure_blocks(
     on ``clock`` (wall time; ``time.thread_time``: this thread's CPU time, which the machine's
     other load does not stretch)."""
     split = traced.split(range(traced.profile.n_blocks + 1))
-    return _measure(split.stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+    return time_stages(split.stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
 
 
 def measure_nodes(
@@ -168,19 +169,20 @@ def measure_nodes(
         done = [0, *plan.partition[:-1]]
         return tuple(math.fsum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True))
     stages = [s.module for s in traced.plan_stages(plan)]
-    return _measure(stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+    return time_stages(stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
 
 
-def _measure(
-    stages: Sequence[torch.nn.Module | None],
+def time_stages(
+    stages: Sequence[Callable[..., Any] | None],
     inputs: Sequence[torch.Tensor],
     *,
-    warmup: int,
-    repeats: int,
-    clock: Callable[[], float],
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, ...]:
-    """Median seconds of each of ``stages`` run in order on ``inputs`` (``None``: passes its
-    values on, ``0`` seconds)."""
+    """Median seconds of each stage of a chain (stage ``k`` takes what stage ``k - 1``
+    returns, the first ``inputs``; ``None`` passes its values on, in ``0`` seconds) after
+    ``warmup`` runs, on ``clock``."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
     times: list[list[float]] = [[0.0] if s is None else [] for s in stages]
