@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,8 +28,8 @@ from inferplan.runtime.testbed import (  # noqa: E402
 )
 from inferplan.runtime.testbed_pair import pair_layout  # noqa: E402
 
-from .pipeline_support import ROOT, env, finish, processes_marked, start, write  # noqa: E402
-from .testbed_support import left_by  # noqa: E402
+from .pipeline_support import finish, processes_marked, start, write  # noqa: E402
+from .testbed_support import assert_refused_without_root, left_by  # noqa: E402
 
 LACKS = missing()
 needs_testbed = pytest.mark.skipif(bool(LACKS), reason="testbed: " + "; ".join(LACKS))
@@ -140,22 +137,7 @@ def test_without_root_device_run_testbed_is_refused_in_one_line_before_anything_
     tmp_path,
 ):
     system = write(tmp_path / "system.json", SYSTEM)
-    command = [sys.executable, "-m", "inferplan", "device", "run", str(system), *MODEL,
-               "--testbed"]  # fmt: skip
-    if os.geteuid() == 0:  # a user namespace of its own: the same files, no privileges
-        if shutil.which("unshare") is None:
-            pytest.skip("no unshare to drop root with")
-        command = ["unshare", "--user", *command]
-    before = list(leftovers()) if not LACKS else []
-    done = subprocess.run(command, cwd=ROOT, env=env("refused"), capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [
-        "error: --testbed: the testbed needs root (network namespaces, traffic control and "
-        "cgroups need it)"
-    ]
-    if not LACKS:
-        assert list(leftovers()) == before
+    assert_refused_without_root(["device", "run", str(system), *MODEL, "--testbed"])
 
 
 # --------------------------------------------------------------------------- on the testbed
