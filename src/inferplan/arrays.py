@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FloatArray", "IntArray", "exact_differences", "range_sums", "scaled_exactly"]
+__all__ = ["FloatArray", "IntArray", "exact_differences", "range_sums", "ratio", "scaled_exactly"]
 
 FloatArray = npt.NDArray[np.float64]
 """An array of 64-bit floats (SI quantities, costs, probabilities)."""
@@ -56,17 +56,17 @@ def exact_differences(exact: Sequence[int], unit: int) -> FloatArray:
     """``sums[i, j] = (exact[j] - exact[i]) / unit`` rounded once to the nearest float, for
     every ``i`` and ``j``. When every exact value is a float already, one vectorised
     subtraction of them is rounded once too and gives the same table."""
-    floats = [_ratio(p, unit) for p in exact]
+    floats = [ratio(p, unit) for p in exact]
     if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
         S = np.array(floats)
         sums: FloatArray = S[None, :] - S[:, None]
         return sums
     P = np.array(exact, dtype=object)
-    out: FloatArray = np.frompyfunc(lambda d: _ratio(d, unit), 1, 1)(P[None, :] - P[:, None])
+    out: FloatArray = np.frompyfunc(lambda d: ratio(d, unit), 1, 1)(P[None, :] - P[:, None])
     return out.astype(np.float64)
 
 
-def _ratio(num: int, den: int) -> float:
+def ratio(num: int, den: int) -> float:
     """``num / den`` rounded once (``inf`` beyond the largest float)."""
     try:
         return num / den

@@ -185,9 +185,17 @@ def test_the_default_cuts_and_the_refusals(monkeypatch: pytest.MonkeyPatch) -> N
     assert err.value.field == "max_ideals"
     monkeypatch.setattr(ideals, "MAX_STATE_CUTS", 100)
     assert compile_instance(net, profile).cuts.kind == "chain"
-    with pytest.raises(InvalidArgument, match="256 cuts are more than the planners hold") as err:
-        compile_instance(net, profile, cuts="graph")
+    assert compile_instance(net, profile, pairs=False).cuts.kind == "graph"
+    big = compile_instance(net, profile, cuts="graph")  # the tables of pairs refuse, T* not
+    with pytest.raises(InvalidArgument, match="256 cuts are more than this planner holds") as err:
+        solve_psg(big, 10.0)
     assert err.value.field == "cuts"
+    assert throughput_optimal(big).interval == 8.0  # the 8 layers on one node, or 64 bits
+    assert inferplan.throughput(net, profile).cuts == "graph"
+    assert inferplan.provision(net, profile, interval=10.0).cuts == "chain"
+    for method in ("pfp", "pwf"):  # their T* is the lattice engine's: no tables either
+        assert inferplan.provision(net, profile, interval=4.0, method=method).cuts == "graph"
+    assert inferplan.provision(net, profile, interval=4.0, method="pfp-random").cuts == "chain"
     with pytest.raises(InvalidArgument, match="no layer graph"):
         compile_instance(net, Profile("p", (1.0,), (1.0, 1.0)), cuts="graph")
 

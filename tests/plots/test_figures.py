@@ -18,7 +18,7 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Text
 
 import inferplan
-from inferplan.codesign import compile_instance, cost_frontier
+from inferplan.codesign import compile_instance, cost_frontier, latency_frontier, throughput_optimal
 from inferplan.codesign.services import Service, provision_services
 from inferplan.plots import plot_frontier, plot_plan, plot_services
 from inferplan.plots.services import plot_services_study
@@ -138,6 +138,28 @@ def test_the_frontier_keeps_its_legend_off_the_curve_with_one_entry_per_kind(dra
     assert problems(fig) == [] and indistinct_legend_entries(fig) == []
     entries = [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
     assert entries == ["least cost (psg)", "partition changes", "path changes"]
+
+
+def test_the_latency_frontier_shades_what_no_plan_reaches_clear_of_its_legend(drawn, tmp_path):
+    data = inferplan.tiered(seed=2).to_dict()
+    for link in data["links"]:
+        link["delay_s"] = 0.004  # no plan below the four links' 16 ms
+    inst = compile_instance(inferplan.network_from_dict(data), inferplan.vgg16())
+    beta = 0.5 * throughput_optimal(inst).interval
+    front = latency_frontier(inst, beta, latency_range=(0.01, 0.16), points=21)
+    plot_frontier(front, tmp_path / "f.png", title="vgg16")
+    (fig,) = drawn
+    assert problems(fig) == [] and indistinct_legend_entries(fig) == []
+    entries = [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
+    assert sorted(entries) == ["infeasible", "least cost (psg)", "partition changes",
+                               "path changes"]  # fmt: skip
+    assert fig.axes[0].get_yscale() == "log"  # the cost rises steeply near 16 ms
+    (ax,) = fig.axes
+    (shade,) = ax.patches
+    left, right = shade.get_x(), shade.get_x() + shade.get_width()
+    edge = next(c for c in front.changes if not c.low.path)
+    assert left == pytest.approx(10.0) and right == pytest.approx(edge.low.target_latency * 1e3)
+    assert ax.get_xlabel().startswith("latency bound (ms)")
 
 
 @pytest.mark.parametrize(("network", "throughput"), [

@@ -174,6 +174,15 @@ def test_serve_rejects_a_system_whose_layers_are_not_the_models_blocks(tmp_path)
     assert line.startswith(f"error: {path}: layers: has 2 layers but model mlp has 4 blocks")
 
 
+def test_serve_refuses_an_unknown_dtype_of_a_builtin_model_in_one_line(tmp_path):
+    path = write_system(tmp_path / "system.json")
+    result = runner.invoke(cli_app, ["edge", "serve", str(path), "mlp-16x4", "--dtype",
+                                     "float99", "--port", str(_free_port())])  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --dtype: unknown dtype 'float99'")
+    assert result.stderr.count("\n") == 1
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -52,13 +52,20 @@ def _profile(name):
     return profile_module(model, [shape], blocks=parse_block_spec(blocks)).profile.to_dict()
 
 
-def _case(tmp, name, partition, node_s=0.02):
-    """Network, plan and inputs files for ``name`` on PATH; nodes take about ``node_s``."""
+def _case(tmp, name, partition, node_s=0.02, *, delay_s=0.0, slack=1.0):
+    """Network, plan and inputs files for ``name`` on PATH; nodes take about ``node_s``, links
+    have a propagation delay of ``delay_s``, the plan's target interval is ``slack`` times its
+    interval."""
     profile = _profile(name)
     capacity = sum(profile["flops"]) / (len(PATH) * node_s)
     bandwidth = max(profile["activation_bits"]) / (0.5 * node_s)
-    net = write(tmp / "net.json", chain(PATH, capacity, bandwidth))
-    plan = write(tmp / "plan.json", hand_plan(PATH, partition, profile, capacity, bandwidth))
+    network = chain(PATH, capacity, bandwidth)
+    for link in network["links"]:
+        link["delay_s"] = delay_s
+    net = write(tmp / "net.json", network)
+    made = hand_plan(PATH, partition, profile, capacity, bandwidth)
+    made["target_interval"] *= slack
+    plan = write(tmp / "plan.json", made)
     shape = MODELS[name][1]
     inputs = torch.randn(K, *shape[1:], generator=torch.Generator().manual_seed(5))
     torch.save(inputs, tmp / "in.pt")
@@ -173,13 +180,14 @@ def test_no_process_is_left_after_a_run(resnet_run):
 
 def test_unet_several_tensors_cross_a_cut_at_machine_speed(tmp_path):
     # cut 2 carries enc1's output beside enc2's; not emulated: the report adds what the blocks'
-    # times measured on this machine predict for each node
+    # times measured on this machine predict for each node. Fed open loop every target
+    # interval (20 ms against blocks far faster here), outputs come at that interval.
     partition = [1, 2, 4]
     _, _, _, net, plan, inputs = _case(tmp_path, "unet", partition)
     code, out, err, _ = run(["run", str(net), *model_args("unet"), "--plan", str(plan),
                              "--inputs", str(tmp_path / "in.pt"), "--outputs",
                              str(tmp_path / "out.pt"), "--no-emulate", "--warmup", "1",
-                             "--json"])  # fmt: skip
+                             "--rate", "--json"])  # fmt: skip
     assert code == 0, err
     report = json.loads(out)
     assert report["outputs_match"] is True and report["emulated"] is False
@@ -187,6 +195,9 @@ def test_unet_several_tensors_cross_a_cut_at_machine_speed(tmp_path):
                                _expected("unet", inputs))  # fmt: skip
     nodes = [s for s in report["stages"] if s["kind"] == "node"]
     assert all(s["profiled_s"] > 0 for s in nodes)
+    target = json.loads(plan.read_text())["target_interval"]
+    assert report["feed_interval_s"] == target
+    assert report["measured_interval"] == pytest.approx(target, rel=0.15)
 
 
 def _free_port():
@@ -270,3 +281,55 @@ def test_each_node_reports_its_state_dict_and_peak_memory(resnet_run):
         assert weights <= memory["state_dict_bytes"] <= weights * 1.1 + 4096
         assert memory["peak_rss_bytes"] > memory["state_dict_bytes"]
         assert memory["planned_need_bytes"] is None  # a hand-written plan file says none
+
+
+def test_a_full_pipeline_is_reported_to_queue_by_littles_law(resnet_run):
+    report, tmp = resnet_run["report"], resnet_run["tmp"]
+    nodes, links = stage_seconds(resnet_run["profile"], resnet_run["partition"],
+                                 resnet_run["capacity"], resnet_run["bandwidth"])  # fmt: skip
+    idle = sum(nodes) + sum(links)  # no propagation delays on this network
+    assert report["feed_interval_s"] is None
+    assert report["latency_s"]["predicted"] == pytest.approx(idle, rel=1e-12)
+    queueing = report["queueing"]
+    # six inferences in flight (one per stage and the acknowledgement) through five stages
+    # whose times sum to about three intervals: each one waits
+    assert queueing["in_flight"] > 4 and queueing["queued"] is True
+    median, interval = report["latency_s"]["median"], report["measured_interval"]
+    assert queueing["little_s"] == pytest.approx(queueing["in_flight"] * interval, rel=1e-12)
+    assert median == pytest.approx(queueing["little_s"], rel=0.25)  # Little's law, about
+    assert median > 1.2 * idle
+    assert queueing["says"].startswith("the pipeline was kept full, so inferences queued")
+    assert "--rate" in queueing["says"]
+    page = html.unescape((tmp / "run.html").read_text())
+    assert f"(predicted {si(report['latency_s']['predicted'], 's')})" in page
+    assert queueing["says"] in page and "the pipeline kept full" in page
+
+
+def test_inputs_fed_at_the_plans_rate_meet_its_latency(tmp_path):
+    # the plan's target interval 1.5 times its slowest stage: fed at that rate no stage is
+    # busy when an inference arrives, so each takes the idle pipeline's latency, the links'
+    # 5 ms propagation delays emulated
+    partition = [2, 4, 6]
+    profile, capacity, bandwidth, net, plan, _ = _case(
+        tmp_path, "resnet", partition, delay_s=0.005, slack=1.5
+    )
+    code, out, err, _ = run(["run", str(net), *model_args("resnet"), "--plan", str(plan),
+                             "--inputs", str(tmp_path / "in.pt"), "--warmup", "2", "--rate",
+                             "--json", "--report", str(tmp_path / "run.html")])  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    nodes, links = stage_seconds(profile, partition, capacity, bandwidth)
+    predicted = sum(nodes) + sum(links) + 2 * 0.005
+    feed = 1.5 * max(nodes + links)
+    assert report["feed_interval_s"] == pytest.approx(feed, rel=1e-12)
+    assert report["measured_interval"] == pytest.approx(feed, rel=0.1)
+    assert report["latency_s"]["predicted"] == pytest.approx(predicted, rel=1e-12)
+    median = report["latency_s"]["median"]
+    # paced stages never run faster than planned, delays included; a busy machine's late
+    # wake-ups add a little
+    assert predicted * (1 - 1e-3) <= median <= 1.25 * predicted
+    assert report["queueing"]["idle_latency_s"] >= predicted * (1 - 1e-3)
+    assert report["queueing"]["says"].startswith("fed at the plan's throughput")
+    page = html.unescape((tmp_path / "run.html").read_text())
+    assert f"median {si(median, 's')}" in page and f"(predicted {si(predicted, 's')})" in page
+    assert f"inputs fed every {si(feed, 's')}" in page

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("starlette")
 
-from inferplan.runtime.layered import build_layers
+from inferplan.runtime.layered import ModelSpec, build_layers
 
 from .edge_support import MLP, running_edge, spec, write_system
 
@@ -97,6 +97,9 @@ def test_device_run_refuses_an_edge_a_token_and_a_system_before_torch(tmp_path):
             [*device, "--edge", url, "--token-file", "missing-token.txt"],
             [*small, "--retries", "0"],  # no token: the edge refuses
             [*small, *token],  # the system file has 3 layers, the model 4
+            [*device, "--edge", edge.url, *token, "--method", "fastest"],
+            [*device, "--edge", edge.url, *token, "--method", "fixed:5"],  # 4 layers
+            ["device", "run", str(system), "mlp-16", "--edge", url],  # not a built-in
         )
     assert f"edge {url} unreachable" in errors[0]
     assert "cannot read token file" in errors[1]
@@ -106,6 +109,9 @@ def test_device_run_refuses_an_edge_a_token_and_a_system_before_torch(tmp_path):
         f"error: {SMALL}: layers: has 3 layers but model mlp has 4 blocks ({blocks}); "
         "give one layer per block, or leave 'layers' out to take them from the model's profile"
     )
+    assert errors[4].startswith("error: --method: unknown strategy 'fastest' (known: optimal,")
+    assert errors[5] == "error: --method: 'fixed:5': the device holds 0..4 layers (N), not 5"
+    assert "unknown model 'mlp-16'" in errors[6]
 
 
 def test_edge_serve_refuses_a_port_in_use_and_a_bad_system_before_torch(tmp_path):
@@ -113,8 +119,32 @@ def test_edge_serve_refuses_a_port_in_use_and_a_bad_system_before_torch(tmp_path
     bad = write_system(tmp_path / "bad.json", downlink_bps=-1.0)
     serve = ["edge", "serve", "{}", MLP, "--input-shape", "1,16"]
     with socket.create_server(("127.0.0.1", 0)) as busy:
-        port = str(busy.getsockname()[1])
+        port, free = str(busy.getsockname()[1]), str(_closed_port())
         errors = _refused([*serve[:2], str(system), *serve[3:], "--port", port],
-                          [*serve[:2], str(bad), *serve[3:]])  # fmt: skip
+                          [*serve[:2], str(bad), *serve[3:]],
+                          ["edge", "serve", str(SMALL), "mlp-16x4", "--port", free],
+                          ["edge", "serve", str(SMALL), "alexnet", "--port", free],
+                          ["edge", "serve", str(system), "vgg", "--port", free])  # fmt: skip
     assert f"cannot listen on 127.0.0.1:{port}" in errors[0]
     assert "downlink_bps" in errors[1]
+    # a built-in model's blocks are known without torch: the system file's 3 layers are not
+    # one per block
+    assert errors[2] == (
+        f"error: {SMALL}: layers: has 3 layers but model mlp-16x4 has 4 blocks (fc1, fc2, fc3, "
+        "fc4); give one layer per block, or leave 'layers' out to take them from the model's "
+        "profile"
+    )
+    blocks = build_layers(ModelSpec("alexnet"), weights=False).profile.blocks
+    assert f"model alexnet has 8 blocks ({', '.join(blocks)})" in errors[3]
+    assert "unknown model 'vgg'" in errors[4]
+
+
+def test_a_system_with_one_layer_per_block_of_a_builtin_model_is_served(tmp_path):
+    """The check before torch takes what the model's profile takes: a file whose layers are
+    one per block of the built-in model passes it (and the model is then built)."""
+    from inferplan.cli.edge import _builtin_blocks, _check_layers
+
+    layered = build_layers(ModelSpec("mlp-16x3"), weights=False)
+    assert _builtin_blocks("mlp-16x3", None) == ("mlp-16x3", layered.profile.blocks)
+    assert _builtin_blocks("mlp-16x3", "depth=1") is None  # regrouped: only the model knows
+    _check_layers(SMALL, _builtin_blocks("mlp-16x3", None))  # 3 layers, 3 blocks

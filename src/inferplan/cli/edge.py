@@ -62,23 +62,55 @@ def _runtime() -> None:
         ) from None
 
 
-def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int) -> None:
-    """The system file, and the edge: it answers, takes the token and serves a model with as
-    many layers as the system file gives (when it gives them)."""
+def _builtin_blocks(model: str, blocks: str | None) -> tuple[str, tuple[str, ...]] | None:
+    """A built-in model's name and blocks, known without torch (an unknown name is refused
+    here); ``None`` for a ``MODULE:FACTORY`` or blocks regrouped by ``--blocks``, whose count
+    only the built model tells."""
+    from inferplan.runtime.examples import builtin_model, is_builtin_model
+
+    if not is_builtin_model(model):
+        return None
+    builtin = builtin_model(model)
+    return None if blocks is not None else (builtin.name, builtin.blocks)
+
+
+def _check_layers(system: Path, model: tuple[str, tuple[str, ...]] | None) -> None:
+    """The system file, checked without torch; when ``model`` (its name and blocks) is known,
+    a file with explicit layers must give one per block."""
+    from inferplan.coinference.io import check_system, layer_count_error  # loads scipy
+
+    checked, from_model = check_system(system)
+    if model is not None and not from_model and checked.n_layers != len(model[1]):
+        raise layer_count_error(system, checked.n_layers, *model)
+
+
+def _check_method(method: str, n_layers: int | None) -> None:
+    """The strategy's name, and ``fixed:K`` against the model's ``n_layers`` when known."""
+    from inferplan.coinference.strategies import get_strategy
+
+    try:
+        get_strategy(method, n_layers=n_layers)
+    except InvalidArgument as exc:
+        raise InvalidArgument(exc.message, field="method") from None
+
+
+def _check_edge(system: Path, url: str, token: str | None, timeout: float, retries: int,
+                model: str, blocks: str | None, method: str) -> None:  # fmt: skip
+    """The model's name, the system file, and the edge: it answers, takes the token and serves
+    a model with as many layers as the system file gives (when it gives them); the method
+    for as many layers as that model has."""
     from inferplan.runtime.client import EdgeClient, served_model
 
+    _builtin_blocks(model, blocks)  # an unknown built-in name, before the edge is asked
     client = EdgeClient(url, token=token, timeout_s=timeout, retries=retries, backoff_s=0.1)
     try:
         served = served_model(client)
     finally:
         client.close()
-    from inferplan.coinference.io import check_system, layer_count_error  # loads scipy
-
-    checked, from_model = check_system(system)
     names = served.get("names")
-    if not from_model and isinstance(names, list) and checked.n_layers != len(names):
-        raise layer_count_error(system, checked.n_layers, str(served.get("model")),
-                                tuple(map(str, names)))  # fmt: skip
+    known = (str(served.get("model")), tuple(map(str, names))) if isinstance(names, list) else None
+    _check_layers(system, known)
+    _check_method(method, None if known is None else len(known[1]))
 
 
 def _spec(model: str, shapes: list[str] | None, blocks: str | None, dtype: str) -> ModelSpec:
@@ -125,9 +157,7 @@ def serve_command(
     if max_body_mb is not None and not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise InvalidArgument(f"must be positive, got {max_body_mb}", field="--max-body-mb")
     sock = listen(host, port)  # an address in use is refused before the model is built
-    from inferplan.coinference.io import check_system  # loads scipy
-
-    check_system(system)
+    _check_layers(system, _builtin_blocks(model, blocks))
     _runtime()
     from inferplan.runtime.edge import EdgeService, create_app, serve
     from inferplan.runtime.layered import build_layers, load_model_system
@@ -214,8 +244,9 @@ def _write_outputs(run: DeviceRun, path: Path) -> None:
 def run_command(
     system: SystemArg,
     model: ModelArg,
-    edge: Annotated[str, typer.Option("--edge", help="URL of the edge, e.g. "
-                                      "http://127.0.0.1:8000.")],
+    edge: Annotated[str | None, typer.Option("--edge", help="URL of the edge, e.g. "
+                                             "http://127.0.0.1:8000 (not with --testbed).")
+                    ] = None,
     input_shape: ShapeOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
@@ -237,9 +268,16 @@ def run_command(
     snr_trace: Annotated[Path | None, typer.Option(
         "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values) "
                             "instead of drawing from the system's channel.")] = None,
-    emulate: Annotated[bool, typer.Option(
-        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says.")
-    ] = True,
+    emulate: Annotated[bool | None, typer.Option(
+        "--emulate/--no-emulate", help="Pace device, links and edge as the system file says "
+                                       "(the default without --testbed).")] = None,
+    testbed: Annotated[bool, typer.Option(
+        "--testbed", help="Start the edge and run the device on a testbed the kernel shapes: "
+        "own network namespace, CPU quotas at f_l and f_c, the uplink shaped to each upload's "
+        "Shannon rate; needs root (docs/testbed.md).")] = False,
+    dilation: Annotated[float | None, typer.Option(
+        "--dilation", help="With --testbed: stretch the run's time at least this many times.",
+        min=1.0)] = None,
     retries: Annotated[int, typer.Option("--retries", help="Retries of a failed request.",
                                          min=0, max=10)] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Per-request timeout (s).",
@@ -252,10 +290,23 @@ def run_command(
     """
     from inferplan.runtime.client import read_token
 
+    if testbed:
+        _check_testbed(edge, token_file, emulate)
+    elif edge is None:
+        raise InvalidArgument("give the edge's URL (or --testbed, which starts one)",
+                              field="--edge")  # fmt: skip
+    elif dilation is not None:
+        raise InvalidArgument("only with --testbed", field="--dilation")
     # Everything that needs no torch is checked before torch is imported: the token, the
-    # system file, the edge (it answers, takes the token) and the system against its model.
+    # model's name, the system file, the edge (it answers, takes the token), the system
+    # against its model and the method.
     token = read_token(token_file) if token_file is not None else None
-    _check_edge(system, edge, token, timeout, retries)
+    if edge is not None:
+        _check_edge(system, edge, token, timeout, retries, model, blocks, method)
+    else:  # the testbed's own edge serves this model
+        known = _builtin_blocks(model, blocks)
+        _check_layers(system, known)
+        _check_method(method, None if known is None else len(known[1]))
     _runtime()
     from inferplan.runtime.device import run_device
     from inferplan.runtime.layered import build_layers, load_model_system, plan_device
@@ -266,9 +317,16 @@ def run_command(
     given = None if inputs is None else _load_inputs(inputs, layered, inferences)
     count = len(given) if given is not None else (inferences or 100)
     snr = None if snr_trace is None else _read_snr(snr_trace)
-    run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                     inputs=given, snr=snr, emulate=emulate, token=token, timeout_s=timeout,
-                     retries=retries)  # fmt: skip
+    if edge is None:
+        from inferplan.runtime.testbed_pair import run_on_testbed
+
+        run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
+                             inferences=count, seed=seed, inputs=given, snr=snr,
+                             at_least=dilation or 1.0, timeout_s=timeout)  # fmt: skip
+    else:
+        run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
+                         inputs=given, snr=snr, emulate=emulate is not False, token=token,
+                         timeout_s=timeout, retries=retries)  # fmt: skip
     if log is not None:
         _write_log(run, log)
     if outputs is not None:
@@ -283,6 +341,22 @@ def run_command(
         print(f"error: {len(run.failed)} inference(s) failed: {list(run.failed)}; first: "
               f"{run.errors[run.failed[0]]}", file=sys.stderr)  # fmt: skip
         raise typer.Exit(1)
+
+
+def _check_testbed(edge: str | None, token_file: Path | None, emulate: bool | None) -> None:
+    """``--testbed``'s options, then the machine (one line naming what it lacks), before
+    anything is read or created."""
+    if edge is not None:
+        raise InvalidArgument("the testbed starts its own edge: give --edge or --testbed, "
+                              "not both", field="--edge")  # fmt: skip
+    if token_file is not None:
+        raise InvalidArgument("the testbed's edge is its own: no token", field="--token-file")
+    if emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="--emulate")  # fmt: skip
+    from inferplan.runtime.testbed import require
+
+    require()
 
 
 def _print(run: DeviceRun) -> None:
@@ -315,3 +389,11 @@ def _print(run: DeviceRun) -> None:
     console.print(f"outputs equal the unsplit model's: {match}")
     if d["finished_locally"]:
         console.print(f"finished on the device (edge unreachable): {d['finished_locally']}")
+    bed = d["testbed"]
+    if bed:
+        change = bed["rate_change_s"]["median"]
+        console.print(
+            f"on the testbed, time dilated {bed['dilation']:.3g}x (times above in the system's "
+            f"seconds); {bed['rate_changes']} uplink rate changes"
+            + (f", median {1e3 * change:.2f} ms each" if change is not None else "")
+        )

@@ -1,7 +1,9 @@
-"""``inferplan frontier``: least co-design cost against target throughput."""
+"""``inferplan frontier``: least co-design cost against target throughput, or against the
+latency bound at one throughput (``--latency-range``)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Annotated
@@ -27,6 +29,8 @@ from inferplan.cli.options import (
     model_options,
 )
 from inferplan.cli.render import console, print_json, table, written
+from inferplan.errors import InvalidArgument
+from inferplan.units import si
 
 
 @app.command("frontier")
@@ -42,7 +46,26 @@ def frontier_command(
         float | None,
         typer.Option("--to", help="Highest target throughput (inferences/s); default 4/T*."),
     ] = None,
-    points: Annotated[int, typer.Option("--points", help="Rates in the sweep.")] = 101,
+    latency_range: Annotated[
+        tuple[float, float] | None,
+        typer.Option(
+            "--latency-range",
+            metavar="LO HI",
+            help="Sweep the latency bound (s) from LO to HI instead, at the throughput of "
+            "--throughput or --interval.",
+        ),
+    ] = None,
+    interval: Annotated[
+        float | None,
+        typer.Option("--interval", help="With --latency-range: the target output interval (s)."),
+    ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option("--throughput", help="With --latency-range: target inferences per second."),
+    ] = None,
+    points: Annotated[
+        int, typer.Option("--points", help="Rates (or latency bounds) in the sweep.")
+    ] = 101,
     method: Annotated[
         MethodChoice, typer.Option("--method", help=method_help(exact_only=True))
     ] = "psg",
@@ -59,22 +82,28 @@ def frontier_command(
     seq_len: SeqLenOpt = None,
     decode: DecodeOpt = False,
 ) -> None:
-    """Least cost against target throughput.
+    """Least cost against target throughput, or against latency.
 
-    Exact solves over a range of rates, and where the optimal deployment changes.
+    Exact solves over a range of rates (or, with --latency-range, of latency bounds at one
+    rate), and where the optimal deployment changes.
     """
-    from inferplan.codesign.frontier import cost_frontier
+    from inferplan.codesign.frontier import cost_frontier, latency_frontier
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.methods import get_method
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
+    beta = _latency_sweep(latency_range, interval, throughput, low, high)
     model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
     net, prof = load_network(network), model_profile(profile, model)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
                                 cuts=cuts, max_ideals=max_ideals)  # fmt: skip
-        front = cost_frontier(inst, low=low, high=high, points=points, method=method)
+        if beta is None:
+            front = cost_frontier(inst, low=low, high=high, points=points, method=method)
+        else:
+            front = latency_frontier(inst, beta, latency_range=latency_range, points=points,
+                                     method=method)  # fmt: skip
     if plot is not None:
         from inferplan.plots import plot_frontier  # matplotlib only when asked for
 
@@ -84,21 +113,57 @@ def frontier_command(
         print_json(front.to_dict())
         return
     first, last = front.points[0], front.points[-1]
+    latency = front.sweep == "latency"
+
+    def show(x: float) -> str:
+        return si(x, "s") if latency else f"{x:.6g}"
+
+    what = "latency bound" if latency else "target throughput"
+    unit = "latency bound" if latency else "inferences/s"
+    at = f" at {first.throughput:.6g} inferences/s" if latency else ""
     console.print(
         f"[bold]{front.method}[/]: {len(front.points)} exact solves from "
-        f"{first.throughput:.4g} to {last.throughput:.4g} inferences/s, cost "
+        f"{show(first.swept)} to {show(last.swept)}{at}, cost "
         f"{first.cost:.6g} to {last.cost:.6g}"
     )
-    bounds = [first, *(c.high for c in front.changes)]
-    ends = [*(c.low for c in front.changes), last]
+    starts = [0, *(front.points.index(c.high) for c in front.changes)]
+    ranges = [front.points[a:b] for a, b in itertools.pairwise([*starts, len(front.points)])]
     rows = [
         [
-            f"{a.throughput:.6g} .. {b.throughput:.6g}",
-            f"{a.cost:.6g} .. {b.cost:.6g}" if math.isfinite(b.cost) else "infeasible",
-            " -> ".join(a.path) or "-",
-            ",".join(str(k) for k in a.partition) or "-",
+            f"{show(run[0].swept)} .. {show(run[-1].swept)}",
+            f"{run[0].cost:.6g} .. {run[-1].cost:.6g}" if math.isfinite(run[-1].cost)
+            else "infeasible",
+            " -> ".join(run[0].path) or "-",
+            ",".join(str(k) for k in run[0].partition) or "-",
+            ", ".join(dict.fromkeys(p.status for p in run)),
         ]
-        for a, b in zip(bounds, ends, strict=True)
-    ]
-    console.print(table("optimal deployment by target throughput",
-                        ["inferences/s", "cost", "path", "partition"], rows))  # fmt: skip
+        for run in ranges
+    ]  # fmt: skip
+    console.print(table(f"optimal deployment by {what}",
+                        [unit, "cost", "path", "partition", "status"], rows))  # fmt: skip
+
+
+def _latency_sweep(
+    latency_range: tuple[float, float] | None,
+    interval: float | None,
+    throughput: float | None,
+    low: float | None,
+    high: float | None,
+) -> float | None:
+    """The target interval of a cost-latency sweep (``None`` for a cost-throughput one);
+    the flags of the other sweep refused."""
+    from inferplan.codesign.provision import target_interval
+
+    if latency_range is None:
+        given = "interval" if interval is not None else "throughput"
+        if interval is not None or throughput is not None:
+            raise InvalidArgument("only with --latency-range (the rates of a cost-throughput "
+                                  "frontier are --from and --to)", field=given)  # fmt: skip
+        return None
+    if low is not None or high is not None:
+        raise InvalidArgument("sweeps rates, --latency-range latency bounds: give one of them",
+                              field="low" if low is not None else "high")  # fmt: skip
+    if interval is None and throughput is None:
+        raise InvalidArgument("needs the rate to hold: give --throughput or --interval",
+                              field="latency_range")  # fmt: skip
+    return target_interval(interval=interval, throughput=throughput)

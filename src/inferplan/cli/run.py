@@ -26,6 +26,7 @@ def _request(
     rate: float | None, interval: float | None, plan: Path | None, method: str,
     inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
     emulate: bool | None, seed: int, timeout: float, testbed: bool, dilation: float | None,
+    open_loop: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
@@ -62,6 +63,7 @@ def _request(
         "timeout_s": timeout,
         "testbed": testbed,
         "dilation": dilation,
+        "open_loop": open_loop,
     }  # fmt: skip
     check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
                                         "warmup", "inputs", "outputs", "timeout_s", "emulate",
@@ -115,6 +117,10 @@ def run_command(
     dilation: Annotated[float | None, typer.Option(
         "--dilation", help="With --testbed: stretch the run's time at least this many times "
         "(default: as little as the cores allow).")] = None,
+    open_loop: Annotated[bool, typer.Option(
+        "--rate", help="Feed inputs open-loop at the plan's throughput, as a camera would, "
+        "instead of keeping the pipeline full (whose inferences queue): the measured latency "
+        "is then comparable with the plan's.")] = False,
     as_json: JsonOpt = False,
     html_report: Annotated[Path | None, typer.Option(
         "--report", help="Also write the plan report with the measured times beside the "
@@ -135,7 +141,7 @@ def run_command(
         with blame_network_file(network):
             fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
                               plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                              timeout, testbed, dilation)  # fmt: skip
+                              timeout, testbed, dilation, open_loop)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
             RunRequest,
@@ -204,13 +210,17 @@ def _write_report(network: Network, report: RunReport, html: Path | None, dot: P
     assert report.profile is not None  # a run's report carries its profile
     mode = "emulated capacities" if report.emulated else "this machine's speed"
     verdict = "match" if report.outputs_match else "DIFFER from"
+    fed = report.feed_interval_s
+    feed = "the pipeline kept full" if fed is None else f"inputs fed every {si(fed, 's')}"
     measured = Measured(
         interval=report.measured_interval,
         stages={s.id: s.measured_s for s in report.stages},
         latency_median=report.latency_median_s,
         latency_p95=report.latency_p95_s,
-        note=f"{report.inferences} inferences ({report.warmup} warm-up), {mode}; outputs "
-             f"{verdict} the unsplit model's",
+        latency_predicted=report.predicted_latency_s,
+        queueing=None if report.queueing is None else report.queueing.says(),
+        note=f"{report.inferences} inferences ({report.warmup} warm-up), {mode}, {feed}; "
+             f"outputs {verdict} the unsplit model's",
     )  # fmt: skip
     parts = plan_breakdown(network, report.profile, report.plan)
     title = f"{report.profile.name}: {report.plan.method} plan, run"
@@ -244,14 +254,23 @@ def _render(report: RunReport) -> None:
     console.print(table("memory per node", ["node", "plan needs", "state dict", "peak RSS"], [
         [node, "" if m.planned_need_bytes is None else si(m.planned_need_bytes, "B"),
          si(m.state_dict_bytes, "B"), si(m.peak_rss_bytes, "B")] for node, m in held]))  # fmt: skip
-    gap = report.measured_interval / report.predicted_interval - 1
-    console.print(
-        f"interval: predicted {si(report.predicted_interval, 's')}, measured "
-        f"{si(report.measured_interval, 's')} ({gap:+.1%}); "
-        f"{1 / report.measured_interval:.4g} inferences/s"
-    )
-    console.print(f"latency: median {si(report.latency_median_s, 's')}, "
+    fed, measured = report.feed_interval_s, report.measured_interval
+    if fed is None:
+        gap = measured / report.predicted_interval - 1
+        console.print(f"interval: predicted {si(report.predicted_interval, 's')}, measured "
+                      f"{si(measured, 's')} ({gap:+.1%}); {1 / measured:.4g} inferences/s; "
+                      "the pipeline kept full")  # fmt: skip
+    else:  # open loop: the outputs come as the inputs were fed
+        console.print(f"interval: inputs fed every {si(fed, 's')}, outputs every "
+                      f"{si(measured, 's')} ({measured / fed - 1:+.1%}); the slowest stage "
+                      f"planned at {si(report.predicted_interval, 's')}")  # fmt: skip
+    predicted = report.predicted_latency_s
+    late = f" ({report.latency_median_s / predicted - 1:+.1%})" if predicted > 0 else ""
+    console.print(f"latency: predicted {si(predicted, 's')}, measured median "
+                  f"{si(report.latency_median_s, 's')}{late}, "
                   f"p95 {si(report.latency_p95_s, 's')}")  # fmt: skip
+    if report.queueing is not None:
+        console.print(report.queueing.says())
     verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
     console.print(f"outputs {verdict} the unsplit model's (max abs diff "
                   f"{report.max_abs_diff:.3g})")  # fmt: skip

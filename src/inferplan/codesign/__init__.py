@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from inferplan.lazy import export_lazily
 
 if TYPE_CHECKING:
-    from inferplan.codesign.frontier import Frontier, cost_frontier
+    from inferplan.codesign.frontier import Frontier, cost_frontier, latency_frontier
     from inferplan.codesign.heuristics import solve_pfp, solve_pwf
     from inferplan.codesign.instance import CodesignInstance, compile_instance
     from inferplan.codesign.latency import least_latency, solve_latency, throughput_within
@@ -46,6 +46,7 @@ __all__ = [
     "compile_instance",
     "cost_frontier",
     "get_method",
+    "latency_frontier",
     "latency_optimal",
     "least_latency",
     "load_services",
@@ -67,7 +68,7 @@ __all__ = [
 export_lazily(
     __name__,
     {
-        "inferplan.codesign.frontier": ("Frontier", "cost_frontier"),
+        "inferplan.codesign.frontier": ("Frontier", "cost_frontier", "latency_frontier"),
         "inferplan.codesign.heuristics": ("solve_pfp", "solve_pwf"),
         "inferplan.codesign.instance": ("CodesignInstance", "compile_instance"),
         "inferplan.codesign.methods": (

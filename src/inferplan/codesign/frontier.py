@@ -1,4 +1,5 @@
-"""The cost-throughput frontier: the least co-design cost as a function of the target rate.
+"""The cost frontiers: the least co-design cost as a function of the target rate, and at one
+rate as a function of the latency bound.
 
 For each target throughput ``lambda = 1 / beta`` the optimum is one exact solve (PSG by default,
 the MILP on cyclic networks). The frontier is a dense sweep of such solves between two rates,
@@ -12,38 +13,55 @@ piecewise-linear function of ``lambda``, but the frontier is the lower envelope 
 function per deployment, and a deployment can be optimal only strictly inside an interval whose
 two ends another deployment wins, so two solves at the ends of an interval cannot certify it.
 The sweep is exact at every point it reports, and the change points are exact to ``tol``.
+
+The cost-latency frontier (:func:`latency_frontier`) is the same sweep over the latency bound
+``L`` at one target interval, each point one exact solve under that bound (for PSG,
+:func:`~inferplan.codesign.latency.solve_latency`). For one fixed deployment and convex costs
+the cost is a convex non-increasing function of ``L``, but the frontier is again the lower
+envelope of one such function per deployment, with the same consequence. It is
+non-increasing: a plan within a tighter bound also meets every looser one.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import most_memory
-from inferplan.codesign.methods import METHODS, get_method
+from inferplan.codesign.methods import METHODS, get_method, solve
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.throughput import throughput_optimal
 from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument
 
-__all__ = ["MAX_POINTS", "Frontier", "FrontierChange", "FrontierPoint", "cost_frontier"]
+__all__ = [
+    "MAX_POINTS",
+    "Frontier",
+    "FrontierChange",
+    "FrontierPoint",
+    "cost_frontier",
+    "latency_frontier",
+]
 
 MAX_POINTS = 10_000
-"""The most rates one frontier sweeps (each one an exact solve, before any bisection)."""
+"""The most points one frontier sweeps (each one an exact solve, before any bisection)."""
 
 
 @dataclass(frozen=True)
 class FrontierPoint:
-    """The optimum at one target rate. ``status`` is the plan's (``"optimal"``, or for a MILP
-    ``"time_limit"`` when stopped early and ``"uncertified"`` when it could not prove its plan
-    optimal) or ``"infeasible"`` when no plan meets the rate within the capacity caps (then
-    ``cost`` is ``inf``, the path empty and ``latency`` ``None``). ``latency`` is the plan's
-    (seconds)."""
+    """The optimum at one target rate, and on a cost-latency frontier at one latency bound.
+    ``status`` is the plan's (``"optimal"``, or ``"uncertified"`` when it could not be proven
+    optimal, and for a MILP ``"time_limit"`` when stopped early) or ``"infeasible"`` when no
+    plan meets the rate (and the bound) within the capacity caps (then ``cost`` is ``inf``,
+    the path empty and ``latency`` ``None``). ``latency`` is the plan's (seconds);
+    ``target_latency`` the bound it was solved under (``None`` on a cost-throughput
+    frontier)."""
 
     throughput: float
     cost: float
@@ -51,10 +69,17 @@ class FrontierPoint:
     partition: tuple[int, ...]
     status: str = "optimal"
     latency: float | None = None
+    target_latency: float | None = None
 
     @property
     def interval(self) -> float:
         return 1.0 / self.throughput
+
+    @property
+    def swept(self) -> float:
+        """The point's place along its frontier: the latency bound on a cost-latency
+        frontier, else the throughput."""
+        return self.throughput if self.target_latency is None else self.target_latency
 
     @property
     def deployment(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -67,6 +92,7 @@ class FrontierPoint:
             "status": self.status,
             "cost": self.cost,
             "latency": self.latency,
+            "target_latency": self.target_latency,
             "path": list(self.path),
             "partition": list(self.partition),
         }
@@ -74,15 +100,15 @@ class FrontierPoint:
 
 @dataclass(frozen=True)
 class FrontierChange:
-    """The optimal deployment changes between the rates ``low`` and ``high`` (``high / low - 1
-    <= tol`` unless bisection stopped early)."""
+    """The optimal deployment changes between the points ``low`` and ``high`` of the swept
+    quantity (``high / low - 1 <= tol``): rates, or latency bounds."""
 
     low: FrontierPoint
     high: FrontierPoint
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "between": [self.low.throughput, self.high.throughput],
+            "between": [self.low.swept, self.high.swept],
             "before": {"path": list(self.low.path), "partition": list(self.low.partition)},
             "after": {"path": list(self.high.path), "partition": list(self.high.partition)},
             "path_changes": self.low.path != self.high.path,
@@ -91,24 +117,67 @@ class FrontierChange:
 
 @dataclass(frozen=True)
 class Frontier:
-    """Least cost against target throughput, sorted by throughput, with the changes of the
-    optimal deployment."""
+    """Least cost against what ``sweep`` names: the target throughput, or the latency bound
+    at one throughput (``"latency"``); points sorted along it, with the changes of the optimal
+    deployment."""
 
     method: str
     points: tuple[FrontierPoint, ...]
     changes: tuple[FrontierChange, ...]
+    sweep: Literal["throughput", "latency"] = "throughput"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
+            "sweep": self.sweep,
             "points": [p.to_dict() for p in self.points],
             "changes": [c.to_dict() for c in self.changes],
         }
 
 
-def _point(solve: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
+def _check(method: str, points: int, takes: str | None = None) -> None:
+    """Refuse a method that is not exact (or does not take the option ``takes``), and a
+    number of points out of range."""
+    if not get_method(method).exact:
+        exact = " or ".join(m.name for m in METHODS.values() if m.exact)
+        raise InvalidArgument(f"needs an exact method ({exact}), got {method!r}", field="method")
+    if takes is not None and takes not in METHODS[method].options:
+        able = " or ".join(m.name for m in METHODS.values() if m.exact and takes in m.options)
+        raise InvalidArgument(f"method {method!r} does not take {takes} ({able} does)",
+                              field="method")  # fmt: skip
+    if not 2 <= points <= MAX_POINTS:
+        raise InvalidArgument(
+            f"must be at least 2 and at most {MAX_POINTS} (one exact solve each), got {points}",
+            field="points",
+        )
+
+
+def _trace(
+    probe: Callable[[float], FrontierPoint], low: float, high: float, points: int, tol: float
+) -> tuple[tuple[FrontierPoint, ...], tuple[FrontierChange, ...]]:
+    """The sweep of ``points`` evenly spaced values from ``low`` to ``high``, each one
+    ``probe``, with every change of the optimal deployment between two neighbours narrowed by
+    bisection (again ``probe``) to a relative width of ``tol``."""
+    found = {p.swept: p for p in map(probe, np.linspace(low, high, points).tolist())}
+    sweep = sorted(found.values(), key=lambda p: p.swept)
+    changes = []
+    for left, right in itertools.pairwise(sweep):
+        if left.deployment == right.deployment:
+            continue
+        while right.swept / left.swept - 1 > tol:
+            middle = probe(0.5 * (left.swept + right.swept))
+            found[middle.swept] = middle
+            if middle.deployment == left.deployment:
+                left = middle
+            else:
+                right = middle
+        changes.append(FrontierChange(left, right))
+    return tuple(sorted(found.values(), key=lambda p: p.swept)), tuple(changes)
+
+
+def _point(solver: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
     try:
-        plan: Plan = solve(inst, 1.0 / rate)
+        plan: Plan = solver(inst, 1.0 / rate)
     except Infeasible:
         return FrontierPoint(rate, math.inf, (), (), "infeasible")
     return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency)
@@ -152,14 +221,7 @@ def cost_frontier(
     >>> costs[0] < 1e-9 and costs == sorted(costs)  # free at the rate the network has
     True
     """
-    if not get_method(method).exact:
-        exact = " or ".join(m.name for m in METHODS.values() if m.exact)
-        raise InvalidArgument(f"needs an exact method ({exact}), got {method!r}", field="method")
-    if not 2 <= points <= MAX_POINTS:
-        raise InvalidArgument(
-            f"must be at least 2 and at most {MAX_POINTS} (one exact solve each), got {points}",
-            field="points",
-        )
+    _check(method, points)
     base = 0.0
     if low is None or high is None:
         # T* by the state graph, or on a network with cycles by the MILP, among the
@@ -175,23 +237,77 @@ def cost_frontier(
             "inferences/s",
             field="low",
         )
-    solve = METHODS[method].solve
-    found = {rate: _point(solve, inst, rate) for rate in np.linspace(low, high, points).tolist()}
-    sweep = sorted(found.values(), key=lambda p: p.throughput)
-    changes = []
-    for left, right in itertools.pairwise(sweep):
-        if left.deployment == right.deployment:
-            continue
-        while right.throughput / left.throughput - 1 > tol:
-            middle = _point(solve, inst, 0.5 * (left.throughput + right.throughput))
-            found[middle.throughput] = middle
-            if middle.deployment == left.deployment:
-                left = middle
-            else:
-                right = middle
-        changes.append(FrontierChange(left, right))
-    return Frontier(
-        method=method,
-        points=tuple(sorted(found.values(), key=lambda p: p.throughput)),
-        changes=tuple(changes),
-    )
+    solver = METHODS[method].solve
+    found, changes = _trace(lambda rate: _point(solver, inst, rate), low, high, points, tol)
+    return Frontier(method=method, points=found, changes=changes)
+
+
+def latency_frontier(
+    inst: CodesignInstance,
+    beta: float,
+    *,
+    latency_range: tuple[float, float] | None = None,
+    points: int = 101,
+    method: str = "psg",
+    tol: float = 1e-6,
+) -> Frontier:
+    """The least cost for each latency bound from ``latency_range[0]`` to
+    ``latency_range[1]`` (seconds) at the target interval ``beta``: each point one exact
+    solve under its bound, each change of the optimal deployment narrowed to ``tol``.
+
+    Parameters
+    ----------
+    inst
+        The compiled network and profile.
+    beta
+        The target interval (s) every point meets.
+    latency_range
+        The lowest and the highest latency bound; default a quarter of the latency of the
+        plan for ``beta`` alone to all of it (from where a bound costs nothing more). Bounds
+        no plan meets within the caps are points of status ``"infeasible"``.
+    points
+        Evenly spaced bounds of the sweep (both ends included).
+    method
+        An exact method of :data:`~inferplan.codesign.METHODS` that takes a latency bound.
+    tol
+        Relative width to which each change of the optimal deployment is narrowed.
+
+    Raises
+    ------
+    Infeasible
+        If no plan meets ``beta`` at all and no ``latency_range`` is given (its default needs
+        that plan).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance, latency_frontier, throughput_optimal
+    >>> inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
+    >>> front = latency_frontier(inst, 0.5 * throughput_optimal(inst).interval, points=6)
+    >>> costs = [p.cost for p in front.points]
+    >>> front.sweep, costs == sorted(costs, reverse=True)  # a looser bound never costs more
+    ('latency', True)
+    """
+    _check(method, points, "latency")
+    if latency_range is None:
+        free: Plan = METHODS[method].solve(inst, beta)
+        assert free.latency is not None  # every solver's plan states its latency
+        latency_range = (0.25 * free.latency, free.latency)
+    low, high = latency_range
+    if not (0 < low < high and math.isfinite(high)):
+        raise InvalidArgument(
+            f"the latency bounds must be positive and increasing, got {low!r} to {high!r} s",
+            field="latency_range",
+        )
+    rate = 1.0 / beta
+
+    def probe(bound: float) -> FrontierPoint:
+        try:
+            plan = solve(inst, beta, method, latency=bound)
+        except Infeasible:
+            return FrontierPoint(rate, math.inf, (), (), "infeasible", target_latency=bound)
+        return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status,
+                             plan.latency, bound)  # fmt: skip
+
+    found, changes = _trace(probe, low, high, points, tol)
+    return Frontier(method=method, points=found, changes=changes, sweep="latency")

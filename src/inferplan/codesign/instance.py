@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.arrays import FloatArray, IntArray, range_sums
+from inferplan.arrays import FloatArray, IntArray, range_sums, ratio
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost, unit_price
 from inferplan.network.network import Link, Network, adjacency
 from inferplan.profiles.ideals import CutKind, Cuts, cuts_of
-from inferplan.profiles.memory import graph_memory_need, memory_need
+from inferplan.profiles.memory import graph_memory_need, graph_pair_need, memory_need
 from inferplan.profiles.profile import Profile
 
 if TYPE_CHECKING:
@@ -257,8 +257,6 @@ class CodesignInstance:
     in_start: IntArray
     """The in-links of node ``v`` are ``in_order[in_start[v]:in_start[v + 1]]``."""
     in_order: IntArray
-    work_between: FloatArray
-    prefix_flops: FloatArray
     activation_bits: FloatArray
     source: int
     target: int
@@ -330,6 +328,13 @@ class CodesignInstance:
             need = memory_need(self.profile)
         need.flags.writeable = False
         return need
+
+    def need(self, a: int, b: int) -> float:
+        """``need[a, b]``: an entry of :attr:`memory_need`, formed alone when the table is
+        not (a lattice solver's)."""
+        if "memory_need" not in self.__dict__ and not self.cuts.is_chain:
+            return graph_pair_need(self.profile, self.cuts, a, b)
+        return float(self.memory_need[a, b])
 
     @cached_property
     def memory_costs(self) -> Sequence[CapacityCost]:
@@ -437,8 +442,22 @@ class CodesignInstance:
         the scalar code that handles one path."""
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
+    @cached_property
+    def work_between(self) -> FloatArray:
+        """``w(i, j)`` for every pair of cuts (see the class docstring)."""
+        return self.cuts.work_between
+
+    @cached_property
+    def prefix_flops(self) -> FloatArray:
+        """The work of each cut (``S_0..S_N`` on a chain), rounded once."""
+        exact, unit = self.cuts.exact_work, self.cuts.unit
+        return np.array([ratio(x, unit) for x in exact])
+
     def work(self, i: int, j: int) -> float:
-        """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once)."""
+        """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once): an entry of
+        :attr:`work_between`, formed alone when the table is not (a lattice solver's)."""
+        if "work_between" not in self.__dict__ and not self.cuts.is_chain:
+            return self.cuts.work(i, j)
         return self._work_item(i, j)
 
     @cached_property
@@ -680,13 +699,17 @@ def compile_instance(
     require_acyclic: bool = True,
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
+    pairs: bool = True,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
 
     ``cuts``: the states of the model, ``"chain"`` (between consecutive blocks) or
     ``"graph"`` (every ideal of the profile's layer graph, at most ``max_ideals``); by
-    default the graph's when the profile has one within the limits, else the chain's (see
-    :func:`~inferplan.profiles.ideals.cuts_of`).
+    default the graph's when the profile has one within the limits of the solver (``pairs``:
+    one that keeps tables of every pair of cuts), else the chain's (see
+    :func:`~inferplan.profiles.ideals.cuts_of`). The tables of pairs
+    (:attr:`~CodesignInstance.work_between` and those made from it) are formed when a solver
+    first asks for them.
 
     Raises
     ------
@@ -721,8 +744,7 @@ def compile_instance(
     out_start, out_order = adjacency(link_src, keep.size)
     in_start, in_order = adjacency(link_dst, keep.size)
     ids = network.node_ids
-    states = cuts_of(profile, cuts, max_ideals=max_ideals)
-    work = states.work_between
+    states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs)
     return CodesignInstance(
         network=network,
         profile=profile,
@@ -737,8 +759,6 @@ def compile_instance(
         out_order=out_order,
         in_start=in_start,
         in_order=in_order,
-        work_between=work,
-        prefix_flops=work[0].copy(),
         activation_bits=states.bits,
         source=int(rank[position[network.node_position[network.source]]]),
         target=int(rank[position[network.node_position[network.target]]]),

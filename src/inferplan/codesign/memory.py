@@ -38,7 +38,7 @@ def path_needs(
     if len(path) != len(partition):
         raise ValueError("one partition point per path node")
     done = [0, *partition[:-1]]
-    return [float(inst.memory_need[a, b]) for a, b in zip(done, partition, strict=True)]
+    return [inst.need(a, b) for a, b in zip(done, partition, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,11 @@ class Method:
     bounded
         ``bounded(inst, beta, latency=L, **options) -> Plan``, the method under a latency
         bound, for the methods that take ``latency``.
+    lattice
+        Which of ``"solve"`` and ``"throughput"`` keep no tables of every pair of cuts, so
+        that they take every ideal of a layer graph up to ``max_ideals`` (T* by the lattice
+        engine, :mod:`~inferplan.codesign.lattice`), when no node's memory is given and
+        neither a latency bound nor a random tie-break asks for the tables.
     """
 
     name: str
@@ -96,6 +101,7 @@ class Method:
     summary: str
     throughput: Solver | None = None
     bounded: Solver | None = None
+    lattice: tuple[Literal["solve", "throughput"], ...] = ()
 
 
 METHODS: Mapping[str, Method] = {
@@ -105,7 +111,8 @@ METHODS: Mapping[str, Method] = {
                acyclic_only=True, options=("latency",), label="PSG",
                summary="exact minimum cost (acyclic networks)",
                throughput=Solver("inferplan.codesign.throughput", "throughput_optimal"),
-               bounded=Solver("inferplan.codesign.latency", "solve_latency")),
+               bounded=Solver("inferplan.codesign.latency", "solve_latency"),
+               lattice=("throughput",)),
         Method(name="milp", solve=Solver("inferplan.codesign.milp", "solve_milp"), exact=True,
                acyclic_only=False, options=("time_limit", "latency"), label="MILP",
                summary="exact MILP (HiGHS) on any network, cycles too",
@@ -115,10 +122,11 @@ METHODS: Mapping[str, Method] = {
                exact=False, acyclic_only=True, options=("tie_break", "seed", "latency"),
                label="PFP",
                summary="baseline: provisioning under frozen partitioning",
-               bounded=Solver("inferplan.codesign.heuristics", "solve_pfp")),
+               bounded=Solver("inferplan.codesign.heuristics", "solve_pfp"),
+               lattice=("solve",)),
         Method(name="pwf", solve=Solver("inferplan.codesign.heuristics", "solve_pwf"),
                exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PWF",
-               summary="baseline: provisioning with water-filling"),
+               summary="baseline: provisioning with water-filling", lattice=("solve",)),
         Method(name="psg-reference", solve=Solver("inferplan.codesign.psg", "reference_psg"),
                exact=True, acyclic_only=True, options=(), label="Algorithm 1",
                summary="the paper's Algorithm 1, scalar loops (slow; for checks)"),

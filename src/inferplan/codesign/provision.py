@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
+
+import numpy as np
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.methods import (
     METHODS,
+    Method,
     TieBreak,
     get_method,
     resolve,
@@ -104,9 +108,10 @@ def provision(
     True
     """
     beta = target_interval(interval=interval, throughput=throughput)
-    chosen, _ = resolve(method)
+    chosen, preset = resolve(method)
+    tables = _tables(network, chosen, "solve", latency, tie_break or preset.get("tie_break"))
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables)  # fmt: skip
     try:
         return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
                      latency=latency)  # fmt: skip
@@ -142,7 +147,10 @@ def throughput(
         ``"milp"`` (exact on any network, cycles included; minimises the slowest stage): the
         methods of :data:`~inferplan.codesign.METHODS` with a ``throughput``.
     cuts, max_ideals
-        Where the model may be cut, as for :func:`provision`.
+        Where the model may be cut, as for :func:`provision`. With ``"psg"``, no latency bound
+        and no node's memory given, T* needs no tables of pairs (the lattice engine,
+        :mod:`~inferplan.codesign.lattice`): it takes every ideal up to ``max_ideals``, where
+        the other planners hold at most :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS`.
     latency
         Only deployments whose latency is at most this many seconds (``"psg"``; see
         :func:`~inferplan.codesign.latency.throughput_within`).
@@ -167,8 +175,9 @@ def throughput(
             f"method {method!r} does not compute T* (methods: {', '.join(throughput_methods())})",
             field="method",
         )
+    tables = _tables(network, chosen, "throughput", latency, None)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables)  # fmt: skip
     if latency is not None:
         if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
@@ -178,6 +187,20 @@ def throughput(
         return throughput_within(inst, latency)
     best: Deployment = chosen.throughput(inst)
     return best
+
+
+def _tables(
+    network: Network,
+    method: Method,
+    entry: Literal["solve", "throughput"],
+    latency: float | None,
+    tie_break: str | None,
+) -> bool:
+    """Whether ``method``'s ``entry`` keeps tables of every pair of cuts here (see
+    :attr:`~inferplan.codesign.methods.Method.lattice`), so that the default cuts are a layer
+    graph's only up to :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS` ideals."""
+    return (entry not in method.lattice or latency is not None or tie_break == "random"
+            or bool(np.isfinite(network.node_memory).any()))  # fmt: skip
 
 
 def latency_optimal(

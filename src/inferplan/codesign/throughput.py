@@ -3,7 +3,9 @@
 The PSG state graph with bottleneck (min-max) relaxation of the stage delay
 ``max(w(i, j) / C_v, D_j / B_(v,z))``: by the compiled kernel
 (:mod:`~inferplan.codesign.compiled`, ``O(N)`` per node) or, in this module, one topological
-generation at a time with numpy, all ``(i, j)`` pairs at once (``O(N^2)`` per node). Among
+generation at a time with numpy, all ``(i, j)`` pairs at once (``O(N^2)`` per node). On the
+ideals of a layer graph, by reachability over the lattice of ideals inside a bisection on the
+interval (:mod:`~inferplan.codesign.lattice`, no tables of pairs). Among
 several optimal deployments the first one met when reading the labels back from the target is
 returned: at each node the fewest blocks received (so later nodes do more of the work), and
 among links the earliest in file order. The labels are exact (every label is one of the
@@ -20,12 +22,15 @@ from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign import compiled
 from inferplan.codesign.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import CodesignInstance, Generation
+from inferplan.codesign.lattice import lattice_throughput
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.stages import stage_sends, stage_units
+from inferplan.profiles import ideals
+from inferplan.profiles.memory import graph_most_need
 
-__all__ = ["throughput_optimal"]
+__all__ = ["LATTICE_CUTS", "lattice_engine", "throughput_optimal"]
 
 
 def throughput_optimal(
@@ -42,7 +47,11 @@ def throughput_optimal(
 
     ``engine`` as for :func:`~inferplan.codesign.psg.psg_path`: the compiled kernel
     (``O(N)`` per node and per link) or the all-pairs relaxation below. Both compare the same
-    candidate delays, so they return the same deployment.
+    candidate delays, so they return the same deployment. On the ideals of a layer graph
+    (cuts that are no chain) ``"auto"`` and ``"compiled"`` run the lattice engine
+    (:mod:`~inferplan.codesign.lattice`: no tables of pairs, the same interval) past
+    :data:`LATTICE_CUTS` ideals unless a node's memory may limit it, and ``"numpy"`` the
+    all-pairs relaxation.
 
     Examples
     --------
@@ -61,7 +70,10 @@ def throughput_optimal(
     C = inst.capacity if capacity is None else capacity
     B = inst.bandwidth if bandwidth is None else bandwidth
     M = inst.memory if memory is None else np.asarray(memory, dtype=np.float64)
-    if compiled_engine(engine, inst):
+    if lattice_engine(engine, inst, M):
+        path, partition = lattice_throughput(inst, C, B)
+        interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
+    elif compiled_engine(engine, inst):
         # the kernel's label at the target is the path's slowest stage, bit for bit
         interval, path, partition = compiled.throughput_kernel(inst, C, B, M)
         if not math.isfinite(interval) and not fits_somewhere(inst, M):
@@ -81,6 +93,27 @@ def throughput_optimal(
         layers=stage_units(inst, partition),
         sends=stage_sends(inst, partition),
         cuts=inst.cuts.kind,
+    )
+
+
+# Below this many ideals the all-pairs step is the faster one (0.05 s against 0.2 s at 496
+# ideals on an 8-node chain, 0.64 s against 0.31 s at 1,891: benchmarks/ideals.py); the
+# lattice engine's fixed cost is its few dozen sweeps, which a baseline repeats every round.
+LATTICE_CUTS = 1_000
+
+
+def lattice_engine(engine: Engine, inst: CodesignInstance, memory: FloatArray) -> bool:
+    """Whether T* runs on the lattice engine: ``engine`` not ``"numpy"``, cuts at the ideals
+    of a layer graph that are no chain, more than :data:`LATTICE_CUTS` of them (or than the
+    all-pairs step holds), and every
+    node's ``memory`` unlimited or more than any transition needs (the lattice engine keeps
+    no memory limit)."""
+    compiled_engine(engine)  # checks the engine's name
+    small = inst.n_cuts <= min(LATTICE_CUTS, ideals.MAX_STATE_CUTS)
+    if engine == "numpy" or inst.cuts.is_chain or small:
+        return False
+    return not np.isfinite(memory).any() or bool(
+        np.min(memory) >= graph_most_need(inst.profile, inst.cuts)
     )
 
 

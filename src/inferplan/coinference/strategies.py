@@ -234,9 +234,11 @@ def _known() -> str:
     return ", ".join([*STRATEGIES, f"{FIXED_PREFIX}K"])
 
 
-def get_strategy(name: str, *, system: System | None = None) -> Strategy:
+def get_strategy(name: str, *, system: System | None = None, n_layers: int | None = None
+                 ) -> Strategy:  # fmt: skip
     """The strategy called ``name``: a name of :data:`STRATEGIES` or ``fixed:K`` (``K`` layers
-    on the device, ``K`` in ``0..N``, checked against ``system`` when given).
+    on the device, ``K`` in ``0..N``, checked against ``system`` or ``n_layers`` ``N`` when
+    given).
 
     Raises
     ------
@@ -249,11 +251,10 @@ def get_strategy(name: str, *, system: System | None = None) -> Strategy:
         text = name[len(FIXED_PREFIX) :]
         if text.isdigit():
             k = int(text)
-            if system is not None and k > system.n_layers:
-                raise InvalidArgument(
-                    f"{name!r}: the device holds 0..{system.n_layers} layers (N), not {k}",
-                    field="strategy",
-                )
+            n = system.n_layers if system is not None else n_layers
+            if n is not None and k > n:
+                raise InvalidArgument(f"{name!r}: the device holds 0..{n} layers (N), not {k}",
+                                      field="strategy")  # fmt: skip
             return Strategy(name=f"{FIXED_PREFIX}{k}", label=f"{k} layers on the device",
                             summary=f"hold {k} layers, always upload after them", exact=False,
                             place=None, decide=_at_stage(f"{FIXED_PREFIX}{k}",

@@ -30,13 +30,17 @@ _UNIT = {"node": ("FLOP", "FLOP/s"), "link": ("bit", "bit/s")}
 @dataclass(frozen=True)
 class Measured:
     """What a run measured: the steady-state ``interval``, each stage's time per inference by
-    stage id (a node id, or ``u->v`` for a link), the latency's median and 95th percentile,
-    and a line to show with them (e.g. whether the outputs matched)."""
+    stage id (a node id, or ``u->v`` for a link), the latency's median and 95th percentile
+    beside the ``latency_predicted`` (the plan's, in the run's seconds), whether inferences
+    queued (``queueing``, one sentence) and a line to show with them (e.g. whether the
+    outputs matched)."""
 
     interval: float
     stages: Mapping[str, float] = field(default_factory=dict)
     latency_median: float | None = None
     latency_p95: float | None = None
+    latency_predicted: float | None = None
+    queueing: str | None = None
     note: str | None = None
 
 
@@ -264,7 +268,12 @@ def plan_report_html(
                       if plan.interval > 0 else si(measured.interval, "s")))  # fmt: skip
         if measured.latency_median is not None:
             p95 = "" if measured.latency_p95 is None else f", p95 {si(measured.latency_p95, 's')}"
-            facts.append(("measured latency", f"median {si(measured.latency_median, 's')}{p95}"))
+            planned = ("" if measured.latency_predicted is None else
+                       f" (predicted {si(measured.latency_predicted, 's')})")  # fmt: skip
+            facts.append(("measured latency",
+                          f"median {si(measured.latency_median, 's')}{p95}{planned}"))  # fmt: skip
+        if measured.queueing:
+            facts.append(("queueing", measured.queueing))
         if measured.note:
             facts.append(("run", measured.note))
     summary = "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)

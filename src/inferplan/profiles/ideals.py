@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.arrays import FloatArray, IntArray, exact_differences, scaled_exactly
+from inferplan.arrays import FloatArray, IntArray, exact_differences, ratio, scaled_exactly
 from inferplan.errors import InvalidArgument
 from inferplan.profiles.graph import INPUT, LayerGraph
 from inferplan.profiles.profile import Profile
@@ -45,8 +45,8 @@ DEFAULT_MAX_IDEALS = 100_000
 """How many ideals a layer graph may have before enumerating them is refused."""
 
 MAX_STATE_CUTS = 4_096
-"""How many cuts the planners take: they hold tables of every pair of cuts (``K x K``
-floats, 134 MB at this size)."""
+"""How many cuts the planners that hold tables of every pair of cuts take (``K x K`` floats,
+134 MB at this size): all but T*'s lattice engine."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +71,9 @@ class Cuts:
     sends
         ``(K, n + 1)``: which tensors leave each cut, the input first, then each unit's output
         (``None`` for a chain, whose cut ``k`` sends the output of unit ``k``, or the input).
+    covers
+        ``(2, H)``: the Hasse diagram, each pair ``(i, j)`` a cut ``i`` that is cut ``j`` less
+        one unit, sorted by ``j`` (``None`` for a chain, whose covers are ``(k - 1, k)``).
     """
 
     kind: CutKind
@@ -81,6 +84,7 @@ class Cuts:
     exact_work: tuple[int, ...]
     unit: int
     sends: npt.NDArray[np.bool_] | None = None
+    covers: IntArray | None = None
 
     @property
     def n_cuts(self) -> int:
@@ -104,9 +108,17 @@ class Cuts:
     @cached_property
     def subset(self) -> npt.NDArray[np.bool_]:
         """``subset[i, j]``: cut ``i`` lies inside cut ``j`` (a transition from ``i`` to ``j``
-        exists)."""
+        exists), the root of every table of pairs.
+
+        Raises
+        ------
+        InvalidArgument
+            For more than :data:`MAX_STATE_CUTS` ideals (a chain's table is always formed).
+        """
         if self.members is None or self.is_chain:
             return ~np.tri(self.n_cuts, k=-1, dtype=bool)
+        if self.n_cuts > MAX_STATE_CUTS:
+            raise _too_many_for_planners(self.n_cuts)
         words = _packed(self.members)
         inside = np.ones((self.n_cuts, self.n_cuts), dtype=bool)
         for w in range(words.shape[1]):
@@ -118,11 +130,34 @@ class Cuts:
     def work_between(self) -> FloatArray:
         """``w(i, j)``: FLOPs of the units of cut ``j`` outside cut ``i``, rounded once
         (``inf`` where ``i`` is not inside ``j``)."""
-        if self.kind == "graph" and self.n_cuts > MAX_STATE_CUTS:
-            raise _too_many_for_planners(self.n_cuts)
         sums = exact_differences(self.exact_work, self.unit)
         sums[~self.subset] = np.inf
         return sums
+
+    def work(self, i: int, j: int) -> float:
+        """One entry of :attr:`work_between`, formed without the table."""
+        if self.members is not None and bool((self.members[i] & ~self.members[j]).any()):
+            return math.inf
+        return ratio(self.exact_work[j] - self.exact_work[i], self.unit)
+
+    @cached_property
+    def lower_covers(self) -> tuple[IntArray, IntArray]:
+        """:attr:`covers` as ``(lower, first)``: the cuts one unit smaller than cut ``j`` are
+        ``lower[first[j]:first[j + 1]]`` (none for the empty cut, at least one for every
+        other)."""
+        if self.covers is None:
+            lower = np.arange(self.n_cuts - 1, dtype=np.int64)
+            return lower, np.r_[0, np.arange(self.n_cuts, dtype=np.int64)]
+        first = np.searchsorted(self.covers[1], np.arange(self.n_cuts + 1))
+        return self.covers[0], first.astype(np.int64)
+
+    @cached_property
+    def sizes(self) -> IntArray:
+        """How many units each cut holds (non-decreasing: the cuts are numbered by size)."""
+        if self.members is None:
+            return np.arange(self.n_cuts, dtype=np.int64)
+        sizes: IntArray = self.members.sum(axis=1, dtype=np.int64)
+        return sizes
 
     def units_between(self, i: int, j: int) -> tuple[str, ...]:
         """The names of the units of cut ``j`` outside cut ``i``, in order."""
@@ -169,29 +204,55 @@ def chain_cuts(profile: Profile) -> Cuts:
     )
 
 
-def _enumerate(graph: LayerGraph, limit: int) -> list[tuple[int, int, int]] | None:
+def _enumerate(
+    graph: LayerGraph, limit: int
+) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]] | None:
     """Every ideal of ``graph`` as ``(bitmask over the topological order, exact work, params)``
-    by size, then bitmask; ``None`` past ``limit`` ideals."""
+    by size, then bitmask, and the Hasse diagram (pairs of indices, the second ideal the first
+    and one layer more); ``None`` past ``limit`` ideals.
+
+    Each ideal keeps the layers that may join it (those outside whose inputs are all in), so
+    growing it by one of them updates that set from the layer's successors alone:
+    ``O(K (d + s))`` steps for ``K`` ideals of at most ``d`` such layers, ``s`` successors each.
+    """
     order = graph.order
     position = {v: k for k, v in enumerate(order)}
     needs = [sum(1 << position[u] for u in graph.predecessors[v]) for v in order]
+    after: list[list[int]] = [[] for _ in order]
+    for v in order:
+        for u in graph.predecessors[v]:
+            after[position[u]].append(position[v])
     scaled, _ = scaled_exactly(graph.flops)
     work = [scaled[v] for v in order]
     params = [graph.params[v] for v in order]
-    level = [(0, 0, 0)]
-    out = list(level)
+    ready = sum(1 << k for k, need in enumerate(needs) if need == 0)
+    level: list[tuple[int, int, int, int]] = [(0, 0, 0, ready)]  # mask, work, params, ready
+    out = [(0, 0, 0)]
+    covers: list[tuple[int, int]] = []
     for _ in range(graph.n_layers):
-        grown: dict[int, tuple[int, int]] = {}
-        for mask, w, p in level:
-            for k, need in enumerate(needs):
-                bit = 1 << k
-                if not mask & bit and need & mask == need and mask | bit not in grown:
-                    grown[mask | bit] = (w + work[k], p + params[k])
-        level = [(m, *grown[m]) for m in sorted(grown)]
-        out.extend(level)
+        grown: dict[int, tuple[int, int, int]] = {}
+        below: list[tuple[int, int]] = []  # (index of the smaller ideal, mask of the larger)
+        base = len(out) - len(level)
+        for r, (mask, w, p, free) in enumerate(level):
+            rest = free
+            while rest:
+                bit = rest & -rest
+                rest ^= bit
+                child = mask | bit
+                below.append((base + r, child))
+                if child not in grown:
+                    k = bit.bit_length() - 1
+                    joins = sum(1 << z for z in after[k] if needs[z] & child == needs[z])
+                    grown[child] = (w + work[k], p + params[k], (free & ~bit) | joins)
+        masks = sorted(grown)
+        index = {m: len(out) + r for r, m in enumerate(masks)}
+        level = [(m, *grown[m]) for m in masks]
+        out.extend((m, w, p) for m, w, p, _ in level)
+        covers.extend(sorted((i, index[m]) for i, m in below))
         if len(out) > limit:
             return None
-    return out
+    covers.sort(key=lambda pair: pair[1])
+    return out, covers
 
 
 def count_ideals(graph: LayerGraph, limit: int = DEFAULT_MAX_IDEALS) -> int | None:
@@ -206,7 +267,7 @@ def count_ideals(graph: LayerGraph, limit: int = DEFAULT_MAX_IDEALS) -> int | No
     4
     """
     found = _enumerate(graph, limit)
-    return None if found is None else len(found)
+    return None if found is None else len(found[0])
 
 
 def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cuts:
@@ -230,13 +291,14 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     """
     if max_ideals < 2:
         raise InvalidArgument(f"must be at least 2, got {max_ideals}", field="max_ideals")
-    found = _enumerate(graph, max_ideals)
-    if found is None:
+    enumerated = _enumerate(graph, max_ideals)
+    if enumerated is None:
         raise InvalidArgument(
             f"the layer graph has more than {max_ideals} ideals (cuts): cut the model between "
             "its blocks (chain cuts), give a coarser layer graph, or raise the limit",
             field="max_ideals",
         )
+    found, covers = enumerated
     n = graph.n_layers
     masks = [m for m, _, _ in found]
     nbytes = -(-n // 8)
@@ -245,15 +307,13 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     members: npt.NDArray[np.bool_] = unpacked[:, :n].astype(bool)
     order = graph.order
     position = {v: k for k, v in enumerate(order)}
-    readers = np.zeros((n, n), dtype=np.int32)  # readers[z, u]: layer z reads u (topological)
-    for v in order:
-        for u in graph.predecessors[v]:
-            readers[position[v], position[u]] = 1
     outputs = set(graph.sinks)
-    sink = np.array([v in outputs for v in order])
-    outside = (~members).astype(np.int32)
-    unread = (outside @ readers) > 0
-    leaving = members & (unread | sink)
+    leaving = np.zeros_like(members)
+    for v in order:  # a layer's output leaves an ideal holding it that a reader is outside of
+        u = position[v]
+        readers = [position[z] for z in graph.successors[v]]
+        unread = ~members[:, readers].all(axis=1) if readers else np.zeros(len(masks), bool)
+        leaving[:, u] = members[:, u] & (unread | (v in outputs))
     first = [position[v] for v in graph.input_readers]
     input_sent = np.logical_not(members[:, first].all(axis=1))
     out_bits = np.array([graph.output_bits[v] for v in order])
@@ -271,22 +331,30 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
         exact_work=tuple(w for _, w, _ in found),
         unit=unit,
         sends=np.column_stack((input_sent, leaving)),
+        covers=np.array(covers, dtype=np.int64).reshape(-1, 2).T.copy(),
     )
 
 
 def cuts_of(
-    profile: Profile, cuts: CutKind | None = None, *, max_ideals: int | None = None
+    profile: Profile,
+    cuts: CutKind | None = None,
+    *,
+    max_ideals: int | None = None,
+    pairs: bool = True,
 ) -> Cuts:
     """The cuts the planners search for ``profile``: ``"chain"`` (its blocks), ``"graph"``
     (the ideals of its layer graph, at most ``max_ideals``, :data:`DEFAULT_MAX_IDEALS` when
     not given), or, when not given, the graph's when the profile has one whose ideals the
-    planners hold, else the chain's.
+    planner holds, else the chain's. ``pairs``: whether the planner keeps tables of every pair
+    of cuts, so that it holds at most :data:`MAX_STATE_CUTS` ideals (every planner but T*'s
+    lattice engine, :mod:`~inferplan.codesign.lattice`, which holds ``max_ideals``).
 
     Raises
     ------
     InvalidArgument
         For ``cuts="graph"`` on a profile without a layer graph, or one with more ideals than
-        ``max_ideals`` or than the planners hold (:data:`MAX_STATE_CUTS`).
+        ``max_ideals``. Past :data:`MAX_STATE_CUTS` ideals the tables of pairs refuse when a
+        planner asks for them (:attr:`Cuts.subset`).
     """
     max_ideals = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
     if cuts not in (None, *CUT_KINDS):
@@ -299,20 +367,18 @@ def cuts_of(
             field="cuts",
         )
     if cuts is None:
+        held = min(max_ideals, MAX_STATE_CUTS) if pairs else max_ideals
         try:
-            return graph_cuts(profile.graph, max_ideals=min(max_ideals, MAX_STATE_CUTS))
+            return graph_cuts(profile.graph, max_ideals=held)
         except InvalidArgument:
             return chain_cuts(profile)
-    found = graph_cuts(profile.graph, max_ideals=max_ideals)
-    if found.n_cuts > MAX_STATE_CUTS:
-        raise _too_many_for_planners(found.n_cuts)
-    return found
+    return graph_cuts(profile.graph, max_ideals=max_ideals)
 
 
 def _too_many_for_planners(n_cuts: int) -> InvalidArgument:
     return InvalidArgument(
-        f"{n_cuts} cuts are more than the planners hold ({MAX_STATE_CUTS}: they keep a table "
-        "of every pair): cut the model between its blocks (chain cuts) or give a coarser layer "
-        "graph",
+        f"{n_cuts} cuts are more than this planner holds ({MAX_STATE_CUTS}: it keeps a table "
+        "of every pair; T*, PFP and PWF without memory limits take more): cut the model "
+        "between its blocks (chain cuts) or give a coarser layer graph",
         field="cuts",
     )

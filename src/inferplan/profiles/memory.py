@@ -23,11 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from inferplan.arrays import FloatArray, exact_differences, range_sums, scaled_exactly
+from inferplan.arrays import FloatArray, exact_differences, range_sums, ratio, scaled_exactly
 from inferplan.profiles.ideals import Cuts
 from inferplan.profiles.profile import Profile
 
-__all__ = ["graph_memory_need", "memory_need", "need_table"]
+__all__ = ["graph_memory_need", "graph_most_need", "graph_pair_need", "memory_need", "need_table"]
 
 
 def memory_need(profile: Profile) -> FloatArray:
@@ -70,25 +70,58 @@ def graph_memory_need(profile: Profile, cuts: Cuts) -> FloatArray:
     side. A node that only forwards holds the boundary of ``i``. On a path graph this is
     :func:`memory_need` of its blocks, entry for entry.
     """
-    graph = profile.graph
-    assert graph is not None and cuts.members is not None and cuts.kind == "graph"
-    order = graph.order
-    scaled, unit = scaled_exactly([profile.bytes_per_param * graph.params[v] for v in order])
+    inside = cuts.subset  # refuses past the cuts the tables of pairs hold
     members = cuts.members
-    exact = members.astype(object) @ np.array(scaled, dtype=object)
-    need = exact_differences([int(x) for x in exact], unit)
-    read = {v: [graph.input_bits] * (v in graph.input_readers) for v in order}
-    for v in order:
-        read[v] += [graph.output_bits[u] for u in graph.predecessors[v]]
-    working = [math.fsum([*read[v], graph.output_bits[v]]) / 8.0 for v in order]
+    assert members is not None
+    exact, unit, working = _graph_terms(profile, cuts, range(cuts.n_cuts))
+    need = exact_differences(exact, unit)
     largest = np.zeros_like(need)
     unset = np.ones(need.shape, dtype=bool)
-    for x in sorted(range(len(order)), key=lambda k: -working[k]):
+    for x in sorted(range(members.shape[1]), key=lambda k: -working[k]):
         fresh = unset & np.outer(~members[:, x], members[:, x])
         largest[fresh] = working[x]
         unset &= ~fresh
     need += largest
     diagonal = np.arange(cuts.n_cuts)
     need[diagonal, diagonal] = cuts.bits / 8.0
-    need[~cuts.subset] = np.inf
+    need[~inside] = np.inf
     return need
+
+
+def graph_pair_need(profile: Profile, cuts: Cuts, i: int, j: int) -> float:
+    """One entry of :func:`graph_memory_need`, formed without the table."""
+    members = cuts.members
+    assert members is not None
+    if i == j:
+        return float(cuts.bits[i] / 8.0)
+    fresh = members[j] & ~members[i]
+    if bool((members[i] & ~members[j]).any()):
+        return math.inf
+    (low, high), unit, working = _graph_terms(profile, cuts, (i, j))
+    largest = max((working[x] for x in np.flatnonzero(fresh).tolist()), default=0.0)
+    return ratio(high - low, unit) + largest
+
+
+def graph_most_need(profile: Profile, cuts: Cuts) -> float:
+    """An upper bound of every entry of :func:`graph_memory_need`, formed without the table:
+    the bytes of every parameter with the largest working set of a layer, or the largest
+    boundary a node forwards. A node with at least this memory never runs out."""
+    (everything,), unit, working = _graph_terms(profile, cuts, (cuts.last,))
+    return max(ratio(everything, unit) + max(working, default=0.0), float(cuts.bits.max()) / 8.0)
+
+
+def _graph_terms(
+    profile: Profile, cuts: Cuts, chosen: Sequence[int]
+) -> tuple[list[int], int, list[float]]:
+    """The parameter bytes of the ``chosen`` ideals as exact multiples of ``unit``, and each
+    layer's working set (bytes; the layers in the cuts' order)."""
+    graph = profile.graph
+    assert graph is not None and cuts.members is not None and cuts.kind == "graph"
+    order = graph.order
+    scaled, unit = scaled_exactly([profile.bytes_per_param * graph.params[v] for v in order])
+    held = cuts.members[list(chosen)].astype(object) @ np.array(scaled, dtype=object)
+    read = {v: [graph.input_bits] * (v in graph.input_readers) for v in order}
+    for v in order:
+        read[v] += [graph.output_bits[u] for u in graph.predecessors[v]]
+    working = [math.fsum([*read[v], graph.output_bits[v]]) / 8.0 for v in order]
+    return [int(x) for x in held], unit, working

@@ -96,7 +96,8 @@ class EdgeClient:
     The standard library's client, not a richer one: a device makes one request at a time, and
     its per-request cost is what the emulation must hide inside the modelled upload
     (``docs/device-edge.md``, Measured). A connection the edge closed while idle is reopened
-    at once; only a failure on a fresh connection counts as an attempt.
+    at once; only a failure on a fresh connection counts as an attempt. ``source``: the local
+    address to connect from (the device's address on the testbed).
     """
 
     def __init__(
@@ -108,6 +109,7 @@ class EdgeClient:
         retries: int,
         backoff_s: float,
         max_backoff_s: float = 2.0,
+        source: str | None = None,
     ) -> None:
         try:
             parts = urllib.parse.urlsplit(url)
@@ -131,6 +133,7 @@ class EdgeClient:
         self._backoff = backoff_s
         self._max_backoff = max_backoff_s
         self._down = False  # after a failed round of retries: one attempt until it answers
+        self._source = None if source is None else (source, 0)  # the address to send from
 
     def close(self) -> None:
         if self._connection is not None:
@@ -139,7 +142,8 @@ class EdgeClient:
 
     def _connect(self) -> http.client.HTTPConnection:
         kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = kind(self._host, self._port, timeout=self._timeout)
+        connection = kind(self._host, self._port, timeout=self._timeout,
+                          source_address=self._source)  # fmt: skip
         connection.connect()
         connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return connection

@@ -14,6 +14,12 @@ Emulation (the default) paces the device as the physical system: layer ``i`` tak
 (``L_i / f_c``) and the downloads (``m_i / R_d``). Energy follows the model:
 ``kappa f_l^2 L_i`` per layer run on the device plus ``P`` times the measured upload time.
 
+On the testbed (``host``, :mod:`inferplan.runtime.testbed_pair`) nothing is paced: the kernel
+holds the device's layers to ``f_l / k`` by a CPU quota and shapes each upload to
+``W log2(1 + gamma_n) / k``; the records are then in the system's own seconds (the run's
+divided by the dilation ``k``), and the device's energy is that of the time it really computed:
+``kappa f_l^3`` per second of it, plus ``P`` times the measured upload time.
+
 Faults: an unreachable edge (or a 5xx) is retried with a bounded exponential back-off; after
 that a device holding all ``N`` layers finishes the inference locally, any other lists it in
 :attr:`DeviceRun.failed`. Every inference ends with an output or in that list.
@@ -25,7 +31,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +43,7 @@ from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
 from inferplan.runtime.examples import check_inferences
-from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
+from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device, run_layer
 from inferplan.runtime.measure import random_inputs
 from inferplan.runtime.split import TensorSpec
 from inferplan.runtime.wire import (
@@ -53,6 +59,7 @@ from inferplan.runtime.wire import (
 __all__ = [
     "ACTIONS",
     "Decision",
+    "DeviceHost",
     "DeviceRun",
     "EdgeUnavailable",
     "InferenceRecord",
@@ -66,6 +73,29 @@ deliver the output it computed."""
 Tensors = tuple[torch.Tensor, ...]
 #: Float32 tolerance of the split outputs against the unsplit model's.
 RTOL, ATOL = 1e-4, 1e-5
+
+
+class DeviceHost(Protocol):
+    """What holds the device on the testbed (:class:`~inferplan.runtime.testbed_pair.Pair`):
+    its address, the dilation ``k``, how many times it runs each layer, its CPU quota around
+    the layers, and the uplink's rate for each upload."""
+
+    address: str
+    dilation: float
+    repeats: int
+
+    def compute(self, work: Callable[[], Tensors]) -> Tensors:
+        """``work()`` run on the device's compute thread, which its CPU quota holds."""
+
+    def before_upload(self, rate_bps: float, payload_bits: float, body_bytes: int) -> float:
+        """Shape the uplink to ``rate_bps`` (the system's) for a body of ``body_bytes`` that
+        carries ``payload_bits`` of the model's; return how long the change took (s)."""
+
+    def before_verify(self) -> None:
+        """Lift the uplink's rate: the outputs are checked after the run, at full speed."""
+
+    def summary(self) -> dict[str, Any]:
+        """What the report says about the testbed."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +175,7 @@ class DeviceRun:
     max_abs_diff: float | None = None
     elapsed_s: float = 0.0
     emulated: bool = False
+    testbed: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -246,6 +277,8 @@ class DeviceRun:
             "finished_locally": [r.index for r in self.records if r.local],
             "errors": {str(k): v for k, v in self.errors.items()},
             "warnings": list(self.warnings),
+            "mode": "testbed" if self.testbed else "emulate" if self.emulated else "native",
+            "testbed": self.testbed,
         }
 
 
@@ -381,6 +414,7 @@ def run_device(
     backoff_s: float = 0.1,
     verify: bool = True,
     on_inference: Callable[[int], None] | None = None,
+    host: DeviceHost | None = None,
 ) -> DeviceRun:
     """Run ``inferences`` co-inferences against the edge at ``edge_url``.
 
@@ -415,11 +449,17 @@ def run_device(
         Compare every output with the unsplit model's (run on the edge, ``/reference``).
     on_inference
         Called with each inference's index once it ended (completed or failed).
+    host
+        The testbed's hold on the device (``emulate`` must then be False): its compute under
+        a CPU quota, each upload shaped by the kernel.
     """
     if isinstance(inferences, bool) or not isinstance(inferences, int) or inferences < 1:
         raise InvalidArgument(f"must be an integer >= 1, got {inferences!r}", field="inferences")
     if retries < 0 or backoff_s < 0 or timeout_s <= 0:
         raise InvalidArgument("retries and backoff_s must be >= 0 and timeout_s > 0")
+    if host is not None and emulate:
+        raise InvalidArgument("the testbed runs without pacing: emulate must be False",
+                              field="emulate")  # fmt: skip
     if system.n_layers != layered.n_layers:
         raise InvalidArgument(
             f"the system has {system.n_layers} layers, the model {layered.n_layers} blocks"
@@ -436,13 +476,13 @@ def run_device(
         )
     elif len(inputs) < inferences:
         raise InvalidArgument(f"{len(inputs)} inputs for {inferences} inferences", field="inputs")
-    edge = EdgeClient(
-        edge_url, token=token, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
-    )
+    source = None if host is None else host.address
+    edge = EdgeClient(edge_url, token=token, timeout_s=timeout_s, retries=retries,
+                      backoff_s=backoff_s, source=source)  # fmt: skip
     try:
         return _run(
             system, layered, edge, plan, gammas, list(inputs[:inferences]), emulate, verify,
-            on_inference,
+            on_inference, host,
         )  # fmt: skip
     finally:
         edge.close()
@@ -458,6 +498,7 @@ def _run(
     emulate: bool,
     verify: bool,
     on_inference: Callable[[int], None] | None,
+    host: DeviceHost | None,
 ) -> DeviceRun:
     m = plan.placement
     memory = system.device.memory
@@ -482,8 +523,8 @@ def _run(
             plan, inferences, (), every, dict.fromkeys(every, reason), (), (None,) * inferences,
             predicted, time.monotonic() - started, system.inferences_per_update,
         )  # fmt: skip
-    measured = time.monotonic() - started
-    device = _Device(system, layered, edge, plan, emulate)
+    measured = (time.monotonic() - started) / (1.0 if host is None else host.dilation)
+    device = _Device(system, layered, edge, plan, emulate, host)
     first = time.monotonic()
     records: list[InferenceRecord] = []
     outputs: list[Tensors | None] = []
@@ -506,6 +547,9 @@ def _run(
         tuple(outputs), predicted, measured, system.inferences_per_update,
         elapsed_s=time.monotonic() - first, emulated=emulate,
     )  # fmt: skip
+    if host is not None:
+        host.before_verify()
+        run = DeviceRun(**{**run.__dict__, "testbed": host.summary()})
     if verify:
         match, diff = _verify(edge, inputs, outputs)
         run = DeviceRun(**{**run.__dict__, "outputs_match": match, "max_abs_diff": diff})
@@ -533,6 +577,11 @@ def _verify(
     return match, worst
 
 
+def _without_grad(stage: torch.nn.Module, values: Tensors, repeats: int) -> Tensors:
+    with torch.no_grad():  # per thread: the compute thread's own
+        return run_layer(stage, values, repeats)
+
+
 class _Device:
     """One device's inference loop: decisions, local layers, uploads, accounting."""
 
@@ -543,8 +592,11 @@ class _Device:
         edge: EdgeClient,
         plan: DevicePlan,
         emulate: bool,
+        host: DeviceHost | None = None,
     ) -> None:
         self.system = system
+        self.host = host
+        self.scale = 1.0 if host is None else 1.0 / host.dilation  # run seconds -> system's
         self.layered = layered
         self.edge = edge
         self.policy = plan.policy
@@ -566,17 +618,25 @@ class _Device:
             pace(self._started, self._budget)
 
     def _layer(self, layer: int, values: Tensors) -> Tensors:
+        stage = self.layered.stages[layer - 1]
         computing = time.monotonic()
         with torch.no_grad():
-            out: Tensors = self.layered.stages[layer - 1](*values)
+            if self.host is None:
+                out: Tensors = stage(*values)
+            else:
+                repeats = self.host.repeats
+                out = self.host.compute(lambda: _without_grad(stage, values, repeats))
         self._computed += time.monotonic() - computing
         self._wait(self.system.layers.cycles[layer - 1] / self.system.device.cpu_hz)
         return out
 
+    def rate_bps(self, snr: float) -> float:
+        """The uplink's Shannon rate ``W log2(1 + gamma)``."""
+        return self.system.device.bandwidth_hz * math.log2(1.0 + snr)
+
     def upload_seconds(self, stage: int, snr: float) -> float:
         """``I_n / (W log2(1 + gamma_n))``."""
-        rate = self.system.device.bandwidth_hz * math.log2(1.0 + snr)
-        return self.system.layers.input_bits[stage - 1] / rate
+        return self.system.layers.input_bits[stage - 1] / self.rate_bps(snr)
 
     def _upload(self, stage: int, snr: float, values: Tensors) -> tuple[Tensors, float, float]:
         """Send the activation before layer ``stage``: the output, upload and edge seconds.
@@ -587,11 +647,16 @@ class _Device:
         least its modelled compute): the upload takes ``max(real, modelled)``, as a device
         step does, and the edge's part is never hidden inside it."""
         started = time.monotonic()
+        body = encode_tensors(values)
+        if self.host is not None:  # the channel's rate is not the device's work: not timed
+            started += self.host.before_upload(self.rate_bps(snr),
+                                               self.system.layers.input_bits[stage - 1],
+                                               len(body))  # fmt: skip
         response = self.edge.request(
             "POST",
             "/infer",
             params={"stage": stage, "emulate": int(self.emulate)},
-            content=encode_tensors(values),
+            content=body,
         )
         try:
             edge_s = float(response.headers.get(SERVICE_HEADER.lower(), 0.0))
@@ -609,7 +674,7 @@ class _Device:
         if self.emulate:
             pace(started, floor)  # ... and this step's own, so the upload lasts at least I/r
         total = time.monotonic() - started
-        return output, max(total - edge_s, 0.0), edge_s
+        return output, max(total - edge_s, 0.0) * self.scale, edge_s * self.scale
 
     def infer(
         self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
@@ -644,7 +709,7 @@ class _Device:
                 _, upload_s, edge_s = self._upload(n, gamma, values)
             except EdgeUnavailable:
                 local = True  # the output is here; only its delivery failed
-        latency = time.monotonic() - started
+        latency = (time.monotonic() - started) * self.scale
         return values, self._record(k, n, float(snr[n - 1]), latency, upload_s, edge_s, local)
 
     def _record(
@@ -654,9 +719,11 @@ class _Device:
         s = self.system
         cycles = s.layers.cycles
         device_cycles = float(sum(cycles[: split - 1]))
-        energy = (
-            s.device.kappa * s.device.cpu_hz**2 * device_cycles + s.device.tx_power_w * upload_s
-        )
+        computed_s = self._computed * self.scale
+        # emulated, the device ran the modelled cycles; on the testbed, f_l for as long as the
+        # kernel let its layers run
+        ran = device_cycles if self.host is None else s.device.cpu_hz * computed_s
+        energy = s.device.kappa * s.device.cpu_hz**2 * ran + s.device.tx_power_w * upload_s
         modelled_upload = self.upload_seconds(split, gamma)
         modelled_edge = float(sum(cycles[split - 1 :])) / s.edge.cpu_hz
         modelled_latency = device_cycles / s.device.cpu_hz + modelled_upload + modelled_edge
@@ -674,6 +741,6 @@ class _Device:
             upload_s=upload_s,
             edge_s=edge_s,
             local=local,
-            device_s=self._computed,
+            device_s=computed_s,
             modelled_device_s=device_cycles / s.device.cpu_hz,
         )

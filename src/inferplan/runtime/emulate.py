@@ -1,4 +1,5 @@
-"""Emulating planned infrastructure: pacing stages to planned times, and the planned times.
+"""Emulating planned infrastructure: pacing stages to planned times, the planned times, and
+the verdicts on a run: a stage that cannot hold its time, inferences that queued.
 
 A stage (a node's compute, a link's transfer) emulates a capacity by taking *at least* the time
 that capacity would need: it does its real work, then sleeps until ``started + planned``. The
@@ -33,10 +34,12 @@ from inferplan.units import si
 __all__ = [
     "OVERRUN_SHARE",
     "Overrun",
+    "Queueing",
     "Server",
     "overrun",
     "pace",
     "path_bandwidths",
+    "planned_latency",
     "planned_times",
 ]
 
@@ -122,6 +125,29 @@ def planned_times(
     return tuple(compute), tuple(transfer)
 
 
+def planned_latency(
+    network: Network, profile: Profile, plan: Plan
+) -> tuple[float, tuple[float, ...]]:
+    """The plan's latency (seconds, one inference through the idle pipeline at the planned
+    times: :meth:`~inferplan.codesign.stages.Stages.latency`) and the propagation delay of
+    each path link, which a run adds to its link's transfer (its data arrives that much later,
+    the link itself is free again at once).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net = inferplan.load_network("examples/network.json")
+    >>> vgg = inferplan.load_profile("vgg16")
+    >>> plan = inferplan.provision(net, vgg, interval=0.05)
+    >>> latency, delays = planned_latency(net, vgg, plan)
+    >>> abs(latency - plan.latency) < 1e-12, len(delays) == len(plan.path) - 1
+    (True, True)
+    """
+    inst, path, capacity, bandwidth = _upgraded(network, profile, plan)
+    run = stages(inst, path, plan.partition)
+    return run.latency(capacity, bandwidth), run.propagation
+
+
 def path_bandwidths(network: Network, profile: Profile, plan: Plan) -> tuple[float, ...]:
     """The bandwidth (bit/s) of each path link after the plan's upgrades, ``B + y``.
 
@@ -205,3 +231,73 @@ def overrun(
     if late <= share:
         return None
     return Overrun(late, statistics.median(real_s), statistics.median(planned))
+
+
+QUEUE_SHARE = 0.5
+"""How much of an interval inferences may wait in all, at the median, before a run says they
+queued (the wake-ups of paced stages on a busy machine are a few milliseconds late)."""
+
+
+@dataclass(frozen=True)
+class Queueing:
+    """Whether a run's inferences waited for busy stages, from its numbers: the measured
+    median ``latency_s``, the ``idle_s`` latency of the idle pipeline at the measured stage
+    times (their sum, plus the propagation delays the run imposed), the measured
+    ``interval_s``, ``in_flight``, the mean number of inferences in the pipeline as one
+    entered (itself included), the plan's ``predicted_s`` latency, and ``feed_s``, the
+    interval at which inputs came open loop (the plan's, as a camera would send them), or
+    ``None`` when they came as fast as the pipeline took them (closed loop: the pipeline kept
+    full).
+
+    A full pipeline holds more inferences than its stages serve at once, so they wait: by
+    Little's law its latency is about (inferences in flight) x interval, not the plan's.
+
+    Examples
+    --------
+    >>> full = Queueing(latency_s=0.12, idle_s=0.05, interval_s=0.02, in_flight=6,
+    ...                 predicted_s=0.05)
+    >>> full.queued, full.little_s
+    (True, 0.12)
+    >>> Queueing(latency_s=0.051, idle_s=0.05, interval_s=0.025, in_flight=2.0,
+    ...          predicted_s=0.05, feed_s=0.025).queued
+    False
+    """
+
+    latency_s: float
+    idle_s: float
+    interval_s: float
+    in_flight: float
+    predicted_s: float
+    feed_s: float | None = None
+
+    @property
+    def little_s(self) -> float:
+        """The latency Little's law gives: inferences in flight times the interval."""
+        return self.in_flight * self.interval_s
+
+    @property
+    def queued(self) -> bool:
+        """Whether inferences waited, at the median, more than :data:`QUEUE_SHARE` of an
+        interval in all beyond the idle pipeline's latency."""
+        return self.latency_s - self.idle_s > QUEUE_SHARE * self.interval_s
+
+    def says(self) -> str:
+        """The verdict in one sentence, with its numbers."""
+        lat, idle, gap = si(self.latency_s, "s"), si(self.idle_s, "s"), si(self.interval_s, "s")
+        plan = si(self.predicted_s, "s")
+        if self.feed_s is None and self.queued:
+            return (f"the pipeline was kept full, so inferences queued: {self.in_flight:.3g} "
+                    f"in flight x {gap} interval = {si(self.little_s, 's')} (Little's law; "
+                    f"measured {lat}), against {idle} through the idle pipeline; run with "
+                    f"--rate to feed inputs at the plan's throughput and compare with its "
+                    f"{plan}")  # fmt: skip
+        if self.feed_s is None:
+            return (f"no inference queued although the pipeline was kept full: the latency "
+                    f"{lat} is the idle pipeline's {idle} (the plan's {plan})")  # fmt: skip
+        if self.queued:
+            return (f"fed at the plan's throughput, inferences still queued: "
+                    f"{self.in_flight:.3g} in flight, latency {lat} against {idle} through the "
+                    f"idle pipeline: a stage is slower than the {si(self.feed_s, 's')} between "
+                    f"inputs (see the stage times)")  # fmt: skip
+        return (f"fed at the plan's throughput, no inference queued: the latency {lat} is the "
+                f"idle pipeline's {idle} (the plan's {plan})")  # fmt: skip

@@ -44,6 +44,7 @@ __all__ = [
     "measured_profile",
     "random_inputs",
     "stream_inputs",
+    "time_stages",
 ]
 
 Shape = tuple[int, ...]
@@ -143,14 +144,27 @@ def measure_blocks(
     """Median seconds of each of the profile's blocks on ``inputs`` (after ``warmup`` runs),
     on ``clock`` (wall time; ``time.thread_time``: this thread's CPU time, which the machine's
     other load does not stretch)."""
+    split = traced.split(range(traced.profile.n_blocks + 1))
+    return time_stages(split.stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+
+
+def time_stages(
+    stages: Sequence[Callable[..., Any]],
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, ...]:
+    """Median seconds of each stage of a chain (stage ``k`` takes what stage ``k - 1``
+    returns, the first ``inputs``) after ``warmup`` runs, on ``clock``."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
-    split = traced.split(range(traced.profile.n_blocks + 1))
-    times: list[list[float]] = [[] for _ in split.stages]
+    times: list[list[float]] = [[] for _ in stages]
     with torch.inference_mode():
         for run in range(warmup + repeats):
             values = tuple(inputs)
-            for k, stage in enumerate(split.stages):
+            for k, stage in enumerate(stages):
                 started = clock()
                 values = stage(*values)
                 if run >= warmup:

@@ -16,9 +16,13 @@ always has a ``recv`` posted), computing (the main thread), and sending over the
 (:func:`~inferplan.runtime.emulate.planned_times`), sleeping on the schedule a server of that
 capacity keeps (:class:`~inferplan.runtime.emulate.Server`).
 The source keeps at most one inference in flight per stage (node or link) plus one for the
-acknowledgement on its way back, enough to keep every stage busy; the last rank acknowledges
-each output to the source, which times the latency on its own clock (so latency needs no
-synchronised clocks across machines).
+acknowledgement on its way back, enough to keep every stage busy (closed loop: the pipeline
+kept full, so inferences queue and the latency is about the inferences in flight times the
+interval, by Little's law); or, open loop (``open_loop``), it feeds one input every target
+interval of the plan, as a camera would, and the latency is the plan's. The last rank
+acknowledges each output to the source, which times the latency on its own clock (so latency
+needs no synchronised clocks across machines). Emulated links also hold their data for their
+propagation delay (the link is free for the next transfer meanwhile).
 
 :func:`run_plan` launches the ranks itself on ``127.0.0.1``; :func:`run_stage` is one rank,
 the entry point under ``torchrun`` (``inferplan run`` calls it when started by ``torchrun``).
@@ -60,7 +64,15 @@ from inferplan.profiles.cuts import BlockSpec
 from inferplan.profiles.from_torch import load_module_factory, profile_module
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
-from inferplan.runtime.emulate import Overrun, Server, overrun, planned_times
+from inferplan.runtime.emulate import (
+    Overrun,
+    Queueing,
+    Server,
+    overrun,
+    pace,
+    planned_latency,
+    planned_times,
+)
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, stream_inputs
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
@@ -127,6 +139,10 @@ class RunRequest:
         pacing, its time dilated by at least ``dilation`` (``None``: as little as fits).
     seed
         Seeds the model's weights and the random inputs.
+    open_loop
+        Feed one input every target interval of the plan (its throughput; dilated on the
+        testbed), as a camera would, instead of keeping the pipeline full: the measured
+        latency is then comparable with the plan's.
     timeout_s
         How long a rank waits for a peer (and the launcher for any progress) before giving up.
     """
@@ -149,12 +165,14 @@ class RunRequest:
     timeout_s: float = 60.0
     testbed: bool = False
     dilation: float | None = None
+    open_loop: bool = False
     plan_source: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Resolved:
-    """A request checked and planned: its profile, plan, stage times and number of inputs."""
+    """A request checked and planned: its profile, plan, stage times, the propagation delay
+    of each path link, the plan's latency and the number of inputs."""
 
     request: RunRequest
     profile: Profile
@@ -162,6 +180,8 @@ class Resolved:
     node_s: tuple[float, ...]
     link_s: tuple[float, ...]
     inferences: int
+    delay_s: tuple[float, ...] = ()
+    latency_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -230,6 +250,9 @@ class RunReport:
     ``mode`` is ``"emulate"`` (stages paced to the plan), ``"native"`` (this machine's speed)
     or ``"testbed"`` (the kernel holds each stage to its capacity, dilated by ``dilation``: the
     predicted and measured seconds are the run's own, the plan's are ``dilation`` times fewer).
+    ``predicted_latency_s`` is the plan's latency (dilated likewise), ``feed_interval_s`` the
+    seconds between inputs fed open loop (``None``: the pipeline was kept full), ``queueing``
+    whether inferences waited, from the run's numbers.
     """
 
     plan: Plan
@@ -251,6 +274,9 @@ class RunReport:
     """What in the run cannot hold the plan: an emulated node whose real work took longer
     than its planned time in more than a few percent of the inferences, named with both
     times and what to change (:func:`~inferplan.runtime.emulate.overrun`)."""
+    predicted_latency_s: float = 0.0
+    feed_interval_s: float | None = None
+    queueing: Queueing | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -262,7 +288,21 @@ class RunReport:
             "dilation": self.dilation,
             "predicted_interval": self.predicted_interval,
             "measured_interval": self.measured_interval,
-            "latency_s": {"median": self.latency_median_s, "p95": self.latency_p95_s},
+            "latency_s": {
+                "median": self.latency_median_s,
+                "p95": self.latency_p95_s,
+                "predicted": self.predicted_latency_s,
+            },
+            "feed_interval_s": self.feed_interval_s,
+            "queueing": None
+            if self.queueing is None
+            else {
+                "queued": self.queueing.queued,
+                "in_flight": self.queueing.in_flight,
+                "little_s": self.queueing.little_s,
+                "idle_latency_s": self.queueing.idle_s,
+                "says": self.queueing.says(),
+            },
             "stages": [s.to_dict() for s in self.stages],
             "outputs_match": self.outputs_match,
             "max_abs_diff": self.max_abs_diff,
@@ -328,6 +368,7 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
         plan = provision(request.network, profile, interval=request.interval,
                          method=request.method, cuts="chain")  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
+    latency, delays = planned_latency(request.network, profile, plan)
     data = _load_inputs(request)
     count = request.inferences
     if data is not None:
@@ -338,7 +379,7 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     count = DEFAULT_INFERENCES if count is None else count
     check_count(count, request.warmup)
     _check_memory(count, profile)
-    return Resolved(request, profile, plan, node_s, link_s, count)
+    return Resolved(request, profile, plan, node_s, link_s, count, delays, latency)
 
 
 def _check_memory(count: int, profile: Profile) -> None:
@@ -361,6 +402,7 @@ class _Role:
     receives: tuple[TensorSpec, ...]
     node_s: float
     link_s: float | None  # the link to the next rank; None for the last
+    delay_s: float = 0.0  # that link's propagation delay
 
     @property
     def label(self) -> str:
@@ -384,6 +426,7 @@ class _Setup:
     error: str | None = None
     testbed: bool = False
     dilation: float = 1.0  # on the testbed; 1 elsewhere
+    feed_s: float | None = None  # open loop: the run's seconds between inputs
 
 
 @dataclass
@@ -411,7 +454,8 @@ def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], 
         first = plan.partition[k - 1] if k else 0
         link = resolved.link_s[k] if k < len(plan.path) - 1 else None
         receives = traced.crossing(first)
-        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link))
+        delay = resolved.delay_s[k] if k < len(plan.path) - 1 else 0.0
+        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link, delay))
     return tuple(roles), cuts
 
 
@@ -519,8 +563,9 @@ class _GlooLinks:
 
 def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate: bool,
               inputs: Iterator[Inputs], progress: Progress | None,
-              links: Links) -> tuple[_Measured, list[float]]:  # fmt: skip
-    """Run this rank's part of the pipeline; rank 0 also returns each inference's latency."""
+              links: Links) -> tuple[_Measured, list[float], list[int]]:  # fmt: skip
+    """Run this rank's part of the pipeline; rank 0 also returns each inference's latency and
+    how many inferences were in the pipeline as each one entered (itself included)."""
     rank, world, count = role.rank, len(setup.roles), setup.inferences
     last = rank == world - 1
     mine = _Measured()
@@ -529,12 +574,15 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
     outbox: queue.Queue[tuple[float, tuple[torch.Tensor, ...]]] = queue.Queue()
     started_at = [0.0] * count
     latency = [0.0] * count
+    inside = [0] * count
+    acked = [0]
     # in flight: one inference per stage (world nodes, world - 1 links) and one acknowledgement
     window = threading.Semaphore(2 * world)
     threads = []
 
     def acknowledged(i: int) -> None:
         latency[i] = time.monotonic() - started_at[i]
+        acked[0] += 1
         window.release()
         if progress is not None:
             progress(i + 1)
@@ -542,10 +590,15 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
     if rank == 0:
 
         def feed() -> None:
+            first = time.monotonic()
             for i in range(count):
-                window.acquire()
+                if setup.feed_s is None:
+                    window.acquire()
                 args = next(inputs)  # made (or read) when there is room for it in flight
+                if setup.feed_s is not None:  # a camera's frames: on a fixed schedule
+                    pace(first, i * setup.feed_s)
                 started_at[i] = time.monotonic()
+                inside[i] = i + 1 - acked[0]
                 inbox.put((started_at[i], args))
 
         def acks() -> None:
@@ -562,12 +615,15 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
         if world > 1:
             threads.append(_thread(role.label, acks))
     else:
+        # an emulated link's data arrives its propagation delay after the transfer (the
+        # testbed's kernel delays it itself, a real network by its own)
+        delay = setup.roles[rank - 1].delay_s if emulate else 0.0
 
         def receive() -> None:
             for _ in range(count):
                 values = links.recv(role.receives)
                 mine.arrived_at.append(time.monotonic())
-                inbox.put((mine.arrived_at[-1], values))
+                inbox.put((mine.arrived_at[-1] + delay, values))
 
         threads.append(_thread(role.label, receive))
     if not last:
@@ -615,7 +671,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                 mine.quota = links.warm(statistics.median(mine.node_cpu))
     for thread in threads:
         thread.join()
-    return mine, latency
+    return mine, latency, inside
 
 
 def _median_after(values: Sequence[float], warmup: int) -> float:
@@ -645,10 +701,11 @@ def _setup_rank0(request: RunRequest, world: int,
     split = traced.split(cuts)
     by_first = dict(zip(cuts, split.stages, strict=False))
     modules = [by_first.get(r.blocks[0]) if r.blocks[1] > r.blocks[0] else None for r in roles]
+    dilation = 1.0 if placement is None else placement.dilation
+    feed = dilation * resolved.plan.target_interval if request.open_loop else None
     setup = _Setup(roles, resolved.inferences, request.warmup,
                    request.emulate if placement is None else False, request.timeout_s,
-                   testbed=placement is not None,
-                   dilation=1.0 if placement is None else placement.dilation)  # fmt: skip
+                   testbed=placement is not None, dilation=dilation, feed_s=feed)  # fmt: skip
     return setup, model, modules, (resolved, traced)
 
 
@@ -738,7 +795,8 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
             bed.connect()
             bed.hold()
         dist.barrier()
-        measured, latency = _pipeline(role, setup, stage, emulate, inputs(), progress, links)
+        measured, latency, inside = _pipeline(role, setup, stage, emulate, inputs(), progress,
+                                              links)  # fmt: skip
         if placement is not None:
             bed.release()
             bed.close()
@@ -754,14 +812,16 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
     dist.gather_object(measured, gathered if rank == 0 else None, dst=0)
     if rank != 0:
         return None
-    report = _report(resolved, setup, emulate, gathered, latency, profiled, model, inputs)
+    report = _report(resolved, setup, emulate, gathered, (latency, inside), profiled, model,
+                     inputs)  # fmt: skip
     return report
 
 
 def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Measured],
-            latency: list[float], profiled: tuple[float, ...], model: Any,
+            timed: tuple[list[float], list[int]], profiled: tuple[float, ...], model: Any,
             inputs: Callable[[], Iterator[Inputs]]) -> RunReport:  # fmt: skip
     warmup, k, testbed = setup.warmup, setup.dilation, setup.testbed
+    latency, inside = timed
     stages: list[StageReport] = []
     warnings: list[str] = []
     needs: list[float | None] = [m.need for m in resolved.plan.memory] or [None] * len(setup.roles)
@@ -801,6 +861,12 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         stacked = [torch.stack([out[k] for out in outputs]) for k in range(len(outputs[0]))]
         torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), request.outputs)
     steady = latency[warmup:]
+    median = statistics.median(steady)
+    # the propagation delays the run imposed: emulated, or the testbed kernel's
+    imposed = k * math.fsum(resolved.delay_s) if emulate or testbed else 0.0
+    queueing = Queueing(median, math.fsum(s.measured_s for s in stages) + imposed, interval,
+                        statistics.fmean(inside[warmup:]), k * resolved.latency_s,
+                        setup.feed_s)  # fmt: skip
     return RunReport(
         plan=resolved.plan,
         inferences=setup.inferences,
@@ -808,7 +874,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         emulated=emulate,
         predicted_interval=max(s.predicted_s for s in stages),
         measured_interval=interval,
-        latency_median_s=statistics.median(steady),
+        latency_median_s=median,
         latency_p95_s=_percentile(steady, 0.95),
         stages=tuple(stages),
         outputs_match=match,
@@ -817,6 +883,9 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
         dilation=k,
         profile=resolved.profile,
         warnings=tuple(warnings),
+        predicted_latency_s=k * resolved.latency_s,
+        feed_interval_s=setup.feed_s,
+        queueing=queueing,
     )
 
 

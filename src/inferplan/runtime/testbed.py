@@ -70,6 +70,7 @@ __all__ = [
     "dilation",
     "host_address",
     "missing",
+    "repeats",
     "require",
 ]
 
@@ -80,6 +81,8 @@ CPU_BUDGET = 0.9  # of the cores: the rest is left to the kernel's network stack
 MIN_PERIOD_S, MAX_PERIOD_S = 0.001, 1.0  # the kernel's bounds on cfs_period_us
 MIN_QUOTA_S = 0.001  # the kernel refuses a quota below 1 ms per period
 PERIOD_FRACTION = 1 / 20  # the CFS period against the shortest stage
+MIN_BURST_S = 0.01  # CPU seconds a held host's shortest stretch of compute takes at least
+MAX_REPEATS = 1000
 _ROOT_HANDLE = 0x10000  # HTB root "1:"
 _RUN_ID = re.compile(rf"^{re.escape(PREFIX)}(\d+)-[0-9a-f]+$")
 _STEPS = 50  # bound of every retry loop here
@@ -197,6 +200,26 @@ def dilation(
     return k, [None if d is None else d / k for d in demands], placed
 
 
+def repeats(burst_s: float, *, least: float = MIN_BURST_S) -> int:
+    """How many times a host runs each piece of its work so that its shortest stretch of
+    compute takes at least ``least`` CPU seconds (``burst_s``: that stretch once).
+
+    The kernel hands a quota out in whole periods of at least 1 ms of CPU: a host whose stage
+    needs a fraction of a millisecond runs it in one go at full speed, then waits the rest of
+    a period that is longer than the stage (measured in docs/testbed.md). Running the same work
+    ``r`` times under an ``r`` times larger quota takes the same time per stage, in ``r`` times
+    as many periods, each well above the kernel's minimum. At most :data:`MAX_REPEATS`.
+
+    Examples
+    --------
+    >>> repeats(0.0004), repeats(0.004), repeats(0.02), repeats(0.0)
+    (25, 3, 1, 1)
+    """
+    if not (math.isfinite(burst_s) and burst_s > 0):
+        return 1
+    return max(1, min(MAX_REPEATS, math.ceil(least / burst_s - 1e-9)))
+
+
 def cfs_period(stage_s: Sequence[float], quotas: Sequence[float | None]) -> float:
     """A CFS period short against the stages: a twentieth of the shortest positive stage
     time (1 ms without one), within the kernel's 1 ms .. 1 s, and long enough that every
@@ -242,19 +265,20 @@ class Namespace:
         self.created = True
         # the netlink socket is opened inside the namespace by this thread, which then goes
         # home (pyroute2's own netns= forks a helper per socket, a tenth of a second)
-        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
         inside = self.enter_fd()
         try:
-            _setns(inside)
-            try:
+            with entered(inside):
                 self.route = IPRoute()
-            finally:
-                _setns(home)
         finally:
             os.close(inside)
-            os.close(home)
         lo = self.loopback
-        self.route.link("set", index=lo, state="up", mtu=MTU_B)
+        # one packet per buffer the qdisc sees: with segmentation offload TCP hands the loopback
+        # buffers of up to 64 KiB, which HTB lets through whole on a positive token count, so
+        # a message's first 64 KiB went unshaped (measured: 4300-byte messages arrived at
+        # once after an idle spell; with one segment per buffer, in 0.66 of their time, the
+        # first of their three packets being ahead of the rate)
+        self.route.link("set", index=lo, state="up", mtu=MTU_B, gso_max_segs=1,
+                        gso_max_size=MTU_B)  # fmt: skip
         for address in self.addresses:
             self.route.addr("add", index=lo, address=address, prefixlen=32)
 
@@ -274,6 +298,21 @@ class Namespace:
         if self.created:
             _remove_netns(self.name)
             self.created = False
+
+
+@contextlib.contextmanager
+def entered(fd: int) -> Iterator[None]:
+    """The calling thread inside the network namespace of ``fd`` (only it: the process's
+    other threads stay where they are), and back in its own on leaving."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        _setns(fd)
+        try:
+            yield
+        finally:
+            _setns(home)
+    finally:
+        os.close(home)
 
 
 def _setns(fd: int) -> None:
@@ -305,12 +344,15 @@ class ShapedLink:
     target's (matched by a ``u32`` filter), and a netem leaf for its delay, if any.
 
     HTB sends a packet whenever the class has tokens left and charges it afterwards, so the
-    burst is set to 64 bytes: after an idle spell a message gets one packet ahead of the rate,
-    not two (with a burst of one 1600-byte packet, messages of one or two packets went through
-    30 % faster than the rate; measured in docs/testbed.md).
+    burst is small: 64 bytes, or 1 ms of the rate where that is more (with a burst of one
+    1600-byte packet, messages of one or two packets went through 30 % faster than the rate;
+    with 64 bytes at 200 Mbit/s HTB woke for every packet and a 1.5 MB transfer took 1.2 to
+    1.35 times its time, with 1 ms 1.00; measured in docs/testbed.md). After an idle spell a
+    message so gets one packet and the burst ahead of the rate (:meth:`message_rate`).
     """
 
     BURST_B = 64
+    BURST_S = 0.001
 
     def __init__(self, spec: LinkSpec, minor: int) -> None:
         self.spec = spec
@@ -329,6 +371,11 @@ class ShapedLink:
             f"{_hex(self.spec.source)}/0xffffffff+12",
             f"{_hex(self.spec.target)}/0xffffffff+16",
         ]
+        # packets without data (IPv4 total length below 64 bytes: the acknowledgements of
+        # traffic the other way) go past every class: the model charges a link its payload
+        # only, and a download's acknowledgements on a slow uplink would hold the download back
+        ns.route.tc("add-filter", "u32", lo, parent=_ROOT_HANDLE, prio=5, protocol=0x0800,
+                    target=_ROOT_HANDLE, keys=[*keys, "0x00000000/0x0000ffc0+0"])  # fmt: skip
         ns.route.tc("add-filter", "u32", lo, parent=_ROOT_HANDLE, prio=10, protocol=0x0800,
                     target=self.classid, keys=keys)  # fmt: skip
 
@@ -337,7 +384,31 @@ class ShapedLink:
             raise InvalidArgument(f"a shaped link needs a positive rate, got {rate_bps}",
                                   field="rate")  # fmt: skip
         rate = max(8, round(rate_bps * FRAMING / 8))  # bytes/s; the kernel's rates are 64-bit
-        return {"rate": rate, "ceil": rate, "burst": self.BURST_B, "cburst": self.BURST_B}
+        burst = max(self.BURST_B, round(rate * self.BURST_S))
+        return {"rate": rate, "ceil": rate, "burst": burst, "cburst": burst}
+
+    @classmethod
+    def message_rate(cls, payload_b: int, seconds: float) -> float:
+        """The rate (bit/s of payload, as :meth:`set_rate` takes it) at which a message of
+        ``payload_b`` bytes sent after an idle spell arrives in ``seconds``: its first packet
+        and the burst go at once, the rest at the rate.
+
+        Examples
+        --------
+        Ten full packets in 100 ms: nine of them, less the 1 ms burst, at the rate:
+
+        >>> rate = ShapedLink.message_rate(14480, 0.1)
+        >>> round(rate / 1e6, 4), round(9 * 1448 * 8 / 0.101 / 1e6, 4)
+        (1.0322, 1.0322)
+        """
+        wire = payload_b * FRAMING  # bytes the loopback carries
+        after = wire - (MTU_B + 14)  # all but the first packet
+        spread = after / (seconds + cls.BURST_S)  # wire B/s, where the burst is 1 ms of it
+        if spread * cls.BURST_S < cls.BURST_B:
+            spread = (after - cls.BURST_B) / seconds
+        if not (math.isfinite(spread) and spread > 0):  # it fits the first packet: no rate
+            spread = wire / seconds  # holds it
+        return 8 * spread / FRAMING
 
     def set_rate(self, ns: Namespace, rate_bps: float) -> float:
         """Change the class's rate through netlink; return how long the change took (s)."""
@@ -453,6 +524,16 @@ def _cgroup_base(root: Path, version: str) -> Path:
     return root if version == "v2" else root / "cpu"
 
 
+def _own_cgroup(root: Path, version: str) -> Path:
+    """The CPU controller's cgroup the calling thread is in."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if (controllers == "") if version == "v2" else ("cpu" in controllers.split(",")):
+                return _cgroup_base(root, version) / path.lstrip("/")
+    return _cgroup_base(root, version)
+
+
 def _new_run_id() -> str:
     return f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
@@ -483,6 +564,9 @@ class Testbed:
                       for k, h in enumerate(hosts)]  # fmt: skip
         # what runs beside the held compute (transport, Python's bookkeeping): no quota
         self.transport = CpuQuota(self.group / "transport", version, None, period_s)
+        # where the launcher's threads came from: a thread of it that a host held goes back
+        # there (never into the run's cgroups, whose processes the teardown kills)
+        self.home = CpuQuota(_own_cgroup(cgroup_root, version), version, None, period_s)
         self.specs = tuple(hosts)
         self.period_s = period_s
         self._fd: int | None = None
@@ -574,6 +658,12 @@ class Testbed:
                 raise OSError(ctypes.get_errno(), "setns into the testbed's namespace")
 
         return enter
+
+    def inside(self) -> contextlib.AbstractContextManager[None]:
+        """The calling thread inside the testbed's namespace (its sockets are the
+        namespace's), and back on leaving."""
+        assert self._fd is not None, "the testbed is not set up"
+        return entered(self._fd)
 
     def place(self, host: int, pid: int) -> None:
         """Move process ``pid`` (all its threads) into host ``host``'s cgroup."""
