@@ -205,6 +205,11 @@ channels = st.one_of(
             "carrier_hz": numbers,
             "grid": st.sampled_from([0, 2, 5, -1, 10**9, 1.5]),
             "sampler": st.sampled_from(["jakes", "recursion", "x"]),
+            "fading": st.sampled_from(["rician", "rayleigh", "x"]),
+            "k_factor": numbers,
+            # Small grids only: a Rician grid's steps are (radii x phases)^2 numbers.
+            "radii": st.sampled_from([0, 2, 3, 5000, 1.5]),
+            "phases": st.sampled_from([0, 1, 2, 300]),
         },
     ),
 )

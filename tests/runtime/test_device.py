@@ -534,6 +534,69 @@ def test_decisions_on_a_markov_channel_follow_the_state_thresholds(tmp_path):
     assert run.failed == () and run.outputs_match is True
 
 
+RICIAN = {"kind": "gauss-markov", "fading": "rician", "k_factor": 3.0, "mean_snr": 3.0,
+          "min_snr": 0.05, "rho": 0.9, "radii": 8, "phases": 4}  # fmt: skip
+
+
+def _rician_expected(decisions, table, boundaries, m):
+    """What the rule on (SNR, phase) does at each logged stage, read here from the raw table:
+    the ring of the SNR among the boundaries, the quarter of the circle of the phase."""
+    out = []
+    for d in decisions:
+        if d["action"] == "finish":
+            continue
+        ring = int(np.searchsorted(boundaries, d["snr"], side="right"))
+        sector = int((d["phase"] + math.pi) / (2 * math.pi) * 4) % 4
+        upload = d["stage"] == m + 1 or d["snr"] >= table[d["stage"] - 1][ring * 4 + sector]
+        out.append("upload" if upload else "continue")
+    return out
+
+
+def test_a_rician_channel_end_to_end_the_device_decides_by_snr_and_phase(tmp_path):
+    from inferplan.coinference.markov_stopping import memory_thresholds
+
+    system, layered = _system(tmp_path, channel=RICIAN)
+    m = plan_placement(system).placement
+    table = memory_thresholds(system, m)[0]
+    boundaries = system.chain.boundaries
+    path = write_system(tmp_path / "rician.json", channel=RICIAN)
+    rng = np.random.default_rng(7)
+    trace = np.hstack([0.05 + rng.exponential(3.0, (12, 5)), rng.uniform(-3.1, 3.1, (12, 5))])
+    np.savetxt(tmp_path / "trace.csv", trace, delimiter=",")
+    with running_edge(tmp_path, channel=RICIAN) as (edge, _):
+        run = run_device(system, layered, edge.url, method="optimal", inferences=30, seed=4,
+                         emulate=False, timeout_s=20.0)  # fmt: skip
+        result = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge",
+                       edge.url, "--snr-trace", str(tmp_path / "trace.csv"), "--inferences",
+                       "12", "--log", str(tmp_path / "log.csv"), "--no-emulate", "--timeout",
+                       "20", "--json"])  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        short = tmp_path / "short.csv"
+        np.savetxt(short, trace[:, :5], delimiter=",")
+        refused = _cli(["device", "run", str(path), MLP, "--input-shape", "1,16", "--edge",
+                        edge.url, "--snr-trace", str(short), "--inferences", "12"])  # fmt: skip
+    drawn = [d.__dict__ for d in run.decisions]
+    assert all(d["phase"] is not None for d in drawn)
+    expected = _rician_expected(drawn, table, boundaries, m)
+    assert [d["action"] for d in drawn if d["action"] != "finish"] == expected
+    assert {"continue", "upload"} <= set(expected)
+    assert run.failed == () and run.outputs_match is True
+    with (tmp_path / "log.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["inference", "stage", "snr", "phase", "action"]
+    logged = [{"stage": int(r["stage"]), "snr": float(r["snr"]), "phase": float(r["phase"]),
+               "action": r["action"]} for r in rows]  # fmt: skip
+    for row, r in zip(rows, logged, strict=True):  # the trace's SNR and phase, as replayed
+        k = int(row["inference"])
+        assert (r["snr"], r["phase"]) == (trace[k, r["stage"] - 1], trace[k, 5 + r["stage"] - 1])
+    assert [r["action"] for r in logged if r["action"] != "finish"] == _rician_expected(
+        logged, table, boundaries, m
+    )
+    assert json.loads(result.stdout)["outputs_match"] is True
+    assert refused.exit_code == 2 and "needs rows of 2 (N + 1) = 10 values" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     ("cpu_hz", "late"),
     [((1e5, 3e4), ()), ((1e15, 3e4), ("device",)), ((1e5, 1e15), ("edge",))],

@@ -16,6 +16,7 @@ from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES, planner_n
 from inferplan.units import si
 
 if TYPE_CHECKING:
+    from inferplan.arrays import FloatArray
     from inferplan.coinference.channels import Channel
 
 SystemArg = Annotated[Path, typer.Argument(help="System file (YAML or JSON).")]
@@ -40,6 +41,18 @@ def _threshold(value: float, channel: Channel) -> str:
     if below <= 0.0:
         return "always"
     return f"{value:.4g} ({10 * math.log10(value):.1f} dB)"
+
+
+def _curve(snrs: FloatArray) -> str:
+    """A stage's threshold curve (an SNR per phase sector) as its range."""
+    import numpy as np
+
+    finite = snrs[np.isfinite(snrs)]
+    if finite.size == 0:
+        return "never"
+    lo, hi = float(finite.min()), float(finite.max())
+    never = " or never" if finite.size < snrs.size else ""
+    return f"{lo:.3g}..{hi:.3g}{never} by phase (--json)"
 
 
 @app.command("coinfer")
@@ -91,12 +104,22 @@ def coinfer_command(
     console.print(table("cost per inference by placement M", ["M", "c(M)", "E[ETC]", "Z(M)"], rows))
     names, channels = sys_.layers.names, sys_.channels
     split = plan.solution.split_probabilities
+    curve = None
+    if sys_.chain is not None and sys_.chain.phases > 1 and plan.placement > 0:
+        import numpy as np
+
+        from inferplan.coinference.markov_stopping import rician_threshold_curve
+
+        assert plan.solution.state_thresholds is not None
+        curve = rician_threshold_curve(sys_, np.asarray(plan.solution.state_thresholds))
     rows = []
     for n, p in enumerate(split, start=1):
         where = "edge-only" if n == 1 else f"after {names[n - 2]}"
         structure = plan.solution.threshold_structure
         if n > plan.placement:
             threshold = "forced"
+        elif curve is not None:
+            threshold = _curve(curve[n - 1])
         elif structure is not None and not structure[n - 1]:
             threshold = "by state (--json)"
         else:

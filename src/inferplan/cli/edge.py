@@ -216,11 +216,14 @@ def _read_snr(path: Path) -> Any:
 
 
 def _write_log(run: DeviceRun, path: Path) -> None:
+    """The decisions; with the gain's phase after the SNR where the device observed it."""
+    phased = any(d.phase is not None for d in run.decisions)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["inference", "stage", "snr", "action"])
+        writer.writerow(["inference", "stage", "snr", *(["phase"] if phased else []), "action"])
         for d in run.decisions:
-            writer.writerow([d.inference, d.stage, repr(d.snr), d.action])
+            seen = [repr(d.snr), *([repr(d.phase)] if phased else [])]
+            writer.writerow([d.inference, d.stage, *seen, d.action])
 
 
 def _write_outputs(run: DeviceRun, path: Path) -> None:
@@ -264,9 +267,11 @@ def run_command(
     outputs: Annotated[Path | None, typer.Option(
         "--outputs", help="Write the K outputs, stacked in input order.")] = None,
     log: Annotated[Path | None, typer.Option(
-        "--log", help="CSV of every decision: inference,stage,snr,action.")] = None,
+        "--log", help="CSV of every decision: inference,stage,snr,action (on Rician fading "
+                      "inference,stage,snr,phase,action).")] = None,
     snr_trace: Annotated[Path | None, typer.Option(
-        "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values) "
+        "--snr-trace", help="Replay a CSV of SNRs (one row per inference, N + 1 values; on "
+                            "Rician fading the N + 1 SNRs, then the N + 1 phases of the gain) "
                             "instead of drawing from the system's channel.")] = None,
     emulate: Annotated[bool | None, typer.Option(
         "--emulate/--no-emulate", help="Pace device, links and edge as the system file says "
@@ -286,7 +291,8 @@ def run_command(
 ) -> None:  # fmt: skip
     """Co-infer with an edge server.
 
-    Download the placed layers from the edge, then split each inference by the observed SNR.
+    Download the placed layers from the edge, then split each inference by the observed SNR
+    (on Rician fading with memory, by the SNR and the phase of the channel's gain).
     """
     from inferplan.runtime.client import read_token
 
@@ -313,20 +319,32 @@ def run_command(
 
     layered = build_layers(_spec(model, input_shape, blocks, dtype), weights=False)
     sys_ = load_model_system(system, layered.profile)
-    plan_device(sys_, method)  # an unknown method is an error before anything runs
+    plan = plan_device(sys_, method)  # an unknown method is an error before anything runs
     given = None if inputs is None else _load_inputs(inputs, layered, inferences)
     count = len(given) if given is not None else (inferences or 100)
-    snr = None if snr_trace is None else _read_snr(snr_trace)
+    snr = phase = None
+    if snr_trace is not None:
+        snr = _read_snr(snr_trace)
+        stages = sys_.n_layers + 1
+        if getattr(plan.policy, "phases", 1) > 1:  # the rule reads the gain's phase too
+            if snr.shape[1] != 2 * stages:
+                raise InvalidFile(
+                    f"needs rows of 2 (N + 1) = {2 * stages} values: the rule reads the phase "
+                    "of the channel's gain (Rician fading), so each row gives the N + 1 SNRs, "
+                    "then the N + 1 phases (radians)",
+                    source=str(snr_trace),
+                )
+            snr, phase = snr[:, :stages], snr[:, stages:]
     if edge is None:
         from inferplan.runtime.testbed_pair import run_on_testbed
 
         run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
-                             inferences=count, seed=seed, inputs=given, snr=snr,
+                             inferences=count, seed=seed, inputs=given, snr=snr, phase=phase,
                              at_least=dilation or 1.0, timeout_s=timeout)  # fmt: skip
     else:
         run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                         inputs=given, snr=snr, emulate=emulate is not False, token=token,
-                         timeout_s=timeout, retries=retries)  # fmt: skip
+                         inputs=given, snr=snr, phase=phase, emulate=emulate is not False,
+                         token=token, timeout_s=timeout, retries=retries)  # fmt: skip
     if log is not None:
         _write_log(run, log)
     if outputs is not None:

@@ -45,7 +45,10 @@ def _system(path: Path) -> Summary:
     from inferplan.coinference.io import check_system
 
     system, from_model = check_system(path)
-    channels = sorted({ch.kind for ch in system.channels})
+    given = (system.memory_channel,) if system.chain is not None else system.channels
+    channels = sorted(
+        {" ".join(filter(None, (getattr(ch, "fading", ""), ch.kind))) for ch in given}
+    )
     return {"layers": None if from_model else system.n_layers,
             "device_hz": system.device.cpu_hz, "edge_hz": system.edge.cpu_hz,
             "channel": ", ".join(channels)}  # fmt: skip

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from inferplan.coinference.markov import (
         GaussMarkov,
         Markov,
+        RicianGaussMarkov,
         clarke_correlation,
         fit_markov,
         stationary_law,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from inferplan.coinference.simulate import (
         Simulation,
         StrategySimulation,
+        sample_channel,
         sample_snr,
         simulate,
     )
@@ -121,6 +123,7 @@ __all__ = [
     "PlacementPlan",
     "Policy",
     "Rayleigh",
+    "RicianGaussMarkov",
     "ScipyChannel",
     "Simulation",
     "SplitPolicy",
@@ -158,6 +161,7 @@ __all__ = [
     "planner_names",
     "policy_from_dict",
     "policy_from_json",
+    "sample_channel",
     "sample_snr",
     "save_system",
     "simulate",
@@ -184,6 +188,7 @@ export_lazily(
         "inferplan.coinference.markov": (
             "GaussMarkov",
             "Markov",
+            "RicianGaussMarkov",
             "clarke_correlation",
             "fit_markov",
             "stationary_law",
@@ -212,6 +217,7 @@ export_lazily(
         "inferplan.coinference.simulate": (
             "Simulation",
             "StrategySimulation",
+            "sample_channel",
             "sample_snr",
             "simulate",
         ),

@@ -39,7 +39,8 @@ import numpy.typing as npt
 from scipy import integrate, optimize, special, stats
 
 from inferplan.arrays import FloatArray, IntArray
-from inferplan.errors import DivergentCost, InvalidSystem
+from inferplan.coinference.policy import phase_sector
+from inferplan.errors import DivergentCost, InvalidArgument, InvalidSystem
 
 __all__ = [
     "Chain",
@@ -109,25 +110,33 @@ def _snr_parameter(value: float, name: str) -> float:
 
 @dataclass(frozen=True, eq=False)
 class Chain:
-    """A channel with memory as the solvers see it: ``K`` SNR states over ``S`` stages
-    (made by the channels of :mod:`inferplan.coinference.markov`).
+    """A channel with memory as the solvers see it: ``K`` states over ``S`` stages (made by
+    the channels of :mod:`inferplan.coinference.markov`).
+
+    A state is a range of the observed SNR (a *ring*), and, when the channel is observed as
+    its complex gain (``phases > 1``, Rician fading), also a sector of the gain's phase:
+    state ``k = ring * phases + sector``, the sectors ``phases`` equal slices of
+    ``[-pi, pi)`` (:func:`~inferplan.coinference.policy.phase_sector`).
 
     Attributes
     ----------
     snr
-        ``(K,)`` the linear SNR each state stands for, increasing.
+        ``(K,)`` the linear SNR each state stands for, increasing from ring to ring.
     boundaries
-        ``(K - 1,)`` where one state's SNR range ends and the next begins.
+        ``(R - 1,)`` where one ring's SNR range ends and the next begins (``R = K / phases``).
     initial
         ``(K,)`` the law of the state at stage 1.
     transitions
         ``(S - 1, K, K)``: ``transitions[n - 1][i, j] = P(state j at n + 1 | state i at n)``.
+    phases
+        Sectors of the phase per ring (1: the SNR alone is the state).
     """
 
     snr: FloatArray
     boundaries: FloatArray
     initial: FloatArray
     transitions: FloatArray
+    phases: int = 1
 
     @property
     def states(self) -> int:
@@ -149,9 +158,24 @@ class Chain:
         out /= out.sum(axis=1, keepdims=True)
         return out
 
-    def state_of(self, snr: npt.ArrayLike) -> IntArray:
-        """The state of each observed SNR."""
-        return np.searchsorted(self.boundaries, snr, side="right").astype(np.int64)
+    def state_of(self, snr: npt.ArrayLike, phase: npt.ArrayLike | None = None) -> IntArray:
+        """The state of each observed SNR (and phase of the gain, radians, when the chain's
+        states have phase sectors).
+
+        Raises
+        ------
+        InvalidArgument
+            If the states have phase sectors and no phase is given.
+        """
+        ring = np.searchsorted(self.boundaries, snr, side="right").astype(np.int64)
+        if self.phases == 1:
+            return ring
+        if phase is None:
+            raise InvalidArgument(
+                "the channel's states are sectors of the gain's phase: give the phase",
+                field="phase",
+            )
+        return np.asarray(ring * self.phases + phase_sector(phase, self.phases), dtype=np.int64)
 
     def sample_states(self, rng: np.random.Generator, size: int) -> IntArray:
         """``(size, S)`` state paths drawn from the chain."""
@@ -245,6 +269,13 @@ class Channel(ABC):
     ) -> FloatArray:
         """``(size, len(intervals) + 1)`` SNRs at consecutive stages (independent here)."""
         return self.sample(rng, size * (len(intervals) + 1)).reshape(size, len(intervals) + 1)
+
+    def sample_observations(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> tuple[FloatArray, FloatArray | None]:
+        """What the device observes along :meth:`sample_paths`: the SNRs, and the phase of the
+        complex gain where the channel is observed as one (``None`` here)."""
+        return self.sample_paths(rng, size, intervals), None
 
 
 # ----------------------------------------------------------------------------------- discrete

@@ -15,8 +15,8 @@ the shorthand top-level ``profile: alexnet``); a system read for a model (``mode
 serve`` and ``device run`` read it) may leave ``profile`` out, or ``layers`` altogether: the
 model's profile stands in, encoded by the same rules and defaults (:func:`layers_from_profile`).
 ``channel`` may be a list of ``N + 1`` entries, one per split stage, except for a channel with
-memory (``kind: markov`` or ``kind: gauss-markov``, docs/coinference.md), which describes every
-stage. Relative file names
+memory (``kind: markov`` or ``kind: gauss-markov``, Rayleigh or, with ``fading: rician`` and
+``k_factor``, Rician; docs/coinference.md), which describes every stage. Relative file names
 (profile files, ``trace`` CSVs) are resolved against the system file's directory.
 """
 
@@ -35,7 +35,7 @@ from inferplan.coinference.channels import (
     Rayleigh,
     Trace,
 )
-from inferplan.coinference.markov import GaussMarkov, Markov
+from inferplan.coinference.markov import GaussMarkov, Markov, RicianGaussMarkov
 from inferplan.coinference.pathloss import THERMAL_NOISE_W_PER_HZ, PathLoss
 from inferplan.coinference.system import (
     DEFAULT_BITS_PER_ELEMENT,
@@ -168,13 +168,48 @@ class _MarkovEntry(_Strict):
 
 class _GaussMarkovEntry(_Strict):
     kind: str
+    fading: str = "rayleigh"
     mean_snr: float
     min_snr: float | None = None
     rho: float | list[float] | None = None
     speed_mps: float | None = None
     carrier_hz: float | None = None
-    grid: int = 64
+    grid: int | None = None
     sampler: str = "recursion"
+    k_factor: float | None = None
+    radii: int | None = None
+    phases: int | None = None
+
+
+# What only one fading of `kind: gauss-markov` takes: Rayleigh's grid of SNR cells, Rician's
+# K-factor and polar grid.
+_FADING_ONLY = {"rayleigh": ("grid",), "rician": ("k_factor", "radii", "phases")}
+
+
+def _gauss_markov(doc: _GaussMarkovEntry) -> Channel:
+    """Rayleigh or Rician Gauss-Markov fading (``fading``), each field checked to belong."""
+    if doc.fading not in _FADING_ONLY:
+        raise InvalidSystem(
+            f"must be one of {', '.join(_FADING_ONLY)}, got {doc.fading!r}", field="fading"
+        )
+    for fading, names in _FADING_ONLY.items():
+        for name in names:
+            if fading != doc.fading and getattr(doc, name) is not None:
+                raise InvalidSystem(f"applies to fading: {fading}, not {doc.fading}", field=name)
+    given = {
+        name: getattr(doc, name)
+        for name in ("min_snr", "speed_mps", "carrier_hz", "sampler", "grid", "radii", "phases")
+        if getattr(doc, name) is not None
+    }
+    given["rho"] = tuple(doc.rho) if isinstance(doc.rho, list) else doc.rho
+    if doc.fading == "rayleigh":
+        return GaussMarkov(doc.mean_snr, **given)
+    if doc.k_factor is None:
+        raise InvalidSystem(
+            "is required with fading: rician (line-of-sight to scattered power; 0 is Rayleigh)",
+            field="k_factor",
+        )
+    return RicianGaussMarkov(doc.mean_snr, doc.k_factor, **given)
 
 
 _CHANNEL_KINDS: dict[str, type[_Strict]] = {
@@ -262,15 +297,7 @@ def _channel(
                 None if doc.boundaries is None else tuple(doc.boundaries),
             )
         if isinstance(doc, _GaussMarkovEntry):
-            return GaussMarkov(
-                doc.mean_snr,
-                doc.min_snr,
-                tuple(doc.rho) if isinstance(doc.rho, list) else doc.rho,
-                doc.speed_mps,
-                doc.carrier_hz,
-                doc.grid,
-                doc.sampler,
-            )
+            return _gauss_markov(doc)
         assert isinstance(doc, _TraceEntry)
         if (doc.snr is None) == (doc.file is None):
             raise InvalidSystem("give exactly one of 'snr' and 'file'")

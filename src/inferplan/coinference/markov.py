@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import special, stats
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import (
@@ -42,7 +43,8 @@ from inferplan.coinference.channels import (
     Rayleigh,
     inv_log2,
 )
-from inferplan.errors import InvalidSystem
+from inferplan.coinference.policy import phase_sector
+from inferplan.errors import DivergentCost, InvalidSystem
 
 __all__ = [
     "SPEED_OF_LIGHT",
@@ -63,6 +65,9 @@ _SUM_TOL = 1e-9
 _DEFAULT_GRID = 64
 _SAMPLERS = ("recursion", "jakes")
 _SINUSOIDS = 32  # Jakes' oscillators per path
+# Rejection draws of a step above the floor before the rest are drawn from the conditional law
+# (at the default floor one draw in 40 is rejected: none is left after 64 rounds).
+_REJECTION_ROUNDS = 64
 _MAX_GRID = 4096
 _MAX_SPEED = 1000.0  # m/s: beyond any vehicle; Clarke's model is for terrestrial mobility
 _MAX_CARRIER = 1e12  # Hz
@@ -428,45 +433,63 @@ def _per_step(rho: float | tuple[float, ...], steps: int) -> FloatArray:
     return np.asarray(rho, dtype=np.float64)
 
 
-@dataclass(frozen=True)
-class GaussMarkov(_WithMemory):
-    """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
+def _conditioned_gains(
+    rng: np.random.Generator, centre: npt.NDArray[np.complex128], scale: float, power: float
+) -> npt.NDArray[np.complex128]:
+    """Exact draws of ``z ~ CN(centre, scale^2)`` conditioned on ``|z|^2 >= power``.
 
-    ``h_{n+1} = rho_n h_n + sqrt(1 - rho_n^2) w_n`` with ``h, w ~ CN(0, 1)`` and SNR
-    ``mean_snr |h|^2`` (exponential at every stage). ``rho`` is one correlation for every step or
-    ``N`` of them; or ``speed_mps`` and ``carrier_hz`` give Clarke's ``rho_n = J0(2 pi f_D dt_n)``
-    with ``f_D = v f_c / c`` and ``dt_n`` the device's compute time of layer ``n`` (the time
-    between the observations at stages ``n`` and ``n + 1``). As for :class:`Rayleigh`, the
-    expected upload cost is finite only with an outage floor ``min_snr``: the device transmits
-    only above it, so the SNR at every stage is conditioned on ``gamma >= min_snr`` (stage 1:
-    ``min_snr + Exp(mean_snr)``; later stages: the Gauss-Markov step conditioned on landing above
-    the floor). ``rho = 0`` is i.i.d. truncated Rayleigh fading.
+    ``x = 2 |z|^2 / scale^2`` is a non-central chi-square (2 degrees of freedom, non-centrality
+    ``2 |centre|^2 / scale^2``): drawn by inverting its survival function above the floor
+    (``floor + Exp`` without a centre, by memorylessness); where even that survival underflows
+    the draw is the floor itself. Given the magnitude, the phase is von Mises about the centre's
+    phase with concentration ``2 |z| |centre| / scale^2``.
+    """
+    if scale == 0.0:  # no spread: the centre (a previous gain, above the floor)
+        return centre
+    nc = 2.0 * np.abs(centre) ** 2 / scale**2
+    lo = 2.0 * power / scale**2
+    u = rng.random(centre.size)
+    with np.errstate(all="ignore"):
+        tail = stats.ncx2.sf(lo, 2.0, np.maximum(nc, 1e-300))
+        x = np.where(nc > 0, stats.ncx2.isf(u * tail, 2.0, np.maximum(nc, 1e-300)), lo)
+    x = np.where(nc > 0, x, lo - 2.0 * np.log1p(-u))
+    x = np.where(np.isfinite(x) & (x >= lo), x, lo)
+    magnitude = np.sqrt(x / 2.0) * scale
+    phase = rng.vonmises(np.angle(centre), np.sqrt(x * nc))
+    return np.asarray(magnitude * np.exp(1j * phase), dtype=np.complex128)
 
-    The solvers see it as a chain on ``grid`` SNR cells of equal probability at stage 1
-    (:meth:`chain`); docs/coinference.md gives the accuracy of the default grid. The simulator
-    draws the process itself: ``sampler="recursion"`` the Gauss-Markov recursion, or (Clarke's
-    model only) ``sampler="jakes"`` a sum of sinusoids whose correlation at every lag ``tau``
-    is Clarke's ``J0(2 pi f_D tau)``, not only between consecutive stages (see
-    :meth:`sample_paths`).
 
-    Examples
-    --------
-    >>> ch = GaussMarkov(mean_snr=10.0, min_snr=0.25, rho=0.9)
-    >>> chain = ch.chain([1e-3] * 4)
-    >>> chain.states, chain.stages
-    (64, 5)
+class _Fading(_WithMemory):
+    """Fading whose scattered gain is a Gauss-Markov process between split stages: what
+    Rayleigh (:class:`GaussMarkov`) and Rician (:class:`RicianGaussMarkov`) fading share.
+
+    The gain is ``h_n = m + s_n`` with a fixed line of sight ``m`` (real: phases are relative
+    to it; ``m = 0`` for Rayleigh) and ``s_{n+1} = rho_n s_n + sqrt(1 - rho_n^2) w_n``,
+    ``s, w ~ CN(0, sigma^2)``; ``rho_n`` is given or Clarke's ``J0(2 pi f_D dt_n)``. The SNR is
+    ``mean_snr |h|^2`` and the device transmits only above the outage floor ``min_snr``.
     """
 
     mean_snr: float
-    min_snr: float | None = None
-    rho: float | tuple[float, ...] | None = None
-    speed_mps: float | None = None
-    carrier_hz: float | None = None
-    grid: int = _DEFAULT_GRID
-    sampler: str = "recursion"
-    kind: str = field(default="gauss-markov", init=False)
+    min_snr: float | None
+    rho: float | tuple[float, ...] | None
+    speed_mps: float | None
+    carrier_hz: float | None
+    sampler: str
+    #: The system file's ``fading`` of ``kind: gauss-markov``.
+    fading: ClassVar[str]
 
-    def __post_init__(self) -> None:
+    @property
+    def _los(self) -> float:
+        """``|m|``, the line of sight's magnitude."""
+        return 0.0
+
+    @property
+    def _var(self) -> float:
+        """``sigma^2``, the scattered part's power."""
+        return 1.0
+
+    def _check_fading(self) -> None:
+        """Check (and normalise) the SNRs, the correlations' source and the sampler."""
         marginal = Rayleigh(self.mean_snr, self.min_snr)  # checks both SNRs
         object.__setattr__(self, "mean_snr", marginal.mean_snr)
         object.__setattr__(self, "min_snr", marginal.min_snr)
@@ -504,17 +527,6 @@ class GaussMarkov(_WithMemory):
                 "jakes draws Clarke's model: give speed_mps and carrier_hz, not rho",
                 field="sampler",
             )
-        grid = self.grid
-        if isinstance(grid, bool) or not isinstance(grid, int | np.integer):
-            raise InvalidSystem(f"must be an integer, got {grid!r}", field="grid")
-        if not 2 <= grid <= _MAX_GRID:
-            raise InvalidSystem(f"must be in 2..{_MAX_GRID}, got {grid}", field="grid")
-        object.__setattr__(self, "grid", int(grid))
-
-    @functools.cached_property
-    def first_law(self) -> Channel:
-        """The law of the SNR at stage 1 (and at every stage without a floor)."""
-        return Rayleigh(self.mean_snr, self.min_snr)
 
     @property
     def floor(self) -> float:
@@ -528,6 +540,161 @@ class GaussMarkov(_WithMemory):
             assert self.speed_mps is not None and self.carrier_hz is not None
             return clarke_correlation(self.speed_mps, self.carrier_hz, intervals)
         return _per_step(self.rho, steps)
+
+    def _fading_dict(self) -> dict[str, Any]:
+        """The floor, the correlations' source and the sampler in the system-file format."""
+        out: dict[str, Any] = {}
+        if self.min_snr is not None:
+            out["min_snr"] = self.min_snr
+        if self.rho is not None:
+            out["rho"] = self.rho if isinstance(self.rho, float) else list(self.rho)
+        else:
+            out["speed_mps"] = self.speed_mps
+            out["carrier_hz"] = self.carrier_hz
+        if self.sampler != "recursion":
+            out["sampler"] = self.sampler
+        return out
+
+    def _above_floor(
+        self, rng: np.random.Generator, centre: npt.NDArray[np.complex128], scale: float
+    ) -> npt.NDArray[np.complex128]:
+        """Draws of ``centre + scale w``, ``w ~ CN(0, 1)``, conditioned on an SNR at or above
+        the floor: each repeated until it lands there, and those still below after
+        ``_REJECTION_ROUNDS`` draws (a floor far out in the tail) drawn from the conditional
+        law itself (:func:`_conditioned_gains`)."""
+        mean, floor = self.mean_snr, self.floor
+        out = np.empty_like(centre)
+        todo = np.arange(centre.size)
+        for _ in range(_REJECTION_ROUNDS):
+            if not todo.size:
+                return out
+            w = (rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)) / math.sqrt(
+                2
+            )
+            cand = centre[todo] + scale * w
+            ok = mean * np.abs(cand) ** 2 >= floor
+            out[todo[ok]] = cand[ok]
+            todo = todo[~ok]
+        if todo.size:
+            out[todo] = _conditioned_gains(rng, centre[todo], scale, floor / mean)
+        return out
+
+    def _first_gains(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.complex128]:
+        """``size`` gains at stage 1: the stationary law above the floor."""
+        return self._above_floor(
+            rng, np.full(size, self._los, dtype=np.complex128), math.sqrt(self._var)
+        )
+
+    def sample_gains(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> npt.NDArray[np.complex128]:
+        """``(size, len(intervals) + 1)`` complex gains ``h`` of the continuous process.
+
+        ``recursion``: the recursion on the scattered part, each step redrawn until it lands
+        above the floor. ``jakes``: the scattered part is ``sigma sum_k exp(j (2 pi f_D t cos
+        a_k + p_k)) / sqrt(32)`` with 32 random arrival angles ``a_k`` and phases ``p_k`` per
+        inference, whose correlation is ``J0(2 pi f_D tau)`` at every lag, observed at the
+        stages' times, plus the fixed line of sight; a path that falls below the floor at some
+        stage is redrawn whole (the paths are conditioned on staying above it, where the chain
+        conditions each step).
+        """
+        if self.sampler == "jakes":
+            return self._jakes_gains(rng, size, intervals)
+        rhos = self.correlations(intervals)
+        los, sd = self._los, math.sqrt(self._var)
+        out = np.empty((size, len(rhos) + 1), dtype=np.complex128)
+        out[:, 0] = self._first_gains(rng, size)
+        for n, rho in enumerate(rhos, start=1):
+            centre = los + rho * (out[:, n - 1] - los)
+            out[:, n] = self._above_floor(rng, centre, math.sqrt(max(0.0, 1.0 - rho * rho)) * sd)
+        return out
+
+    def _jakes_gains(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> npt.NDArray[np.complex128]:
+        assert self.speed_mps is not None and self.carrier_hz is not None
+        doppler = self.speed_mps * self.carrier_hz / SPEED_OF_LIGHT
+        times = np.concatenate(([0.0], np.cumsum(np.asarray(intervals, dtype=np.float64))))
+        los, sd = self._los, math.sqrt(self._var / _SINUSOIDS)
+        out = np.empty((size, times.size), dtype=np.complex128)
+        todo = np.arange(size)
+        while todo.size:
+            angle = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            phase = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
+            t = times[None, :, None]
+            scattered = np.exp(1j * (2.0 * math.pi * doppler * t * np.cos(angle) + phase))
+            h = los + sd * scattered.sum(axis=2)
+            ok = np.all(self.mean_snr * np.abs(h) ** 2 >= self.floor, axis=1)
+            out[todo[ok]] = h[ok]
+            todo = todo[~ok]
+        return out
+
+    def sample_paths(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> FloatArray:
+        """``(size, len(intervals) + 1)`` SNR paths ``mean_snr |h|^2`` of the continuous
+        process (:meth:`sample_gains`)."""
+        gains = self.sample_gains(rng, size, intervals)
+        return np.asarray(self.mean_snr * np.abs(gains) ** 2, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class GaussMarkov(_Fading):
+    """Rayleigh fading whose complex gain is a Gauss-Markov process between split stages.
+
+    ``h_{n+1} = rho_n h_n + sqrt(1 - rho_n^2) w_n`` with ``h, w ~ CN(0, 1)`` and SNR
+    ``mean_snr |h|^2`` (exponential at every stage). ``rho`` is one correlation for every step or
+    ``N`` of them; or ``speed_mps`` and ``carrier_hz`` give Clarke's ``rho_n = J0(2 pi f_D dt_n)``
+    with ``f_D = v f_c / c`` and ``dt_n`` the device's compute time of layer ``n`` (the time
+    between the observations at stages ``n`` and ``n + 1``). As for :class:`Rayleigh`, the
+    expected upload cost is finite only with an outage floor ``min_snr``: the device transmits
+    only above it, so the SNR at every stage is conditioned on ``gamma >= min_snr`` (stage 1:
+    ``min_snr + Exp(mean_snr)``; later stages: the Gauss-Markov step conditioned on landing above
+    the floor). ``rho = 0`` is i.i.d. truncated Rayleigh fading.
+
+    The solvers see it as a chain on ``grid`` SNR cells of equal probability at stage 1
+    (:meth:`chain`); docs/coinference.md gives the accuracy of the default grid. The simulator
+    draws the process itself: ``sampler="recursion"`` the Gauss-Markov recursion, or (Clarke's
+    model only) ``sampler="jakes"`` a sum of sinusoids whose correlation at every lag ``tau``
+    is Clarke's ``J0(2 pi f_D tau)``, not only between consecutive stages (see
+    :meth:`sample_gains`).
+
+    Examples
+    --------
+    >>> ch = GaussMarkov(mean_snr=10.0, min_snr=0.25, rho=0.9)
+    >>> chain = ch.chain([1e-3] * 4)
+    >>> chain.states, chain.stages
+    (64, 5)
+    """
+
+    mean_snr: float
+    min_snr: float | None = None
+    rho: float | tuple[float, ...] | None = None
+    speed_mps: float | None = None
+    carrier_hz: float | None = None
+    grid: int = _DEFAULT_GRID
+    sampler: str = "recursion"
+    kind: str = field(default="gauss-markov", init=False)
+    fading: ClassVar[str] = "rayleigh"
+
+    def __post_init__(self) -> None:
+        self._check_fading()
+        grid = self.grid
+        if isinstance(grid, bool) or not isinstance(grid, int | np.integer):
+            raise InvalidSystem(f"must be an integer, got {grid!r}", field="grid")
+        if not 2 <= grid <= _MAX_GRID:
+            raise InvalidSystem(f"must be in 2..{_MAX_GRID}, got {grid}", field="grid")
+        object.__setattr__(self, "grid", int(grid))
+
+    @functools.cached_property
+    def first_law(self) -> Channel:
+        """The law of the SNR at stage 1 (and at every stage without a floor)."""
+        return Rayleigh(self.mean_snr, self.min_snr)
+
+    def _first_gains(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.complex128]:
+        # Exactly the floor plus an exponential (memorylessness), no draw repeated.
+        power = self.floor / self.mean_snr + rng.exponential(1.0, size)
+        return np.asarray(np.sqrt(power) * np.exp(2j * math.pi * rng.random(size)))
 
     @functools.cached_property
     def _cells(self) -> tuple[FloatArray, FloatArray]:
@@ -587,123 +754,86 @@ class GaussMarkov(_WithMemory):
         total[lost] = 1.0
         return np.asarray(cells / total, dtype=np.float64)
 
-    def sample_paths(
-        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
-    ) -> FloatArray:
-        """``(size, len(intervals) + 1)`` SNR paths of the continuous process.
-
-        ``recursion``: the recursion on ``h``, each step redrawn until it lands above the floor.
-        ``jakes``: ``h(t) = sum_k exp(j (2 pi f_D t cos a_k + p_k)) / sqrt(32)`` with 32 random
-        arrival angles ``a_k`` and phases ``p_k`` per inference, whose correlation is
-        ``J0(2 pi f_D tau)`` at every lag, observed at the stages' times; a path that falls
-        below the floor at some stage is redrawn whole (the paths are conditioned on staying
-        above it, where the chain conditions each step).
-        """
-        if self.sampler == "jakes":
-            return self._jakes_paths(rng, size, intervals)
-        rhos = self.correlations(intervals)
-        mean, floor = self.mean_snr, self.floor
-        out = np.empty((size, len(rhos) + 1))
-        power = floor / mean + rng.exponential(1.0, size)
-        h = np.sqrt(power) * np.exp(2j * math.pi * rng.random(size))
-        out[:, 0] = mean * power
-        for n, rho in enumerate(rhos, start=1):
-            nxt = np.empty_like(h)
-            todo = np.arange(size)
-            while todo.size:
-                w = (
-                    rng.standard_normal(todo.size) + 1j * rng.standard_normal(todo.size)
-                ) / math.sqrt(2)
-                cand = rho * h[todo] + math.sqrt(max(0.0, 1.0 - rho * rho)) * w
-                ok = mean * np.abs(cand) ** 2 >= floor
-                nxt[todo[ok]] = cand[ok]
-                todo = todo[~ok]
-            h = nxt
-            out[:, n] = mean * np.abs(h) ** 2
-        return out
-
-    def _jakes_paths(
-        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
-    ) -> FloatArray:
-        assert self.speed_mps is not None and self.carrier_hz is not None
-        doppler = self.speed_mps * self.carrier_hz / SPEED_OF_LIGHT
-        times = np.concatenate(([0.0], np.cumsum(np.asarray(intervals, dtype=np.float64))))
-        out = np.empty((size, times.size))
-        todo = np.arange(size)
-        while todo.size:
-            angle = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
-            phase = 2.0 * math.pi * rng.random((todo.size, 1, _SINUSOIDS))
-            t = times[None, :, None]
-            h = np.exp(1j * (2.0 * math.pi * doppler * t * np.cos(angle) + phase)).sum(axis=2)
-            snr = self.mean_snr * np.abs(h) ** 2 / _SINUSOIDS
-            ok = np.all(snr >= self.floor, axis=1)
-            out[todo[ok]] = snr[ok]
-            todo = todo[~ok]
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "gauss-markov", "mean_snr": self.mean_snr}
-        if self.min_snr is not None:
-            out["min_snr"] = self.min_snr
-        if self.rho is not None:
-            out["rho"] = self.rho if isinstance(self.rho, float) else list(self.rho)
-        else:
-            out["speed_mps"] = self.speed_mps
-            out["carrier_hz"] = self.carrier_hz
+        out.update(self._fading_dict())
         if self.grid != _DEFAULT_GRID:
             out["grid"] = self.grid
-        if self.sampler != "recursion":
-            out["sampler"] = self.sampler
         return out
 
 
 _RICIAN_QUADRATURE = 8  # Gauss-Legendre nodes per cell side
 _RICIAN_TAIL_SD = 12.0  # the outer ring's quadrature ends this many scattered sd beyond its edge
 _RICIAN_MAX_NODES = 2048  # phase nodes around the circle in a step's quadrature
+_RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
+_RICIAN_PHASES = 16
+_RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
+
+
+@functools.lru_cache(maxsize=32)
+def _gauss_legendre(nodes: int) -> tuple[FloatArray, FloatArray]:
+    """Gauss-Legendre nodes and weights on [-1, 1] (an eigenproblem of size ``nodes``: kept)."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    return np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
 
 
 @dataclass(frozen=True)
-class RicianGaussMarkov:
+class RicianGaussMarkov(_Fading):
     """Rician fading with memory, observed as the complex channel estimate at every stage.
 
     The gain is ``h_n = m + s_n``: a fixed line-of-sight part ``m`` and a scattered part with
     ``s_{n+1} = rho_n s_n + sqrt(1 - rho_n^2) w_n``, ``s, w ~ CN(0, sigma^2)``, normalised so
     that ``E|h|^2 = 1`` (``|m|^2 = K / (K + 1)``, ``sigma^2 = 1 / (K + 1)``, ``K = k_factor``);
-    the SNR is ``mean_snr |h|^2``. The SNR alone is not a Markov process (its next value depends
-    on the phase of ``h_n - m``), but ``h_n`` is: given ``h_n``, ``h_{n+1}`` is complex Gaussian
-    with mean ``m + rho_n (h_n - m)`` and variance ``(1 - rho_n^2) sigma^2``. The device
-    observes ``h_n`` (its channel estimate: magnitude and phase relative to the line of sight),
-    so the stopping problem on ``h`` is exact and its rule is a threshold curve per stage (a
-    magnitude for every phase). As for :class:`GaussMarkov` the device transmits only above the
-    outage floor ``min_snr``: stage 1 is the stationary law conditioned on ``gamma >= min_snr``
-    and each step is conditioned on landing above it. ``k_factor = 0`` is
+    the SNR is ``mean_snr |h|^2``. ``rho`` is one correlation for every step or ``N`` of them,
+    or ``speed_mps`` and ``carrier_hz`` give Clarke's ``rho_n = J0(2 pi f_D dt_n)`` as for
+    :class:`GaussMarkov`. The SNR alone is not a Markov process (its next value depends on the
+    phase of ``h_n - m``), but ``h_n`` is: given ``h_n``, ``h_{n+1}`` is complex Gaussian with
+    mean ``m + rho_n (h_n - m)`` and variance ``(1 - rho_n^2) sigma^2``. The device observes
+    ``h_n`` (its channel estimate: magnitude and phase relative to the line of sight), so the
+    stopping problem on ``h`` is exact and its rule is a threshold curve per stage (a magnitude
+    for every phase). As for :class:`GaussMarkov` the device transmits only above the outage
+    floor ``min_snr``, which is required: stage 1 is the stationary law conditioned on
+    ``gamma >= min_snr`` and each step is conditioned on landing above it. ``k_factor = 0`` is
     :class:`GaussMarkov`.
 
-    The solvers (:func:`~inferplan.coinference.markov_stopping.rician_thresholds`) see it on a
-    polar grid of ``radii`` magnitude rings (equiprobable at stage 1) times ``phases`` sectors.
-    Each cell stands for the SNR whose ``1 / log2(1 + gamma)`` is the cell's mean at stage 1
-    (exact upload cost); a step's probability of a cell is exact along the radius and
-    Gauss-Legendre in the phase. docs/coinference.md gives the grid's accuracy.
+    The solvers see it as a :class:`Chain` on a polar grid (:meth:`chain`) of ``radii``
+    magnitude rings (equiprobable at stage 1) times ``phases`` sectors, state ``k = ring *
+    phases + sector``. Each cell stands for the SNR whose ``1 / log2(1 + gamma)`` is the cell's
+    mean at stage 1 (exact upload cost); a step's probability of a cell is exact along the
+    radius and Gauss-Legendre in the phase. docs/coinference.md gives the grid's accuracy. The
+    simulator draws the process itself (:meth:`~_Fading.sample_gains`: the recursion, or
+    Jakes' sinusoids for Clarke's spectrum plus the line of sight).
 
     Examples
     --------
     >>> ch = RicianGaussMarkov(mean_snr=10.0, k_factor=3.0, min_snr=0.25, rho=0.9)
     >>> ch.states, round(float(ch.initial.sum()), 12)
     (512, 1.0)
+    >>> ch.chain([1e-3] * 2).transitions.shape
+    (2, 512, 512)
     """
 
     mean_snr: float
     k_factor: float
-    min_snr: float
-    rho: float | tuple[float, ...]
-    radii: int = 32
-    phases: int = 16
-    kind: str = field(default="rician-gauss-markov", init=False)
+    min_snr: float | None = None
+    rho: float | tuple[float, ...] | None = None
+    speed_mps: float | None = None
+    carrier_hz: float | None = None
+    radii: int = _RICIAN_RADII
+    phases: int = _RICIAN_PHASES
+    sampler: str = "recursion"
+    kind: str = field(default="gauss-markov", init=False)
+    fading: ClassVar[str] = "rician"
 
     def __post_init__(self) -> None:
-        marginal = Rayleigh(self.mean_snr, self.min_snr)  # checks both SNRs
-        object.__setattr__(self, "mean_snr", marginal.mean_snr)
-        object.__setattr__(self, "min_snr", marginal.min_snr)
+        self._check_fading()
+        if self.min_snr is None:
+            raise DivergentCost(
+                "is required with Rician fading: without an outage floor the SNR's density is "
+                "positive at 0 and E[1/log2(1+SNR)] is infinite (an upload at SNR near 0 never "
+                "ends)",
+                field="min_snr",
+            )
         k = self.k_factor
         if (
             isinstance(k, bool)
@@ -715,21 +845,77 @@ class RicianGaussMarkov:
                 field="k_factor",
             )
         object.__setattr__(self, "k_factor", float(k))
-        object.__setattr__(self, "rho", _correlations(self.rho))
         for name, top in (("radii", _MAX_GRID), ("phases", 256)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 1 <= v <= top:
                 raise InvalidSystem(f"must be an integer in 1..{top}, got {v!r}", field=name)
+            object.__setattr__(self, name, int(v))
         if self.radii * self.phases > _MAX_GRID:
             raise InvalidSystem(
                 f"radii x phases must be at most {_MAX_GRID} cells, got {self.radii * self.phases}",
                 field="phases",
             )
 
+        if not self._above >= _RICIAN_MIN_ABOVE:
+            raise InvalidSystem(
+                f"leaves P(SNR >= min_snr) = {self._above:.3g} at stage 1 with this mean SNR and "
+                f"K-factor, below {_RICIAN_MIN_ABOVE:g}: beyond what the grid resolves; lower "
+                "min_snr or raise mean_snr",
+                field="min_snr",
+            )
+
+    @functools.cached_property
+    def _above(self) -> float:
+        """``P(gamma >= min_snr)`` under the stationary law (before conditioning on it)."""
+        x = 2.0 * (self.floor / self.mean_snr) / self._var
+        return float(stats.ncx2.sf(x, 2.0, 2.0 * self.k_factor))
+
     @property
     def states(self) -> int:
         """The grid's cells, ``radii * phases`` (state ``k = ring * phases + sector``)."""
         return self.radii * self.phases
+
+    @functools.cached_property
+    def first_law(self) -> Channel:
+        """The law of the SNR at stage 1, on the grid: each cell's SNR with its probability
+        (the upload cost's expectation is exact, as for every cell)."""
+        return Discrete(tuple(self.snr.tolist()), tuple(self.initial.tolist()))
+
+    @functools.cached_property
+    def boundaries(self) -> FloatArray:
+        """``radii - 1`` SNRs between the rings."""
+        return np.asarray(self.mean_snr * self.ring_edges[1:-1] ** 2, dtype=np.float64)
+
+    def chain(self, intervals: Sequence[float]) -> Chain:
+        """The grid's chain over ``len(intervals) + 1`` stages: states are (ring, sector)
+        cells, ``phases`` sectors per ring, one :meth:`step` per correlation."""
+        rhos = self.correlations(intervals)
+        k = self.states
+        steps = np.stack([self.step(float(r)) for r in rhos]) if len(rhos) else np.empty((0, k, k))
+        return Chain(self.snr, self.boundaries, self.initial, steps, self.phases)
+
+    def sample_observations(
+        self, rng: np.random.Generator, size: int, intervals: Sequence[float]
+    ) -> tuple[FloatArray, FloatArray | None]:
+        """``(size, len(intervals) + 1)`` SNR paths and the gain's phase along them (radians,
+        relative to the line of sight): what the device observes."""
+        gains = self.sample_gains(rng, size, intervals)
+        snr = np.asarray(self.mean_snr * np.abs(gains) ** 2, dtype=np.float64)
+        return snr, np.asarray(np.angle(gains), dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": "gauss-markov",
+            "fading": self.fading,
+            "mean_snr": self.mean_snr,
+            "k_factor": self.k_factor,
+        }
+        out.update(self._fading_dict())
+        if self.radii != _RICIAN_RADII:
+            out["radii"] = self.radii
+        if self.phases != _RICIAN_PHASES:
+            out["phases"] = self.phases
+        return out
 
     @property
     def _los(self) -> float:
@@ -745,11 +931,13 @@ class RicianGaussMarkov:
     def ring_edges(self) -> FloatArray:
         """``radii + 1`` magnitudes of ``h``: the floor's, the rings' edges, then ``inf``."""
         # 2 |h|^2 / sigma^2 is a non-central chi-square, 2 dof, non-centrality 2 K.
+        # Inverted from the survival function, which resolves a floor far in the tail.
         nc, var = 2.0 * self.k_factor, self._var
-        lo = float(special.chndtr(2.0 * (self.min_snr / self.mean_snr) / var, 2.0, nc))
-        p = lo + (1.0 - lo) * np.arange(1, self.radii) / self.radii
-        inner = np.sqrt(special.chndtrix(p, 2.0, nc) * var / 2.0)
-        floor = math.sqrt(self.min_snr / self.mean_snr)
+        q = self._above * (1.0 - np.arange(1, self.radii) / self.radii)
+        with warnings.catch_warnings():  # boost's intermediate overflow at a huge K; finite
+            warnings.simplefilter("ignore", RuntimeWarning)
+            inner = np.sqrt(stats.ncx2.isf(q, 2.0, nc) * var / 2.0)
+        floor = math.sqrt(self.floor / self.mean_snr)
         return np.concatenate(([floor], np.maximum(inner, floor), [np.inf]))
 
     @functools.cached_property
@@ -760,11 +948,8 @@ class RicianGaussMarkov:
     def state_of(self, h: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """The cell of each observed gain ``h`` (complex, the line of sight's phase 0)."""
         g = np.asarray(h, dtype=np.complex128)
-        ring = np.clip(np.searchsorted(self.ring_edges, np.abs(g), side="right") - 1, 0,
-                       self.radii - 1)  # fmt: skip
-        sector = np.clip(np.searchsorted(self.phase_edges, np.angle(g), side="right") - 1, 0,
-                         self.phases - 1)  # fmt: skip
-        return np.asarray(ring * self.phases + sector, dtype=np.int64)
+        ring = np.searchsorted(self.boundaries, self.mean_snr * np.abs(g) ** 2, side="right")
+        return np.asarray(ring * self.phases + phase_sector(np.angle(g), self.phases))
 
     def _cell_mass(self, centre: FloatArray, var: float) -> FloatArray:
         """``(len(centre), K)``: the mass of ``CN(centre, var)`` in each cell.
@@ -778,7 +963,7 @@ class RicianGaussMarkov:
         reach = float(self.ring_edges[-2]) + 3.0 * sd
         around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
         nodes = max(_RICIAN_QUADRATURE, -(-around // self.phases))
-        x, w = np.polynomial.legendre.leggauss(nodes)
+        x, w = _gauss_legendre(nodes)
         lo, hi = self.phase_edges[:-1], self.phase_edges[1:]
         phi = (0.5 * (hi - lo))[:, None] * x[None, :] + (0.5 * (hi + lo))[:, None]  # (P, q)
         weight = (0.5 * (hi - lo))[:, None] * w[None, :]
@@ -804,12 +989,16 @@ class RicianGaussMarkov:
     @functools.cached_property
     def snr(self) -> FloatArray:
         """``(K,)``: each cell's representative SNR, the one whose ``1 / log2(1 + gamma)`` is the
-        cell's mean at stage 1 (by Gauss-Legendre in both directions)."""
-        x, w = np.polynomial.legendre.leggauss(_RICIAN_QUADRATURE)
-        edges = self.ring_edges.copy()
-        edges[-1] = edges[-2] + _RICIAN_TAIL_SD * math.sqrt(self._var)
-        lo, hi = edges[:-1], edges[1:]
-        r = (0.5 * (hi - lo))[:, None] * x + (0.5 * (hi + lo))[:, None]  # (R, q)
+        cell's mean at stage 1 (by Gauss-Legendre in both directions; the outer ring, which
+        reaches to infinity, on panels one scattered sd wide out to ``_RICIAN_TAIL_SD`` sd)."""
+        x, w = _gauss_legendre(_RICIAN_QUADRATURE)
+        sd = math.sqrt(self._var)
+        edges = self.ring_edges
+        tail = edges[-2] + sd * np.arange(int(_RICIAN_TAIL_SD) + 1)
+        lo = np.concatenate((edges[:-2], tail[:-1]))
+        hi = np.concatenate((edges[1:-1], tail[1:]))
+        ring = np.minimum(np.arange(lo.size), self.radii - 1)  # the ring of each panel
+        r = (0.5 * (hi - lo))[:, None] * x + (0.5 * (hi + lo))[:, None]  # (panels, q)
         rw = (0.5 * (hi - lo))[:, None] * w
         plo, phi_hi = self.phase_edges[:-1], self.phase_edges[1:]
         p = (0.5 * (phi_hi - plo))[:, None] * x + (0.5 * (phi_hi + plo))[:, None]  # (P, q)
@@ -819,12 +1008,18 @@ class RicianGaussMarkov:
         density = rr * np.exp(-(rr * rr - 2.0 * rr * m * np.cos(pp) + m * m) / var)
         weights = density * rw[:, None, :, None] * pw[None, :, None, :]
         cost = np.asarray(inv_log2(self.mean_snr * rr * rr)) * np.ones_like(pp)
-        mean_g = (weights * cost).sum(axis=(2, 3)) / weights.sum(axis=(2, 3))
-        return np.asarray(np.expm1(math.log(2.0) / mean_g).ravel(), dtype=np.float64)
-
-    def correlations(self, steps: int) -> FloatArray:
-        """``rho_1..rho_N`` for ``steps = N`` steps between split stages."""
-        return _per_step(self.rho, steps)
+        mass = np.zeros((self.radii, self.phases))
+        paid = np.zeros((self.radii, self.phases))
+        np.add.at(mass, ring, weights.sum(axis=(2, 3)))
+        np.add.at(paid, ring, (weights * cost).sum(axis=(2, 3)))
+        # A cell stage 1 never reaches (its mass underflows: far from a strong line of sight)
+        # stands for its middle: the first panel's middle radius in each of its sectors.
+        middle = self.mean_snr * np.repeat(
+            r[: self.radii, _RICIAN_QUADRATURE // 2] ** 2, self.phases
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = np.expm1(math.log(2.0) * mass / paid).ravel()
+        return np.asarray(np.where(mass.ravel() > 0, snr, middle), dtype=np.float64)
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
     def step(self, rho: float) -> FloatArray:

@@ -26,7 +26,6 @@ import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import Chain, inv_log2
-from inferplan.coinference.markov import RicianGaussMarkov
 from inferplan.coinference.policy import StatePolicy
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
@@ -38,9 +37,7 @@ __all__ = [
     "memory_one_step_thresholds",
     "memory_optimal_etc_all",
     "memory_thresholds",
-    "rician_optimal_etc_all",
     "rician_threshold_curve",
-    "rician_thresholds",
     "stage_thresholds",
     "state_costs",
     "state_policy",
@@ -210,19 +207,24 @@ def memory_one_step_etc_all(system: System) -> FloatArray:
 
 
 def threshold_structure(system: System, thresholds: FloatArray) -> tuple[bool, ...]:
-    """Per stage: whether the states the rule splits in are all the states above some SNR
-    (then one threshold per stage, the lowest such state's SNR, says the same)."""
+    """Per stage: whether the states the rule splits in are all the states of SNR at or above
+    some SNR (then one threshold per stage, the lowest such state's SNR, says the same). On
+    Rician fading the rule reads the phase too and this rarely holds: see
+    :func:`rician_threshold_curve`."""
     chain = _chain(system)
     stop = chain.snr[None, :] >= _as_table(system, thresholds)
-    # An upper set of states ordered by SNR: once the rule splits, it splits in every state above.
-    return tuple(bool(np.all(np.diff(row.astype(np.int8)) >= 0)) for row in stop)
+    lowest = np.asarray(stage_thresholds(system, thresholds))
+    # Every state at or above the lowest SNR the rule splits at splits too.
+    return tuple(
+        bool(np.array_equal(row, chain.snr >= t)) for row, t in zip(stop, lowest, strict=True)
+    )
 
 
 def stage_thresholds(system: System, thresholds: FloatArray) -> tuple[float, ...]:
     """Per stage, the SNR of the lowest state the rule splits in (``inf``: none)."""
     chain = _chain(system)
     stop = chain.snr[None, :] >= _as_table(system, thresholds)
-    return tuple(float(chain.snr[np.argmax(row)]) if row.any() else math.inf for row in stop)
+    return tuple(float(chain.snr[row].min()) if row.any() else math.inf for row in stop)
 
 
 def state_policy(system: System, thresholds: FloatArray) -> StatePolicy:
@@ -230,7 +232,9 @@ def state_policy(system: System, thresholds: FloatArray) -> StatePolicy:
     chain = _chain(system)
     table = _as_table(system, thresholds)
     return StatePolicy(
-        tuple(chain.boundaries.tolist()), tuple(tuple(row) for row in table.tolist())
+        tuple(chain.boundaries.tolist()),
+        tuple(tuple(row) for row in table.tolist()),
+        chain.phases,
     )
 
 
@@ -250,61 +254,27 @@ def agreement_probability(system: System, first: FloatArray, second: FloatArray)
     return min(1.0, total + float(reach.sum()))
 
 
-def rician_thresholds(
-    system: System, channel: RicianGaussMarkov, placement: int
-) -> tuple[FloatArray, FloatArray]:
-    """Backward induction for ``M = placement`` on Rician fading with memory, observed as ``h``.
+def rician_threshold_curve(system: System, thresholds: FloatArray) -> FloatArray:
+    """``(M, phases)``: on Rician fading (:class:`~inferplan.coinference.RicianGaussMarkov`),
+    per stage and phase sector the representative SNR of the lowest ring the rule
+    ``thresholds`` (``(M, K)``, as :func:`memory_thresholds` gives) splits in (``inf``: none).
 
-    The system gives the stage costs and the times between stages; its own channel is not used.
-    ``V_n(k) = min(eta_n(k), sum_j P_n[k, j] V_{n+1}(j))`` over the cells ``k`` of ``channel``.
-
-    Returns
-    -------
-    thresholds
-        ``(M, radii, phases)``: split at stage ``n`` with ``h`` in the cell (ring ``i``, sector
-        ``p``) iff ``gamma_n >= thresholds[n - 1, i, p]``; the threshold curve of stage ``n`` is
-        the lowest ring it splits in, per sector (:func:`rician_threshold_curve`).
-    values
-        ``(M + 1, radii, phases)``: ``V_n``; the optimal expected ETC is
-        ``channel.initial . values[0]``.
+    The stop set of a sector is every ring from there on where it is an upper set of the rings,
+    which holds in every case tested but is not assumed.
 
     Examples
     --------
-    >>> from inferplan.coinference import default_system, mlp_layers
-    >>> from inferplan.coinference.markov import RicianGaussMarkov
-    >>> s = default_system(layers=mlp_layers(64, 3))
-    >>> ch = RicianGaussMarkov(10.0, 3.0, 0.25, rho=0.9, radii=8, phases=4)
-    >>> t, v = rician_thresholds(s, ch, 2)
-    >>> t.shape, v.shape
-    ((2, 8, 4), (3, 8, 4))
+    >>> from inferplan.coinference import RicianGaussMarkov, default_system, mlp_layers
+    >>> channel = RicianGaussMarkov(10.0, 3.0, 0.25, rho=0.9, radii=8, phases=4)
+    >>> s = default_system(layers=mlp_layers(64, 3), channel=channel)
+    >>> rician_threshold_curve(s, memory_thresholds(s, 2)[0]).shape
+    (2, 4)
     """
-    m = system.check_placement(placement)
-    rhos = channel.correlations(system.n_layers)
-    steps = np.stack([channel.step(float(r)) for r in rhos[:m]]) if m else np.empty((0,) * 3)
-    eta = state_costs(system, channel.snr)
-    thresholds, values = _backward(system, channel.snr, steps, eta, m)
-    shape = (channel.radii, channel.phases)
-    return thresholds.reshape(m, *shape), values.reshape(m + 1, *shape)
-
-
-def rician_optimal_etc_all(system: System, channel: RicianGaussMarkov) -> FloatArray:
-    """The optimal expected ETC on Rician fading with memory for every placement ``M = 0..N``."""
-    law = channel.initial
-    return np.array(
-        [
-            _weigh(law, rician_thresholds(system, channel, m)[1][0].ravel())
-            for m in range(system.n_layers + 1)
-        ]
-    )
-
-
-def rician_threshold_curve(channel: RicianGaussMarkov, thresholds: FloatArray) -> FloatArray:
-    """``(M, phases)``: per stage and sector, the representative SNR of the lowest ring the rule
-    of :func:`rician_thresholds` splits in (``inf``: none); the stop set of a sector is every
-    ring from there on where it is an upper set of the rings, which holds in every case tested
-    but is not assumed."""
-    snr = channel.snr.reshape(channel.radii, channel.phases)
-    stop = snr[None] >= thresholds
+    chain = _chain(system)
+    table = _as_table(system, thresholds)
+    rings = chain.states // chain.phases
+    snr = chain.snr.reshape(rings, chain.phases)
+    stop = snr[None] >= table.reshape(-1, rings, chain.phases)
     lowest = np.where(stop.any(axis=1), np.argmax(stop, axis=1), -1)
     curve = np.take_along_axis(snr, np.maximum(lowest, 0), axis=0)
     return np.asarray(np.where(lowest >= 0, curve, np.inf), dtype=np.float64)

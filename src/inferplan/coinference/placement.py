@@ -128,7 +128,7 @@ class PlacementPlan:
     def to_dict(self) -> dict[str, Any]:
         """The ``coinfer --json`` object (``null`` for infinite or unevaluated values); on a
         channel with memory also the rule per state (``state_thresholds``, ``boundaries``,
-        ``threshold_structure``)."""
+        ``threshold_structure``, and ``phases`` when the states are also phase sectors)."""
         out: dict[str, Any] = {
             "method": self.method,
             "placement": self.placement,
@@ -137,7 +137,7 @@ class PlacementPlan:
             "thresholds": [t if math.isfinite(t) else None for t in self.thresholds],
         }
         solution = self.solution.to_dict()
-        for key in ("state_thresholds", "boundaries", "threshold_structure"):
+        for key in ("state_thresholds", "boundaries", "threshold_structure", "phases"):
             if key in solution:
                 out[key] = solution[key]
         return out

@@ -24,7 +24,14 @@ from inferplan.coinference.strategies import STRATEGIES, decide
 from inferplan.coinference.system import System
 from inferplan.errors import InvalidArgument
 
-__all__ = ["MAX_SIMULATED_COSTS", "Simulation", "StrategySimulation", "sample_snr", "simulate"]
+__all__ = [
+    "MAX_SIMULATED_COSTS",
+    "Simulation",
+    "StrategySimulation",
+    "sample_channel",
+    "sample_snr",
+    "simulate",
+]
 
 
 _QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -106,20 +113,30 @@ class Simulation:
         }
 
 
-def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> FloatArray:
-    """``(inferences, N + 1)`` SNR draws, one row per inference; column ``n - 1`` is stage
-    ``n``. Rows are independent; within a row the stages are independent unless the channel has
-    memory (then each row is one path of the channel: the Markov chain, or the Gauss-Markov
-    recursion) or a trace is replayed as recorded (``Trace(replay=True)``)."""
+def sample_channel(
+    system: System, rng: np.random.Generator, inferences: int
+) -> tuple[FloatArray, FloatArray | None]:
+    """What the device observes in ``inferences`` inferences: ``(inferences, N + 1)`` SNR
+    draws, one row per inference (column ``n - 1`` is stage ``n``), and on a channel observed
+    as its complex gain (Rician fading with memory) the gain's phase at the same stages, else
+    ``None``. Rows are independent; within a row the stages are independent unless the channel
+    has memory (then each row is one path of the channel: the Markov chain, the Gauss-Markov
+    recursion or Jakes' sinusoids) or a trace is replayed as recorded (``Trace(replay=True)``).
+    """
     if system.chain is not None:
-        return system.memory_channel.sample_paths(rng, inferences, system.stage_intervals)
+        return system.memory_channel.sample_observations(rng, inferences, system.stage_intervals)
     shared = all(ch is system.channels[0] for ch in system.channels)
     if shared:  # one channel: its paths (a replayed trace keeps its correlation)
-        return system.channels[0].sample_paths(rng, inferences, system.stage_intervals)
+        return system.channels[0].sample_paths(rng, inferences, system.stage_intervals), None
     out = np.empty((inferences, system.n_layers + 1))
     for n, channel in enumerate(system.channels):
         out[:, n] = channel.sample(rng, inferences)
-    return out
+    return out, None
+
+
+def sample_snr(system: System, rng: np.random.Generator, inferences: int) -> FloatArray:
+    """``(inferences, N + 1)`` SNR draws, as :func:`sample_channel` draws them."""
+    return sample_channel(system, rng, inferences)[0]
 
 
 def _summary(values: FloatArray) -> tuple[float, float, tuple[float, ...]]:
@@ -200,9 +217,9 @@ def simulate(
     rows = np.arange(min(_CHUNK, inferences))
     for start in range(0, inferences, _CHUNK):
         stop = min(start + _CHUNK, inferences)
-        snr = sample_snr(system, generator, stop - start)
+        snr, phase = sample_channel(system, generator, stop - start)
         for k, (_, policy, _) in enumerate(chosen):
-            n = policy.split_points(snr)
+            n = policy.split_points(snr, phase)
             observed = snr[rows[: stop - start], n - 1]
             costs[k][start:stop] = c[policy.placement] + a[n - 1] + b[n - 1] * inv_log2(observed)
             splits[k] += np.bincount(n, minlength=system.n_layers + 2)

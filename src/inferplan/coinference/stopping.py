@@ -230,7 +230,10 @@ class StoppingSolution:
         :attr:`thresholds` holds per stage the SNR of the lowest state the rule splits in, the
         same rule where :attr:`threshold_structure` says so. ``None`` without memory.
     boundaries
-        On a channel with memory: the SNRs between its states.
+        On a channel with memory: the SNRs between its states (between its rings, when the
+        states are also sectors of the gain's phase).
+    phases
+        On a channel with memory: the phase sectors per ring (1: the SNR alone is the state).
     threshold_structure
         On a channel with memory: per stage, whether the states the rule splits in are all the
         states above one SNR.
@@ -246,6 +249,7 @@ class StoppingSolution:
     state_thresholds: tuple[tuple[float, ...], ...] | None = None
     boundaries: tuple[float, ...] | None = None
     threshold_structure: tuple[bool, ...] | None = None
+    phases: int = 1
 
     @property
     def expected_cost(self) -> float:
@@ -256,7 +260,7 @@ class StoppingSolution:
         """The O(1) on-device rule."""
         if self.state_thresholds is not None:
             assert self.boundaries is not None
-            return StatePolicy(self.boundaries, self.state_thresholds)
+            return StatePolicy(self.boundaries, self.state_thresholds, self.phases)
         return SplitPolicy(self.thresholds)
 
     def to_dict(self) -> dict[str, Any]:
@@ -276,6 +280,8 @@ class StoppingSolution:
             ]
             out["boundaries"] = list(self.boundaries or ())
             out["threshold_structure"] = list(self.threshold_structure or ())
+            if self.phases > 1:
+                out["phases"] = self.phases
         return out
 
 
@@ -332,6 +338,7 @@ def _solve_with_memory(system: System, m: int, rule: str) -> StoppingSolution:
         state_thresholds=policy.thresholds,
         boundaries=policy.boundaries,
         threshold_structure=memory.threshold_structure(system, table),
+        phases=policy.phases,
     )
 
 
@@ -346,7 +353,7 @@ def evaluate_policy(system: System, policy: Policy) -> tuple[float, FloatArray]:
 
     if isinstance(policy, StatePolicy):
         chain = system.chain
-        if policy.boundaries != tuple(chain.boundaries.tolist()):
+        if policy.boundaries != tuple(chain.boundaries.tolist()) or policy.phases != chain.phases:
             raise InvalidArgument("the policy's states are not the channel's")
         table = np.asarray(policy.thresholds, dtype=np.float64).reshape(
             policy.placement, chain.states

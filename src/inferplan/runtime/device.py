@@ -3,7 +3,8 @@
 :func:`run_device` plans the placement ``M`` and the splitting thresholds with the chosen method
 (:func:`~inferplan.runtime.layered.plan_device`, the planner of ``inferplan coinfer``),
 downloads the weights of layers ``1..M`` from the edge over HTTP, then runs every inference
-layer by layer. Before layer ``n`` it observes ``gamma_n`` and asks the policy
+layer by layer. Before layer ``n`` it observes ``gamma_n`` (on Rician fading with memory also
+the phase of its channel estimate, the complex gain) and asks the policy
 (:meth:`~inferplan.coinference.SplitPolicy.upload`, one comparison): *upload* the activation
 to the edge, which computes layers ``n..N`` and answers with the output, or *continue* with
 layer ``n``. At ``M + 1`` it must upload; at ``N + 1`` (every layer on the device) it has the
@@ -38,7 +39,7 @@ import numpy.typing as npt
 import torch
 from scipy import stats
 
-from inferplan.coinference import System, sample_snr
+from inferplan.coinference import StatePolicy, System, sample_channel
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
@@ -101,12 +102,14 @@ class DeviceHost(Protocol):
 @dataclass(frozen=True)
 class Decision:
     """One row of the decision log: before layer ``stage`` of inference ``inference``
-    (0-based, in input order) the device saw ``snr`` and did ``action``."""
+    (0-based, in input order) the device saw ``snr`` (and the gain's ``phase``, radians, on a
+    channel observed as its complex gain; else ``None``) and did ``action``."""
 
     inference: int
     stage: int
     snr: float
     action: str
+    phase: float | None = None
 
 
 @dataclass(frozen=True)
@@ -346,9 +349,10 @@ def _tensor_bytes(specs: Sequence[tuple[tuple[int, ...], str]]) -> int:
 
 
 def _check_memory(layered: LayeredModel, inferences: int, *, drawn_inputs: bool) -> None:
-    """Refuse a run whose inputs (when drawn here), SNRs, outputs and records would not fit
+    """Refuse a run whose inputs (when drawn here), SNRs and phases, outputs and records would
+    not fit
     in this machine's memory, before any of them is made or the edge is contacted."""
-    per = (8 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
+    per = (16 * (layered.n_layers + 1) + _tensor_bytes(layered.crossings[layered.n_layers])
            + RECORD_BYTES * (layered.n_layers + 2))  # fmt: skip
     if drawn_inputs:
         per += _tensor_bytes(layered.crossings[0])
@@ -369,22 +373,22 @@ def _state_mismatch(state: dict[str, torch.Tensor], expected: dict[str, Any]) ->
     return f"unexpected tensor {extra[0]}" if extra else ""
 
 
-def _snr_matrix(
-    system: System, snr: npt.ArrayLike | None, inferences: int, seed: int
-) -> npt.NDArray[np.float64]:
+def _observations(
+    system: System,
+    plan: DevicePlan,
+    snr: npt.ArrayLike | None,
+    phase: npt.ArrayLike | None,
+    inferences: int,
+    seed: int,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None]:
+    """What the device observes before each layer: SNRs, and the gain's phases where the
+    policy reads them (drawn from the system's channel, or a recorded trace's)."""
+    reads_phase = isinstance(plan.policy, StatePolicy) and plan.policy.phases > 1
     if snr is None:
-        return sample_snr(system, np.random.default_rng(seed), inferences)
-    values = np.asarray(snr, dtype=np.float64)
-    n = system.n_layers + 1
-    if values.ndim != 2 or values.shape[1] != n or values.shape[0] < inferences:
-        raise InvalidArgument(
-            f"SNR trace must have {inferences} rows of N + 1 = {n} values, got shape "
-            f"{'x'.join(map(str, values.shape))}",
-            field="snr",
-        )
+        return sample_channel(system, np.random.default_rng(seed), inferences)
+    values = _trace(system, snr, inferences, "SNR", "snr")
     if not np.all(np.isfinite(values)) or np.any(values <= 0):
         raise InvalidArgument("SNR trace values must be positive finite numbers", field="snr")
-    values = values[:inferences]
     with np.errstate(all="ignore"):
         rates = system.device.bandwidth_hz * np.log2(1.0 + values)
     if np.any(rates <= 0):  # 1 + SNR rounds to 1: no upload could ever end
@@ -394,7 +398,32 @@ def _snr_matrix(
             "rate of 0 bit/s: 1 + SNR is 1 in floating point",
             field="snr",
         )
-    return values
+    if phase is None:
+        if reads_phase:
+            raise InvalidArgument(
+                "the rule reads the phase of the channel's gain (Rician fading with memory): "
+                "give the gain's phase at every stage beside the SNRs",
+                field="phase",
+            )
+        return values, None
+    angles = _trace(system, phase, inferences, "phase", "phase")
+    if not np.all(np.isfinite(angles)):
+        raise InvalidArgument("phases must be finite numbers (radians)", field="phase")
+    return values, angles
+
+
+def _trace(
+    system: System, data: npt.ArrayLike, inferences: int, what: str, name: str
+) -> npt.NDArray[np.float64]:
+    values = np.asarray(data, dtype=np.float64)
+    n = system.n_layers + 1
+    if values.ndim != 2 or values.shape[1] != n or values.shape[0] < inferences:
+        raise InvalidArgument(
+            f"{what} trace must have {inferences} rows of N + 1 = {n} values, got shape "
+            f"{'x'.join(map(str, values.shape))}",
+            field=name,
+        )
+    return values[:inferences]
 
 
 def run_device(
@@ -407,6 +436,7 @@ def run_device(
     seed: int = 0,
     inputs: Sequence[Tensors] | None = None,
     snr: npt.ArrayLike | None = None,
+    phase: npt.ArrayLike | None = None,
     emulate: bool = True,
     token: str | None = None,
     timeout_s: float = 30.0,
@@ -438,6 +468,9 @@ def run_device(
     snr
         A recorded ``(inferences, N + 1)`` SNR trace to replay (column ``n - 1`` is seen before
         layer ``n``) instead of draws from the system's channel.
+    phase
+        With ``snr``: the phases (radians) of the channel's gain at the same stages, which a
+        rule on Rician fading with memory reads (ignored by rules that do not).
     emulate
         Pace device, uplink, edge and downlink as the physical system.
     token
@@ -466,7 +499,7 @@ def run_device(
         )
     plan = plan_device(system, method)
     _check_memory(layered, inferences, drawn_inputs=inputs is None)
-    gammas = _snr_matrix(system, snr, inferences, seed)
+    gammas, phases = _observations(system, plan, snr, phase, inferences, seed)
     if inputs is None:
         inputs = random_inputs(
             [shape for shape, _ in layered.crossings[0]],
@@ -481,8 +514,8 @@ def run_device(
                       backoff_s=backoff_s, source=source)  # fmt: skip
     try:
         return _run(
-            system, layered, edge, plan, gammas, list(inputs[:inferences]), emulate, verify,
-            on_inference, host,
+            system, layered, edge, plan, (gammas, phases), list(inputs[:inferences]), emulate,
+            verify, on_inference, host,
         )  # fmt: skip
     finally:
         edge.close()
@@ -493,7 +526,7 @@ def _run(
     layered: LayeredModel,
     edge: EdgeClient,
     plan: DevicePlan,
-    gammas: npt.NDArray[np.float64],
+    observed: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None],
     inputs: list[Tensors],
     emulate: bool,
     verify: bool,
@@ -501,6 +534,7 @@ def _run(
     host: DeviceHost | None,
 ) -> DeviceRun:
     m = plan.placement
+    gammas, phases = observed
     memory = system.device.memory
     if memory is not None and system.placement_needs[m] > memory:
         raise InvalidArgument(
@@ -532,7 +566,7 @@ def _run(
     errors: dict[int, str] = {}
     for k, x in enumerate(inputs):
         try:
-            output, record = device.infer(k, x, gammas[k])
+            output, record = device.infer(k, x, gammas[k], None if phases is None else phases[k])
         except (EdgeUnavailable, Refused) as exc:
             failed.append(k)
             errors[k] = str(exc)
@@ -677,20 +711,29 @@ class _Device:
         return output, max(total - edge_s, 0.0) * self.scale, edge_s * self.scale
 
     def infer(
-        self, k: int, x: Tensors, snr: npt.NDArray[np.float64]
+        self,
+        k: int,
+        x: Tensors,
+        snr: npt.NDArray[np.float64],
+        phase: npt.NDArray[np.float64] | None = None,
     ) -> tuple[Tensors, InferenceRecord]:
         started = self._started = time.monotonic()
         self._budget = self._computed = 0.0
         values, local, n = x, False, 1
         upload_s = edge_s = 0.0
+
+        def seen(stage: int, action: str) -> Decision:
+            angle = None if phase is None else float(phase[stage - 1])
+            return Decision(k, stage, float(snr[stage - 1]), action, angle)
+
         while n <= self.n_layers:
             gamma = float(snr[n - 1])
-            if not self.policy.upload(n, gamma):
-                self.decisions.append(Decision(k, n, gamma, "continue"))
+            if not self.policy.upload(n, gamma, None if phase is None else float(phase[n - 1])):
+                self.decisions.append(seen(n, "continue"))
                 values = self._layer(n, values)
                 n += 1
                 continue
-            self.decisions.append(Decision(k, n, gamma, "upload"))
+            self.decisions.append(seen(n, "upload"))
             try:
                 values, upload_s, edge_s = self._upload(n, gamma, values)
                 break
@@ -699,12 +742,12 @@ class _Device:
                     raise
                 local = True  # every layer is here: finish without the edge
                 for layer in range(n, self.n_layers + 1):
-                    self.decisions.append(Decision(k, layer, float(snr[layer - 1]), "continue"))
+                    self.decisions.append(seen(layer, "continue"))
                     values = self._layer(layer, values)
                 n = self.n_layers + 1
         if n == self.n_layers + 1:
             gamma = float(snr[n - 1])
-            self.decisions.append(Decision(k, n, gamma, "finish"))
+            self.decisions.append(seen(n, "finish"))
             try:
                 _, upload_s, edge_s = self._upload(n, gamma, values)
             except EdgeUnavailable:

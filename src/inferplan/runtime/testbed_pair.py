@@ -375,6 +375,7 @@ def run_on_testbed(
     seed: int = 0,
     inputs: Sequence[Tensors] | None = None,
     snr: npt.ArrayLike | None = None,
+    phase: npt.ArrayLike | None = None,
     weights_seed: int = 0,
     at_least: float = 1.0,
     warmup: int = WARMUP,
@@ -445,6 +446,7 @@ def run_on_testbed(
                         seed=seed,
                         inputs=inputs,
                         snr=snr,
+                        phase=phase,
                         verify=verify,
                         on_inference=on_inference,
                     )

@@ -13,11 +13,13 @@ point's parameters replacing fields. Parameters (all optional):
 ``W``), ``downlink_bps``, ``device_cpu_hz``, ``edge_cpu_hz``, ``tx_power_w``
     The system fields of those names.
 ``channel``, ``mean_snr``, ``min_snr``, ``nakagami_m``, ``sigma_db``, ``speed_mps``,
-``carrier_hz``, ``rho``
+``carrier_hz``, ``rho``, ``k_factor``
     The SNR law of every split stage: ``rayleigh`` (default), ``nakagami`` (shape
     ``nakagami_m``, default 2), ``lognormal`` (shadowing ``sigma_db``, default 6 dB) or
     ``gauss-markov`` (Rayleigh fading with memory, :class:`~inferplan.coinference.GaussMarkov`:
-    ``rho``, or Clarke's model from ``speed_mps`` and ``carrier_hz``).
+    ``rho``, or Clarke's model from ``speed_mps`` and ``carrier_hz``; with ``k_factor``,
+    Rician fading with memory, :class:`~inferplan.coinference.RicianGaussMarkov`, on its
+    default grid).
     ``mean_snr`` (linear, default 10) is the mean of the fading law before the outage floor
     ``min_snr`` (linear, default 0.25; ``0`` removes the floor where the cost stays finite),
     as in :class:`~inferplan.coinference.Rayleigh`; a log-normal law has no floor and its

@@ -23,6 +23,7 @@ from inferplan.coinference import (
     LogNormal,
     Nakagami,
     Rayleigh,
+    RicianGaussMarkov,
     System,
     compare_baselines,
     expected_costs,
@@ -80,6 +81,7 @@ class CoinferenceParams(BaseModel):
     speed_mps: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     carrier_hz: Positive | None = None
     rho: Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)] | None = None
+    k_factor: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
     sample: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
@@ -90,10 +92,11 @@ class CoinferenceParams(BaseModel):
             raise ValueError(f"sigma_db applies to channel lognormal, not {self.channel}")
         if self.channel == "lognormal" and self.min_snr is not None:
             raise ValueError("a lognormal channel has no outage floor: drop min_snr")
-        memory = (self.speed_mps, self.carrier_hz, self.rho)
+        memory = (self.speed_mps, self.carrier_hz, self.rho, self.k_factor)
         if self.channel != "gauss-markov" and any(v is not None for v in memory):
             raise ValueError(
-                f"speed_mps, carrier_hz and rho apply to channel gauss-markov, not {self.channel}"
+                "speed_mps, carrier_hz, rho and k_factor apply to channel gauss-markov, not "
+                f"{self.channel}"
             )
         if self.channel == "gauss-markov" and (self.rho is None) == (
             self.speed_mps is None or self.carrier_hz is None
@@ -165,6 +168,8 @@ def _channel(p: CoinferenceParams) -> Channel:
         return Rayleigh(mean, min_snr=floor)
     if p.channel == "nakagami":
         return Nakagami(p.nakagami_m or 2.0, mean, min_snr=floor)
+    if p.channel == "gauss-markov" and p.k_factor is not None:
+        return RicianGaussMarkov(mean, p.k_factor, floor, p.rho, p.speed_mps, p.carrier_hz)
     if p.channel == "gauss-markov":
         return GaussMarkov(mean, floor, p.rho, p.speed_mps, p.carrier_hz)
     sigma_db = p.sigma_db or 6.0
