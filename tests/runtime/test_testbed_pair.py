@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from inferplan.runtime.testbed import (  # noqa: E402
+    CPU_BUDGET,
     FRAMING,
     MIN_BURST_S,
     MTU_B,
@@ -28,7 +29,7 @@ from inferplan.runtime.testbed import (  # noqa: E402
     leftovers,
     missing,
 )
-from inferplan.runtime.testbed_pair import PAIR_BUDGET, pair_layout  # noqa: E402
+from inferplan.runtime.testbed_pair import pair_layout  # noqa: E402
 
 from .pipeline_support import ROOT, env, finish, processes_marked, start, write  # noqa: E402
 from .testbed_support import left_by  # noqa: E402
@@ -86,7 +87,7 @@ def test_the_layout_holds_each_side_to_its_work_within_the_budget(layer_s, devic
     assert er * sum(layer_s) / edge_q == pytest.approx(k * sum(edge_s), rel=1e-9)
     # the least dilation that fits: on two cores each side has its own
     demands = [q * k for q in lay.quotas if q is not None]
-    assert k == pytest.approx(max(1.0, max(demands) / PAIR_BUDGET), rel=1e-9)
+    assert k == pytest.approx(max(1.0, max(demands) / CPU_BUDGET), rel=1e-9)
     assert lay.cpus[0] != lay.cpus[1] or lay.quotas[0] is None
 
 

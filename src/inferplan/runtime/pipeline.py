@@ -75,7 +75,7 @@ from inferplan.runtime.emulate import (
 )
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, stream_inputs
-from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+from inferplan.runtime.split import TensorSpec, TracedModel, run_layer, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
 
@@ -531,7 +531,11 @@ class Links(Protocol):
     """A rank's data path: the activations from the previous rank and to the next; and what
     the rank's compute does once warm (given its median CPU seconds per inference so far, or
     None before), which returns the share of a core it is held to from then on (None: not
-    held)."""
+    held); ``repeats``: how many times the rank runs its blocks per inference (on the testbed,
+    more than once where they take less than the kernel's quota granularity)."""
+
+    @property
+    def repeats(self) -> int: ...
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]: ...
 
@@ -546,6 +550,7 @@ class _GlooLinks:
 
     rank: int
     timeout_s: float
+    repeats: int = 1
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
         tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
@@ -653,7 +658,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
             computing = time.monotonic()
             cpu = time.thread_time()  # what this thread does per inference, waits excluded
             if stage is not None:
-                values = stage(*values)
+                values = run_layer(stage, values, links.repeats)
             mine.node_real.append(time.monotonic() - computing)
             now = node.finish(start)
             mine.node_busy.append(now - start)

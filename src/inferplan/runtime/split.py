@@ -42,9 +42,27 @@ from inferplan.profiles.cuts import BlockSpec, GraphProfile
 from inferplan.profiles.from_torch import profile_module
 from inferplan.profiles.profile import Profile
 
-__all__ = ["SplitModel", "TensorSpec", "TracedModel", "split_model", "trace_model"]
+__all__ = ["SplitModel", "TensorSpec", "TracedModel", "run_layer", "split_model", "trace_model"]
 
 Shape = tuple[int, ...]
+Tensors = tuple[torch.Tensor, ...]
+
+
+def run_layer(stage: Any, values: Tensors, repeats: int = 1) -> Tensors:
+    """``stage(*values)``, computed ``repeats`` times, the last result returned (the same each
+    time): on the testbed a host runs its work that many times under a quota that many times
+    larger (:func:`~inferplan.runtime.testbed.repeats`).
+
+    Examples
+    --------
+    >>> double = lambda x: (2 * x,)
+    >>> run_layer(double, (torch.ones(2),), 3)
+    (tensor([2., 2.]),)
+    """
+    out: Tensors = stage(*values)
+    for _ in range(repeats - 1):
+        out = stage(*values)
+    return out
 
 
 @dataclass(frozen=True)
