@@ -140,7 +140,8 @@ def provision_command(
         typer.Option(
             "--latency",
             help="Also bound the latency, the seconds one inference takes through the "
-            "deployment (psg exact, pfp on its frozen deployment).",
+            "deployment (psg exact, milp exact on any network, pfp on its frozen "
+            "deployment).",
         ),
     ] = None,
     cuts: CutsOpt = None,
