@@ -50,7 +50,7 @@ def test_grid_axes_forms(tmp_path):
         ("grid: {x: [1]}\n", "study: missing field"),
         (
             "study: nope\ngrid: {x: [1]}\n",
-            "study: unknown study 'nope' (known: provisioning, coinference, services, or "
+            "study: unknown study 'nope' (known: provisioning, coinference, services, latency, or "
             "package.module:function)",
         ),
         ("study: provisioning\n", "grid: give exactly one of grid or sample"),

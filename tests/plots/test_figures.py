@@ -21,6 +21,7 @@ import inferplan
 from inferplan.codesign import compile_instance, cost_frontier, latency_frontier, throughput_optimal
 from inferplan.codesign.services import Service, provision_services
 from inferplan.plots import plot_frontier, plot_plan, plot_services
+from inferplan.plots.latency import plot_latency_study
 from inferplan.plots.services import plot_services_study
 from inferplan.plots.sweeps import plot_sweep_summary
 
@@ -208,3 +209,18 @@ def test_a_sweep_summary_figure_tells_its_groups_apart(drawn, tmp_path):
     (fig,) = drawn
     assert indistinct_legend_entries(fig) == []
     assert [p for p in problems(fig) if p.startswith("legend")] == []
+
+
+def test_the_latency_study_keeps_its_labels_and_legend_clear(drawn, tmp_path):
+    from inferplan.experiments.latency import latency_point
+
+    rows = [{**latency_point({"topology": t, "dnn": dnn, "alpha": alpha, "share": share}, t, {}),
+             "topology": t, "dnn": dnn, "alpha": alpha, "share": share}
+            for t in range(3) for dnn in ("vgg16", "resnet50") for alpha in (0.3, 0.6)
+            for share in (0.5, 0.75)]  # fmt: skip
+    plot_latency_study(rows, tmp_path / "latency.png")
+    (fig,) = drawn
+    assert problems(fig) == [] and indistinct_legend_entries(fig) == []
+    entries = [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
+    assert sorted(entries) == ["resnet50, alpha 0.3", "resnet50, alpha 0.6", "vgg16, alpha 0.3",
+                               "vgg16, alpha 0.6"]  # fmt: skip

@@ -138,7 +138,8 @@ def provision_command(
         typer.Option(
             "--latency",
             help="Also bound the latency, the seconds one inference takes through the "
-            "deployment (psg exact, pfp on its frozen deployment).",
+            "deployment (psg exact, milp exact on any network, pfp on its frozen "
+            "deployment).",
         ),
     ] = None,
     cuts: CutsOpt = None,
@@ -174,7 +175,7 @@ def provision_command(
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
-        check_drawable(net, prof)
+        check_drawable(net, prof, cuts, max_ideals=max_ideals)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,

@@ -25,6 +25,7 @@ __all__ = [
     "CutsOpt",
     "DecodeOpt",
     "DtypeOpt",
+    "GranularityOpt",
     "InputShapesOpt",
     "JsonOpt",
     "MaxIdealsOpt",
@@ -68,6 +69,11 @@ BlocksOpt = Annotated[str | None, typer.Option(
                      "Default: top-level modules.")]  # fmt: skip
 DtypeOpt = Annotated[str, typer.Option(
     "--dtype", help="PyTorch: floating-point dtype of weights and activations.")]  # fmt: skip
+GranularityOpt = Annotated[str | None, typer.Option(
+    "--granularity", metavar="<layers>",
+    help="What a layer of the layer graph (where --cuts graph may cut) is: blocks (one per "
+         "block, the default), modules (one per innermost module), ops (one per operation), "
+         "or depth=K (one per module K levels down; coarser than deeper blocks).")]  # fmt: skip
 ConfigOpt = Annotated[list[str] | None, typer.Option(
     "--config", metavar="<key=value>",
     help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
@@ -143,6 +149,7 @@ def throughput_method_help() -> str:
 MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
     "input_shapes": (InputShapesOpt, None),
     "blocks": (BlocksOpt, None),
+    "granularity": (GranularityOpt, None),
     "dtype": (DtypeOpt, "float32"),
     "config": (ConfigOpt, None),
     "seq_len": (SeqLenOpt, None),
@@ -187,6 +194,7 @@ def with_model_options(command: Callable[..., None]) -> Callable[..., None]:
 def _model_options(
     input_shapes: list[str] | None,
     blocks: str | None,
+    granularity: str | None,
     dtype: str,
     config: list[str] | None,
     seq_len: int | None,
@@ -195,7 +203,7 @@ def _model_options(
     from inferplan.profiles.models import ModelOptions, TransformerOptions
 
     hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
-    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf)
+    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf, granularity)
 
 
 @contextmanager

@@ -107,7 +107,7 @@ def stages_table(
     names of the layers each node runs and of the tensors each link sends (``layers``,
     ``sends``, when given), the capacity added (if ``added``, by node id or link id ``u->v``;
     ``0`` where none) and a mark per stage id (``marks``)."""
-    from inferplan.units import link_name
+    from inferplan.units import link_name, listed
 
     rows, prev = [], 0
     numbered = cuts == "chain"
@@ -117,10 +117,10 @@ def stages_table(
             blocks = f"{prev + 1}..{done}" if done > prev else "-"
         else:
             blocks = f"cut {done}" if names else "-"
-        stages = [(node, node, blocks, _names(names))]
+        stages = [(node, node, blocks, listed(names))]
         if k + 1 < len(path):
             link = f"{node}->{path[k + 1]}"
-            carried = _names(sends[k]) if sends else ""
+            carried = listed(sends[k]) if sends else ""
             stages.append((link, link_name(node, path[k + 1]),
                            f"after {done}" if numbered else f"cut {done}",
                            f"sends {carried}" if carried else ""))  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.options import BlocksOpt, DtypeOpt, JsonOpt, RunShapesOpt
+from inferplan.cli.options import BlocksOpt, DtypeOpt, GranularityOpt, JsonOpt, RunShapesOpt
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidFile, InvalidProfile
 
@@ -23,6 +23,7 @@ def split_command(
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the stages to.")],
     input_shape: RunShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     seed: Annotated[int, typer.Option(
         "--seed", help="torch.manual_seed before the factory, as run does.", min=0)] = 0,
@@ -37,7 +38,12 @@ def split_command(
     tensors each stage takes and returns, in path order.
     """
     from inferplan.codesign.planfile import load_plan
-    from inferplan.profiles.cuts import check_factory, parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import (
+        check_factory,
+        parse_block_spec,
+        parse_granularity,
+        parse_shape,
+    )
 
     # everything that needs no torch first
     check_factory(model)
@@ -55,16 +61,24 @@ def split_command(
     artefacts = export_stages(
         model, tuple(s for s, _ in parsed), loaded, out, blocks=parse_block_spec(blocks),
         dtype=dtype, input_dtypes=tuple(d for _, d in parsed), seed=seed, weights=weights,
+        granularity=parse_granularity(granularity),
     )  # fmt: skip
     if as_json:
         print_json(artefacts.manifest)
     else:
+        from inferplan.units import listed
+
         rows = []
+        graph = artefacts.manifest["cuts"] == "graph"
         for s in artefacts.manifest["stages"]:
-            first, last = s["blocks"]
-            held = f"{first + 1}..{last}" if last > first else "-"
+            if graph:
+                held = listed(s["layers"]) or "-"
+            else:
+                first, last = s["blocks"]
+                held = f"{first + 1}..{last}" if last > first else "-"
             shapes = ["x".join(map(str, t["shape"])) for t in s["outputs"]]
             rows.append([s["node"], held, s["file"], ", ".join(shapes)])
         console.print(table(f"{artefacts.manifest['model']}: one program per path node",
-                            ["node", "blocks", "file", "passes on"], rows))  # fmt: skip
+                            ["node", "layers" if graph else "blocks", "file", "passes on"],
+                            rows))  # fmt: skip
     written(out / MANIFEST)

@@ -46,6 +46,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -79,6 +80,7 @@ from inferplan.network.costs import CapacityCost, ModuleCost, segments
 __all__ = [
     "LATENCY_RTOL",
     "MAX_RANKED",
+    "LatencyProblem",
     "Trade",
     "allocate",
     "least_latency",
@@ -94,9 +96,11 @@ MAX_RANKED = 200_000
 ``uncertified``."""
 # The multipliers' bisections: steps of the search for a feasible multiplier, halvings of the
 # bracket (of its logarithm) after it in an allocation, and in the search for the best bound
-# (few: the ranking closes what a rougher bound leaves; 12 rather than 30 halves the solve
-# time on the paper's family and changes no plan).
-_DOUBLINGS, _HALVINGS, _DUAL_HALVINGS = 2_200, 100, 12
+# (few: the ranking closes what a rougher bound leaves; 6 rather than 30 cuts the solve time
+# on the paper's family by two thirds and on 1,000 nodes by a sixth, and changes no plan).
+_DOUBLINGS, _HALVINGS, _DUAL_HALVINGS = 2_200, 100, 6
+# Stages of a deployment from which their responses are computed with numpy at once.
+_MANY_STAGES = 24
 # A stage that buys free capacity without end gets this share of the latency bound.
 _FREE_SHARE = 1e-12
 
@@ -119,14 +123,14 @@ class Trade:
     def is_modules(self) -> bool:
         return self.size > 0
 
-    @property
+    @cached_property  # asked of every stage of every deployment an allocation ranks
     def convex(self) -> bool:
         """Whether the cost is convex (piecewise linear with rising slopes, or free)."""
         if self.is_modules:
             return self.price == 0
         return all(b >= a for a, b in itertools.pairwise(self.slopes))
 
-    @property
+    @cached_property
     def most(self) -> float:
         """The most capacity that can be added."""
         return self.modules * self.size if self.is_modules else self.cap
@@ -357,7 +361,7 @@ def _convex_allocation(
     """Every stage's best response at the least multiplier whose delays fit ``budget``: the
     optimum when every cost is convex, a feasible allocation otherwise."""
 
-    def at(lam: float) -> tuple[list[float], float, float, int]:
+    def one_by_one(lam: float) -> tuple[list[float], float, float, int]:
         xs, fs, ds, free = [], [], [], 0
         for s in stage_list:
             x, f, d = s.respond(lam)
@@ -369,11 +373,19 @@ def _convex_allocation(
 
     if math.fsum(s.load / (s.have + s.trade.most) for s in stage_list if s.load > 0) > budget:
         return None  # too slow even at the caps
+    modules = any(s.trade.is_modules for s in stage_list)
+    # piecewise-linear costs: the segments' marks at once; the responses of many stages at
+    # once too (numpy), of a few one by one (numpy's cost per call would outweigh them)
+    many = not modules and len(stage_list) >= _MANY_STAGES
+    segments = _Segments(stage_list) if many else None
+    at = segments.at if segments is not None else one_by_one
     xs, cost, delay, _ = at(0.0)
     if not math.isfinite(cost):
         return None
-    if delay > budget and not any(s.trade.is_modules for s in stage_list):
-        xs, cost, delay, _ = at(_exact_multiplier(stage_list, budget, at))
+    if not modules:
+        if delay > budget:
+            segments = segments or _Segments(stage_list)
+            xs, cost, delay, _ = at(segments.multiplier(budget, at))
     elif delay > budget:
         lo, hi = 0.0, 1.0
         for _ in range(_DOUBLINGS):
@@ -404,66 +416,118 @@ def _convex_allocation(
     return _finite(stage_list, xs, budget, delay), cost
 
 
-def _exact_multiplier(
-    stage_list: Sequence[_Stage],
-    budget: float,
-    at: Callable[[float], tuple[list[float], float, float, int]],
-) -> float:
-    """The least multiplier whose best responses (piecewise-linear costs) fit ``budget``.
+class _Segments:
+    """The stages of a deployment whose costs are piecewise linear (no modules) as arrays of
+    their segments, so that every stage's best response at a multiplier (what
+    :meth:`_Stage.respond` gives, segment by segment) is a few numpy operations, and the
+    least multiplier whose responses fit a budget is found among the segments' marks."""
 
-    A stage's delay is constant in the multiplier except where it buys inside a segment of
-    slope ``p``: there ``x = sqrt(lam w / p) - C`` and the delay is ``sqrt(w p / lam)``.
-    Between two of the multipliers where a stage enters or leaves a segment the total is
-    ``K + A / sqrt(lam)``; the bracket where it crosses ``budget`` is found among them by
-    bisection and the multiplier solved there in closed form."""
-    marks = set()
-    for s in stage_list:
-        if s.load <= 0:
-            continue
-        for a, b, p, _ in zip(s.trade.starts, s.trade.ends(), s.trade.slopes, s.trade.values,
-                              strict=True):  # fmt: skip
-            lo = max(a, s.need)
-            if p > 0 and lo <= b:
-                marks.add(p * (s.have + lo) ** 2 / s.load)
-                if math.isfinite(b):
-                    marks.add(p * (s.have + b) ** 2 / s.load)
-    points = sorted(m for m in marks if math.isfinite(m) and m > 0)
-    lo, hi = 0, len(points)  # the first mark whose responses fit, or len(points)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if at(points[mid])[2] <= budget:
-            hi = mid
-        else:
-            lo = mid + 1
-    below = points[lo - 1] if lo > 0 else 0.0
-    above = points[lo] if lo < len(points) else math.inf
-    probe = math.sqrt(below * above) if below > 0 and math.isfinite(above) else (
-        above / 2 if math.isfinite(above) else max(2 * below, 1.0))  # fmt: skip
-    fixed, sloped = [], []
-    for s in stage_list:
-        x, _, d = s.respond(probe)
-        k = max(0, int(np.searchsorted(s.trade.starts, x, side="right")) - 1) if s.load > 0 else 0
-        inside = (s.load > 0 and not s.trade.is_modules and s.trade.slopes[k] > 0
-                  and max(s.trade.starts[k], s.need) < x < s.trade.ends()[k])  # fmt: skip
-        if inside:
-            sloped.append(math.sqrt(s.load * s.trade.slopes[k]))
-        else:
-            fixed.append(d)
-    room = budget - math.fsum(fixed)
-    if sloped and room > 0:
-        lam = min(max((math.fsum(sloped) / room) ** 2, below), above)
-        for _ in range(4):  # rounding may leave the sum a hair above the budget
+    def __init__(self, stage_list: Sequence[_Stage]) -> None:
+        self.stages = len(stage_list)
+        trades = [st.trade for st in stage_list]
+        owner = [k for k, t in enumerate(trades) for _ in t.slopes]
+        a = [x for t in trades for x in t.starts]
+        b = [x for t in trades for x in t.ends()]
+        p = [x for t in trades for x in t.slopes]
+        v = [x for t in trades for x in t.values]
+        self.owner = np.array(owner, dtype=np.int64)
+        self.a, self.b, self.p, self.v = (np.array(x, dtype=np.float64) for x in (a, b, p, v))
+        load = np.array([st.load for st in stage_list], dtype=np.float64)
+        need = np.array([st.need for st in stage_list], dtype=np.float64)
+        self.load, self.have = load, np.array([st.have for st in stage_list], dtype=np.float64)
+        self.w, self.C = load[self.owner], self.have[self.owner]
+        self.lo = np.maximum(need[self.owner], self.a)
+        self.valid = self.lo <= self.b
+        self.sloped = self.p > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.ratio = np.where(self.sloped, self.w / np.where(self.sloped, self.p, 1.0), 0.0)
+        # a stage without load buys what the interval needs, at its price, and takes no time
+        self.idle = load <= 0
+        self.idle_x = need
+        self.idle_f = np.array([st.trade.cost(st.need) if st.need > 0 else 0.0
+                                for st in stage_list])  # fmt: skip
+        # each stage's segments in order: the first of the least value wins, as in respond
+        self.order = np.arange(self.owner.size)
+
+    def respond(self, lam: float) -> tuple[FloatArray, FloatArray, FloatArray, IntArray]:
+        """Every stage's best response at ``lam``: capacity bought, its cost and delay, and the
+        segment it buys in (``inf`` purchase, cost and delay where no segment meets the
+        need)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.where(self.sloped, np.sqrt(lam * self.ratio) - self.C, self.b)
+            np.maximum(x, self.lo, out=x, where=self.sloped)
+            np.minimum(x, self.b, out=x)
+            f = np.where(self.sloped, self.v + self.p * (x - self.a), self.v)
+            d = self.w / (self.C + x)
+            value = f + lam * d
+        value[~self.valid] = np.inf
+        first = np.lexsort((self.order, value, self.owner))
+        chosen = first[np.flatnonzero(np.r_[True, self.owner[first][1:] != self.owner[first][:-1]])]
+        stage = self.owner[chosen]
+        xs, fs, ds = (np.full(self.stages, np.inf) for _ in range(3))
+        ok = self.valid[chosen]
+        xs[stage[ok]], fs[stage[ok]], ds[stage[ok]] = x[chosen][ok], f[chosen][ok], d[chosen][ok]
+        segment = np.full(self.stages, -1, dtype=np.int64)
+        segment[stage[ok]] = chosen[ok]
+        xs[self.idle], fs[self.idle], ds[self.idle] = self.idle_x[self.idle], self.idle_f[
+            self.idle], 0.0  # fmt: skip
+        segment[self.idle] = -1
+        return xs, fs, ds, segment
+
+    def at(self, lam: float) -> tuple[list[float], float, float, int]:
+        """The responses at ``lam`` as :func:`_convex_allocation` sums them."""
+        xs, fs, ds, _ = self.respond(lam)
+        free = int(np.count_nonzero(np.isinf(xs) & ~self.idle))
+        return xs.tolist(), math.fsum(fs.tolist()), math.fsum(ds.tolist()), free
+
+    def multiplier(
+        self, budget: float, at: Callable[[float], tuple[list[float], float, float, int]]
+    ) -> float:
+        """The least multiplier whose best responses (summed by ``at``) fit ``budget``.
+
+        A stage's delay is constant in the multiplier except where it buys inside a segment
+        of slope ``p``: there ``x = sqrt(lam w / p) - C`` and the delay is ``sqrt(w p /
+        lam)``. Between two of the multipliers where a stage enters or leaves a segment the
+        total is ``K + A / sqrt(lam)``; the bracket where it crosses ``budget`` is found among
+        them by bisection and the multiplier solved there in closed form."""
+        use = (self.w > 0) & self.sloped & self.valid
+        with np.errstate(over="ignore"):
+            marks = np.concatenate((
+                self.p[use] * (self.C[use] + self.lo[use]) ** 2 / self.w[use],
+                self.p[use] * (self.C[use] + self.b[use]) ** 2 / self.w[use],
+            ))  # fmt: skip
+        points = np.unique(marks[np.isfinite(marks) & (marks > 0)]).tolist()
+        lo, hi = 0, len(points)  # the first mark whose responses fit, or len(points)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if at(points[mid])[2] <= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        below = points[lo - 1] if lo > 0 else 0.0
+        above = points[lo] if lo < len(points) else math.inf
+        probe = math.sqrt(below * above) if below > 0 and math.isfinite(above) else (
+            above / 2 if math.isfinite(above) else max(2 * below, 1.0))  # fmt: skip
+        xs, _, ds, segment = self.respond(probe)
+        k = np.maximum(segment, 0)
+        inside = (~self.idle & (segment >= 0) & self.sloped[k]
+                  & (self.lo[k] < xs) & (xs < self.b[k]))  # fmt: skip
+        sloped = np.sqrt(self.load[inside] * self.p[k[inside]]).tolist()
+        room = budget - math.fsum(ds[~inside].tolist())
+        if sloped and room > 0:
+            lam = min(max((math.fsum(sloped) / room) ** 2, below), above)
+            for _ in range(4):  # rounding may leave the sum a hair above the budget
+                if at(lam)[2] <= budget:
+                    return lam
+                lam *= 1 + 1e-14
+        if math.isfinite(above):
+            return above
+        lam = probe
+        for _ in range(_DOUBLINGS):  # past every mark: the responses fit for a large enough one
             if at(lam)[2] <= budget:
-                return lam
-            lam *= 1 + 1e-14
-    if math.isfinite(above):
-        return above
-    lam = probe
-    for _ in range(_DOUBLINGS):  # past every mark: the responses fit for a large enough one
-        if at(lam)[2] <= budget:
-            break
-        lam *= 2.0
-    return lam
+                break
+            lam *= 2.0
+        return lam
 
 
 def _finite(
@@ -483,25 +547,57 @@ def _finite(
     return out
 
 
-def _linear_response(
-    load: FloatArray,
-    have: FloatArray,
-    need: FloatArray,
-    price: FloatArray,
-    cap: FloatArray,
-    lam: float,
-) -> FloatArray:
-    """``min f(x) + lam * load / (have + x)`` over ``need <= x <= cap`` for linear costs of
-    unit ``price``, each element a row (``inf`` where ``need`` exceeds the cap): the clamped
-    stationary point, or the cap where capacity is free."""
-    shape = (-1,) + (1,) * (load.ndim - 1)
-    p, top = price.reshape(shape), cap.reshape(shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = np.where(p > 0, np.sqrt(lam * load / p) - have, top)
-        x = np.minimum(np.maximum(x, need), top)
-        delay = np.where(load > 0, load / (have + x), 0.0)
-        value = np.where(p > 0, p * x, 0.0) + lam * delay
-    return np.where(need <= top, value, np.inf)
+class _LinearStages:
+    """The stages of the elements of one linear price (capped or not) in a table, priced
+    together at each multiplier: ``min p x + lam w / (C + x)`` over ``need <= x <= cap``, the
+    stationary point ``x = sqrt(lam w / p) - C`` clamped to that range, or the cap where
+    capacity is free (``inf`` where ``need`` exceeds the cap). What does not depend on the
+    multiplier is computed once: a solve prices the same tables at a dozen multipliers.
+
+    ``rows`` are the elements' rows of the table, ``load`` the loads broadcast against
+    ``need`` (one row per element), ``have``, ``price`` and ``cap`` one value per element."""
+
+    def __init__(
+        self,
+        rows: IntArray,
+        load: FloatArray,
+        have: FloatArray,
+        need: FloatArray,
+        price: FloatArray,
+        cap: FloatArray,
+    ) -> None:
+        shape = (-1,) + (1,) * (need.ndim - 1)
+        p, top = price.reshape(shape), cap.reshape(shape)
+        self.rows = rows
+        self.have = have.reshape(shape)
+        self.load = np.broadcast_to(load, need.shape)
+        self.price = np.where(p > 0, p, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.ratio = np.where(p > 0, self.load / p, 0.0)
+        self.low = need
+        self.top = np.broadcast_to(top, need.shape)
+        self.free = np.broadcast_to(p <= 0, need.shape)
+        self.any_free = bool(self.free.any())
+        self.idle = self.load <= 0
+        self.blocked = need > self.top
+
+    def value(self, lam: float) -> FloatArray:
+        """Every stage's best response's value ``f(x) + lam w / (C + x)`` at ``lam``."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.sqrt(lam * self.ratio)
+            x -= self.have
+            if self.any_free:
+                x[self.free] = self.top[self.free]
+            np.maximum(x, self.low, out=x)
+            np.minimum(x, self.top, out=x)
+            delay = self.load / (self.have + x)
+            delay[self.idle] = 0.0
+            value = self.price * x
+            if self.any_free:  # 0 * inf where free capacity is unbounded: nothing to pay
+                value[self.free] = 0.0
+            value += lam * delay
+        value[self.blocked] = np.inf
+        return value
 
 
 # A deployment read back from the terminal: (node, blocks done there, link out or -1) each.
@@ -520,9 +616,10 @@ class _Best:
     seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=set)
 
 
-class _Problem:
-    """One co-design under a latency bound: the instance's trades, and the stage tables the
-    relaxation prices at each multiplier."""
+class LatencyProblem:
+    """One co-design under a latency bound: the instance's trades, each deployment's exact
+    allocation (:meth:`allocation`, on any network) and its plan (:meth:`plan`), and the
+    stage tables the relaxation prices at each multiplier (acyclic networks)."""
 
     def __init__(self, inst: CodesignInstance, beta: float, latency: float) -> None:
         self.inst, self.beta, self.latency = inst, beta, latency
@@ -538,16 +635,24 @@ class _Problem:
         # here, so they add to every multiplier's prices and to a deployment's cost alike
         self.extra_node = inst.terms.node(np.arange(len(inst.node_ids)))
         self.extra_link = inst.terms.link(links)
-        # the elements of one linear price (capped or not), priced together by ``tables``
-        self.linear: dict[int, IntArray] = {}
-        self.price: dict[int, FloatArray] = {}
-        self.cap: dict[int, FloatArray] = {}
-        for trades in (self.node_trades, self.link_trades):
+        self.node_base = inst.forbidden + self.extra_node
+        # the elements of one linear price (capped or not) priced together, the others one at
+        # a time, by ``tables``
+        have_link = inst.bandwidth[links]
+        self.linear: list[_LinearStages] = []
+        self.others: list[list[int]] = []
+        for trades, load, have, need in (
+            (self.node_trades, self.work[None], inst.capacity, self.need_node),
+            (self.link_trades, self.bits[None], have_link, self.need_link),
+        ):  # fmt: skip
             single = [k for k, t in enumerate(trades) if not t.is_modules and len(t.slopes) == 1]
             rows = np.array(single, dtype=np.int64)
-            self.linear[id(trades)] = rows
-            self.price[id(trades)] = np.array([trades[k].slopes[0] for k in rows.tolist()])
-            self.cap[id(trades)] = np.array([trades[k].cap for k in rows.tolist()])
+            self.linear.append(_LinearStages(
+                rows, load, have[rows], need[rows],
+                np.array([trades[k].slopes[0] for k in single], dtype=np.float64),
+                np.array([trades[k].cap for k in single], dtype=np.float64),
+            ))  # fmt: skip
+            self.others.append(sorted(set(range(len(trades))) - set(single)))
 
     def most(self) -> tuple[FloatArray, FloatArray]:
         """Every node's and link's capacity with the most its cost lets be added."""
@@ -562,28 +667,30 @@ class _Problem:
         order, with ``lam`` times their propagation delay): the elements of one linear
         price (capped or not) all at once, the others one at a time."""
         inst = self.inst
-        node = np.empty((len(inst.node_ids), *self.work.shape))
-        link = np.empty((len(self.link_trades), self.bits.size))
         have_link = inst.bandwidth[inst.sweep_links]
-        for table, trades, load, have, need, delay in (
-            (node, self.node_trades, self.work[None], inst.capacity[:, None, None],
-             self.need_node, 0.0),
-            (link, self.link_trades, self.bits[None], have_link[:, None], self.need_link,
-             self.delay[:, None]),
+        out = []
+        for trades, load, have, need, linear, others in (
+            (self.node_trades, self.work, inst.capacity, self.need_node, self.linear[0],
+             self.others[0]),
+            (self.link_trades, self.bits, have_link, self.need_link, self.linear[1],
+             self.others[1]),
         ):  # fmt: skip
-            linear = self.linear[id(trades)]
-            if linear.size:
-                table[linear] = _linear_response(
-                    load, have[linear], need[linear], self.price[id(trades)], self.cap[id(trades)],
-                    lam,
-                )  # fmt: skip
-            for k in np.flatnonzero(~np.isin(np.arange(len(trades)), linear)).tolist():
-                _, f, d = trades[k].response(load[0], float(have[k].flat[0]), need[k], lam)
-                with np.errstate(invalid="ignore"):  # 0 * inf where nothing fits: inf below
-                    table[k] = np.where(np.isfinite(f), f + lam * d, np.inf)
+            if not others:  # every element linear: the table is theirs, in row order
+                table = linear.value(lam)
+            else:
+                table = np.empty(need.shape)
+                if linear.rows.size:
+                    table[linear.rows] = linear.value(lam)
+                for k in others:
+                    _, f, d = trades[k].response(load, float(have[k]), need[k], lam)
+                    with np.errstate(invalid="ignore"):  # 0 * inf where nothing fits: inf below
+                        table[k] = np.where(np.isfinite(f), f + lam * d, np.inf)
+            out.append(table)
+        node, link = out
+        node += self.node_base
+        if lam:
             with np.errstate(invalid="ignore"):
-                table += lam * delay if lam else 0.0
-        node += inst.forbidden + self.extra_node
+                link += lam * self.delay[:, None]
         link += self.extra_link
         return node, link
 
@@ -743,23 +850,26 @@ class _Problem:
                 partition = [j for _, j, _ in suffix]
                 self.consider(best, path, partition, [e for _, _, e in suffix if e >= 0])
                 continue
-            for e in inst.in_links[v].tolist():
-                u, r = int(inst.link_src[e]), int(position[e])
-                lw = float(link[r, i])
-                if not math.isfinite(lw):
-                    continue
-                lc, ld = float(cheap_link[r, i]) + c, float(fast_link[r, i]) + d
-                reach = label[u, : i + 1] + node[u, : i + 1, i]
-                keep = (np.isfinite(reach)
-                        & (cheap.label[u, : i + 1] + cheap_node[u, : i + 1, i] + lc < top)
-                        & (fast.label[u, : i + 1] + fast_node[u, : i + 1, i] + ld <= slack)
-                        )  # fmt: skip
-                for h in np.flatnonzero(keep).tolist():
-                    heapq.heappush(heap, (float(reach[h]) + lw + g, next(count), u, h,
-                                          g + float(node[u, h, i]) + lw,
-                                          lc + float(cheap_node[u, h, i]),
-                                          ld + float(fast_node[u, h, i]),
-                                          ((u, i, e), *suffix)))  # fmt: skip
+            ins = inst.in_links[v]
+            if not ins.size:
+                continue
+            us, rows = inst.link_src[ins], position[ins]
+            lw = link[rows, i]
+            lc = cheap_link[rows, i] + c
+            ld = fast_link[rows, i] + d
+            # every in-link's predecessors at once: h blocks done there, 0 <= h <= i
+            reach = label[us, : i + 1] + node[us, : i + 1, i]
+            keep = (np.isfinite(reach) & np.isfinite(lw)[:, None]
+                    & (cheap.label[us, : i + 1] + cheap_node[us, : i + 1, i] + lc[:, None] < top)
+                    & (fast.label[us, : i + 1] + fast_node[us, : i + 1, i] + ld[:, None] <= slack)
+                    )  # fmt: skip
+            for j, h in zip(*np.nonzero(keep), strict=True):
+                u, e = int(us[j]), int(ins[j])
+                heapq.heappush(heap, (float(reach[j, h]) + float(lw[j]) + g, next(count), u,
+                                      int(h), g + float(node[u, h, i]) + float(lw[j]),
+                                      float(lc[j]) + float(cheap_node[u, h, i]),
+                                      float(ld[j]) + float(fast_node[u, h, i]),
+                                      ((u, i, e), *suffix)))  # fmt: skip
         return math.inf
 
     def plan(
@@ -821,7 +931,7 @@ def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Pla
     inst.check_acyclic("PSG with a latency bound")
     check_latency(latency)
     check_scale(inst, beta)
-    problem = _Problem(inst, beta, latency)
+    problem = LatencyProblem(inst, beta, latency)
     try:
         _, path, partition, links = psg_path(inst, beta)
     except Infeasible:
@@ -950,7 +1060,7 @@ def frozen_latency_plan(
         If no purchase within the caps brings this deployment within both bounds.
     """
     check_latency(latency)
-    problem = _Problem(inst, beta, latency)
+    problem = LatencyProblem(inst, beta, latency)
     links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     found = problem.allocation(path, partition, links)
     if found is None:

@@ -79,8 +79,9 @@ def provision(
         :func:`~inferplan.codesign.instance.compile_instance`).
     latency
         A bound (s) on the plan's latency, the time one inference takes through it: PSG
-        (exact) and PFP (its frozen deployment, allocated exactly) take it; see
-        :mod:`inferplan.codesign.latency`.
+        (exact, acyclic networks; :mod:`inferplan.codesign.latency`), the MILP (exact on any
+        network; :mod:`inferplan.codesign.milp_latency`) and PFP (its frozen deployment,
+        allocated exactly) take it.
 
     Returns
     -------
@@ -188,7 +189,7 @@ def throughput(
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
                             max_ideals=max_ideals, pairs=tables)  # fmt: skip
     if latency is not None:
-        if "latency" not in chosen.options:
+        if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
                                   field="latency")  # fmt: skip
         from inferplan.codesign.latency import throughput_within

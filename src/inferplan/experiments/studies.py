@@ -11,13 +11,14 @@ module and add a :class:`Study` to :data:`STUDIES` with :func:`register_study`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from inferplan.experiments import coinference, provisioning, services
+from inferplan.experiments import coinference, latency, provisioning, services
 
 __all__ = ["STUDIES", "Study", "register_study"]
 
@@ -44,6 +45,10 @@ class Study:
     metric, group_by
         The column a sweep's summary reports per swept parameter (its median and spread), and
         the column that splits its rows into groups (``None``: one group).
+    report
+        Called as ``report(rows, out, notes)`` after every sweep of the study, beside its
+        summary: writes the study's own tables and figures into ``out`` and returns them
+        (``notes`` takes what it could not write); ``None``: none.
     """
 
     name: str
@@ -55,6 +60,7 @@ class Study:
     summary: str = ""
     metric: str | None = None
     group_by: str | None = None
+    report: Callable[[Sequence[Mapping[str, Any]], Path, list[str]], list[Path]] | None = None
 
 
 STUDIES: dict[str, Study] = {}
@@ -100,5 +106,19 @@ register_study(
         check_value=services.check_values,
         summary="several services on one network: joint plan vs each planned alone",
         metric="saving",
+    )
+)
+register_study(
+    Study(
+        name="latency",
+        function="inferplan.experiments.latency:latency_point",
+        parameters=latency.LatencyParams,
+        options=latency.LatencyOptions,
+        seed_from=("network", "topology"),
+        check_value=provisioning.check_values,
+        summary="what a latency bound below the cheapest plan's latency costs (PSG, exact)",
+        metric="cost_ratio",
+        group_by="dnn",
+        report=latency.latency_report,
     )
 )

@@ -121,8 +121,19 @@ def write_sweep_summary(
     title: str = "",
 ) -> list[Path]:
     """Write ``out/summary.csv`` and draw ``out/summary.png`` (when matplotlib is installed,
-    else a note in ``notes``) for the rows of ``sweep``; the files written. A sweep with no
-    swept parameter or no metric writes none and says so in ``notes``."""
+    else a note in ``notes``) for the rows of ``sweep``, and what its study's ``report`` writes
+    (:class:`~inferplan.experiments.studies.Study`); the files written. A sweep with no
+    swept parameter or no metric writes no summary and says so in ``notes``."""
+    from inferplan.experiments.studies import STUDIES
+
+    study = STUDIES.get(sweep.study)
+    own = study.report(rows, out, notes) if study is not None and study.report and rows else []
+    return _write_summary(sweep, rows, out, notes, title) + own
+
+
+def _write_summary(
+    sweep: Sweep, rows: Sequence[Mapping[str, Any]], out: Path, notes: list[str], title: str
+) -> list[Path]:
     from inferplan.experiments.outputs import can_draw
     from inferplan.experiments.store import write_csv
 

@@ -2,8 +2,10 @@
 process per path node, ``K`` inputs streamed through them as a pipeline, measured beside the
 plan's prediction.
 
-Every path node is a process (rank ``l`` runs ``path[l]``); a node that holds blocks runs its
-stage module (:mod:`inferplan.runtime.split`), a node that only forwards relays the tensors.
+Every path node is a process (rank ``l`` runs ``path[l]``); a node that computes runs its
+stage module (:meth:`~inferplan.runtime.split.TracedModel.plan_stages`: its blocks, or its
+layers in a plan cut at ideals of the layer graph), a node that only forwards relays the
+tensors. Each link carries every tensor its boundary holds, in a fixed order.
 Ranks talk point to point (``send`` / ``recv``) through ``torch.distributed`` (gloo on CPU,
 NCCL on GPUs). Rank 0, the source, is also the coordinator: it builds the model once (seeded),
 splits it, hands each rank exactly its stage module, feeds the inputs, and at the end gathers
@@ -62,8 +64,9 @@ from inferplan.codesign.planfile import check_plan
 from inferplan.codesign.provision import provision
 from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.network.network import Network
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory, profile_module
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import (
@@ -76,10 +79,11 @@ from inferplan.runtime.emulate import (
     planned_times,
 )
 from inferplan.runtime.examples import check_inferences
-from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, stream_inputs
-from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+from inferplan.runtime.measure import build_model, load_inputs, measure_nodes, stream_inputs
+from inferplan.runtime.split import PlanStage, TensorSpec, TracedModel, run_layer, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
+from inferplan.units import listed
 
 __all__ = [
     "RunReport",
@@ -121,12 +125,18 @@ class RunRequest:
         The network the plan runs on (capacities give the planned stage times).
     model
         The PyTorch model as ``module.path:factory`` (or ``file.py:factory``).
-    input_shapes, input_dtypes, blocks, dtype
-        As for ``inferplan profile``: they define the profile, its blocks and valid cuts.
+    input_shapes, input_dtypes, blocks, dtype, granularity
+        As for ``inferplan profile``: they define the profile, its blocks and valid cuts, and
+        its layer graph.
     plan
         The plan to carry out, or ``None`` to plan for ``interval`` with ``method``.
     interval, method
         The target interval (s) and the planner, when ``plan`` is ``None``.
+    cuts, max_ideals
+        Where the planner may cut the model, as for
+        :func:`~inferplan.codesign.provision.provision` (``None``: at the ideals of the
+        profile's layer graph when it has one within the limits, else between blocks); a
+        plan file says it itself.
     inferences
         ``K``, the number of inputs streamed (default: those in ``inputs``, else 40).
     warmup
@@ -155,9 +165,12 @@ class RunRequest:
     input_dtypes: tuple[str | None, ...] = ()
     blocks: BlockSpec = None
     dtype: str = "float32"
+    granularity: Granularity = "blocks"
     plan: Plan | None = None
     interval: float | None = None
     method: str = "psg"
+    cuts: CutKind | None = None
+    max_ideals: int | None = None
     inferences: int | None = None
     warmup: int = 5
     inputs: str | None = None
@@ -191,13 +204,15 @@ class StageReport:
     """One stage of the pipeline: a node's compute or a link's transfer, per inference.
 
     ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
-    forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
-    measured on this machine predict for the node. ``real_s`` (nodes) is the median time of the
-    node's work alone, before any pacing: when it exceeds ``predicted_s`` emulation cannot hold
-    the plan (see :attr:`RunReport.warnings`). On the testbed a node's ``quota`` is the share
-    of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread took
-    per inference (median; its blocks and its handing the result on), so ``cpu_s / quota`` is
-    the time the kernel's quota promises.
+    forwards) in a plan cut between blocks; ``layers`` names the layers a node computes in a
+    plan cut at ideals (none for a node that only forwards). ``profiled_s`` (runs at the
+    machine's own speed only) is what timing the node's work on this machine before the run
+    gives (:func:`~inferplan.runtime.measure.measure_nodes`). ``real_s`` (nodes) is the
+    median time of the node's work alone, before any pacing: when it exceeds ``predicted_s``
+    emulation cannot hold the plan (see :attr:`RunReport.warnings`). On the testbed a node's
+    ``quota`` is the share of a core its compute thread was held to and ``cpu_s`` the CPU
+    seconds that thread took per inference (median; its work and its handing the result on),
+    so ``cpu_s / quota`` is the time the kernel's quota promises.
     """
 
     kind: str
@@ -205,6 +220,7 @@ class StageReport:
     predicted_s: float
     measured_s: float
     blocks: tuple[int, int] | None = None
+    layers: tuple[str, ...] | None = None
     profiled_s: float | None = None
     real_s: float | None = None
     cpu_s: float | None = None
@@ -215,6 +231,8 @@ class StageReport:
         out: dict[str, Any] = {"kind": self.kind, "id": self.id}
         if self.blocks is not None:
             out["blocks"] = list(self.blocks)
+        if self.layers is not None:
+            out["layers"] = list(self.layers)
         out["predicted_s"] = self.predicted_s
         out["measured_s"] = self.measured_s
         if self.profiled_s is not None:
@@ -324,6 +342,7 @@ def overrun_warning(label: str, node: str, late: Overrun) -> str:
 
 def _profile(request: RunRequest, model: Any) -> Profile:
     return profile_module(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                          granularity=request.granularity,
                           input_dtypes=request.input_dtypes, tracer="fx",
                           name=request.model.rpartition(":")[2]).profile  # fmt: skip
 
@@ -361,14 +380,12 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
-        if request.plan.cuts != "chain":  # the stage loop passes one cut's tensors per link
-            raise InvalidArgument("runs plans cut between blocks only; plan with --cuts chain",
-                                  source=request.plan_source, field="cuts")  # fmt: skip
         check_plan(request.network, profile, request.plan, source=request.plan_source)
         plan = request.plan
     else:
         plan = provision(request.network, profile, interval=request.interval,
-                         method=request.method, cuts="chain")  # fmt: skip
+                         method=request.method, cuts=request.cuts,
+                         max_ideals=request.max_ideals)  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
     latency, delays = planned_latency(request.network, profile, plan)
     data = _load_inputs(request)
@@ -396,24 +413,31 @@ def _check_memory(count: int, profile: Profile) -> None:
 
 @dataclass(frozen=True)
 class _Role:
-    """What one rank does: its node, blocks, the tensors it receives, planned times."""
+    """What one rank does: its node, what it computes (``blocks``, the first and last cut of
+    a plan cut between blocks; ``layers``, of one cut at ideals), whether it computes at all,
+    the tensors it receives, planned times."""
 
     rank: int
     node: str
-    blocks: tuple[int, int]
+    blocks: tuple[int, int] | None
+    layers: tuple[str, ...] | None
+    computes: bool
     receives: tuple[TensorSpec, ...]
     node_s: float
     link_s: float | None  # the link to the next rank; None for the last
+    label: str
     delay_s: float = 0.0  # that link's propagation delay
 
-    @property
-    def label(self) -> str:
-        return _stage_label(self.rank, self.node, *self.blocks)
 
-
-def _stage_label(rank: int, node: str, first: int, last: int) -> str:
-    held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
-    return f"stage {rank} (node {node!r}, {held})"
+def _stage_label(plan: Plan, rank: int) -> str:
+    """Stage ``rank`` of ``plan`` as messages name it: its node and what it computes."""
+    if plan.cuts == "graph":
+        names = plan.layers[rank]
+        held = f"layers {listed(names, shown=3)}" if names else "forwarding"
+    else:
+        first, last = plan.partition[rank - 1] if rank else 0, plan.partition[rank]
+        held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
+    return f"stage {rank} (node {plan.path[rank]!r}, {held})"
 
 
 @dataclass(frozen=True)
@@ -448,17 +472,18 @@ class _Measured:
     peak_rss_bytes: int = 0
 
 
-def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], list[int]]:
+def _roles(stages: Sequence[PlanStage], resolved: Resolved) -> tuple[_Role, ...]:
     plan = resolved.plan
-    cuts = [0, *sorted(set(plan.partition) - {0})]
     roles = []
-    for k, (node, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
-        first = plan.partition[k - 1] if k else 0
+    for k, (node, done, stage) in enumerate(zip(plan.path, plan.partition, stages, strict=True)):
+        chain = plan.cuts == "chain"
+        blocks = (plan.partition[k - 1] if k else 0, done) if chain else None
         link = resolved.link_s[k] if k < len(plan.path) - 1 else None
-        receives = traced.crossing(first)
         delay = resolved.delay_s[k] if k < len(plan.path) - 1 else 0.0
-        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link, delay))
-    return tuple(roles), cuts
+        roles.append(_Role(k, node, blocks, None if chain else tuple(plan.layers[k]),
+                           stage.module is not None, stage.receives_specs, resolved.node_s[k],
+                           link, _stage_label(plan, k), delay))  # fmt: skip
+    return tuple(roles)
 
 
 def _leaves(value: Any) -> tuple[torch.Tensor, ...]:
@@ -533,7 +558,11 @@ class Links(Protocol):
     """A rank's data path: the activations from the previous rank and to the next; and what
     the rank's compute does once warm (given its median CPU seconds per inference so far, or
     None before), which returns the share of a core it is held to from then on (None: not
-    held)."""
+    held); ``repeats``: how many times the rank runs its blocks per inference (on the testbed,
+    more than once where they take less than the kernel's quota granularity)."""
+
+    @property
+    def repeats(self) -> int: ...
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]: ...
 
@@ -548,6 +577,7 @@ class _GlooLinks:
 
     rank: int
     timeout_s: float
+    repeats: int = 1
 
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
         tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
@@ -655,7 +685,7 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
             computing = time.monotonic()
             cpu = time.thread_time()  # what this thread does per inference, waits excluded
             if stage is not None:
-                values = stage(*values)
+                values = run_layer(stage, values, links.repeats)
             mine.node_real.append(time.monotonic() - computing)
             now = node.finish(start)
             mine.node_busy.append(now - start)
@@ -709,6 +739,7 @@ def build(request: RunRequest) -> Built:
               dilation=request.dilation)  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
+                         granularity=request.granularity,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
     return Built(model, traced, resolve(request, profile=traced.profile))
@@ -721,10 +752,9 @@ def _setup_rank0(request: RunRequest, world: int, placement: Placement | None,
     if world != len(resolved.plan.path):
         raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
                               f"many processes, not {world}", field="processes")  # fmt: skip
-    roles, cuts = _roles(traced, resolved)
-    split = traced.split(cuts)
-    by_first = dict(zip(cuts, split.stages, strict=False))
-    modules = [by_first.get(r.blocks[0]) if r.blocks[1] > r.blocks[0] else None for r in roles]
+    stages = traced.plan_stages(resolved.plan)
+    roles = _roles(stages, resolved)
+    modules = [s.module for s in stages]
     dilation = 1.0 if placement is None else placement.dilation
     feed = dilation * resolved.plan.target_interval if request.open_loop else None
     setup = _Setup(roles, resolved.inferences, request.warmup,
@@ -818,7 +848,7 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
         if request is not None and rank == 0:
             inputs = functools.partial(_inputs, request, setup.inferences, _load_inputs(request))
             if not emulate and placement is None:
-                profiled = measure_blocks(traced, next(inputs()))
+                profiled = measure_nodes(traced, resolved.plan, next(inputs()))
         links: Links = _GlooLinks(rank, setup.timeout_s)
         if placement is not None:
             links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
@@ -857,18 +887,17 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
     warnings: list[str] = []
     needs: list[float | None] = [m.need for m in resolved.plan.memory] or [None] * len(setup.roles)
     for role, measured, need in zip(setup.roles, gathered, needs, strict=True):
-        first, last = role.blocks
         real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
             "node", role.node, k * role.node_s, _median_after(measured.node_busy, warmup),
-            blocks=(first, last),
-            profiled_s=math.fsum(profiled[first:last]) if profiled else None,
-            real_s=statistics.median(real) if real and last > first else None,
+            blocks=role.blocks, layers=role.layers,
+            profiled_s=profiled[role.rank] if profiled else None,
+            real_s=statistics.median(real) if real and role.computes else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
             quota=measured.quota if testbed else None,
             memory=StageMemory(measured.state_dict_bytes, measured.peak_rss_bytes, need),
         ))  # fmt: skip
-        late = overrun(role.node_s, real) if emulate and last > first else None
+        late = overrun(role.node_s, real) if emulate and role.computes else None
         if late is not None:
             warnings.append(overrun_warning(role.label, role.node, late))
         if role.link_s is not None:
@@ -1209,8 +1238,7 @@ def _watch(procs: Sequence[_Rank], resolved: Resolved, run_dir: Path,
 
 
 def _label(resolved: Resolved, k: int) -> str:
-    plan = resolved.plan
-    return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
+    return _stage_label(resolved.plan, k)
 
 
 def _failure(procs: Sequence[_Rank], failed: list[int], run_dir: Path, resolved: Resolved) -> str:
