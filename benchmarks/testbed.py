@@ -47,7 +47,7 @@ from inferplan.errors import Infeasible  # noqa: E402
 from inferplan.network import network_from_dict  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan  # noqa: E402
-from inferplan.runtime.testbed import missing  # noqa: E402
+from inferplan.runtime.testbed import cpu_counts, missing, others_share  # noqa: E402
 
 DEPTH1 = parse_block_spec("depth=1")
 MODEL_FILE = '''"""A model drawn by benchmarks/testbed.py."""
@@ -100,7 +100,8 @@ def draw_network(rng: Any, profile: Any, interval: float) -> dict[str, Any]:
     return {"source": "s", "target": "t", "nodes": nodes, "links": links}
 
 
-def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, Any] | None:
+def one_plan(rng: Any, folder: Path, index: int, inferences: int,
+             warmup: int) -> dict[str, Any] | None:  # fmt: skip
     from inferplan.profiles.from_torch import load_module_factory, profile_module
 
     spec, shape, _ = draw_model(rng, folder, index)
@@ -117,14 +118,16 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
     else:
         return None
     request = RunRequest(network=network, model=spec, input_shapes=(shape,), blocks=DEPTH1,
-                         plan=plan, inferences=inferences, warmup=5, testbed=True,
+                         plan=plan, inferences=inferences, warmup=warmup, testbed=True,
                          timeout_s=120.0)  # fmt: skip
     started = time.monotonic()
+    before = cpu_counts()
     try:
         report = run_plan(request)
     except StageFailed as exc:
         print(f"plan {index}: failed: {exc}", file=sys.stderr)
         return None
+    others = others_share(before, cpu_counts())
     stages = report.stages
     n = len(plan.path)
     alone = math.fsum(s.predicted_s for s in stages)
@@ -164,6 +167,8 @@ def one_plan(rng: Any, folder: Path, index: int, inferences: int) -> dict[str, A
         ),
         "links": len(links),
         "outputs_match": report.outputs_match,
+        "others_share": others,
+        "load": os.getloadavg()[0],
         "wall_s": time.monotonic() - started,
     }
 
@@ -211,7 +216,8 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plans", type=int, default=30)
-    parser.add_argument("--inferences", type=int, default=25)
+    parser.add_argument("--inferences", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("testbed-study"))
     args = parser.parse_args()
@@ -232,14 +238,15 @@ def main() -> int:
         for index in range(10 * args.plans):  # bounded: a few draws have no plan
             if len(rows) == args.plans:
                 break
-            row = one_plan(rng, Path(tmp), index, args.inferences)
+            row = one_plan(rng, Path(tmp), index, args.inferences, args.warmup)
             if row is None:
                 continue
             rows.append(row)
             print(f"plan {index}: k {row['dilation']:.3g}, interval {row['interval_ratio']:.3f}, "
                   f"latency {row['latency_ratio']:.3f}, shortest stage "
                   f"{row['shortest_stage_s'] * 1e3:.1f} ms, bottleneck {row['bottleneck']}, "
-                  f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+                  f"others took {row['others_share']:.0%} of the cores, load "
+                  f"{row['load']:.1f}", flush=True)  # fmt: skip
     with open(args.out / "testbed-study.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -252,6 +259,11 @@ def main() -> int:
           f"median interval ratio {statistics.median(r['interval_ratio'] for r in rows):.3f}, "
           f"median latency ratio {statistics.median(r['latency_ratio'] for r in rows):.3f}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+    quiet = [r for r in long if r["others_share"] <= 0.10]
+    print(f"of the {len(long)}, {len(quiet)} ran while the machine's other processes took at "
+          f"most 10 % of its cores; {sum(abs(r['interval_ratio'] - 1) <= 0.10 for r in quiet)} "
+          f"of them within 10 %; the others' median share over all plans "
+          f"{statistics.median(r['others_share'] for r in rows):.0%}")  # fmt: skip
     print(f"written: {args.out / 'testbed-study.csv'}, {args.out / 'testbed-study.png'}")
     return 0
 

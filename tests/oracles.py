@@ -432,10 +432,11 @@ def _allocated(
 
 
 def brute_force_latency_cost(
-    network: Network, profile: Profile, beta: float, latency: float
+    network: Network, profile: Profile, beta: float, latency: float, *, memory: bool = False
 ) -> float:
     """The least cost of a plan whose stages all take at most ``beta`` and whose latency is
-    at most ``latency``: every deployment, allocated exactly (``inf`` when none can be)."""
+    at most ``latency``: every simple path (cycles or not) and partition, allocated exactly
+    (``inf`` when none can be); with ``memory``, each deployment's memory priced too."""
     nodes = {n.id: n for n in network.nodes}
     links = {(e.source, e.target): e for e in network.links}
     S = [0.0, *itertools.accumulate(profile.flops)]
@@ -454,10 +455,38 @@ def brute_force_latency_cost(
                                link.capacity_cost))  # fmt: skip
                 propagation += link.delay_s
             prev = b
-        if evaluate(network, profile, path, partition, beta).cost >= best:
+        held = memory_cost(network, profile, path, partition) if memory else 0.0
+        if evaluate(network, profile, path, partition, beta).cost + held >= best:
             continue  # even the interval's least purchases cost more
-        best = min(best, _allocated(stages, latency - propagation, best))
+        best = min(best, held + _allocated(stages, latency - propagation, best - held))
     return best
+
+
+def plan_price_and_interval(
+    network: Network, profile: Profile, plan: object
+) -> tuple[float, float]:
+    """What a plan's compute and bandwidth upgrades cost under the network's cost functions,
+    and the interval its deployment reaches with them, from the definitions."""
+    nodes = {n.id: n for n in network.nodes}
+    links = {(e.source, e.target): e for e in network.links}
+    more_c = dict(plan.node_upgrades)  # type: ignore[attr-defined]
+    more_b = {(u.source, u.target): u.amount for u in plan.link_upgrades}  # type: ignore[attr-defined]
+    price = math.fsum(
+        [
+            *(_scalar(nodes[v].capacity_cost)(x) for v, x in more_c.items()),
+            *(_scalar(links[e].capacity_cost)(x) for e, x in more_b.items()),
+        ]
+    )
+    path, partition = plan.path, plan.partition  # type: ignore[attr-defined]
+    D, times, prev = profile.activation_bits, [], 0
+    for k, v in enumerate(path):
+        b = partition[k]
+        times.append(sum(profile.flops[prev:b]) / (nodes[v].capacity + more_c.get(v, 0.0)))
+        if k + 1 < len(path):
+            e = (v, path[k + 1])
+            times.append(D[b] / (links[e].capacity + more_b.get(e, 0.0)))
+        prev = b
+    return price, max(times)
 
 
 def memory_need(profile: Profile, received: int, sent: int) -> float:

@@ -15,6 +15,7 @@ import inferplan
 from inferplan import Profile
 from inferplan.codesign import compile_instance, solve_milp, solve_psg, throughput_optimal
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
+from inferplan.codesign.memory import path_needs
 from inferplan.codesign.planfile import check_plan, plan_from_dict
 from inferplan.codesign.psg import reference_psg
 from inferplan.codesign.throughput_milp import throughput_milp
@@ -366,3 +367,24 @@ def test_merging_layers_no_cut_should_separate() -> None:
         graph.merged([["stem", "join"]])
     with pytest.raises(InvalidProfile, match="is in two groups"):
         graph.merged([["a1", "a2"], ["a2", "b1"]])
+
+
+def test_a_node_that_only_forwards_holds_its_boundary() -> None:
+    # a and b (1 Mbit each) are read by x and y: a node forwarding {a, b} holds 250 kB, more
+    # than the whole model's need (125 kB: one layer's working set); memory is 200 kB
+    g = LayerGraph(("a", "b", "x", "y"), flops=(1e9,) * 4, output_bits=(1e6, 1e6, 8.0, 8.0),
+                   edges=(("input", "a"), ("input", "b"), ("a", "x"), ("b", "y")),
+                   input_bits=8.0)  # fmt: skip
+    nodes = [{"id": v, "capacity": c, "price": 1.0, "memory": 2e5}
+             for v, c in (("s", 1e9), ("m", 1e6), ("t", 1e9))]  # fmt: skip
+    links = [{"source": u, "target": v, "capacity": 1e9, "price": 1.0}
+             for u, v in (("s", "m"), ("m", "t"))]  # fmt: skip
+    net = network_from_dict({"source": "s", "target": "t", "nodes": nodes, "links": links})
+    inst = compile_instance(net, Profile.from_graph("wide", g), cuts="graph")
+    assert inst.memory_need[0, -1] < 2e5 < inst.most_need
+    # m cannot forward {a, b} (s and t running a branch each, 2 s): s runs a and x, t b and y
+    for best in (throughput_optimal(inst), throughput_milp(inst)):
+        assert best.interval == 2.0
+        assert best.layers == (("a", "x"), (), ("b", "y"))
+        path = [inst.node_ids.index(v) for v in best.path]
+        assert max(path_needs(inst, path, list(best.partition))) <= 2e5

@@ -183,7 +183,7 @@ def test_latency_below_every_propagation_delay_is_infeasible_for_every_method():
                                 method=method)  # fmt: skip
 
 
-@pytest.mark.parametrize("method", ["pwf", "milp", "psg-reference"])
+@pytest.mark.parametrize("method", ["pwf", "psg-reference"])
 def test_methods_without_a_latency_bound_refuse_it_in_one_line(method):
     with pytest.raises(InvalidArgument, match=f"method '{method}' does not take latency"):
         inferplan.provision(inferplan.tiered(seed=1), inferplan.vgg16(), throughput=10,

@@ -148,3 +148,35 @@ def test_a_system_with_one_layer_per_block_of_a_builtin_model_is_served(tmp_path
     assert _builtin_blocks("mlp-16x3", None) == ("mlp-16x3", layered.profile.blocks)
     assert _builtin_blocks("mlp-16x3", "depth=1") is None  # regrouped: only the model knows
     _check_layers(SMALL, _builtin_blocks("mlp-16x3", None))  # 3 layers, 3 blocks
+
+
+def test_profile_planning_and_split_refuse_a_model_before_torch(tmp_path):
+    """A PyTorch model that cannot be there, inputs not given, an output folder or a target
+    that are wrong: refused before torch, by every command that profiles a model."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"path": ["s", "a", "t"], "partition": [1, 2, 4],
+                                "interval": 0.1}))  # fmt: skip
+    shape = ["--input-shape", "1,16"]
+    cases = [
+        (["profile", "nowhere.py:make", *shape], "error: file not found: nowhere.py"),
+        (["profile", MLP], "error: --input-shape: give the shape of each input"),
+        (["profile", "tests.nomodule:mlp", *shape],
+         "error: cannot import 'tests.nomodule': ModuleNotFoundError: No module named "
+         "'tests.nomodule'"),
+        (["profile", MLP, *shape, "-o", "no/such/p.json"],
+         "error: no/such/p.json: its folder does not exist"),
+        (["provision", str(NETWORK), MLP, *shape, "--throughput", "-1"],
+         "error: --throughput: must be a positive finite number, got -1.0"),
+        (["throughput", str(NETWORK), "nowhere.py:make", *shape],
+         "error: file not found: nowhere.py"),
+        (["frontier", str(NETWORK), MLP], "error: --input-shape: give the shape of each input"),
+        (["split", "nowhere.py:make", "--plan", str(plan), "-o", str(tmp_path / "out"), *shape],
+         "error: file not found: nowhere.py"),
+        (["split", MLP, "--plan", str(plan), "-o", str(tmp_path / "out"), *shape, "--weights",
+          "missing.pt"], "error: missing.pt: file not found"),
+        (["run", str(NETWORK), "tests.nomodule:mlp", *shape, "--interval", "1"],
+         "No module named 'tests.nomodule'"),
+    ]  # fmt: skip
+    errors = _refused(*(args for args, _ in cases))
+    for (args, message), error in zip(cases, errors, strict=True):
+        assert message in error, (args, error)

@@ -337,6 +337,16 @@ class CodesignInstance:
         return float(self.memory_need[a, b])
 
     @cached_property
+    def most_need(self) -> float:
+        """The largest entry of :attr:`memory_need`: the whole model's on a chain; between
+        ideals a node that only forwards may hold more (a boundary of several tensors) than
+        the whole model's. A node with this much memory is never limited."""
+        need = self.memory_need
+        if self.cuts.is_chain:
+            return float(need[0, -1])
+        return float(np.max(need, where=np.isfinite(need), initial=0.0))
+
+    @cached_property
     def memory_costs(self) -> Sequence[CapacityCost]:
         """Each node's memory cost function (made when looked up)."""
         if self.own_memory_costs is not None:
@@ -629,11 +639,7 @@ def memory_terms(inst: CodesignInstance) -> Terms:
     if not np.isfinite(inst.memory).any():  # the needs are not even formed
         return Terms.none(W)
     need = inst.memory_need
-    # the largest need of all: the whole model's on a chain; between ideals a node that only
-    # forwards may hold more (a boundary of several tensors) than the whole model's
-    most = need[0, W - 1] if inst.cuts.is_chain else np.max(need, where=np.isfinite(need),
-                                                            initial=0.0)  # fmt: skip
-    short = np.flatnonzero(inst.memory < most)
+    short = np.flatnonzero(inst.memory < inst.most_need)
     if not short.size:
         return Terms.none(W)
     pricing = inst.memory_pricing

@@ -80,6 +80,7 @@ from inferplan.network.costs import CapacityCost, ModuleCost, segments
 __all__ = [
     "LATENCY_RTOL",
     "MAX_RANKED",
+    "LatencyProblem",
     "Trade",
     "allocate",
     "least_latency",
@@ -615,9 +616,10 @@ class _Best:
     seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=set)
 
 
-class _Problem:
-    """One co-design under a latency bound: the instance's trades, and the stage tables the
-    relaxation prices at each multiplier."""
+class LatencyProblem:
+    """One co-design under a latency bound: the instance's trades, each deployment's exact
+    allocation (:meth:`allocation`, on any network) and its plan (:meth:`plan`), and the
+    stage tables the relaxation prices at each multiplier (acyclic networks)."""
 
     def __init__(self, inst: CodesignInstance, beta: float, latency: float) -> None:
         self.inst, self.beta, self.latency = inst, beta, latency
@@ -929,7 +931,7 @@ def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Pla
     inst.check_acyclic("PSG with a latency bound")
     check_latency(latency)
     check_scale(inst, beta)
-    problem = _Problem(inst, beta, latency)
+    problem = LatencyProblem(inst, beta, latency)
     try:
         _, path, partition, links = psg_path(inst, beta)
     except Infeasible:
@@ -1058,7 +1060,7 @@ def frozen_latency_plan(
         If no purchase within the caps brings this deployment within both bounds.
     """
     check_latency(latency)
-    problem = _Problem(inst, beta, latency)
+    problem = LatencyProblem(inst, beta, latency)
     links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     found = problem.allocation(path, partition, links)
     if found is None:

@@ -34,6 +34,7 @@ exact cost (re-priced by :func:`~inferplan.codesign.plan.plan_from_path`) to
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
@@ -51,8 +52,17 @@ from inferplan.codesign.memory import fits_somewhere, memory_infeasible, most_me
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
+from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
-__all__ = ["CERTIFIED_GAP", "MAX_ROUNDS", "MIP_REL_GAP", "StateFlow", "highs", "solve_milp"]
+__all__ = [
+    "CERTIFIED_GAP",
+    "MAX_ROUNDS",
+    "MIP_REL_GAP",
+    "Model",
+    "StateFlow",
+    "highs",
+    "solve_milp",
+]
 
 
 # HiGHS stops when the gap to its best bound is below this fraction of the objective; the
@@ -180,6 +190,81 @@ class StateFlow:
             if path[-1] == inst.target or len(path) > len(inst.node_ids):
                 return path, partition
             path.append(sent[(path[-1], j)])
+
+
+class Model:
+    """A MILP gathered column by column beside the columns of state flows: each column's
+    objective coefficient, upper bound (lower bounds are 0) and integrality, and the rows
+    ``sum coef x <= rhs`` as triplets. :meth:`purchase` prices an amount bought exactly, by
+    cost kind (the joint MILP's shared upgrades, the latency MILP's purchases)."""
+
+    def __init__(self, objective: FloatArray, upper: FloatArray, integral: FloatArray) -> None:
+        self.objective: list[float] = objective.tolist()
+        self.upper: list[float] = upper.tolist()
+        self.integral: list[int] = [int(k) for k in integral.tolist()]
+        self.row: list[int] = []
+        self.col: list[int] = []
+        self.val: list[float] = []
+        self.rhs: list[float] = []
+
+    def column(self, cost: float, high: float, integer: bool = False) -> int:
+        """A new column ``0 <= x <= high`` of objective coefficient ``cost``: its index."""
+        self.objective.append(cost)
+        self.upper.append(high)
+        self.integral.append(int(integer))
+        return len(self.objective) - 1
+
+    def add(self, cols: list[int], vals: list[float], rhs: float) -> int:
+        """A new row ``sum vals x[cols] <= rhs``: its index."""
+        r = len(self.rhs)
+        self.row += [r] * len(cols)
+        self.col += cols
+        self.val += vals
+        self.rhs.append(rhs)
+        return r
+
+    def purchase(self, cost: CapacityCost, unit: float, most: float) -> tuple[int, list[int]]:
+        """A column ``n``: an amount ``unit n`` added under ``cost`` (at most ``most``, and its
+        cap), priced exactly; and the binaries that order the tiers of a cost that is not
+        convex (``u_t = 1``: tier ``t`` full, so that tier ``t + 1`` may start).
+
+        * linear: ``price unit n``;
+        * modules: an integer ``m <= max modules``, ``n <= (size / unit) m``, cost
+          ``price m``;
+        * tiers: ``0 <= d_t <= width_t / unit``, ``n <= sum_t d_t``, cost ``sum_t price_t unit
+          d_t``; convex tiers fill in order by themselves, others get ``u_t``
+          (``d_t >= width_t u_t``, ``d_(t+1) <= width_(t+1) u_t``). The last tier ends at
+          ``most`` when it is unbounded.
+        """
+        x = self.column(0.0, min(cost.max_amount, most) / unit)
+        if isinstance(cost, ModuleCost):
+            count = min(cost.max_modules, most / cost.size)
+            m = self.column(cost.price, math.ceil(count) if math.isfinite(count) else math.inf,
+                            True)  # fmt: skip
+            self.add([x, m], [1.0, -cost.size / unit], 0.0)
+            return x, []
+        form = segments(cost)
+        assert form is not None  # the callers refuse function costs
+        if len(form.slopes) == 1:
+            self.objective[x] = form.slopes[0] * unit
+            return x, []
+        ends = [*form.starts[1:], min(form.cap, max(most, form.starts[-1]))]
+        widths = [(b - a) / unit for a, b in zip(form.starts, ends, strict=True)]
+        d = [self.column(p * unit, w) for p, w in zip(form.slopes, widths, strict=True)]
+        self.add([x, *d], [1.0] + [-1.0] * len(d), 0.0)
+        order = []
+        if any(b < a for a, b in itertools.pairwise(form.slopes)):
+            for t in range(len(d) - 1):  # tier t full before tier t + 1 starts
+                u = self.column(0.0, 1.0, True)
+                self.add([d[t], u], [-1.0, widths[t]], 0.0)
+                self.add([d[t + 1], u], [1.0, -widths[t + 1]], 0.0)
+                order.append(u)
+        return x, order
+
+    def matrix(self) -> sparse.csr_array:
+        """The rows as a sparse matrix over every column."""
+        return sparse.csr_array((self.val, (self.row, self.col)),
+                                shape=(len(self.rhs), len(self.objective)))  # fmt: skip
 
 
 def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None = None) -> Plan:

@@ -39,7 +39,7 @@ import numpy as np
 from scipy import sparse
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.milp import StateFlow, highs
+from inferplan.codesign.milp import Model, StateFlow, highs
 from inferplan.codesign.plan import PlanStatus, check_scale
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.codesign.services import (
@@ -50,7 +50,7 @@ from inferplan.codesign.services import (
     no_joint_plan,
 )
 from inferplan.errors import InvalidArgument
-from inferplan.network.costs import CapacityCost, ModuleCost, segments
+from inferplan.network.costs import CapacityCost
 
 __all__ = ["MAX_ROUNDS", "TOLERANCE", "JointMilp", "solve_joint_milp"]
 
@@ -61,23 +61,6 @@ falling tiers) and proved a dearer plan optimal; found by the brute-force tests.
 
 MAX_ROUNDS = 4
 """Solves, each scaled to the best cost known so far, before a plan is left uncertified."""
-
-
-class _Rows:
-    """Constraint rows ``sum coef x <= rhs`` gathered as triplets."""
-
-    def __init__(self) -> None:
-        self.row: list[int] = []
-        self.col: list[int] = []
-        self.val: list[float] = []
-        self.rhs: list[float] = []
-
-    def add(self, cols: list[int], vals: list[float], rhs: float) -> None:
-        r = len(self.rhs)
-        self.row += [r] * len(cols)
-        self.col += cols
-        self.val += vals
-        self.rhs.append(rhs)
 
 
 class JointMilp:
@@ -140,54 +123,24 @@ class JointMilp:
         sliver[elements] = have[elements] < 1e-9 * most
         sliver[: V + E] = False
         units[sliver] = np.maximum(most[np.searchsorted(elements, np.flatnonzero(sliver))], 1.0)
-        rows = _Rows()
+        model = Model(np.zeros(n), np.ones(n), np.ones(n))
         # the need rows first: their flow coefficients come from the arrays above
-        need_row, need_col = row_of.tolist(), column.tolist()
-        need_val = (load / units[element]).tolist()
-        objective: list[float] = [0.0] * n
-        upper: list[float] = [1.0] * n
-        integral: list[int] = [1] * n
-        rows.rhs = (have[elements] / units[elements]).tolist()
-        rows.row, rows.col, rows.val = need_row, need_col, need_val
-
-        def new(cost: float, high: float, integer: bool) -> int:
-            objective.append(cost)
-            upper.append(high)
-            integral.append(int(integer))
-            return len(objective) - 1
-
+        model.rhs = (have[elements] / units[elements]).tolist()
+        model.row, model.col = row_of.tolist(), column.tolist()
+        model.val = (load / units[element]).tolist()
         for r, k in enumerate(elements.tolist()):
-            unit, cost = float(units[k]), costs[k]
             excess = max(0.0, most[r] - float(have[k]))  # the most that can be bought here
-            x = new(0.0, min(cost.max_amount, excess) / unit, False)
-            rows.row.append(r)
-            rows.col.append(x)
-            rows.val.append(-1.0)
-            if isinstance(cost, ModuleCost):
-                m = new(cost.price, min(cost.max_modules, math.ceil(excess / cost.size)), True)
-                rows.add([x, m], [1.0, -cost.size / unit], 0.0)
-                continue
-            form = segments(cost)
-            assert form is not None  # JointProblem refuses function costs
-            if len(form.slopes) == 1:
-                objective[x] = form.slopes[0] * unit
-                continue
-            ends = [*form.starts[1:], min(form.cap, max(excess, form.starts[-1]))]
-            widths = [(b - a) / unit for a, b in zip(form.starts, ends, strict=True)]
-            d = [new(p * unit, w, False) for p, w in zip(form.slopes, widths, strict=True)]
-            rows.add([x, *d], [1.0] + [-1.0] * len(d), 0.0)
-            if any(b < a for a, b in zip(form.slopes[:-1], form.slopes[1:], strict=False)):
-                for t in range(len(d) - 1):  # tier t full before tier t + 1 starts
-                    u = new(0.0, 1.0, True)
-                    rows.add([d[t], u], [-1.0, widths[t]], 0.0)
-                    rows.add([d[t + 1], u], [1.0, -widths[t + 1]], 0.0)
+            x, _ = model.purchase(costs[k], float(units[k]), excess)
+            model.row.append(r)
+            model.col.append(x)
+            model.val.append(-1.0)
         self.elements = int(elements.size)
-        self.objective = np.array(objective)
-        self.upper = np.array(upper)
-        self.integrality = np.array(integral)
+        self.objective = np.array(model.objective)
+        self.upper = np.array(model.upper)
+        self.integrality = np.array(model.integral)
         total = self.objective.size
-        self.need = sparse.csr_array((rows.val, (rows.row, rows.col)), shape=(len(rows.rhs), total))
-        self.need_rhs = np.array(rows.rhs)
+        self.need = model.matrix()
+        self.need_rhs = np.array(model.rhs)
         self.balance = sparse.hstack(
             [
                 sparse.block_diag([f.balance for f in self.flows], format="csr"),

@@ -126,7 +126,7 @@ def _vectorised(
     start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     work, need = inst.work_between, inst.memory_need
-    limited = bool(np.any(need[0, -1] > M))
+    limited = bool(np.any(inst.most_need > M))
 
     def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray]:
         capacity, memory = C[gen.rows], M[gen.rows]

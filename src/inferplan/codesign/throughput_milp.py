@@ -61,7 +61,7 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
     with np.errstate(over="ignore", divide="ignore"):
         node_delay = inst.work_between[None, :, :] / inst.capacity[:, None, None]
         link_delay = inst.activation_bits[None, :] / inst.bandwidth[:, None]
-    limited = bool(np.any(inst.memory < inst.memory_need[0, -1]))
+    limited = bool(np.any(inst.memory < inst.most_need))
     if limited:  # only the transitions that fit today's memory
         node_delay = np.where(inst.memory_need[None] > inst.memory[:, None, None], np.inf,
                               node_delay)  # fmt: skip

@@ -44,9 +44,9 @@ from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import EdgeClient, EdgeUnavailable, Refused, served_model
 from inferplan.runtime.emulate import Overrun, overrun, pace
 from inferplan.runtime.examples import check_inferences
-from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device, run_layer
+from inferplan.runtime.layered import DevicePlan, LayeredModel, plan_device
 from inferplan.runtime.measure import random_inputs
-from inferplan.runtime.split import TensorSpec
+from inferplan.runtime.split import TensorSpec, run_layer
 from inferplan.runtime.wire import (
     SERVICE_HEADER,
     WireError,

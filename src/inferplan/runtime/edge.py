@@ -50,7 +50,8 @@ from inferplan.coinference import System
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import DEFAULT_HOST, listen
 from inferplan.runtime.emulate import pace
-from inferplan.runtime.layered import LayeredModel, run_layer
+from inferplan.runtime.layered import LayeredModel
+from inferplan.runtime.split import run_layer
 from inferplan.runtime.wire import (
     CONTENT_TYPE,
     SERVICE_HEADER,

@@ -37,11 +37,9 @@ __all__ = [
     "build_layers",
     "load_model_system",
     "plan_device",
-    "run_layer",
 ]
 
 TensorSpecs = tuple[tuple[tuple[int, ...], str], ...]
-Tensors = tuple[torch.Tensor, ...]
 
 
 @dataclass(frozen=True)
@@ -172,24 +170,6 @@ def build_layers(spec: ModelSpec, *, weights: bool, seed: int = 0) -> LayeredMod
     stages = split.stages
     profile = split.profile
     return LayeredModel(name, profile, module, stages, crossings)
-
-
-def run_layer(layer: nn.Module, values: Tensors, repeats: int = 1) -> Tensors:
-    """``layer(*values)``, computed ``repeats`` times, the last result returned (the same each
-    time): on the testbed a host runs its work that many times under a quota that many times
-    larger (:func:`~inferplan.runtime.testbed.repeats`).
-
-    Examples
-    --------
-    >>> layered = build_layers(ModelSpec("mlp-8x3"), weights=True)
-    >>> x = (torch.ones(1, 8),)
-    >>> torch.equal(run_layer(layered.stages[0], x, 3)[0], layered.stages[0](*x)[0])
-    True
-    """
-    out: Tensors = layer(*values)
-    for _ in range(repeats - 1):
-        out = layer(*values)
-    return out
 
 
 def load_model_system(path: str | Path, profile: Profile) -> System:

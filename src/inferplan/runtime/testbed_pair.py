@@ -28,7 +28,7 @@ Examples
 Four layers of 4 ms each here; modelled at 10 ms on the device, 2 ms on the edge; two layers
 on the device. The device runs each layer 3 times (12 ms), the edge, whose shortest stretch is
 layers 3..4, twice; the edge needs 4 cores at the model's speed, and 0.6 of a core is given out
-to each side at first (:data:`PAIR_BUDGET`), so the run is dilated 6.67x:
+to each side (:data:`~inferplan.runtime.testbed.CPU_BUDGET`), so the run is dilated 6.67x:
 
 >>> lay = pair_layout(lambda r: [0.004 * r] * 4, [0.01] * 4, [0.002] * 4, 2, cpus=[0, 1])
 >>> lay.repeats, round(lay.dilation, 2), [round(q, 3) for q in lay.quotas], lay.cpus
@@ -59,14 +59,10 @@ import numpy.typing as npt
 from inferplan.coinference import System
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.device import DeviceRun, InferenceRecord, Tensors, run_device
-from inferplan.runtime.layered import (
-    LayeredModel,
-    ModelSpec,
-    build_layers,
-    plan_device,
-    run_layer,
-)
+from inferplan.runtime.layered import LayeredModel, ModelSpec, build_layers, plan_device
+from inferplan.runtime.split import run_layer
 from inferplan.runtime.testbed import (
+    CPU_BUDGET,
     HostSpec,
     LinkSpec,
     ShapedLink,
@@ -88,10 +84,6 @@ LIFTED_BPS = 1e9  # the uplink once the run is over: the outputs are checked at 
 HTTP_HEAD_B = 128  # bytes of an /infer request's head (request line, Host, Content-Length ...)
 START_S = 120.0  # the edge's start-up (imports, the model), bounded
 WARMUP = 8  # inferences before the quotas are set again to what the work costs in the run
-# of a core given out to each side: quotas near a whole core are not granted under the
-# machine's other load (at a load average of 9.5, with 0.9 the device's layers took 1.2 times
-# and the edge's service 1.5 times their share, measured)
-PAIR_BUDGET = 0.6
 
 
 @dataclass(frozen=True)
@@ -116,7 +108,7 @@ def pair_layout(
     *,
     cpus: Sequence[int],
     downlink_bps: float = math.inf,
-    budget: float = PAIR_BUDGET,
+    budget: float = CPU_BUDGET,
     at_least: float = 1.0,
 ) -> PairLayout:
     """The testbed of a run: ``timed(r)[i]`` is the CPU seconds layer ``i`` takes here run
@@ -266,7 +258,7 @@ class Pair:
         load: dict[int | None, float] = {}
         for cpu, demand in zip(lay.cpus, demands, strict=True):
             load[cpu] = load.get(cpu, 0.0) + (demand or 0.0)
-        k = max(self.at_least, 1.0, max(load.values()) / PAIR_BUDGET)
+        k = max(self.at_least, 1.0, max(load.values()) / CPU_BUDGET)
         quotas = [None if d is None else d / k for d in demands]
         period = cfs_period([k * t for t in lay.stage_s], quotas)
         for host, quota in zip(self.bed.hosts, quotas, strict=True):
@@ -436,11 +428,14 @@ def run_on_testbed(
 
                     warm = co_infer(inferences=warmup + 1, seed=seed + 1, verify=False,
                                   on_inference=count)  # fmt: skip
-                    # from the end of the first inference on: the download is not the work
-                    pair.recalibrate(
-                        [r for r in warm.records if r.index > 0],
-                        [b - a for a, b in zip(used[0], used[-1], strict=True)],
-                    )
+                    # from the end of the first inference on: the download is not the work;
+                    # a warm-up that failed (the edge gone) leaves the quotas as timed, and
+                    # the run then says why it fails
+                    if len(used) > 1 and not warm.failed:
+                        pair.recalibrate(
+                            [r for r in warm.records if r.index > 0],
+                            [b - a for a, b in zip(used[0], used[-1], strict=True)],
+                        )
                     return co_infer(
                         inferences=inferences,
                         seed=seed,

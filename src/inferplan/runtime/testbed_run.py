@@ -1,8 +1,9 @@
 """A co-design plan carried out on the testbed (:mod:`inferplan.runtime.testbed`): what the
 launcher sets up and what each rank does differently there.
 
-The launcher (:func:`hosting`) times the model's blocks on this machine, one thread, just before
-the run, so that path node ``v``'s blocks take ``t_v`` seconds here; the plan gives them
+The launcher (:func:`hosting`) times each path node's work (its blocks, or its layers for a plan
+cut at ideals) on this machine, one thread, just before the run, so that path node ``v``'s work
+takes ``t_v`` seconds here; the plan gives it
 ``p_v = Q_v / (C_v + x_v)``. Node ``v`` then needs ``d_v = t_v / p_v`` of a core (the
 effective speed here is ``F_v = Q_v / t_v``, so ``d_v = (C_v + x_v) / F_v``), and the run is
 dilated by ``k`` (:func:`~inferplan.runtime.testbed.dilation`): node ``v``'s rank runs under a
@@ -21,15 +22,17 @@ run at full speed.
 
 Examples
 --------
-Two nodes whose blocks take 30 ms and 10 ms here, planned at 20 ms each, a forwarding node
-between them, on two cores of which 0.9 each are given out: node 0 needs 1.5 cores, so the run
-is dilated by ``k = 1.5 / 0.9``, and the two nodes are pinned to different cores:
+Two nodes whose blocks take 30 ms and 4 ms here, planned at 20 ms each, a forwarding node
+between them, on two cores of which 0.6 each are given out. Node 2's compute is shorter than
+the 10 ms a host's work takes at least (:func:`~inferplan.runtime.testbed.repeats`): it runs
+its blocks 3 times over (12 ms). Node 0 needs 1.5 cores, so the run is dilated by
+``k = 1.5 / 0.6``, and the two nodes are pinned to different cores:
 
->>> lay = layout([0.03, 0.0, 0.01], [0.02, 0.0, 0.02], [8e6, 8e6], [0.0, 0.0], cpus=[0, 1])
->>> round(lay.dilation, 3), [round(q, 3) if q else q for q in lay.quotas], lay.cpus
-(1.667, [0.9, None, 0.3], (0, None, 1))
+>>> lay = layout([0.03, 0.0, 0.004], [0.02, 0.0, 0.02], [8e6, 8e6], [0.0, 0.0], cpus=[0, 1])
+>>> round(lay.dilation, 3), [round(q, 3) if q else q for q in lay.quotas], lay.cpus, lay.repeats
+(2.5, [0.6, None, 0.24], (0, None, 1), (1, 1, 3))
 >>> [round(link.rate_bps) for link in lay.links]
-[4800000, 4800000]
+[3200000, 3200000]
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from inferplan.runtime.testbed import (
     cfs_period,
     dilation,
     host_address,
+    repeats,
     require,
 )
 
@@ -79,6 +83,7 @@ class Layout:
     period_s: float
     hosts: tuple[HostSpec, ...]
     links: tuple[LinkSpec, ...]
+    repeats: tuple[int, ...]
 
 
 def layout(
@@ -94,22 +99,25 @@ def layout(
     """The testbed of a path: node ``l``'s blocks take ``real_s[l]`` here and ``planned_s[l]``
     in the plan; link ``l`` has ``bandwidths[l]`` (bit/s, after upgrades) and ``delays[l]`` (s).
     ``cpus``: the cores the hosts are pinned to, ``budget`` of each given out; ``at_least``:
-    the least dilation."""
-    demands = [t / p if t > 0 and p > 0 else None for t, p in zip(real_s, planned_s, strict=True)]
+    the least dilation. A node whose blocks take less than 10 ms here runs them ``r`` times
+    over (:func:`~inferplan.runtime.testbed.repeats`) under an ``r`` times larger quota."""
+    times = tuple(repeats(t) for t in real_s)
+    demands = [r * t / p if t > 0 and p > 0 else None
+               for r, t, p in zip(times, real_s, planned_s, strict=True)]  # fmt: skip
     k, quotas, cores = dilation(demands, cores=len(cpus), budget=budget, at_least=at_least)
     period = cfs_period([k * p for p in planned_s], quotas)  # links are the shaper's, not CFS's
     hosts = tuple(HostSpec(host_address(i), q) for i, q in enumerate(quotas))
     links = tuple(LinkSpec(host_address(i), host_address(i + 1), b / k, d * k)
                   for i, (b, d) in enumerate(zip(bandwidths, delays, strict=True)))  # fmt: skip
     pinned = tuple(None if c is None else cpus[c] for c in cores)
-    return Layout(k, tuple(quotas), pinned, period, hosts, links)
+    return Layout(k, tuple(quotas), pinned, period, hosts, links, times)
 
 
 @dataclass(frozen=True)
 class Placement:
     """What every rank reads from the run's folder: the hosts' addresses, cgroups (their
     quotas, set already, for the report), cores, the unlimited cgroup of the rest, the cgroup
-    version and the dilation."""
+    version, the dilation, and how many times each runs its blocks."""
 
     addresses: tuple[str, ...]
     cgroups: tuple[str, ...]
@@ -119,6 +127,7 @@ class Placement:
     version: str
     dilation: float
     period_s: float
+    repeats: tuple[int, ...]
 
     def save(self, run_dir: Path) -> None:
         (run_dir / PLACEMENT).write_text(json.dumps(asdict(self)))
@@ -131,7 +140,7 @@ class Placement:
         data = json.loads(path.read_text())
         return cls(tuple(data["addresses"]), tuple(data["cgroups"]), tuple(data["quotas"]),
                    tuple(data["cpus"]), data["transport"], data["version"], data["dilation"],
-                   data["period_s"])  # fmt: skip
+                   data["period_s"], tuple(data["repeats"]))  # fmt: skip
 
 
 @dataclass
@@ -146,15 +155,16 @@ class Hosting:
     testbed: Testbed | None = None
 
 
-def block_seconds(traced: Any, sample: Sequence[torch.Tensor]) -> tuple[float, ...]:
-    """CPU seconds of each block here on one thread, the way the ranks run them: a quota
-    rations CPU time, and CPU time is what the machine's other load does not stretch."""
-    from inferplan.runtime.measure import measure_blocks
+def node_seconds(traced: Any, plan: Any, sample: Sequence[torch.Tensor]) -> tuple[float, ...]:
+    """CPU seconds of each path node's work here on one thread, the way the ranks run them:
+    a quota rations CPU time, and CPU time is what the machine's other load does not
+    stretch."""
+    from inferplan.runtime.measure import measure_nodes
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return measure_blocks(traced, sample, clock=time.thread_time)
+        return measure_nodes(traced, plan, sample, clock=time.thread_time)
     finally:
         torch.set_num_threads(threads)
 
@@ -187,21 +197,20 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
     request = resolved.request
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                         granularity=request.granularity,
                          input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
     (sample,) = random_inputs(request.input_shapes, 1, seed=request.seed, dtype=request.dtype,
                               input_dtypes=request.input_dtypes)  # fmt: skip
-    seconds = block_seconds(traced, sample)
     plan = resolved.plan
-    done = [0, *plan.partition[:-1]]
-    real = [sum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True)]
+    real = list(node_seconds(traced, plan, sample))
     bandwidths = path_bandwidths(request.network, resolved.profile, plan)
     lay = layout(real, resolved.node_s, bandwidths, delays, cpus=sorted(os.sched_getaffinity(0)),
                  at_least=request.dilation or 1.0)  # fmt: skip
     with Testbed(lay.hosts, lay.links, period_s=lay.period_s) as bed:
         Placement(tuple(h.address for h in lay.hosts), tuple(str(h.path) for h in bed.hosts),
                   lay.quotas, lay.cpus, str(bed.transport.path), bed.version, lay.dilation,
-                  lay.period_s).save(run_dir)  # fmt: skip
+                  lay.period_s, lay.repeats).save(run_dir)  # fmt: skip
         env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(MASTER_PORT),
                "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
         yield Hosting(env, bed.preexec(), lambda rank, pid: bed.admit(pid), lay.dilation, bed)
@@ -220,6 +229,7 @@ class SocketLinks:
         self.rank, self.world, self.timeout_s = rank, world, timeout_s
         self.planned_s = planned_s  # this node's dilated planned time per inference
         self.quota = placement.quotas[rank]
+        self.repeats = placement.repeats[rank]
         self.address = placement.addresses[rank]
         self._listener: socket.socket | None = None
         self._out: socket.socket | None = None

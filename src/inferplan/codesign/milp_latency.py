@@ -1,0 +1,456 @@
+"""The co-design MILP under a latency bound: any directed network, every cost kind.
+
+The co-design MILP (:mod:`~inferplan.codesign.milp`) prices each transition at the least
+purchase its interval needs. Under a latency bound ``L`` buying more than that can pay, so
+here the purchases are variables of their own. On the state flow of
+:class:`~inferplan.codesign.milp.StateFlow` each node is entered at most once, so each node
+and each link runs at most one stage, and every element ``k`` (a node or link that some
+transition loads) gets::
+
+    n_k >= 0                               the capacity added, in units of what it has C_k,
+                                           priced exactly by its kind (Model.purchase)
+    n_k >= sum_c rho_c y_c / C_k           the interval's least purchase of its stage
+    t_k >= 0                               its stage's delay, in units of L
+    sum_k t_k + sum_z delay_s(e) z / L <= 1                                  the bound
+
+with ``c`` the flow columns that load ``k`` (a node's transitions ``y[v, i, j]``, a link's
+``z[e, j]``) and ``rho_c`` their least purchases. A stage of load ``w`` takes ``w / (C_k (1
++ n_k))``. With ``q_k = sum_c sqrt(w_c / (C_k L)) y_c``, ``q_k^2`` is ``w / (C_k L)`` for
+whichever single column is chosen, so the delay is ``t_k >= q_k^2 / (1 + n_k)``: a convex
+constraint (a square over a linear term) in the flow and the purchase together. Its outer
+approximation is a set of tangent cuts, each exact where ``q / (1 + n) = r``::
+
+    t_k >= 2 r q_k - r^2 (1 + n_k)
+
+a linear relaxation: every plan meets every cut, so HiGHS's bound is a lower bound on the
+optimum. An element whose cost is free without end beyond some amount (an uncapped last tier
+of price 0) may take its delay towards 0 at no further cost: a binary, allowed once the tiers
+before are full, relaxes its cuts by ``max q_k^2``; an element free everywhere has no delay
+term. Purchases are bounded by what the best plan known costs (no element of a cheaper plan
+costs more), which keeps modules and the last tier of falling tiers finite.
+
+**Refinement.** The plan without the bound comes first (:func:`~inferplan.codesign.milp.
+solve_milp`): when its latency meets ``L`` it is the answer. Otherwise the deployment of
+least latency at the caps (the state flow weighed by delays) either misses ``L``
+(:class:`~inferplan.errors.Infeasible`, naming that least latency) or gives the first plan.
+Then, round after round, HiGHS solves the relaxation; the deployment it picks is allocated
+exactly (:class:`~inferplan.codesign.latency.LatencyProblem`: the cheapest purchases that
+meet both bounds along it) and kept if it is the cheapest plan so far; cuts are added where
+the solution's delays are underestimated and at the best plan's purchases (where the
+relaxation is then exact), and HiGHS solves again. The plan is ``optimal`` when HiGHS's bound,
+less its tolerance, meets its cost within :data:`LATENCY_GAP` (or when no cheaper plan is
+left), ``time_limit`` when the time ran out first, ``uncertified`` after
+:data:`MAX_REFINEMENTS` rounds or when no cut is left to add.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy import sparse
+
+from inferplan.arrays import FloatArray, IntArray
+from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
+from inferplan.codesign.latency import (
+    LatencyProblem,
+    Trade,
+    check_latency,
+    trade_of,
+    unreachable,
+)
+from inferplan.codesign.milp import Model, StateFlow, highs, solve_milp
+from inferplan.codesign.plan import INTERVAL_RTOL, Plan, PlanStatus, check_scale
+from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.network.costs import CapacityCost
+
+__all__ = ["LATENCY_GAP", "MAX_REFINEMENTS", "TOLERANCE", "DelayTerm", "solve_milp_latency"]
+
+LATENCY_GAP = 1e-7
+"""A plan is ``optimal`` when its exact cost is within this fraction of the proven bound."""
+MAX_REFINEMENTS = 60
+"""Solves of the relaxation, each with the cuts of the one before, before a plan is left
+``uncertified``."""
+TOLERANCE = 1e-9
+"""HiGHS's feasibility and reduced-cost tolerance: continuous purchases beside binaries, as in
+the joint MILP (:data:`~inferplan.codesign.services_milp.TOLERANCE`)."""
+# Tangent cuts each element starts with, their ratios halving from the largest.
+_FIRST_CUTS = 6
+# A delay variable this far below the true delay of its stage gets a new cut.
+_UNDER = 1e-9
+
+
+@dataclass
+class DelayTerm:
+    """One stage's delay in a MILP: the delay column ``t`` (in units of the bound), the flow
+    columns ``cols`` that load the element with coefficient ``coef`` each (``q = sum coef
+    y``), the element's purchase column ``n`` (the stage runs on ``1 + n`` units), the binary
+    ``relief`` that lets a free tail take the delay to 0 (``-1`` for none), and the ratios of
+    its tangent cuts."""
+
+    t: int
+    cols: IntArray
+    coef: FloatArray
+    n: int
+    relief: int = -1
+    ratios: list[float] = field(default_factory=list)
+
+    @property
+    def big(self) -> float:
+        """The most any cut asks of ``t``: ``max q^2`` (the stage at no purchase)."""
+        return float(np.max(self.coef) ** 2)
+
+    def cut(self, model: Model, r: float) -> None:
+        """The tangent cut at ratio ``r``: ``-t + 2 r q - r^2 n [- big relief] <= r^2``."""
+        cols = [self.t, *self.cols.tolist(), self.n]
+        vals = [-1.0, *(2.0 * r * self.coef).tolist(), -r * r]
+        if self.relief >= 0:
+            cols.append(self.relief)
+            vals.append(-self.big)
+        model.add(cols, vals, r * r)
+
+    def refine(self, x: FloatArray, n: float | None = None) -> bool:
+        """Add the cut at solution ``x`` (purchase ``n`` instead of ``x``'s when given) if it
+        underestimates the stage's delay there; whether a cut was added."""
+        q = float(self.coef @ np.round(x[self.cols]))
+        if q <= 0 or (self.relief >= 0 and x[self.relief] > 0.5):
+            return False
+        units = 1.0 + max(0.0, float(x[self.n]) if n is None else n)
+        delay = q * q / units
+        if n is None and x[self.t] >= delay * (1 - _UNDER):
+            return False
+        r = q / units
+        if any(abs(r - s) <= 1e-12 * r for s in self.ratios):
+            return False
+        self.ratios.append(r)
+        return True
+
+
+def affordable(trade: Trade, budget: float) -> float:
+    """The most capacity ``budget`` buys under ``trade`` (its cap for an unbounded budget):
+    no element of a plan costing at most ``budget`` buys more."""
+    if not math.isfinite(budget):
+        return trade.most
+    if trade.is_modules:
+        return min(trade.modules, math.floor(budget / trade.price)) * trade.size
+    most = 0.0
+    for a, b, p, v in zip(trade.starts, trade.ends(), trade.slopes, trade.values, strict=True):
+        if v > budget:
+            break
+        most = b if p == 0 else min(b, a + (budget - v) / p)
+    return most
+
+
+def _free(trade: Trade) -> bool:
+    """Whether capacity is free without end."""
+    return not trade.is_modules and math.isinf(trade.cap) and not any(trade.slopes)
+
+
+def _free_tail(trade: Trade) -> bool:
+    """Whether capacity is free without end beyond the start of the last tier (and not
+    before)."""
+    return not trade.is_modules and math.isinf(trade.cap) and trade.slopes[-1] == 0
+
+
+def delay_terms(
+    model: Model,
+    cols: IntArray,
+    coef: FloatArray,
+    need: FloatArray,
+    unit: float,
+    cost: CapacityCost,
+    budget: float,
+) -> tuple[int, DelayTerm | None]:
+    """An element's purchase column and need row in ``model``, and the delay term of its
+    stage (``None`` where capacity is free without end: no delay to bound): ``cols`` the flow
+    columns that load it, ``coef`` their ``sqrt(load / (unit L))``, ``need`` their least
+    purchases in units of ``unit`` (its capacity), ``budget`` the cost no purchase exceeds
+    (``-1``: no purchase column, for a free element)."""
+    trade = trade_of(cost)
+    if _free(trade):
+        return -1, None
+    tail = _free_tail(trade)
+    most = trade.starts[-1] if tail else affordable(trade, budget * (1 + 1e-9))
+    n, order = model.purchase(cost, unit, most)
+    term = DelayTerm(model.column(0.0, math.inf), cols, coef, n)
+    relief: tuple[list[int], list[float]] = ([], [])
+    if tail:  # the free tail only once every tier before it is full
+        assert order, "a free tail after priced tiers is a cost that is not convex"
+        term.relief = model.column(0.0, 1.0, True)
+        model.add([term.relief, order[-1]], [1.0, -1.0], 0.0)
+        relief = [term.relief], [-float(np.max(need))]  # it meets any need, too
+    if np.any(need > 0):
+        model.add([*cols.tolist(), n, *relief[0]], [*need.tolist(), -1.0, *relief[1]], 0.0)
+    return n, term
+
+
+class _LatencyMilp:
+    """The relaxation of one co-design under a latency bound (see the module docstring):
+    the state flow, each element's columns, and the cuts so far."""
+
+    def __init__(self, inst: CodesignInstance, beta: float, latency: float) -> None:
+        self.inst, self.beta, self.latency = inst, beta, latency
+        every = np.arange(len(inst.node_ids))
+        links = np.arange(len(inst.links))
+        base_node = node_cost_table(inst, every, beta)
+        base_link = link_cost_table(inst, links, beta)
+        extra_node = np.where(np.isfinite(base_node), inst.terms.node(every), np.inf)
+        extra_link = np.where(np.isfinite(base_link), inst.terms.link(links), np.inf)
+        self.flow = flow = StateFlow(inst, extra_node, extra_link)
+        (yv, yi, yj), (ze, zj) = flow.y, flow.z
+        # each column's price at the interval's least purchase: none is in a cheaper plan
+        # than the best known once that alone costs more
+        self.least = np.concatenate((base_node[yv, yi, yj], base_link[ze, zj]))
+        ny = yv.size
+        work = inst.work_or_zero[yi, yj]
+        bits = inst.activation_bits[zj]
+        self.propagation = np.concatenate((np.zeros(ny), inst.link_delay[ze] / latency))
+        # the elements: nodes 0..V-1, then links V + e, each with the columns that load it
+        V = len(inst.node_ids)
+        element = np.concatenate((yv, V + ze))
+        load = np.concatenate((work, bits))
+        have = np.concatenate((inst.capacity, inst.bandwidth))
+        self.costs: tuple[CapacityCost, ...] = (*inst.node_costs, *inst.link_costs)
+        rho = np.maximum(0.0, load / beta - have[element])
+        self.elements: list[tuple[int, IntArray, FloatArray, FloatArray, float]] = []
+        self.ratios: dict[int, list[float]] = {}
+        loaded = load > 0
+        order = np.argsort(element[loaded], kind="stable")
+        cols = np.flatnonzero(loaded)[order]
+        ks = element[cols]
+        for piece in np.split(cols, np.flatnonzero(np.diff(ks)) + 1) if cols.size else []:
+            k = int(element[piece[0]])
+            unit = float(have[k])
+            coef = np.sqrt(load[piece] / (unit * latency))
+            self.elements.append((k, piece, coef, rho[piece] / unit, unit))
+            top = float(np.max(coef))  # first cuts: ratios halving from the largest
+            self.ratios[k] = [top * 0.5**j for j in range(_FIRST_CUTS)]
+
+    def build(self, budget: float) -> tuple[Model, list[tuple[int, int, DelayTerm | None]]]:
+        """The relaxation with every cut so far, purchases bounded by ``budget`` and the
+        columns dearer than it dropped: the model and each element's purchase column and
+        delay term."""
+        flow = self.flow
+        keep = self.least <= budget * (1 + LATENCY_GAP)
+        model = Model(np.where(keep, flow.cost, 0.0), keep.astype(np.float64),
+                      np.ones(flow.cost.size))  # fmt: skip
+        latency_row: list[tuple[int, float]] = [
+            (int(c), float(self.propagation[c])) for c in np.flatnonzero(self.propagation > 0)
+        ]
+        terms = []
+        for k, cols, coef, need, unit in self.elements:
+            n, term = delay_terms(model, cols, coef, need, unit, self.costs[k], budget)
+            if term is not None:
+                term.ratios = self.ratios[k]
+                for r in term.ratios:
+                    term.cut(model, r)
+                latency_row.append((term.t, 1.0))
+            terms.append((k, n, term))
+        model.add([c for c, _ in latency_row], [v for _, v in latency_row], 1.0)
+        return model, terms
+
+    def solve(
+        self, model: Model, scale: float, time_limit: float | None
+    ) -> tuple[int, FloatArray | None, float]:
+        """HiGHS on ``model`` with the objective divided by ``scale``: scipy's status, the
+        solution and the lower bound (unscaled)."""
+        flow, total = self.flow, len(model.objective)
+        pad = total - flow.cost.size
+        once = sparse.hstack([flow.once, sparse.csr_array((flow.once.shape[0], pad))])
+        balance = sparse.hstack([flow.balance, sparse.csr_array((flow.balance.shape[0], pad))])
+        result = highs(
+            np.array(model.objective) / scale,
+            A_ub=sparse.vstack([once, model.matrix()], format="csr"),
+            b_ub=np.concatenate((np.ones(flow.once.shape[0]), model.rhs)),
+            A_eq=balance.tocsr(),
+            b_eq=flow.rhs,
+            bounds=np.column_stack((np.zeros(total), model.upper)),
+            integrality=np.array(model.integral),
+            time_limit=time_limit,
+            tolerance=TOLERANCE,
+        )
+        if result.x is None:
+            return result.status, None, -math.inf
+        bound = getattr(result, "mip_dual_bound", None)
+        lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
+        return result.status, result.x, lower
+
+
+def solve_milp_latency(
+    inst: CodesignInstance, beta: float, *, latency: float, time_limit: float | None = None
+) -> Plan:
+    """The minimum-cost plan whose every stage takes at most ``beta`` and whose latency is at
+    most ``latency`` (seconds), on any directed network and every cost kind but functions:
+    the outer approximation of the module docstring, refined until certified.
+
+    Its status: ``"optimal"`` when HiGHS's bound certifies the plan's exact cost to
+    :data:`LATENCY_GAP`, ``"time_limit"`` when ``time_limit`` stopped it first (the best plan
+    found), ``"uncertified"`` otherwise. Every plan meets both bounds (its purchases are the
+    exact allocation of its deployment).
+
+    Raises
+    ------
+    Infeasible
+        If no plan meets both bounds within the capacity caps (the least latency reachable is
+        in the message).
+    InvalidArgument
+        For a cost given as a function, a bound that is not a positive finite number, or
+        HiGHS finding no plan within ``time_limit``.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance, solve_latency, solve_psg
+    >>> inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
+    >>> beta = 0.5 * inferplan.throughput(inst.network, inst.profile).interval
+    >>> bound = 0.5 * solve_psg(inst, beta).latency
+    >>> plan = solve_milp_latency(inst, beta, latency=bound)
+    >>> exact = solve_latency(inst, beta, latency=bound)
+    >>> plan.status, abs(plan.cost - exact.cost) <= 1e-8 * exact.cost
+    ('optimal', True)
+    """
+    check_latency(latency)
+    check_scale(inst, beta)
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InvalidArgument(f"must be a positive finite number of seconds, got {time_limit!r}",
+                              field="time_limit")  # fmt: skip
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+
+    problem = LatencyProblem(inst, beta, latency)  # refuses function costs
+    slack = latency * (1 + INTERVAL_RTOL)
+    try:
+        cheapest = solve_milp(inst, beta, time_limit=left())
+    except Infeasible:
+        raise unreachable(beta, latency) from None
+    if cheapest.latency is not None and cheapest.latency <= slack:
+        return replace(cheapest, target_latency=latency)
+    least, path, partition = _least_latency(inst, problem, left())
+    if not least <= slack:
+        raise unreachable(beta, latency, least)
+    milp = _LatencyMilp(inst, beta, latency)
+    best = _Incumbent(problem)
+    best.consider(milp, path, partition)
+    if best.plan is None:  # the least latency a hair within the bound: no purchase meets it
+        raise unreachable(beta, latency, least)
+    status: PlanStatus = "uncertified"
+    lower = cheapest.cost if cheapest.status == "optimal" else 0.0
+    for _ in range(MAX_REFINEMENTS):
+        cost = best.plan.cost
+        if cost == 0.0 or cost * (1 - LATENCY_GAP) <= lower:
+            status = "optimal"
+            break
+        model, terms = milp.build(cost)
+        code, x, bound = milp.solve(model, cost, left())
+        if x is None:
+            if code == 2:  # nothing cheaper than the best plan is left
+                status = "optimal"
+            elif code == 1:
+                status = "time_limit"
+            break
+        # HiGHS's bound is good to its tolerance on each reduced cost of the columns in use
+        used = int(np.count_nonzero(np.abs(x) > TOLERANCE))
+        lower = max(lower, bound - used * TOLERANCE * cost)
+
+        path, partition = milp.flow.deployment(x[: milp.flow.cost.size])
+        best.consider(milp, path, partition)
+        if code == 1:
+            status = "time_limit"
+            break
+        if best.plan.cost * (1 - LATENCY_GAP) <= lower:
+            status = "optimal"
+            break
+        added = [term.refine(x) for _, _, term in terms if term is not None]
+        if not any(added) and not best.fresh:
+            break  # the same relaxation would say the same
+        best.fresh = False
+    return replace(best.plan, status=status)
+
+
+class _Incumbent:
+    """The cheapest plan found: each deployment allocated exactly once, and the cuts at its
+    purchases recorded (``fresh`` until a relaxation has seen them)."""
+
+    def __init__(self, problem: LatencyProblem) -> None:
+        self.problem = problem
+        self.plan: Plan | None = None
+        self.fresh = False
+        self.seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+
+    def consider(self, milp: _LatencyMilp, path: list[int], partition: list[int]) -> None:
+        key = (tuple(path), tuple(partition))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        inst = milp.inst
+        links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
+        found = self.problem.allocation(path, partition, links)
+        if found is None:
+            return
+        xs, cost, _ = found
+        if self.plan is not None and cost >= self.plan.cost:
+            return
+        self.plan = self.problem.plan(path, partition, links, xs, "milp", "optimal")
+        self.fresh = True
+        # the cuts where the relaxation meets this plan's delays exactly
+        V, n = len(inst.node_ids), len(path)
+        bought = {v: xs[k] for k, v in enumerate(path)} | {
+            V + e: xs[n + k] for k, e in enumerate(links)
+        }
+        solution = np.zeros(milp.flow.cost.size)
+        solution[_columns(milp.flow, path, partition, links)] = 1.0
+        for k, cols, coef, _, unit in milp.elements:
+            if k in bought:
+                term = DelayTerm(-1, cols, coef, -1, ratios=milp.ratios[k])
+                term.refine(solution, bought[k] / unit)
+
+
+def _columns(flow: StateFlow, path: list[int], partition: list[int], links: list[int]) -> IntArray:
+    """The flow columns of a deployment."""
+    (yv, yi, yj), (ze, zj) = flow.y, flow.z
+    done = [0, *partition[:-1]]
+    ny = yv.size
+    index = {
+        (int(v), int(i), int(j)): c for c, (v, i, j) in enumerate(zip(yv, yi, yj, strict=True))
+    }
+    chosen = [index[(v, a, b)] for v, a, b in zip(path, done, partition, strict=True)]
+    sent = {(int(e), int(j)): ny + c for c, (e, j) in enumerate(zip(ze, zj, strict=True))}
+    chosen += [sent[(e, b)] for e, b in zip(links, partition, strict=False)]
+    return np.array(chosen, dtype=np.int64)
+
+
+def _least_latency(
+    inst: CodesignInstance, problem: LatencyProblem, time_limit: float | None
+) -> tuple[float, list[int], list[int]]:
+    """The deployment of least latency with every element at its cap, among those whose
+    stages meet the interval there and fit memory: the state flow weighed by delays (any
+    network), its latency recomputed, and the deployment."""
+    node_most, link_most = problem.most()
+    beta = problem.beta
+    every = np.arange(len(inst.node_ids))
+    links = np.arange(len(inst.links))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        node = np.where(inst.work_or_zero[None] > 0,
+                        inst.work_or_zero[None] / node_most[:, None, None], 0.0)  # fmt: skip
+        link = inst.activation_bits[None, :] / link_most[:, None]
+    limit = beta * (1 + INTERVAL_RTOL)
+    node[(node > limit) | ~np.isfinite(inst.terms.node(every))] = np.inf
+    link[(link > limit) | ~np.isfinite(inst.terms.link(links))] = np.inf
+    node += inst.forbidden
+    flow = StateFlow(inst, node, link + inst.link_delay[:, None])
+    code, x, _, message = flow.solve(np.isfinite(flow.cost), problem.latency, time_limit)
+    if x is None:
+        if code == 2:
+            raise unreachable(beta, problem.latency)
+        raise InvalidArgument(f"HiGHS found no plan: {message}", field="time_limit")
+    path, partition = flow.deployment(x)
+    links_used = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
+    run, propagation = problem.stage_list(path, partition, links_used)
+    least = math.fsum([*(s.load / (s.have + s.trade.most) for s in run if s.load > 0),
+                       propagation])  # fmt: skip
+    return least, path, partition

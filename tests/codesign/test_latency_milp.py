@@ -1,0 +1,166 @@
+"""The MILP under a latency bound: the brute-force optimum on any network and cost kind."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import inferplan
+from inferplan import Infeasible
+from inferplan.codesign.planfile import plan_from_dict
+from inferplan.errors import InvalidArgument
+from inferplan.network.costs import FunctionCost
+from tests.oracles import (
+    brute_force_latency_cost,
+    memory_cost,
+    plan_latency,
+    plan_price_and_interval,
+)
+from tests.strategies import (
+    profiles_with_params,
+    small_dags,
+    small_networks,
+    small_profiles,
+    with_memory,
+)
+
+BOUNDED = settings(max_examples=7, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow,
+                                          HealthCheck.filter_too_much])  # fmt: skip
+KINDS = [None, ("linear",), ("capped",), ("tiers",), ("modules",),
+         ("linear", "capped", "tiers", "modules")]  # fmt: skip
+
+
+def _check_plan(net, profile, plan, beta, bound, expected, memory=0.0):
+    """The plan is the optimum, costs what its upgrades cost (and ``memory``, its memory's
+    price) re-priced from scratch, meets both bounds, and reports the latency its deployment
+    has."""
+    assert plan.status == "optimal" and plan.method == "milp"
+    assert plan.target_latency == bound
+    price, interval = plan_price_and_interval(net, profile, plan)
+    ups = dict(plan.node_upgrades), {(u.source, u.target): u.amount for u in plan.link_upgrades}
+    recomputed = plan_latency(net, profile, plan.path, plan.partition, *ups)
+    assert interval <= beta * (1 + 1e-9)
+    assert recomputed <= bound * (1 + 1e-9)
+    assert plan.latency == pytest.approx(recomputed, rel=1e-12)
+    assert plan.cost == pytest.approx(price + memory, rel=1e-9, abs=1e-12)
+    assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("cyclic", [False, True], ids=["acyclic", "cyclic"])
+@pytest.mark.parametrize("kinds", KINDS, ids=lambda k: "+".join(k) if k else "prices")
+def test_the_latency_milp_is_the_brute_force_optimum(kinds, cyclic):
+    networks = (small_networks(max_nodes=4, cost_kinds=kinds, delays=True) if cyclic
+                else small_dags(max_nodes=5, cost_kinds=kinds, delays=True))  # fmt: skip
+
+    @BOUNDED
+    @given(net=networks, profile=small_profiles(max_blocks=3), alpha=st.floats(0.3, 1.5),
+           shrink=st.floats(0.2, 1.3))  # fmt: skip
+    def check(net, profile, alpha, shrink):
+        beta = alpha * inferplan.throughput(net, profile, method="milp").interval
+        try:
+            free = inferplan.provision(net, profile, interval=beta, method="milp")
+        except Infeasible:
+            return
+        bound = shrink * free.latency
+        expected = brute_force_latency_cost(net, profile, beta, bound)
+        try:
+            plan = inferplan.provision(net, profile, interval=beta, latency=bound, method="milp")
+        except Infeasible as exc:
+            assert math.isinf(expected)
+            assert f"latency of {bound:g} s" in str(exc)
+            return
+        _check_plan(net, profile, plan, beta, bound, expected)
+        if not cyclic:  # the state graph's exact method agrees
+            psg = inferplan.provision(net, profile, interval=beta, latency=bound)
+            assert psg.cost == pytest.approx(plan.cost, rel=1e-6, abs=1e-9)
+
+    check()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), cyclic=st.booleans(), alpha=st.floats(0.3, 1.5),
+       shrink=st.floats(0.2, 1.0))  # fmt: skip
+def test_the_latency_milp_prices_memory_as_the_brute_force_does(data, cyclic, alpha, shrink):
+    kinds = ("linear", "tiers", "modules")
+    base = data.draw(small_networks(max_nodes=4, cost_kinds=kinds, delays=True) if cyclic
+                     else small_dags(max_nodes=4, cost_kinds=kinds, delays=True))  # fmt: skip
+    profile = data.draw(profiles_with_params(max_blocks=3))
+    net = data.draw(with_memory(base, 400.0, ("limit", "price", "linear", "modules")))
+    try:
+        beta = alpha * inferplan.throughput(net, profile, method="milp").interval
+        free = inferplan.provision(net, profile, interval=beta, method="milp")
+    except Infeasible:
+        return
+    bound = shrink * free.latency
+    expected = brute_force_latency_cost(net, profile, beta, bound, memory=True)
+    try:
+        plan = inferplan.provision(net, profile, interval=beta, latency=bound, method="milp")
+    except Infeasible:
+        assert math.isinf(expected)
+        return
+    held = memory_cost(net, profile, plan.path, plan.partition)
+    _check_plan(net, profile, plan, beta, bound, expected, held)
+
+
+def test_the_cli_plans_a_cyclic_network_under_a_latency_bound_or_exits_3(tmp_path):
+    from tests.cli import app, invoke_json, runner
+
+    example = "examples/cyclic.json"
+    free = invoke_json(["provision", example, "vgg16", "--throughput", "5", "--method", "milp",
+                        "--json"])  # fmt: skip
+    bound = 0.6 * free["latency"]
+    plan = invoke_json(["provision", example, "vgg16", "--throughput", "5", "--method", "milp",
+                        "--latency", f"{bound!r}", "--json"])  # fmt: skip
+    assert plan["status"] == "optimal" and plan["target_latency"] == bound
+    assert plan["latency"] <= bound * (1 + 1e-9) and plan["cost"] > free["cost"]
+    net = inferplan.load_network(example)
+    price, interval = plan_price_and_interval(net, inferplan.vgg16(), plan_from_dict(plan))
+    assert price == pytest.approx(plan["cost"], rel=1e-9) and interval <= 0.2 * (1 + 1e-9)
+    data = json.loads(Path(example).read_text())
+    for link in data["links"]:
+        link["delay_s"] = 0.5
+    delayed = tmp_path / "delayed.json"
+    delayed.write_text(json.dumps(data))
+    result = runner.invoke(app, ["provision", str(delayed), "vgg16", "--throughput", "5",
+                                 "--method", "milp", "--latency", "0.9", "--json"])  # fmt: skip
+    assert result.exit_code == 3, result.output
+    out = json.loads(result.stdout)
+    assert out["status"] == "infeasible" and out["method"] == "milp"
+    assert "latency of 0.9 s" in out["message"]
+    assert "least latency within the caps" in out["message"]
+
+
+def test_the_latency_milp_stopped_by_its_time_limit_says_so(monkeypatch):
+    import inferplan.codesign.milp_latency as milp_latency
+
+    real = milp_latency.highs
+
+    def stopped(*args, **kwargs):  # HiGHS at its limit, the best solution it has kept
+        result = real(*args, **kwargs)
+        result.status = 1
+        return result
+
+    net, vgg = inferplan.tiered(seed=2), inferplan.vgg16()
+    free = inferplan.provision(net, vgg, throughput=20)
+    monkeypatch.setattr(milp_latency, "highs", stopped)
+    plan = inferplan.provision(net, vgg, throughput=20, latency=0.5 * free.latency, method="milp",
+                               time_limit=30.0)  # fmt: skip
+    assert plan.status == "time_limit"
+    assert plan.latency <= 0.5 * free.latency * (1 + 1e-9)
+
+
+def test_the_latency_milp_refuses_what_it_cannot_price():
+    base = inferplan.tiered(seed=1)
+    nodes = [inferplan.Node(n.id, n.capacity, n.price, FunctionCost(lambda x: x**2, name="sq"))
+             for n in base.nodes]  # fmt: skip
+    net = inferplan.Network(nodes, base.links, base.source, base.target)
+    with pytest.raises(InvalidArgument, match="linear, tiered, capped or module costs"):
+        inferplan.provision(net, inferplan.vgg16(), throughput=10, latency=0.2, method="milp")
+    with pytest.raises(InvalidArgument, match="must be a positive finite number of seconds"):
+        inferplan.provision(base, inferplan.vgg16(), throughput=10, latency=-1.0, method="milp")
