@@ -768,6 +768,9 @@ _RICIAN_MAX_NODES = 2048  # phase nodes around the circle in a step's quadrature
 _RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
 _RICIAN_PHASES = 16
 _RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
+_RICIAN_REACH_SD = 8.0  # a step's quadrature covers this many sd about each source's centre
+_RICIAN_DROPPED = 1e-16  # the largest relative mass a row may lose outside that disc
+_RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays in cache
 
 
 @functools.lru_cache(maxsize=32)
@@ -951,34 +954,116 @@ class RicianGaussMarkov(_Fading):
         ring = np.searchsorted(self.boundaries, self.mean_snr * np.abs(g) ** 2, side="right")
         return np.asarray(ring * self.phases + phase_sector(np.angle(g), self.phases))
 
-    def _cell_mass(self, centre: FloatArray, var: float) -> FloatArray:
+    def _cell_mass(
+        self,
+        centre: FloatArray,
+        var: float,
+        first_ring: npt.NDArray[np.int64] | None = None,
+        rings: int | None = None,
+        first_sector: npt.NDArray[np.int64] | None = None,
+        sectors: int | None = None,
+    ) -> FloatArray:
         """``(len(centre), K)``: the mass of ``CN(centre, var)`` in each cell.
 
         Along a ray of phase ``p`` the density ``r exp(-|r e^{jp} - c|^2 / var) / (pi var)`` has
         a closed-form integral in ``r``; the phase is integrated by Gauss-Legendre per sector,
-        with nodes a quarter of the bump's angular width apart at the outer rings (at most
-        ``_RICIAN_MAX_NODES`` around the circle).
+        with :meth:`_phase_nodes` nodes. The quadrature may be confined to a window per
+        source: ``rings`` consecutive rings from ``first_ring`` and ``sectors`` consecutive
+        sectors (modulo ``phases``) from ``first_sector``; the cells outside get 0, the cells
+        inside the very numbers of the whole grid (the same nodes and ring edges).
         """
+        n, radii, phases = len(centre), self.radii, self.phases
+        ring0 = np.zeros(n, dtype=np.int64) if first_ring is None else first_ring
+        sector0 = np.zeros(n, dtype=np.int64) if first_sector is None else first_sector
+        rings = radii if rings is None else rings
+        sectors = phases if sectors is None else sectors
         sd = math.sqrt(var)
-        reach = float(self.ring_edges[-2]) + 3.0 * sd
-        around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
-        nodes = max(_RICIAN_QUADRATURE, -(-around // self.phases))
-        x, w = _gauss_legendre(nodes)
+        x, w = _gauss_legendre(self._phase_nodes(var))
         lo, hi = self.phase_edges[:-1], self.phase_edges[1:]
-        phi = (0.5 * (hi - lo))[:, None] * x[None, :] + (0.5 * (hi + lo))[:, None]  # (P, q)
-        weight = (0.5 * (hi - lo))[:, None] * w[None, :]
+        sector = (sector0[:, None] + np.arange(sectors)) % phases  # (S, W)
+        half = 0.5 * (hi - lo)[sector][..., None]
+        phi = half * x + 0.5 * (hi + lo)[sector][..., None]  # (S, W, q)
+        weight = half * w
+        ring = ring0[:, None] + np.arange(rings)  # (S, Wr)
         c = np.asarray(centre, dtype=np.complex128)[:, None, None]
-        mu = (c.real * np.cos(phi) + c.imag * np.sin(phi))[..., None]  # (S, P, q, 1)
+        mu = (c.real * np.cos(phi) + c.imag * np.sin(phi))[..., None]  # (S, W, q, 1)
         c2 = (np.abs(c) ** 2)[..., None]
-        r = self.ring_edges[None, None, None, :]
+        edges = np.append(ring, ring[:, -1:] + 1, axis=1)  # (S, Wr + 1) indices of ring edges
+        r = self.ring_edges[edges][:, None, None, :]
         with np.errstate(over="ignore", invalid="ignore"):
             bell = np.where(np.isinf(r), 0.0, np.exp(-(r * r - 2.0 * r * mu + c2) / var))
             erf = special.erf((r - mu) / sd)
         side = np.exp(-np.maximum(c2 - mu * mu, 0.0) / var)
         prim = -0.5 * var * bell + mu * (math.sqrt(math.pi * var) / 2.0) * side * erf
-        ray = np.maximum(np.diff(prim, axis=3), 0.0) / (math.pi * var)  # (S, P, q, R)
-        mass = np.einsum("spqr,pq->srp", ray, weight)
-        return np.asarray(mass.reshape(len(centre), -1), dtype=np.float64)
+        ray = np.maximum(np.diff(prim, axis=3), 0.0) / (math.pi * var)  # (S, W, q, Wr)
+        window = np.einsum("swqr,swq->srw", ray, weight)
+        mass = np.zeros((n, radii, phases))
+        source = np.arange(n)[:, None, None]
+        mass[source, ring[:, :, None], sector[:, None, :]] = window
+        return np.asarray(mass.reshape(n, -1), dtype=np.float64)
+
+    def _phase_nodes(self, var: float) -> int:
+        """Gauss-Legendre nodes per sector for a bump of variance ``var``: a quarter of its
+        angular width apart at the outer rings, at most ``_RICIAN_MAX_NODES`` around."""
+        sd = math.sqrt(var)
+        reach = float(self.ring_edges[-2]) + 3.0 * sd
+        around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
+        return max(_RICIAN_QUADRATURE, -(-around // self.phases))
+
+    def _reached(self, centre: FloatArray, sd: float) -> tuple[npt.NDArray[np.int64], ...]:
+        """Per source, the rings and sectors the disc ``|z - centre| <= _RICIAN_REACH_SD sd``
+        meets: ``(first_ring, rings, first_sector, sectors)``, ``sectors = phases`` where the
+        disc holds the origin. The disc lies in the annulus ``|centre| -+ t`` and within
+        ``asin(t / |centre|)`` of the centre's phase."""
+        t = _RICIAN_REACH_SD * sd
+        size = np.abs(centre)
+        edges = self.ring_edges
+        first = np.clip(np.searchsorted(edges, size - t, side="right") - 1, 0, self.radii - 1)
+        last = np.clip(np.searchsorted(edges, size + t, side="left") - 1, first, self.radii - 1)
+        width = 2.0 * math.pi / self.phases
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.where(size > t, np.arcsin(np.minimum(t / size, 1.0)), math.pi)
+        angle = np.angle(centre) + math.pi
+        # One sector's margin either side: rounding at a sector's edge never loses a cell.
+        start = np.floor((angle - spread) / width).astype(np.int64) - 1
+        stop = np.floor((angle + spread) / width).astype(np.int64) + 1
+        sectors = np.where(size > t, np.minimum(stop - start + 1, self.phases), self.phases)
+        start = np.where(sectors < self.phases, start % self.phases, 0)
+        return first, last - first + 1, start, sectors
+
+    def _window_mass(self, centre: FloatArray, var: float) -> FloatArray:
+        """``(len(centre), K)``: :meth:`_cell_mass` of each source on the cells its bump reaches.
+
+        ``|z - c|^2 / var`` of ``z ~ CN(c, var)`` is exponential with mean 1, so the mass
+        farther than ``k = _RICIAN_REACH_SD`` sd from the centre is exactly ``exp(-k^2)``
+        (1.6e-28). A source whose reached mass is at least that over ``_RICIAN_DROPPED``
+        (1.6e-12) loses at most that relative mass (the rows are normalised afterwards); any
+        other source (its bump almost all below the floor) is integrated on the whole grid.
+        """
+        first_ring, rings, first_sector, sectors = self._reached(centre, math.sqrt(var))
+        mass = np.zeros((len(centre), self.states))
+        # Sources in order of their window's size, in chunks padded to the chunk's largest
+        # window (a window moved inwards where it would pass the outer ring): the quadrature
+        # holds sources x window cells x nodes numbers at once.
+        cells = rings * sectors
+        order = np.argsort(cells, kind="stable")
+        numbers = order.size * int(cells.max()) * self._phase_nodes(var)
+        for batch in np.array_split(order, -(-numbers // _RICIAN_CHUNK_NUMBERS)):
+            wide = int(rings[batch].max())
+            mass[batch] = self._cell_mass(
+                centre[batch],
+                var,
+                np.minimum(first_ring[batch], self.radii - wide),
+                wide,
+                first_sector[batch],
+                int(sectors[batch].max()),
+            )
+        tail = math.exp(-(_RICIAN_REACH_SD**2))
+        whole = np.flatnonzero(mass.sum(axis=1) * _RICIAN_DROPPED < tail)
+        chunk = max(1, _RICIAN_CHUNK_NUMBERS // (self.states * self._phase_nodes(var)))
+        for i in range(0, whole.size, chunk):
+            mass[whole[i : i + chunk]] = self._cell_mass(centre[whole[i : i + chunk]], var)
+        return mass
 
     @functools.cached_property
     def initial(self) -> FloatArray:
@@ -1032,11 +1117,17 @@ class RicianGaussMarkov(_Fading):
             return np.eye(self.states)
         centre = self._los + rho * (h - self._los)
         var = (1.0 - rho * rho) * self._var
-        # In chunks of sources: the quadrature holds sources x nodes x rings numbers at once.
-        chunk = 16
-        mass = np.concatenate(
-            [self._cell_mass(centre[i : i + chunk], var) for i in range(0, self.states, chunk)]
-        )
+        # The phase edges are symmetric about the line of sight (phase 0) and so, to rounding,
+        # is every cell's SNR (its integrand depends on the phase through its cosine): the
+        # source in sector s of a ring has the mirrored row of the one in sector phases - 1 - s,
+        # and only the sources of phase >= 0 are integrated.
+        ring_of, sector_of = np.divmod(np.arange(self.states), self.phases)
+        upper = np.flatnonzero(sector_of >= self.phases // 2)
+        mass = np.zeros((self.states, self.states))
+        mass[upper] = self._window_mass(centre[upper], var)
+        lower = np.flatnonzero(sector_of < self.phases // 2)
+        mirror = ring_of * self.phases + (self.phases - 1 - sector_of)
+        mass[lower] = mass[mirror[lower]][:, mirror]
         total = mass.sum(axis=1, keepdims=True)
         lost = ~(total[:, 0] > 0)  # all its mass below the floor to rounding: stay put
         mass[lost] = np.eye(self.states)[lost]
