@@ -13,11 +13,14 @@ command                                                         target
 ``inferplan run`` refusing a missing inputs file                1.5 s
 ``inferplan device run`` refusing an unreachable edge           1.5 s
 ``inferplan edge serve`` refusing a port in use                 1.5 s
+``inferplan edge serve`` refusing a system file's layers (x2)   1.5 s
 ``inferplan split`` refusing a missing plan file                1.5 s
 ==============================================================  ========
 
-The refusals (exit code 2) come before torch is imported; ``--torch`` adds, for comparison,
-``python -c "import torch"``, the least any command that runs a model takes.
+The system files refused are a discrete channel's and a Rayleigh one's, whose check integrates
+its expected upload cost (scipy). The refusals (exit code 2) come before torch is imported;
+``--torch`` adds, for comparison, ``python -c "import torch"``, the least any command that runs
+a model takes.
 
 ``--ready`` also times how soon the torch commands are ready (fewest of ``--runs``, wall and
 CPU seconds of every process, the ranks included):
@@ -75,6 +78,16 @@ def refusals(folder: Path, busy_port: int) -> list[tuple[str, list[str], float]]
     closed.bind(("127.0.0.1", 0))
     edge = f"http://127.0.0.1:{closed.getsockname()[1]}"
     closed.close()
+    # examples/system-small.yaml's 3 layers against a 4-block model, with its discrete channel
+    # and with a Rayleigh one (the system's check integrates its expected upload cost)
+    small = (ROOT / "examples" / "system-small.yaml").read_text(encoding="utf-8")
+    rayleigh = folder / "system-rayleigh.yaml"
+    rayleigh.write_text(small.replace("channel: {kind: discrete, snr: [0.5, 2.0, 10.0], "
+                                      "prob: [0.2, 0.5, 0.3]}",
+                                      "channel: {kind: rayleigh, mean_snr: 10.0, min_snr: 0.25}"),
+                        encoding="utf-8")  # fmt: skip
+    serve = ["-m", "inferplan", "edge", "serve"]
+    layers = ["mlp-16x4", "--port", edge.rpartition(":")[2]]
     run = ["-m", "inferplan", "run", "examples/runtime-network.json", "tests.runtime.models:mlp",
            "--input-shape", "1,16"]  # fmt: skip
     return [
@@ -87,6 +100,10 @@ def refusals(folder: Path, busy_port: int) -> list[tuple[str, list[str], float]]
         ("inferplan edge serve: a port in use",
          ["-m", "inferplan", "edge", "serve", "examples/edge-mlp.yaml", "mlp-1024x8", "--port",
           str(busy_port)], 1.5),
+        ("inferplan edge serve: a system's layers (discrete channel)",
+         [*serve, "examples/system-small.yaml", *layers], 1.5),
+        ("inferplan edge serve: a system's layers (Rayleigh channel)",
+         [*serve, str(rayleigh), *layers], 1.5),
         ("inferplan split: a missing plan file",
          ["-m", "inferplan", "split", "tests.runtime.models:mlp", "--plan",
           str(folder / "none.json"), "-o", str(folder / "out"), "--input-shape", "1,16"], 1.5),

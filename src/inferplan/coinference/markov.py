@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
 
+# scipy is imported in the functions that compute with it, as in channels.py.
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import (
     Chain,
@@ -119,6 +119,8 @@ def clarke_correlation(speed_mps: float, carrier_hz: float, dt_s: npt.ArrayLike)
     >>> round(float(clarke_correlation(1.5, 2.4e9, 0.001)), 6)
     0.998577
     """
+    from scipy import special
+
     doppler = speed_mps * carrier_hz / SPEED_OF_LIGHT
     return np.asarray(special.j0(2.0 * math.pi * doppler * np.asarray(dt_s, dtype=np.float64)))
 
@@ -446,6 +448,8 @@ def _conditioned_gains(
     """
     if scale == 0.0:  # no spread: the centre (a previous gain, above the floor)
         return centre
+    from scipy import stats
+
     nc = 2.0 * np.abs(centre) ** 2 / scale**2
     lo = 2.0 * power / scale**2
     u = rng.random(centre.size)
@@ -736,6 +740,8 @@ class GaussMarkov(_Fading):
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 - a frozen value; steps repeat across stages
     def _step(self, rho: float) -> FloatArray:
+        from scipy import special
+
         edges, snr = self._cells
         g, mean = self.grid, self.mean_snr
         r = rho * rho
@@ -870,6 +876,8 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def _above(self) -> float:
         """``P(gamma >= min_snr)`` under the stationary law (before conditioning on it)."""
+        from scipy import stats
+
         x = 2.0 * (self.floor / self.mean_snr) / self._var
         return float(stats.ncx2.sf(x, 2.0, 2.0 * self.k_factor))
 
@@ -933,6 +941,8 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def ring_edges(self) -> FloatArray:
         """``radii + 1`` magnitudes of ``h``: the floor's, the rings' edges, then ``inf``."""
+        from scipy import stats
+
         # 2 |h|^2 / sigma^2 is a non-central chi-square, 2 dof, non-centrality 2 K.
         # Inverted from the survival function, which resolves a floor far in the tail.
         nc, var = 2.0 * self.k_factor, self._var
@@ -972,6 +982,8 @@ class RicianGaussMarkov(_Fading):
         sectors (modulo ``phases``) from ``first_sector``; the cells outside get 0, the cells
         inside the very numbers of the whole grid (the same nodes and ring edges).
         """
+        from scipy import special
+
         n, radii, phases = len(centre), self.radii, self.phases
         ring0 = np.zeros(n, dtype=np.int64) if first_ring is None else first_ring
         sector0 = np.zeros(n, dtype=np.int64) if first_sector is None else first_sector
