@@ -47,7 +47,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Service:
     """One DNN service: its ``profile`` served from ``source`` to ``target`` every
-    ``interval`` seconds (``1 / throughput``).
+    ``interval`` seconds (``1 / throughput``), each inference within ``latency`` seconds when
+    given (its latency at the plan's capacities, as :attr:`ServiceDeployment.latency`).
 
     Examples
     --------
@@ -61,6 +62,7 @@ class Service:
     source: str
     target: str
     interval: float
+    latency: float | None = None
 
     def __post_init__(self) -> None:
         where = f"service {self.name!r}"
@@ -74,6 +76,15 @@ class Service:
             raise InvalidArgument(
                 f"interval must be a positive finite number, got {self.interval!r}", field=where
             )
+        if self.latency is not None and (
+            isinstance(self.latency, bool)
+            or not isinstance(self.latency, int | float)
+            or not (math.isfinite(self.latency) and self.latency > 0)
+        ):
+            raise InvalidArgument(
+                f"latency must be a positive finite number of seconds, got {self.latency!r}",
+                field=where,
+            )
 
     @property
     def throughput(self) -> float:
@@ -86,7 +97,8 @@ class ServiceDeployment:
     """Where one service runs: its ``path`` and ``partition`` (as in a single-service plan),
     the ``interval`` it achieves once the plan's capacity is bought and shared, the
     ``target_interval`` it asked for, and its ``latency``: what one of its inferences takes
-    when it finds the bought capacity idle (each stage at the element's whole capacity);
+    when it finds the bought capacity idle (each stage at the element's whole capacity), and
+    the ``target_latency`` it asked for (``None``: none);
     ``layers`` and ``cuts`` as in a single-service plan (what each path node runs, and whether
     the partition counts blocks or indexes ideals)."""
 
@@ -98,6 +110,7 @@ class ServiceDeployment:
     latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
+    target_latency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +120,7 @@ class ServiceDeployment:
             "interval": self.interval,
             "target_interval": self.target_interval,
             "latency": self.latency,
+            "target_latency": self.target_latency,
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
         }
@@ -299,10 +313,17 @@ class JointProblem:
         return math.fsum(prices)
 
     def plan(
-        self, method: str, status: PlanStatus, choices: Sequence[Choice], lower_bound: float
+        self,
+        method: str,
+        status: PlanStatus,
+        choices: Sequence[Choice],
+        lower_bound: float,
+        added: tuple[FloatDict, FloatDict] | None = None,
     ) -> ServicesPlan:
         """The :class:`ServicesPlan` of ``choices``: upgrades bought (whole modules where sold
         so), priced exactly, and each service's interval under its share of the capacity.
+        ``added``: compute and bandwidth (by element index) to buy at least, beyond the
+        needs (what latency bounds ask for).
 
         Raises
         ------
@@ -319,6 +340,8 @@ class JointProblem:
         ):  # fmt: skip
             for k, need in loads.items():
                 excess = need - float(have[k])
+                if added is not None and side < 2:
+                    excess = max(excess, added[side].get(k, 0.0))
                 if excess <= 0:
                     continue
                 cost = costs[k]
@@ -372,6 +395,7 @@ class JointProblem:
                     latency=latency,
                     layers=stage_units(inst, partition),
                     cuts=inst.cuts.kind,
+                    target_latency=service.latency,
                 )
             )
         nodes, links = self.network.nodes, self.network.links
