@@ -362,7 +362,9 @@ def _within_latency(
     :mod:`~inferplan.codesign.milp_latency` on shared purchases, refined until certified.
     Each plan is the purchases HiGHS chose, each service's stages then sped up by the factor
     its latency misses by (:func:`_repaired`), so every plan meets every bound."""
-    lower = cheapest.lower_bound if cheapest.status == "optimal" else 0.0
+    lower = 0.0  # the optimum without the bounds is one with them, to its certificate
+    if cheapest.status == "optimal":
+        lower = max(cheapest.lower_bound, cheapest.cost * (1 - CERTIFIED_GAP))
     choices = [_choice(problem, s, served) for s, served in enumerate(cheapest.services)]
     best = _repaired(problem, choices, ({}, {}))
     ratios: dict[tuple[int, int], list[float]] = {}
@@ -399,8 +401,12 @@ def _within_latency(
         lower = max(lower, bound - in_use * TOLERANCE * scale)
         V = len(problem.capacity)
         added: tuple[dict[int, float], dict[int, float]] = ({}, {})
-        for k, (x, _) in milp.purchase.items():
-            added[0 if k < V else 1][k if k < V else k - V] = float(milp.x[x] * milp.units[k])
+        for k, (x, relief) in milp.purchase.items():
+            # HiGHS's purchases are good to its tolerance: below it, none at all
+            amount = float(milp.x[x] * milp.units[k]) if milp.x[x] > TOLERANCE else 0.0
+            if relief >= 0 and milp.x[relief] > 0.5:  # into the free tail, its tiers paid
+                amount = max(amount, trade_of(costs_of(problem)[k]).starts[-1])
+            added[0 if k < V else 1][k if k < V else k - V] = amount
         plan = _repaired(problem, found, added)
         if plan is not None and (best is None or plan.cost < best.cost):
             best, fresh = plan, True
@@ -462,7 +468,7 @@ def _repaired(
         return None
     V = len(problem.capacity)
     have = np.concatenate((problem.capacity, problem.bandwidth))
-    costs = (*problem.node_costs, *problem.link_costs)
+    costs = costs_of(problem)
     node, link = _bought(problem, plan)
     amounts = [*node, *link]
     more = list(amounts)
@@ -480,25 +486,37 @@ def _repaired(
         except Infeasible:
             return None
         amounts = list(more)
-    for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
-        bound, got = service.latency, served.latency
-        if bound is None or got is None or got <= bound * (1 + INTERVAL_RTOL):
-            continue
-        inst = problem.instances[s]
-        path, partition = choices[s]
-        propagation = math.fsum(stages(inst, path, partition).propagation)
-        if bound <= propagation:
-            return None
-        factor = (got - propagation) / (bound - propagation) * (1 + 1e-12)
-        for k, _ in _loaded(problem, s, served):
-            more[k] = max(more[k], (have[k] + amounts[k]) * factor - have[k])
-    if more != amounts:
+    most = [c.max_amount for c in costs]
+    for _ in range(3):  # stages at their caps cannot help: the others take their share
+        for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
+            bound, got = service.latency, served.latency
+            if bound is None or got is None or got <= bound * (1 + INTERVAL_RTOL):
+                continue
+            inst = problem.instances[s]
+            path, partition = choices[s]
+            fixed = math.fsum(stages(inst, path, partition).propagation)
+            growing = []
+            for k, load in _loaded(problem, s, served):
+                if amounts[k] >= most[k] * (1 - 1e-12):
+                    fixed += load / (have[k] + amounts[k])
+                else:
+                    growing.append(k)
+            if bound <= fixed or not growing:
+                return None
+            factor = (got - fixed) / (bound - fixed) * (1 + 1e-12)
+            for k in growing:
+                more[k] = min(most[k], max(more[k], (have[k] + amounts[k]) * factor - have[k]))
+        if more == amounts:
+            break
         try:
             plan = problem.plan("milp", "optimal", choices, 0.0,
                                 ({k: x for k, x in enumerate(more[:V])},
                                  {k: x for k, x in enumerate(more[V:])}))  # fmt: skip
         except Infeasible:
             return None
+        node, link = _bought(problem, plan)
+        amounts = [*node, *link]
+        more = list(amounts)
     for service, served in zip(problem.services, plan.services, strict=True):
         if (
             service.latency is not None
@@ -507,6 +525,11 @@ def _repaired(
         ):
             return None
     return plan
+
+
+def costs_of(problem: JointProblem) -> tuple[CapacityCost, ...]:
+    """The cost functions of the nodes, then of the links."""
+    return (*problem.node_costs, *problem.link_costs)
 
 
 def _free_beyond(cost: CapacityCost, amount: float) -> bool:
