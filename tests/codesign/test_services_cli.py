@@ -149,6 +149,21 @@ def test_infeasible_is_exit_3_with_one_json_object(tmp_path):
         expected = ("no plan serves every service" if method == "milp"
                     else "the fast planner found no plan serving every service")  # fmt: skip
         assert out["message"].startswith(expected), out["message"]
+        # each service alone meets its interval at the caps: what they share binds
+        alone = {d["name"]: d for d in out["services"]}
+        assert list(alone) == ["cams", "detect", "classify"]
+        for d in alone.values():
+            assert 0 < d["best_interval"] <= d["interval"] and d["binding"], d
+            assert d["at_caps"]["interval"] == d["best_interval"]
+        assert out["message"].endswith(": the caps they share bind") == (method == "milp")
+        table = runner.invoke(app, ["provision", str(capped), "--services", str(SERVICES),
+                                    *chosen])  # fmt: skip
+        assert table.exit_code == 3
+        for name in alone:  # one table per service, its binding cap marked
+            assert f"service {name!r} alone, best within the caps: interval" in table.stdout
+        assert table.stdout.count("binds: at its cap of") == sum(
+            len(d["binding"]) for d in alone.values()
+        )
 
 
 @pytest.mark.parametrize("target", ["throughput: 1e308", "interval: 5e-324"])

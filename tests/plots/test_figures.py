@@ -147,7 +147,7 @@ def test_the_latency_frontier_shades_what_no_plan_reaches_clear_of_its_legend(dr
         link["delay_s"] = 0.004  # no plan below the four links' 16 ms
     inst = compile_instance(inferplan.network_from_dict(data), inferplan.vgg16())
     beta = 0.5 * throughput_optimal(inst).interval
-    front = latency_frontier(inst, beta, latency_range=(0.01, 0.16), points=21)
+    front = latency_frontier(inst, beta, latency_range=(0.01, 0.16), points=11)
     plot_frontier(front, tmp_path / "f.png", title="vgg16")
     (fig,) = drawn
     assert problems(fig) == [] and indistinct_legend_entries(fig) == []

@@ -3,6 +3,7 @@ checked as pictures (labels, ticks, the path drawn, legends off the data)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,47 @@ def test_the_commands_write_both_pictures(tmp_path):
     assert result.exit_code == 0 and states.read_text().startswith("<?xml")
     result = runner.invoke(app, ["profile", "alexnet", "--plot", str(work)])
     assert result.exit_code == 0 and work.read_bytes()[:4] == b"%PDF"
+
+
+def _ideals(graph):
+    """Every down-closed set of the graph's layers, by brute force over all subsets."""
+    reads = {v: {u for u, w in graph.edges if w == v and u != "input"} for v in graph.layers}
+    found = []
+    for size in range(len(graph.layers) + 1):
+        for chosen in itertools.combinations(graph.layers, size):
+            if all(reads[v] <= set(chosen) for v in chosen):
+                found.append(frozenset(chosen))
+    return found
+
+
+def test_state_graph_of_a_plan_cut_at_ideals_has_a_column_per_ideal(tmp_path):
+    net = inferplan.load_network(NETWORK)
+    profile = inferplan.load_profile(str(NETWORK.parent / "two-branch.yaml"))
+    plan = inferplan.provision(net, profile, throughput=20)
+    assert plan.cuts == "graph"
+    fig, _ = _drawn(pictures.plot_state_graph, net, profile, plan, tmp_path / "s.png")
+    (ax,) = fig.axes
+    ideals = _ideals(profile.graph)
+    pairs = sum(1 for a in ideals for b in ideals if a <= b)
+    grey = [line for line in ax.get_lines() if line.get_linewidth() < 1]
+    assert len(grey) == len(net.links) * pairs + len(ideals)
+    assert len(ax.get_xticklabels()) == len(ideals) + 1  # and the end
+    labels = [t.get_text() for t in ax.texts if t.get_text()]
+    runs = [(v, names) for v, names in zip(plan.path, plan.layers, strict=True)]
+    want = [f"{v}: {', '.join(names) if len(names) <= 2 else ', '.join(names[:2]) + ', ...'}"
+            if names else f"{v}: forward" for v, names in runs]  # fmt: skip
+    assert [t.split(" (")[0] for t in labels] == want
+    assert ax.get_xlabel().startswith("layers done, J")
+
+
+def test_state_graph_of_too_many_ideals_is_refused_before_they_are_all_enumerated():
+    net = inferplan.load_network(NETWORK)
+    layers = [f"b{k}l{j}" for k in range(4) for j in range(6)]  # 4 branches of 6: 7**4 ideals
+    graph = {"layers": [{"id": v, "flops": 1e9, "output_bits": 1e6} for v in layers],
+             "edges": [["input", f"b{k}l0"] for k in range(4)]
+             + [[f"b{k}l{j}", f"b{k}l{j + 1}"] for k in range(4) for j in range(5)]}  # fmt: skip
+    from inferplan.profiles.io import profile_from_dict
+
+    wide = profile_from_dict({"name": "wide", "input_bits": 1e6, "graph": graph})
+    with pytest.raises(InvalidArgument, match="more than 600 transitions, too many"):
+        pictures.check_drawable(net, wide, "graph")

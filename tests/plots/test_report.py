@@ -197,6 +197,28 @@ def test_a_plan_cut_at_ideals_names_the_layers_each_node_runs():
     for node, layers in zip(plan.path, plan.layers, strict=True):
         row = next(r for r in _parsed(page).rows if r and r[0].removesuffix(" bottleneck") == node)
         if layers:
-            assert row[1].startswith(f"{len(layers)} layers ({', '.join(layers[:3])}")
+            word = "layer" if len(layers) == 1 else "layers"
+            assert row[1].startswith(f"{len(layers)} {word} ({', '.join(layers[:3])}")
         else:
             assert row[1] == "forwards"
+
+
+def test_a_plan_cut_at_ideals_names_what_each_link_sends_in_the_page_and_the_dot():
+    net = inferplan.load_network(NETWORK)
+    graph = inferplan.load_profile(str(ROOT / "examples" / "two-branch.yaml"))
+    plan = inferplan.provision(net, graph, throughput=20)
+    parts = plan_breakdown(net, graph, plan)
+    page, dot = plan_report_html(net, parts), plan_dot(net, parts)
+    rows = _parsed(page).rows
+    assert rows[0][1] == "layers"  # the column's heading
+    links = list(zip(plan.path, plan.path[1:], strict=False))
+    assert any(len(sent) > 1 for sent in plan.sends)  # a cut inside the branches
+    for (u, v), sent in zip(links, plan.sends, strict=True):
+        row = next(r for r in rows if r and r[0].removesuffix(" bottleneck") == f"{u} -> {v}")
+        assert row[1] == f"sends ({', '.join(sent)})"
+        edge = next(line for line in dot.splitlines() if line.startswith(f'  "{u}" -> "{v}"'))
+        assert f'label="sends {", ".join(sent)}' in edge
+    for node, layers in zip(plan.path, plan.layers, strict=True):
+        line = next(x for x in dot.splitlines() if x.startswith(f'  "{node}" [label='))
+        assert ("\\n" + ", ".join(layers[:3]) if layers else "\\nforwards") in line
+        assert "blocks" not in line

@@ -59,6 +59,21 @@ class Recurrent(torch.nn.Module):
         return self.fc(out[:, -1])
 
 
+def _deterministic(meta):
+    """The meta-built model with every value set: buffers as its constructor makes them, and
+    every parameter distinct seeded draws. ``to_empty`` would leave whatever the allocator held,
+    which the exporter's constant folding reads (BERT's token-type ids index an embedding;
+    garbage there is an out-of-range index) and two initializers that happen to be equal it
+    merges: the profile's parameters then depended on the tests run before."""
+    with torch.device("cpu"):
+        model = type(meta)(meta.config).eval()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return model
+
+
 @pytest.fixture(scope="module")
 def transformers_onnx():
     """The small configs built on the CPU (random weights) and exported with 16 tokens."""
@@ -67,8 +82,7 @@ def transformers_onnx():
 
     out = {}
     for name, config in CONFIGS.items():
-        torch.manual_seed(0)
-        model = build_model(name, config).to_empty(device="cpu")
+        model = _deterministic(build_model(name, config))
         kwargs = {"input_ids": torch.zeros(1, 16, dtype=torch.int64)}
         if not isinstance(model, transformers.BertModel):
             kwargs.update(use_cache=False, logits_to_keep=1)

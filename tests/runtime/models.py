@@ -1,5 +1,6 @@
 """Small seeded test models for the runtime: a ResNet-style CNN (skip connections), a
-U-Net-style model (several tensors across a cut) and an MLP, each in a few milliseconds on CPU.
+U-Net-style model (several tensors across a cut), an MLP, and two models with parallel
+branches (cut at ideals of their layer graphs), each in a few milliseconds on CPU.
 
 Factories take no arguments, so they work as ``tests.runtime.models:NAME`` on the command line.
 """
@@ -14,13 +15,17 @@ from torch import nn
 __all__ = [
     "Broken",
     "Hangs",
+    "Inception",
     "ResidualBlock",
     "TinyResNet",
     "TinyUNet",
+    "TwoBranch",
     "broken",
     "hangs",
+    "inception",
     "mlp",
     "resnet",
+    "two_branch",
     "unet",
     "wide",
 ]
@@ -114,6 +119,51 @@ def _stall(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+class TwoBranch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(8, 16)
+        self.a1 = nn.Linear(16, 16)
+        self.a2 = nn.Linear(16, 8)
+        self.b1 = nn.Linear(16, 8)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.relu(self.stem(x))
+        a = self.a2(torch.relu(self.a1(h)))
+        return self.head(torch.cat([a, self.b1(h)], dim=1)), h  # two outputs, one read too
+
+
+class Inception(nn.Module):
+    """Two modules of four branches (1x1; 1x1 -> 3x3; 1x1 -> 5x5; pool -> 1x1) and a head."""
+
+    def __init__(self, channels: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, padding=1)
+        self.m1 = self._module(channels)
+        self.m2 = self._module(4 * channels)
+        self.head = nn.Linear(16 * channels, 10)
+
+    @staticmethod
+    def _module(c: int) -> nn.ModuleDict:
+        return nn.ModuleDict({
+            "b1": nn.Conv2d(c, c, 1), "b2a": nn.Conv2d(c, c, 1),
+            "b2b": nn.Conv2d(c, c, 3, padding=1),
+            "b3a": nn.Conv2d(c, c, 1), "b3b": nn.Conv2d(c, c, 5, padding=2),
+            "b4": nn.Conv2d(c, c, 1),
+        })  # fmt: skip
+
+    @staticmethod
+    def _run(m: nn.ModuleDict, x: torch.Tensor) -> torch.Tensor:
+        pooled = torch.nn.functional.max_pool2d(x, 3, stride=1, padding=1)
+        return torch.cat([m["b1"](x), m["b2b"](m["b2a"](x)), m["b3b"](m["b3a"](x)),
+                          m["b4"](pooled)], dim=1)  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self._run(self.m2, self._run(self.m1, torch.relu(self.stem(x))))
+        return self.head(y.mean(dim=(2, 3)))
+
+
 def resnet() -> TinyResNet:
     return TinyResNet()
 
@@ -141,3 +191,13 @@ def broken() -> Broken:
 
 def hangs() -> Hangs:
     return Hangs()
+
+
+def two_branch() -> TwoBranch:
+    """Input 2x8; two outputs."""
+    return TwoBranch()
+
+
+def inception() -> Inception:
+    """Input 1x3x8x8; cut at ideals with ``--blocks depth=2``."""
+    return Inception()

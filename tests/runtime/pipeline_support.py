@@ -115,32 +115,36 @@ def run(args: Sequence[str]) -> tuple[int, str, str, str]:
 
 
 def processes_marked(mark: str) -> list[int]:
-    """Live processes whose environment carries ``mark``."""
+    """Live processes whose environment carries ``mark``, and the ranks this process forked
+    (their environment in /proc is this process's as it started, without the mark)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            name = (entry / "comm").read_text().strip()
         except OSError:
             continue
-        if f"INFERPLAN_TEST_MARK={mark}".encode() in environ and state != "Z":
+        ours = int(parent) == os.getpid() and name.startswith("inferplan-r")
+        if (f"INFERPLAN_TEST_MARK={mark}".encode() in environ or ours) and state != "Z":
             found.append(int(entry.name))
     return found
 
 
 def ranks_marked(mark: str) -> dict[int, int]:
-    """The launched ranks carrying ``mark``: rank -> pid."""
+    """The launched ranks carrying ``mark``, by the name a launched rank takes
+    (``inferplan-rRANK``; a forked rank's environment in /proc is still its launcher's):
+    rank -> pid."""
     ranks = {}
     for pid in processes_marked(mark):
         try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue
-        values = dict(item.split(b"=", 1) for item in environ if b"=" in item)
-        if b"RANK" in values and b"INFERPLAN_RUN_DIR" in values:
-            ranks[int(values[b"RANK"])] = pid
+        if name.startswith("inferplan-r") and name[len("inferplan-r") :].isdigit():
+            ranks[int(name[len("inferplan-r") :])] = pid
     return ranks
 
 

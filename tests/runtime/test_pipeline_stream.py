@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 import inferplan
+from inferplan.runtime import pipeline
 from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan
 
 from .pipeline_support import ROOT, chain, env, processes_marked, write
@@ -57,6 +58,15 @@ def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks
         "    time.sleep(60)\n"
     )
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hook), os.environ["PYTHONPATH"]]))
+    # the same in a rank forked from this process, which runs no startup hook
+    threads = pipeline.rank_threads
+
+    def late(local: int, *, testbed: bool) -> int:
+        if os.environ.get("RANK") == "0" and "INFERPLAN_RUN_DIR" in os.environ:
+            time.sleep(60)
+        return threads(local, testbed=testbed)
+
+    monkeypatch.setattr(pipeline, "rank_threads", late)
     request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
                        input_shapes=((1, 16),), inferences=4, timeout_s=2.0)  # fmt: skip
     started = time.monotonic()
@@ -71,3 +81,65 @@ def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks
     while processes_marked(ranks_env) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_marked(ranks_env) == []
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ranks_are_forked_when_each_computes_on_one_thread_else_started_afresh(
+    tmp_path, ranks_env, monkeypatch, threads
+):
+    """The launcher forks its ranks when each computes on one thread and starts them afresh
+    otherwise; either way the run is the same. This process has run torch on several threads
+    first: a forked rank of one thread does not need the OpenMP threads it cannot inherit."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.randn(256, 256) @ torch.randn(256, 256)  # the parent's OpenMP threads start
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(pipeline, "rank_threads", lambda local, *, testbed: threads)
+    forks, starts = [], []
+    fork, popen = pipeline.os.fork, pipeline.subprocess.Popen
+
+    def counted_fork() -> int:
+        pid = fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    def counted_popen(*args, **kwargs):
+        starts.append(args[0])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline.os, "fork", counted_fork)
+    monkeypatch.setattr(pipeline.subprocess, "Popen", counted_popen)
+    request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
+                       input_shapes=((1, 16),), inferences=6, timeout_s=30.0)  # fmt: skip
+    report = run_plan(request)
+    assert report.outputs_match and report.max_abs_diff == 0.0
+    assert (len(forks), len(starts)) == ((3, 0) if threads == 1 else (0, 3))
+    assert all(args[1:3] == ["-m", "inferplan.runtime.stage"] for args in starts)
+
+
+def test_the_run_report_says_which_plan_ran(capsys):
+    """The report of a run names the plan it carried out: method, status, cost, what it
+    achieves, its target and every upgrade it buys (as provision says them)."""
+    from inferplan.cli.run import _render
+    from inferplan.runtime.pipeline import RunReport
+    from inferplan.units import si
+
+    net = inferplan.load_network(ROOT / "examples" / "network.json")
+    plan = inferplan.provision(net, inferplan.load_profile("vgg16"), throughput=30)
+    assert plan.node_upgrades and plan.link_upgrades  # the plan buys both kinds
+    _render(RunReport(plan=plan, inferences=10, warmup=2, emulated=True,
+                      predicted_interval=plan.interval, measured_interval=plan.interval,
+                      latency_median_s=0.1, latency_p95_s=0.1, stages=(), outputs_match=True,
+                      max_abs_diff=0.0, mode="emulate"))  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"plan: psg (optimal): cost {plan.cost:.6g}\n" in out
+    assert "target:   interval 33.33 ms, 30 inferences/s" in out
+    bought = out.split("upgrades: ", 1)[1].splitlines()[0].split(", ")
+    assert sorted(bought) == sorted(
+        [f"{node} +{si(amount, 'FLOP/s')}" for node, amount in plan.node_upgrades.items()]
+        + [f"{u.source} -> {u.target} +{si(u.amount, 'bit/s')}" for u in plan.link_upgrades]
+    )

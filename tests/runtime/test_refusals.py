@@ -1,5 +1,6 @@
 """The torch commands refuse what needs no torch before they import it: a fresh process that
-is refused has not loaded torch (``sys.modules``), so the answer comes at once."""
+is refused has not loaded torch (``sys.modules``), so the answer comes at once. Nor has a system
+file's check loaded scipy where its channel needs no integral."""
 
 from __future__ import annotations
 
@@ -24,33 +25,36 @@ ROOT = Path(__file__).parents[2]
 NETWORK = ROOT / "examples" / "runtime-network.json"
 SMALL = ROOT / "examples" / "system-small.yaml"
 
-# Each command line in turn in this process: its exit code, whether torch is imported by
-# then, and its error line.
+# Each command line in turn in this process: its exit code, which of the modules of argv[2]
+# are imported by then, and its error line.
 PROGRAM = textwrap.dedent("""
     import contextlib, io, json, sys
     from inferplan.cli.main import main
-    for args in json.loads(sys.argv[1]):
+    commands, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    for args in commands:
         sys.argv, err = ["inferplan", *args], io.StringIO()
         with contextlib.redirect_stderr(err):
             try:
                 main()
             except SystemExit as exc:
                 code = exc.code
-        print(json.dumps([code, "torch" in sys.modules, err.getvalue()]))
+        loaded = [m for m in modules if m in sys.modules]
+        print(json.dumps([code, loaded, err.getvalue()]))
 """)
 
 
-def _refused(*commands: list[str]) -> list[str]:
-    """Run each ``inferplan ARGS`` in one fresh process; require exit code 2 without torch
-    and one error line from each; return those lines."""
+def _refused(*commands: list[str], without: tuple[str, ...] = ("torch",)) -> list[str]:
+    """Run each ``inferplan ARGS`` in one fresh process; require exit code 2 without the
+    modules ``without`` loaded and one error line from each; return those lines."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(commands)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(commands),
+                           json.dumps(without)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     errors = []
     for args, line in zip(commands, done.stdout.splitlines(), strict=True):
-        code, torch_imported, stderr = json.loads(line)
-        assert (code, torch_imported) == (2, False), (args, stderr)
+        code, loaded, stderr = json.loads(line)
+        assert (code, loaded) == (2, []), (args, loaded, stderr)
         assert stderr.startswith("error: ") and stderr.count("\n") == 1, (args, stderr)
         errors.append(stderr.strip())
     return errors
@@ -100,6 +104,7 @@ def test_device_run_refuses_an_edge_a_token_and_a_system_before_torch(tmp_path):
             [*device, "--edge", edge.url, *token, "--method", "fastest"],
             [*device, "--edge", edge.url, *token, "--method", "fixed:5"],  # 4 layers
             ["device", "run", str(system), "mlp-16", "--edge", url],  # not a built-in
+            without=("torch", "scipy"),  # discrete channels: no integral to check
         )
     assert f"edge {url} unreachable" in errors[0]
     assert "cannot read token file" in errors[1]
@@ -124,7 +129,8 @@ def test_edge_serve_refuses_a_port_in_use_and_a_bad_system_before_torch(tmp_path
                           [*serve[:2], str(bad), *serve[3:]],
                           ["edge", "serve", str(SMALL), "mlp-16x4", "--port", free],
                           ["edge", "serve", str(SMALL), "alexnet", "--port", free],
-                          ["edge", "serve", str(system), "vgg", "--port", free])  # fmt: skip
+                          ["edge", "serve", str(system), "vgg", "--port", free],
+                          without=("torch", "scipy"))  # fmt: skip
     assert f"cannot listen on 127.0.0.1:{port}" in errors[0]
     assert "downlink_bps" in errors[1]
     # a built-in model's blocks are known without torch: the system file's 3 layers are not
@@ -148,3 +154,35 @@ def test_a_system_with_one_layer_per_block_of_a_builtin_model_is_served(tmp_path
     assert _builtin_blocks("mlp-16x3", None) == ("mlp-16x3", layered.profile.blocks)
     assert _builtin_blocks("mlp-16x3", "depth=1") is None  # regrouped: only the model knows
     _check_layers(SMALL, _builtin_blocks("mlp-16x3", None))  # 3 layers, 3 blocks
+
+
+def test_profile_planning_and_split_refuse_a_model_before_torch(tmp_path):
+    """A PyTorch model that cannot be there, inputs not given, an output folder or a target
+    that are wrong: refused before torch, by every command that profiles a model."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"path": ["s", "a", "t"], "partition": [1, 2, 4],
+                                "interval": 0.1}))  # fmt: skip
+    shape = ["--input-shape", "1,16"]
+    cases = [
+        (["profile", "nowhere.py:make", *shape], "error: file not found: nowhere.py"),
+        (["profile", MLP], "error: --input-shape: give the shape of each input"),
+        (["profile", "tests.nomodule:mlp", *shape],
+         "error: cannot import 'tests.nomodule': ModuleNotFoundError: No module named "
+         "'tests.nomodule'"),
+        (["profile", MLP, *shape, "-o", "no/such/p.json"],
+         "error: no/such/p.json: its folder does not exist"),
+        (["provision", str(NETWORK), MLP, *shape, "--throughput", "-1"],
+         "error: --throughput: must be a positive finite number, got -1.0"),
+        (["throughput", str(NETWORK), "nowhere.py:make", *shape],
+         "error: file not found: nowhere.py"),
+        (["frontier", str(NETWORK), MLP], "error: --input-shape: give the shape of each input"),
+        (["split", "nowhere.py:make", "--plan", str(plan), "-o", str(tmp_path / "out"), *shape],
+         "error: file not found: nowhere.py"),
+        (["split", MLP, "--plan", str(plan), "-o", str(tmp_path / "out"), *shape, "--weights",
+          "missing.pt"], "error: missing.pt: file not found"),
+        (["run", str(NETWORK), "tests.nomodule:mlp", *shape, "--interval", "1"],
+         "No module named 'tests.nomodule'"),
+    ]  # fmt: skip
+    errors = _refused(*(args for args, _ in cases))
+    for (args, message), error in zip(cases, errors, strict=True):
+        assert message in error, (args, error)

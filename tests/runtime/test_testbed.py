@@ -12,9 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -130,25 +128,13 @@ def test_a_machine_without_a_cpu_controller_is_refused_naming_it(tmp_path):
 
 
 def test_without_root_the_run_is_refused_with_one_line_before_anything_exists(tmp_path):
-    from .pipeline_support import ROOT, chain, env, model_args, write
+    pytest.importorskip("torch")
+    from .pipeline_support import chain, model_args, write
+    from .testbed_support import assert_refused_without_root
 
     net = write(tmp_path / "net.json", chain(("s", "a", "t"), 1e9, 1e9))
-    command = [sys.executable, "-m", "inferplan", "run", str(net), *model_args("mlp"),
-               "--throughput", "10", "--testbed"]  # fmt: skip
-    if os.geteuid() == 0:  # a user namespace of its own: the same files, no privileges
-        if shutil.which("unshare") is None:
-            pytest.skip("no unshare to drop root with")
-        command = ["unshare", "--user", *command]
-    before = list(leftovers()) if not LACKS else []
-    done = subprocess.run(command, cwd=ROOT, env=env("refused"), capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [
-        "error: --testbed: the testbed needs root (network namespaces, traffic control and "
-        "cgroups need it)"
-    ]
-    if not LACKS:
-        assert list(leftovers()) == before
+    assert_refused_without_root(["run", str(net), *model_args("mlp"), "--throughput", "10",
+                                 "--testbed"])  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the kernel's part

@@ -140,12 +140,24 @@ def test_a_stage_that_raises_ends_the_run_and_the_testbed(tmp_path):
     assert left_by(proc.pid) == [] and processes_marked(mark) == []
 
 
+def _streaming_case(tmp):
+    """The test MLP (four blocks, none failing) on PATH, blocks 2..3 on node a."""
+    from .models import mlp
+
+    with torch.device("meta"):
+        profile = profile_module(mlp(), [(1, 16)]).profile.to_dict()
+    net = write(tmp / "net.json", chain(PATH, 1e8, 1e7))
+    return net, write(tmp / "plan.json", hand_plan(PATH, [1, 3, 4], profile, 1e8, 1e7))
+
+
 @pytest.mark.parametrize("how", ["rank SIGKILL", "launcher SIGTERM", "Ctrl-C"])
 def test_every_way_out_removes_the_testbed(tmp_path, how):
-    net, plan = _small_case(tmp_path)
-    # a small model that would stream for long: ended from outside once its ranks are up
-    proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed",
-                        "--inferences", "100000", "--dilation", "50"])  # fmt: skip
+    net, plan = _streaming_case(tmp_path)
+    # a small model that streams for long (the ranks, forked, start at once and must not
+    # fail on their own): ended from outside once its ranks are up
+    proc, mark = start(["run", str(net), "tests.runtime.models:mlp", "--input-shape", "1,16",
+                        "--plan", str(plan), "--testbed", "--inferences", "100000",
+                        "--dilation", "50"])  # fmt: skip
     ranks = ranks_started(mark, len(PATH))
     assert left_by(proc.pid) != []  # the testbed is up
     if how == "rank SIGKILL":
@@ -157,7 +169,7 @@ def test_every_way_out_removes_the_testbed(tmp_path, how):
     code, _, err = finish(proc, timeout=60)
     assert code == {"rank SIGKILL": 1, "launcher SIGTERM": 143, "Ctrl-C": 130}[how], err
     if how == "rank SIGKILL":
-        assert err.strip() == "error: stage 1 (node 'a', blocks 2..2) died: SIGKILL"
+        assert err.strip() == "error: stage 1 (node 'a', blocks 2..3) died: SIGKILL"
     assert left_by(proc.pid) == [] and processes_marked(mark) == []
 
 
@@ -172,7 +184,7 @@ def test_a_plan_with_link_delays_needs_netem(tmp_path):
     net.write_text(json.dumps(data))
     proc, mark = start(["run", str(net), *SMALL, "--plan", str(plan), "--testbed"])
     code, _, err = finish(proc)
-    assert code == 2
+    assert code == 2, err
     assert err.strip().splitlines() == [
         "error: --testbed: the testbed needs the netem qdisc for link delays (this kernel is "
         "built without CONFIG_NET_SCH_NETEM)"

@@ -4,12 +4,16 @@ milliseconds of CPU each), one that fails only inside a launched rank, and what 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
-from inferplan.runtime.testbed import leftovers
+from inferplan.runtime.testbed import leftovers, missing
 
 from .models import Broken
 
@@ -41,6 +45,29 @@ def _explode_in_rank(x: torch.Tensor) -> torch.Tensor:
 
 def fails_in_rank() -> nn.Module:
     return FailsInRank()
+
+
+def assert_refused_without_root(args: list[str]) -> None:
+    """``inferplan ARGS`` without root (as root: in a user namespace of its own, the same files,
+    no privileges) stops with the one line naming root, exit 2, and creates nothing."""
+    from .pipeline_support import ROOT, env
+
+    command = [sys.executable, "-m", "inferplan", *args]
+    if os.geteuid() == 0:
+        if shutil.which("unshare") is None:
+            pytest.skip("no unshare to drop root with")
+        command = ["unshare", "--user", *command]
+    lacks = missing()
+    before = list(leftovers()) if not lacks else []
+    done = subprocess.run(command, cwd=ROOT, env=env("refused"), capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: --testbed: the testbed needs root (network namespaces, traffic control and "
+        "cgroups need it)"
+    ]
+    if not lacks:
+        assert list(leftovers()) == before
 
 
 def left_by(pid: int) -> list[Path]:

@@ -8,7 +8,8 @@ command so that a mistake is one line on stderr, never a traceback:
 * :class:`~inferplan.errors.Infeasible` (the request is valid but no plan meets it): exit code
   3, and with ``--json`` one object ``{"status": "infeasible", "method": ..., "message": ...}``
   on stdout, with the error's ``details`` (a co-design target: ``best_interval``, ``binding``,
-  ``at_caps``); without it, the deployment the caps allow as a table on stdout.
+  ``at_caps``; several services: those of each service alone, under ``services``); without
+  it, the deployment the caps allow as a table on stdout (one per service).
 
 A usage error (unknown option, missing argument, bad choice or type) is one line too, exit code
 2 (:class:`OneLineErrors`, the top-level group). The library names its parameters
@@ -30,7 +31,7 @@ from typer._click import _textwrap
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperGroup
 
-from inferplan.cli.render import console, infeasible_table, print_json
+from inferplan.cli.render import console, infeasible_tables, print_json
 from inferplan.errors import Infeasible, InferplanError
 
 __all__ = [
@@ -187,8 +188,9 @@ def friendly_errors(command: F) -> F:
                     method = kwargs.get("method")
                     print_json({"status": "infeasible", "method": method, "message": line,
                                 **exc.details})  # fmt: skip
-                elif (caps := infeasible_table(exc.details)) is not None:
-                    console.print(caps)
+                else:
+                    for caps in infeasible_tables(exc.details):
+                        console.print(caps)
                 print(f"error: {line}", file=sys.stderr)
                 raise typer.Exit(EXIT_INFEASIBLE) from None
             print(f"error: {line}", file=sys.stderr)

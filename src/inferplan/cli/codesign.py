@@ -12,29 +12,26 @@ import typer
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
     PROFILE_HELP,
-    BlocksOpt,
-    ConfigOpt,
     CutsOpt,
-    DecodeOpt,
-    DtypeOpt,
-    InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
     NetworkArg,
     ProfileArg,
     ProvisionMethodChoice,
-    SeqLenOpt,
     ThroughputMethodChoice,
     TieBreakChoice,
     blame_network_file,
     method_help,
-    model_options,
+    model_flags,
     services_method_help,
     throughput_method_help,
+    with_model_options,
 )
 from inferplan.cli.render import (
     console,
     memory_table,
+    plan_lines,
+    plan_upgrades,
     print_json,
     stages_table,
     table,
@@ -48,6 +45,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
     from inferplan.codesign.services import ServicesPlan
     from inferplan.network.network import Network
+    from inferplan.profiles.models import ModelOptions
 
 
 def _default_method(ctx: typer.Context, value: str | None) -> str:
@@ -60,6 +58,7 @@ def _default_method(ctx: typer.Context, value: str | None) -> str:
 
 @app.command("provision")
 @friendly_errors
+@with_model_options
 def provision_command(
     network: NetworkArg,
     profile: Annotated[
@@ -146,19 +145,15 @@ def provision_command(
     ] = None,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
-    input_shapes: InputShapesOpt = None,
-    blocks: BlocksOpt = None,
-    dtype: DtypeOpt = "float32",
-    config: ConfigOpt = None,
-    seq_len: SeqLenOpt = None,
-    decode: DecodeOpt = False,
+    *,
+    model_options: ModelOptions,
 ) -> None:
     """Cheapest upgrades that reach a target throughput.
 
     The compute and bandwidth to buy, and where each block of the DNN runs; with --services,
     for several DNN services sharing the network.
     """
-    from inferplan.codesign.provision import provision
+    from inferplan.codesign.provision import provision, target_interval
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
@@ -167,10 +162,8 @@ def provision_command(
                             seed=seed, time_limit=time_limit,
                             single_only={"--interval": interval, "--throughput": throughput,
                                          "--tie-break": tie_break, "--latency": latency,
-                                         "--input-shape": input_shapes,
-                                         "--blocks": blocks, "--config": config,
-                                         "--seq-len": seq_len, "--decode": decode or None,
-                                         "--dtype": None if dtype == "float32" else dtype,
+                                         **{model_flags()[name]: True
+                                            for name in model_options.given()},
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states})  # fmt: skip
@@ -178,12 +171,12 @@ def provision_command(
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
-    net, prof = load_network(network), model_profile(profile, model)
+    target_interval(interval=interval, throughput=throughput)  # before a model is profiled
+    net, prof = load_network(network), model_profile(profile, model_options)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
-        check_drawable(net, prof)
+        check_drawable(net, prof, cuts, max_ideals=max_ideals)
     with blame_network_file(network):
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
@@ -204,18 +197,11 @@ def provision_command(
         written(plot_states)
     if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
         return
-    console.print(f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]")
-    console.print(f"achieved: {_rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}")
-    bound = plan.target_latency
-    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
-    console.print(f"target:   {_rate(plan.target_interval)}{within}")
-    added = {
-        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
-        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
-    }
+    for line in plan_lines(plan):
+        console.print(line)
     console.print(stages_table("deployment", plan.path, plan.partition,
-                               _bottleneck(plan.bottleneck), added, layers=plan.layers,
-                               sends=plan.sends, cuts=plan.cuts))  # fmt: skip
+                               _bottleneck(plan.bottleneck), plan_upgrades(plan),
+                               layers=plan.layers, sends=plan.sends, cuts=plan.cuts))  # fmt: skip
     console.print(memory_table(plan.memory))
 
 
@@ -311,12 +297,9 @@ def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
     return {bottleneck.id: "bottleneck"} if bottleneck else {}
 
 
-def _rate(interval: float) -> str:
-    return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
-
-
 @app.command("throughput")
 @friendly_errors
+@with_model_options
 def throughput_command(
     network: NetworkArg,
     profile: ProfileArg,
@@ -330,12 +313,8 @@ def throughput_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
-    input_shapes: InputShapesOpt = None,
-    blocks: BlocksOpt = None,
-    dtype: DtypeOpt = "float32",
-    config: ConfigOpt = None,
-    seq_len: SeqLenOpt = None,
-    decode: DecodeOpt = False,
+    *,
+    model_options: ModelOptions,
 ) -> None:
     """Throughput-optimal deployment (T*) as the network is.
 
@@ -345,8 +324,7 @@ def throughput_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
-    net, prof = load_network(network), model_profile(profile, model)
+    net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,
                                   latency=latency)  # fmt: skip

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.options import BlocksOpt, DtypeOpt, RunShapesOpt
 from inferplan.cli.render import console, print_json, table
 from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES
 from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
@@ -31,21 +32,6 @@ SystemArg = Annotated[Path, typer.Argument(help="System file of `inferplan coinf
 ModelArg = Annotated[str, typer.Argument(help=(
     "alexnet, mlp-WIDTHxDEPTH, or a PyTorch module as module.path:factory (or file.py:factory); "
     "the same on the edge and the device."))]  # fmt: skip
-ShapeOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--input-shape",
-        metavar="<shape>",
-        help="Shape of an input, e.g. 1,3,32,32 (repeat for several inputs).",
-    ),
-]
-BlocksOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--blocks", help="Blocks (= layers) as for `inferplan profile`: depth=K or module groups."
-    ),
-]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")]
 TokenOpt = Annotated[Path | None, typer.Option(
     "--token-file", help="File holding the bearer token every request carries.")]  # fmt: skip
 
@@ -132,7 +118,7 @@ def _spec(model: str, shapes: list[str] | None, blocks: str | None, dtype: str) 
 def serve_command(
     system: SystemArg,
     model: ModelArg,
-    input_shape: ShapeOpt = None,
+    input_shape: RunShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")
@@ -250,7 +236,7 @@ def run_command(
     edge: Annotated[str | None, typer.Option("--edge", help="URL of the edge, e.g. "
                                              "http://127.0.0.1:8000 (not with --testbed).")
                     ] = None,
-    input_shape: ShapeOpt = None,
+    input_shape: RunShapesOpt = None,
     blocks: BlocksOpt = None,
     dtype: DtypeOpt = "float32",
     token_file: TokenOpt = None,

@@ -6,35 +6,33 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import (
-    BlocksOpt,
-    ConfigOpt,
     CutsOpt,
-    DecodeOpt,
-    DtypeOpt,
-    InputShapesOpt,
     JsonOpt,
     MaxIdealsOpt,
     MethodChoice,
     NetworkArg,
     ProfileArg,
-    SeqLenOpt,
     blame_network_file,
     method_help,
-    model_options,
+    with_model_options,
 )
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
+if TYPE_CHECKING:
+    from inferplan.profiles.models import ModelOptions
+
 
 @app.command("frontier")
 @friendly_errors
+@with_model_options
 def frontier_command(
     network: NetworkArg,
     profile: ProfileArg,
@@ -75,12 +73,8 @@ def frontier_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
-    input_shapes: InputShapesOpt = None,
-    blocks: BlocksOpt = None,
-    dtype: DtypeOpt = "float32",
-    config: ConfigOpt = None,
-    seq_len: SeqLenOpt = None,
-    decode: DecodeOpt = False,
+    *,
+    model_options: ModelOptions,
 ) -> None:
     """Least cost against target throughput, or against latency.
 
@@ -94,8 +88,7 @@ def frontier_command(
     from inferplan.profiles.models import model_profile
 
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
-    model = model_options(input_shapes, blocks, dtype, config, seq_len, decode)
-    net, prof = load_network(network), model_profile(profile, model)
+    net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
                                 cuts=cuts, max_ideals=max_ideals)  # fmt: skip

@@ -3,10 +3,14 @@ library's registries."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -14,12 +18,14 @@ from inferplan.codesign.methods import METHODS, SERVICE_METHODS, TIE_BREAKS, thr
 from inferplan.errors import InvalidArgument, InvalidNetwork
 
 __all__ = [
+    "MODEL_OPTIONS",
     "PROFILE_HELP",
     "BlocksOpt",
     "ConfigOpt",
     "CutsOpt",
     "DecodeOpt",
     "DtypeOpt",
+    "GranularityOpt",
     "InputShapesOpt",
     "JsonOpt",
     "MaxIdealsOpt",
@@ -27,13 +33,15 @@ __all__ = [
     "NetworkArg",
     "ProfileArg",
     "ProvisionMethodChoice",
+    "RunShapesOpt",
     "ThroughputMethodChoice",
     "TieBreakChoice",
     "blame_network_file",
     "method_help",
-    "model_options",
+    "model_flags",
     "services_method_help",
     "throughput_method_help",
+    "with_model_options",
 ]
 
 NetworkArg = Annotated[Path, typer.Argument(help="Network file (JSON or YAML).")]
@@ -51,11 +59,21 @@ InputShapesOpt = Annotated[list[str] | None, typer.Option(
     help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs. "
          "PyTorch keyword inputs: input_ids=1x128:int64.",
 )]  # fmt: skip
+# The same for the commands that run a PyTorch model, whose inputs are positional
+RunShapesOpt = Annotated[list[str] | None, typer.Option(
+    "--input-shape", metavar="<shape>",
+    help="Shape of an input, e.g. 1,3,224,224 or 1x128:int64; repeat for several inputs.",
+)]  # fmt: skip
 BlocksOpt = Annotated[str | None, typer.Option(
     "--blocks", help="Blocks: depth=K, or module groups 'conv1+bn1,layer1,layer2'. "
                      "Default: top-level modules.")]  # fmt: skip
 DtypeOpt = Annotated[str, typer.Option(
     "--dtype", help="PyTorch: floating-point dtype of weights and activations.")]  # fmt: skip
+GranularityOpt = Annotated[str | None, typer.Option(
+    "--granularity", metavar="<layers>",
+    help="What a layer of the layer graph (where --cuts graph may cut) is: blocks (one per "
+         "block, the default), modules (one per innermost module), ops (one per operation), "
+         "or depth=K (one per module K levels down; coarser than deeper blocks).")]  # fmt: skip
 ConfigOpt = Annotated[list[str] | None, typer.Option(
     "--config", metavar="<key=value>",
     help="transformers: a configuration field, e.g. n_layer=12; repeat for several.",
@@ -126,19 +144,66 @@ def throughput_method_help() -> str:
     )
 
 
-def model_options(
+# The options of a model named in place of a profile (those of ``inferplan profile``), by
+# parameter: each command that plans for a profile takes them (:func:`with_model_options`).
+MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "input_shapes": (InputShapesOpt, None),
+    "blocks": (BlocksOpt, None),
+    "granularity": (GranularityOpt, None),
+    "dtype": (DtypeOpt, "float32"),
+    "config": (ConfigOpt, None),
+    "seq_len": (SeqLenOpt, None),
+    "decode": (DecodeOpt, False),
+}
+
+
+def model_flags() -> dict[str, str]:
+    """The flag of each of :data:`MODEL_OPTIONS`, by parameter (``input_shapes``:
+    ``--input-shape``)."""
+    return {name: typing.get_args(alias)[1].default for name, (alias, _) in MODEL_OPTIONS.items()}
+
+
+def with_model_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` taking the options of a model named in place of a profile
+    (:data:`MODEL_OPTIONS`) after its own, handed to it as one keyword ``model_options``
+    (a :class:`~inferplan.profiles.models.ModelOptions`)."""
+    signature = inspect.signature(command)
+    # the command's annotations but ``model_options``'s (a name for type checkers only),
+    # evaluated where the command was written
+    shim = types.FunctionType(command.__code__, command.__globals__)
+    shim.__annotations__ = {k: v for k, v in command.__annotations__.items()
+                            if k not in ("model_options", "return")}  # fmt: skip
+    hints = typing.get_type_hints(shim, include_extras=True)
+    own = [p.replace(annotation=hints[p.name]) for p in signature.parameters.values()
+           if p.name != "model_options"]  # fmt: skip
+    added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                               annotation=alias)
+             for name, (alias, default) in MODEL_OPTIONS.items()]  # fmt: skip
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> None:
+        values = {name: kwargs.pop(name) for name in MODEL_OPTIONS}
+        command(*args, model_options=_model_options(**values), **kwargs)
+
+    params = [*own, *added]
+    with_options.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    with_options.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return with_options
+
+
+def _model_options(
     input_shapes: list[str] | None,
     blocks: str | None,
+    granularity: str | None,
     dtype: str,
     config: list[str] | None,
     seq_len: int | None,
     decode: bool,
 ) -> ModelOptions:
-    """The options of a model named in place of a profile, from the shared flags."""
     from inferplan.profiles.models import ModelOptions, TransformerOptions
 
     hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
-    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf)
+    return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf, granularity)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from inferplan.cli.options import (
     ConfigOpt,
     DecodeOpt,
     DtypeOpt,
+    GranularityOpt,
     InputShapesOpt,
     SeqLenOpt,
 )
@@ -26,6 +27,7 @@ Shape = tuple[int, ...]
 
 if TYPE_CHECKING:
     from inferplan.profiles.cuts import GraphProfile
+    from inferplan.profiles.models import ModelOptions
     from inferplan.profiles.profile import Profile
 
 
@@ -46,6 +48,7 @@ def profile_command(
         "it only with code you trust. No other name is imported."))],
     input_shapes: InputShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     flops: Annotated[FlopCount, typer.Option(
         "--flops", help="ONNX: count matrix products only, or all formulas.")] = FlopCount.matrix,
@@ -88,7 +91,10 @@ def profile_command(
 
     hf = TransformerOptions(tuple(config or ()), seq_len, batch, decode, cache_len,
                             attention_mask, model_class)  # fmt: skip
-    options = ModelOptions(tuple(input_shapes or ()), blocks, dtype, flops.value, hf)
+    options = ModelOptions(tuple(input_shapes or ()), blocks, dtype, flops.value, hf, granularity)
+    for path in (output, plot):  # before a model is traced
+        if path is not None and not path.parent.is_dir():
+            raise InvalidArgument("its folder does not exist", source=str(path))
     traced = trace_model(model, options)
     if traced is None:
         given = options.given() + (["cuts"] if cuts else [])
@@ -101,7 +107,7 @@ def profile_command(
         for warning in traced.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     if measure:
-        profile = _measure(model, input_shapes or [], blocks, dtype, traced is not None)
+        profile = _measure(model, input_shapes or [], options, traced is not None)
     if output is not None:
         save_profile(profile, output)
         written(output)
@@ -121,16 +127,17 @@ def profile_command(
         console.print(_cuts_table(traced))
 
 
-def _measure(model: str, shapes: list[str], blocks: str | None, dtype: str, traced: bool
-             ) -> Profile:  # fmt: skip
+def _measure(model: str, shapes: list[str], options: ModelOptions, traced: bool) -> Profile:
     if not traced or model.lower().endswith(".onnx") or model.startswith("transformers:"):
         raise InvalidArgument("--measure applies to PyTorch models (module.path:factory) only")
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
     from inferplan.runtime.measure import measured_profile
 
     parsed = [parse_shape(s) for s in shapes]
-    return measured_profile(model, [s for s, _ in parsed], blocks=parse_block_spec(blocks),
-                            dtype=dtype, input_dtypes=[d for _, d in parsed])  # fmt: skip
+    return measured_profile(model, [s for s, _ in parsed],
+                            blocks=parse_block_spec(options.blocks), dtype=options.dtype,
+                            input_dtypes=[d for _, d in parsed],
+                            granularity=parse_granularity(options.granularity))  # fmt: skip
 
 
 def _blocks_table(profile: Profile) -> object:
@@ -151,7 +158,7 @@ def _blocks_table(profile: Profile) -> object:
 
 def _graph_table(profile: Profile, max_ideals: int | None) -> object:
     """The profile's layer graph as a table, its size and number of ideals in the title."""
-    from inferplan.profiles.graph import INPUT
+    from inferplan.profiles.graph import INPUT, OUTPUT
     from inferplan.profiles.ideals import DEFAULT_MAX_IDEALS, count_ideals
 
     graph = profile.graph
@@ -162,7 +169,8 @@ def _graph_table(profile: Profile, max_ideals: int | None) -> object:
     ideals = f"more than {limit} ideals" if found is None else f"{found} ideals"
     reads: dict[str, list[str]] = {v: [] for v in graph.layers}
     for u, v in graph.edges:
-        reads[v].append(u)
+        if v != OUTPUT:  # an edge to the output marks a layer others read as an output too
+            reads[v].append(u)
     rows = [["input", "", si(graph.input_bits, "bit"), "", ""]]
     outputs = set(graph.sinks)
     for k in graph.order:

@@ -19,10 +19,14 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from inferplan.codesign.plan import Plan
+
 __all__ = [
     "console",
-    "infeasible_table",
+    "infeasible_tables",
     "memory_table",
+    "plan_lines",
+    "plan_upgrades",
     "print_json",
     "stages_table",
     "table",
@@ -103,7 +107,7 @@ def stages_table(
     names of the layers each node runs and of the tensors each link sends (``layers``,
     ``sends``, when given), the capacity added (if ``added``, by node id or link id ``u->v``;
     ``0`` where none) and a mark per stage id (``marks``)."""
-    from inferplan.units import link_name
+    from inferplan.units import link_name, listed
 
     rows, prev = [], 0
     numbered = cuts == "chain"
@@ -113,10 +117,10 @@ def stages_table(
             blocks = f"{prev + 1}..{done}" if done > prev else "-"
         else:
             blocks = f"cut {done}" if names else "-"
-        stages = [(node, node, blocks, _names(names))]
+        stages = [(node, node, blocks, listed(names))]
         if k + 1 < len(path):
             link = f"{node}->{path[k + 1]}"
-            carried = _names(sends[k]) if sends else ""
+            carried = listed(sends[k]) if sends else ""
             stages.append((link, link_name(node, path[k + 1]),
                            f"after {done}" if numbered else f"cut {done}",
                            f"sends {carried}" if carried else ""))  # fmt: skip
@@ -141,6 +145,31 @@ def memory_table(memory: Sequence[Any]) -> Table:
     return table("memory", ["node", "needs", "has (after upgrades)", "added"], rows)
 
 
+def plan_upgrades(plan: Plan) -> dict[str, str]:
+    """What ``plan`` buys, by node id or link ``u->v``, as a table cell says it."""
+    from inferplan.units import si
+
+    return {
+        **{node: si(amount, "FLOP/s") for node, amount in plan.node_upgrades.items()},
+        **{f"{u.source}->{u.target}": si(u.amount, "bit/s") for u in plan.link_upgrades},
+    }
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """What ``plan`` is, in three lines: its method, status and cost; the interval and latency
+    it achieves; its target."""
+    from inferplan.units import si
+
+    def rate(interval: float) -> str:
+        return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
+
+    bound = plan.target_latency
+    within = f", latency at most {si(bound, 's')}" if bound is not None else ""
+    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]",
+            f"achieved: {rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}",
+            f"target:   {rate(plan.target_interval)}{within}"]  # fmt: skip
+
+
 def _names(names: Sequence[str], shown: int = 4) -> str:
     """Layer names for a table cell: the first few and how many more."""
     if len(names) <= shown:
@@ -148,21 +177,29 @@ def _names(names: Sequence[str], shown: int = 4) -> str:
     return ", ".join(names[:shown]) + f", ... ({len(names)} in all)"
 
 
-def infeasible_table(details: Mapping[str, Any]) -> Table | None:
+def infeasible_tables(details: Mapping[str, Any]) -> list[Table]:
     """The deployment that reaches the best interval the capacity caps allow, its binding caps
-    marked (``details`` of a co-design :class:`~inferplan.errors.Infeasible`); ``None`` when the
-    error carries no such deployment."""
+    marked (``details`` of a co-design :class:`~inferplan.errors.Infeasible`), or one such
+    table per service (``details["services"]`` of a joint problem); none when the error
+    carries no such deployment."""
     from inferplan.units import si
 
-    best = details.get("at_caps")
-    if not best:
-        return None
     unit = {"node": "FLOP/s", "link": "bit/s"}
-    marks = {
-        b["id"]: f"binds: at its cap of {si(b['capacity'], unit[b['kind']])}"
-        for b in details.get("binding", ())
-    }
-    title = f"best within the caps: interval {si(details['best_interval'], 's')}"
-    return stages_table(title, best["path"], best["partition"], marks, mark_column="cap",
-                        layers=best.get("layers", ()), sends=best.get("sends", ()),
-                        cuts=best.get("cuts", "chain"))  # fmt: skip
+    found = [(None, details)] + [(s["name"], s) for s in details.get("services", ())]
+    tables = []
+    for name, each in found:
+        best = each.get("at_caps")
+        if not best:
+            continue
+        marks = {
+            b["id"]: f"binds: at its cap of {si(b['capacity'], unit[b['kind']])}"
+            for b in each.get("binding", ())
+        }
+        title = f"best within the caps: interval {si(each['best_interval'], 's')}"
+        if name is not None:
+            title = f"service {name!r} alone, {title}"
+        tables.append(stages_table(title, best["path"], best["partition"], marks,
+                                   mark_column="cap", layers=best.get("layers", ()),
+                                   sends=best.get("sends", ()),
+                                   cuts=best.get("cuts", "chain")))  # fmt: skip
+    return tables

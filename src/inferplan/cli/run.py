@@ -11,10 +11,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.options import JsonOpt, MethodChoice, NetworkArg, blame_network_file, method_help
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.options import (
+    BlocksOpt,
+    CutsOpt,
+    DtypeOpt,
+    GranularityOpt,
+    JsonOpt,
+    MaxIdealsOpt,
+    MethodChoice,
+    NetworkArg,
+    RunShapesOpt,
+    blame_network_file,
+    method_help,
+)
+from inferplan.cli.render import console, plan_lines, plan_upgrades, print_json, table, written
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.units import link_name, si
+from inferplan.units import link_name, listed, si
 
 if TYPE_CHECKING:
     from inferplan.network.network import Network
@@ -22,23 +34,28 @@ if TYPE_CHECKING:
 
 
 def _request(
-    network: Path, model: str, shapes: list[str], blocks: str | None, dtype: str,
+    network: Path, model: str, shapes: list[str], blocks: str | None,
+    granularity: str | None, dtype: str,
     rate: float | None, interval: float | None, plan: Path | None, method: str,
-    inferences: int | None, warmup: int, inputs: Path | None, outputs: Path | None,
-    emulate: bool | None, seed: int, timeout: float, testbed: bool, dilation: float | None,
-    open_loop: bool,
+    cuts: str | None, max_ideals: int | None, inferences: int | None, warmup: int,
+    inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
+    timeout: float, testbed: bool, dilation: float | None, open_loop: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """The fields of the run's request, checked as far as they can be without torch."""
     from inferplan.codesign.planfile import load_plan
     from inferplan.codesign.provision import target_interval
     from inferplan.network import load_network
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
     from inferplan.runtime.checks import check_run
 
     given = [name for name, value in (("--throughput", rate), ("--interval", interval),
              ("--plan", plan)) if value is not None]  # fmt: skip
     if len(given) != 1:
         raise InvalidArgument("give exactly one of --throughput, --interval or --plan")
+    if plan is not None and (cuts is not None or max_ideals is not None):
+        flag = "--cuts" if cuts is not None else "--max-ideals"
+        raise InvalidArgument(f"{flag} is for planning: a plan file says where it cuts",
+                              field="plan")  # fmt: skip
     if not shapes:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in shapes]
@@ -48,12 +65,15 @@ def _request(
         "input_shapes": tuple(s for s, _ in parsed),
         "input_dtypes": tuple(d for _, d in parsed),
         "blocks": parse_block_spec(blocks),
+        "granularity": parse_granularity(granularity),
         "dtype": dtype,
         "plan": load_plan(plan) if plan is not None else None,
         "plan_source": str(plan) if plan is not None else None,
         "interval": None if plan is not None else target_interval(interval=interval,
                                                                   throughput=rate),
         "method": method,
+        "cuts": cuts,
+        "max_ideals": max_ideals,
         "inferences": inferences,
         "warmup": warmup,
         "inputs": str(inputs) if inputs is not None else None,
@@ -77,13 +97,10 @@ def run_command(
     network: NetworkArg,
     model: Annotated[str, typer.Argument(help=(
         "The PyTorch model as module.path:factory (or file.py:factory), as for profile."))],
-    input_shape: Annotated[list[str] | None, typer.Option(
-        "--input-shape", metavar="<shape>",
-        help="Shape of an input, e.g. 1,3,32,32; repeat for several.")] = None,
-    blocks: Annotated[str | None, typer.Option(
-        "--blocks", help="Blocks as for profile: depth=K or 'conv1+bn1,layer1'.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Dtype of weights and activations.")
-                     ] = "float32",
+    input_shape: RunShapesOpt = None,
+    blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
+    dtype: DtypeOpt = "float32",
     rate: Annotated[float | None, typer.Option(
         "--throughput", help="Plan for this many inferences/s.")] = None,
     interval: Annotated[float | None, typer.Option(
@@ -91,6 +108,8 @@ def run_command(
     plan: Annotated[Path | None, typer.Option(
         "--plan", help="Run this plan (what provision --json wrote for this model).")] = None,
     method: Annotated[MethodChoice, typer.Option("--method", help=method_help())] = "psg",
+    cuts: CutsOpt = None,
+    max_ideals: MaxIdealsOpt = None,
     inferences: Annotated[int | None, typer.Option(
         "--inferences", help="K inputs to stream (default: those in --inputs, else 40).",
         min=1)] = None,
@@ -139,9 +158,11 @@ def run_command(
     fields = None
     if rank == 0:  # every check that needs no torch comes before torch is imported
         with blame_network_file(network):
-            fields = _request(network, model, input_shape or [], blocks, dtype, rate, interval,
-                              plan, method, inferences, warmup, inputs, outputs, emulate, seed,
-                              timeout, testbed, dilation, open_loop)  # fmt: skip
+            fields = _request(network, model, input_shape or [], blocks, granularity, dtype,
+                              rate, interval,
+                              plan, method, cuts, max_ideals, inferences, warmup, inputs,
+                              outputs, emulate, seed, timeout, testbed, dilation,
+                              open_loop)  # fmt: skip
     try:
         from inferplan.runtime.pipeline import (
             RunRequest,
@@ -232,23 +253,36 @@ def _write_report(network: Network, report: RunReport, html: Path | None, dot: P
 def _render(report: RunReport) -> None:
     profiled = any(s.profiled_s is not None for s in report.stages)
     rows = []
+    graph = report.plan.cuts == "graph"
+    sends = iter(report.plan.sends)
     for s in report.stages:
-        blocks = ""
+        runs = ""
         if s.blocks is not None:
             first, last = s.blocks
-            blocks = f"{first + 1}..{last}" if last > first else "-"
+            runs = f"{first + 1}..{last}" if last > first else "-"
+        if s.layers is not None:
+            runs = listed(s.layers) or "-"
+        if graph and s.kind == "link":
+            runs = f"sends {listed(next(sends, ()))}"
         name = link_name(s.id) if s.kind == "link" else s.id
-        row = [f"{s.kind} {name}", blocks, si(s.predicted_s, "s"), si(s.measured_s, "s")]
+        row = [f"{s.kind} {name}", runs, si(s.predicted_s, "s"), si(s.measured_s, "s")]
         if profiled:
             row.append("" if s.profiled_s is None else si(s.profiled_s, "s"))
         rows.append(row)
-    columns = ["stage", "blocks", "planned", "measured"] + (["profiled"] if profiled else [])
+    columns = ["stage", "layers" if graph else "blocks", "planned", "measured"] + (
+        ["profiled"] if profiled else []
+    )
     mode = {
         "emulate": "emulated capacities",
         "native": "this machine's speed",
         "testbed": f"on the testbed, time dilated {report.dilation:.3g}x",
     }[report.mode]
     console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+    for line in plan_lines(report.plan):  # the plan that ran
+        console.print(f"plan: {line}" if line.startswith("[bold]") else f"      {line}")
+    upgrades = [f"{link_name(k) if '->' in k else k} +{v}"
+                for k, v in plan_upgrades(report.plan).items()]  # fmt: skip
+    console.print(f"      upgrades: {', '.join(upgrades) or 'none'}")
     console.print(table("time per inference", columns, rows))
     held = [(s.id, s.memory) for s in report.stages if s.memory is not None]
     console.print(table("memory per node", ["node", "plan needs", "state dict", "peak RSS"], [

@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
-from inferplan.cli.edge import BlocksOpt, DtypeOpt, ShapeOpt
-from inferplan.cli.options import JsonOpt
+from inferplan.cli.options import BlocksOpt, DtypeOpt, GranularityOpt, JsonOpt, RunShapesOpt
 from inferplan.cli.render import console, print_json, table, written
-from inferplan.errors import InvalidProfile
+from inferplan.errors import InvalidFile, InvalidProfile
 
 
 @app.command("split")
@@ -22,8 +21,9 @@ def split_command(
     plan: Annotated[Path, typer.Option(
         "--plan", help="The plan (what provision --json wrote for this model).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write the stages to.")],
-    input_shape: ShapeOpt = None,
+    input_shape: RunShapesOpt = None,
     blocks: BlocksOpt = None,
+    granularity: GranularityOpt = None,
     dtype: DtypeOpt = "float32",
     seed: Annotated[int, typer.Option(
         "--seed", help="torch.manual_seed before the factory, as run does.", min=0)] = 0,
@@ -38,12 +38,21 @@ def split_command(
     tensors each stage takes and returns, in path order.
     """
     from inferplan.codesign.planfile import load_plan
-    from inferplan.profiles.cuts import parse_block_spec, parse_shape
+    from inferplan.profiles.cuts import (
+        check_factory,
+        parse_block_spec,
+        parse_granularity,
+        parse_shape,
+    )
 
+    # everything that needs no torch first
+    check_factory(model)
     loaded = load_plan(plan)
     if not input_shape:
         raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
     parsed = [parse_shape(s) for s in input_shape]
+    if weights is not None and not weights.is_file():
+        raise InvalidFile("file not found", source=str(weights))
     try:
         from inferplan.runtime.artefacts import MANIFEST, export_stages
     except ImportError:
@@ -52,16 +61,24 @@ def split_command(
     artefacts = export_stages(
         model, tuple(s for s, _ in parsed), loaded, out, blocks=parse_block_spec(blocks),
         dtype=dtype, input_dtypes=tuple(d for _, d in parsed), seed=seed, weights=weights,
+        granularity=parse_granularity(granularity),
     )  # fmt: skip
     if as_json:
         print_json(artefacts.manifest)
     else:
+        from inferplan.units import listed
+
         rows = []
+        graph = artefacts.manifest["cuts"] == "graph"
         for s in artefacts.manifest["stages"]:
-            first, last = s["blocks"]
-            held = f"{first + 1}..{last}" if last > first else "-"
+            if graph:
+                held = listed(s["layers"]) or "-"
+            else:
+                first, last = s["blocks"]
+                held = f"{first + 1}..{last}" if last > first else "-"
             shapes = ["x".join(map(str, t["shape"])) for t in s["outputs"]]
             rows.append([s["node"], held, s["file"], ", ".join(shapes)])
         console.print(table(f"{artefacts.manifest['model']}: one program per path node",
-                            ["node", "blocks", "file", "passes on"], rows))  # fmt: skip
+                            ["node", "layers" if graph else "blocks", "file", "passes on"],
+                            rows))  # fmt: skip
     written(out / MANIFEST)

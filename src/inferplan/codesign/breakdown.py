@@ -12,7 +12,7 @@ import numpy as np
 
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Plan
-from inferplan.codesign.stages import stage_units, stages
+from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
@@ -30,7 +30,8 @@ class StageRow:
     upgrades; ``utilisation`` is ``seconds / interval`` (1 for the bottleneck) and ``headroom``
     ``interval - seconds``, the time the stage waits per inference. ``units`` names what a
     node runs: its blocks, or its layers for a plan cut at ideals of a layer graph (where
-    ``blocks`` and ``after`` count ideals' cuts, not blocks).
+    ``blocks`` and ``after`` count ideals' cuts, not blocks); for a link, the tensors it
+    carries (``input`` or the layers or blocks whose outputs).
     """
 
     kind: Literal["node", "link"]
@@ -92,6 +93,7 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
                   for u in plan.link_upgrades}  # fmt: skip
     compute, transfer = deployment.delays(C, B, node_added, link_added)
     units = stage_units(inst, plan.partition)
+    sends = stage_sends(inst, plan.partition)
     interval = max(compute + transfer)
     rows: list[StageRow] = []
     previous = 0
@@ -108,7 +110,7 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
             link = inst.links[e]
             rows.append(_row("link", f"{link.source}->{link.target}", None, done,
                              deployment.bits[k], B[e], link_added.get(e, 0.0), transfer[k],
-                             interval, slowest))  # fmt: skip
+                             interval, slowest, sends[k]))  # fmt: skip
         previous = done
     upgrades = [
         *(("node", v, x, network.node_cost(network.node_position[v])) for v, x in

@@ -21,6 +21,7 @@ from inferplan.units import link_name, si
 __all__ = [
     "STATUSES",
     "Bottleneck",
+    "CapsAllow",
     "Deployment",
     "LinkUpgrade",
     "Plan",
@@ -29,6 +30,7 @@ __all__ = [
     "at_caps",
     "beyond_caps",
     "build_plan",
+    "caps_allow",
     "check_scale",
     "deployment_latency",
     "infeasible",
@@ -284,17 +286,27 @@ def _most_added(pricing: Pricing, costs: Sequence[CapacityCost]) -> FloatArray:
     return most
 
 
-def beyond_caps(
-    error: Infeasible, capped: CodesignInstance, best: Deployment, beta: float
-) -> Infeasible:
-    """``error`` (the :func:`infeasible` of a method) told what the caps allow: ``best`` is
-    ``T*`` of ``capped`` (:func:`at_caps`), the best interval with every element at its cap,
-    and the caps that bind it are the stages of that deployment as slow as its interval.
+@dataclass(frozen=True)
+class CapsAllow:
+    """What the capacity caps allow one model on its path: the best ``interval`` (``T*`` with
+    every element at its cap; 0 when only uncapped elements bind), the ``binding`` caps (each
+    ``kind``, ``id`` and ``capacity`` at its cap, FLOP/s or bit/s), that deployment
+    (``at_caps``), and the words saying so."""
 
-    Its message names them and the interval; its ``details`` hold ``best_interval``,
-    ``binding`` (each ``kind``, ``id`` and ``capacity`` at its cap, FLOP/s or bit/s) and
-    ``at_caps`` (the deployment, as :meth:`Deployment.to_dict`). When ``best`` meets the
-    target ``beta`` (a baseline's deployment fell short, not the caps), the message says so."""
+    interval: float
+    binding: list[dict[str, Any]]
+    at_caps: Deployment
+    says: str
+
+    def details(self) -> dict[str, Any]:
+        """``best_interval``, ``binding`` and ``at_caps`` (as :meth:`Deployment.to_dict`)."""
+        return {"best_interval": self.interval, "binding": self.binding,
+                "at_caps": self.at_caps.to_dict()}  # fmt: skip
+
+
+def caps_allow(capped: CodesignInstance, best: Deployment) -> CapsAllow:
+    """What the caps allow, from ``best``, ``T*`` of ``capped`` (:func:`at_caps`): the caps that
+    bind are the stages of that deployment as slow as its interval."""
     index = {v: k for k, v in enumerate(capped.node_ids)}
     path = [index[v] for v in best.path]
     deployment = stages(capped, path, best.partition)
@@ -317,15 +329,29 @@ def beyond_caps(
                          f"{si(B[e], 'bit/s')}")  # fmt: skip
     interval = best.interval if binding else 0.0  # only uncapped elements: no interval binds
     if not binding:
-        said = "the caps allow any interval"
+        says = "the caps allow any interval"
     else:
-        said = f"the caps allow at best {interval:.4g} s ({best.throughput:.4g} inferences/s)"
-        said += f", bound by {' and '.join(named)}"
-    if interval <= beta * (1 + INTERVAL_RTOL):  # a baseline's own deployment fell short
+        says = f"the caps allow at best {interval:.4g} s ({best.throughput:.4g} inferences/s)"
+        says += f", bound by {' and '.join(named)}"
+    return CapsAllow(interval, binding, best, says)
+
+
+def beyond_caps(
+    error: Infeasible, capped: CodesignInstance, best: Deployment, beta: float
+) -> Infeasible:
+    """``error`` (the :func:`infeasible` of a method) told what the caps allow
+    (:func:`caps_allow`; ``best`` is ``T*`` of ``capped``, :func:`at_caps`).
+
+    Its message names the binding caps and the best interval; its ``details`` hold
+    ``best_interval``, ``binding`` and ``at_caps`` (:meth:`CapsAllow.details`). When ``best``
+    meets the target ``beta`` (a baseline's deployment fell short, not the caps), the message
+    says so."""
+    allowed = caps_allow(capped, best)
+    said = allowed.says
+    if allowed.interval <= beta * (1 + INTERVAL_RTOL):  # a baseline's own deployment fell short
         said += f", which meets {beta:g} s: an exact method (psg, milp) finds that plan"
-    details = {"best_interval": interval, "binding": binding, "at_caps": best.to_dict()}
     return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
-                      details=details)  # fmt: skip
+                      details=allowed.details())  # fmt: skip
 
 
 def slowest_stage(

@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 
-from inferplan.codesign.instance import compile_instance
+from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import (
     METHODS,
     Method,
@@ -23,7 +23,7 @@ from inferplan.network.network import Network
 from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
-__all__ = ["latency_optimal", "provision", "target_interval", "throughput"]
+__all__ = ["best_at_caps", "latency_optimal", "provision", "target_interval", "throughput"]
 
 
 def target_interval(*, interval: float | None = None, throughput: float | None = None) -> float:
@@ -118,12 +118,22 @@ def provision(
     except Infeasible as error:
         if latency is not None:
             raise  # its message gives the least latency within the caps
-        capped = at_caps(inst)
-        try:  # T* at the caps: by the state graph on an acyclic network, else by the MILP
-            best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
-        except Infeasible:  # not even the caps' capacities fit the model's memory
-            raise error from None
-        raise beyond_caps(error, capped, best, beta) from None
+        found = best_at_caps(inst)
+        if found is None:  # not even the caps' capacities fit the model's memory
+            raise
+        raise beyond_caps(error, *found, beta) from None
+
+
+def best_at_caps(inst: CodesignInstance) -> tuple[CodesignInstance, Deployment] | None:
+    """``inst`` with every element at its cap (:func:`~inferplan.codesign.plan.at_caps`) and
+    its ``T*``: by the state graph on an acyclic network, else by the MILP; ``None`` when not
+    even the caps' capacities fit the model's memory."""
+    capped = at_caps(inst)
+    try:
+        best: Deployment = METHODS["psg" if inst.acyclic else "milp"].throughput(capped)  # type: ignore[misc]
+    except Infeasible:
+        return None
+    return capped, best
 
 
 def throughput(

@@ -24,7 +24,7 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.memory import path_needs
 from inferplan.codesign.methods import get_service_method
-from inferplan.codesign.plan import CAP_RTOL, PlanStatus, check_scale
+from inferplan.codesign.plan import CAP_RTOL, INTERVAL_RTOL, PlanStatus, caps_allow, check_scale
 from inferplan.codesign.stages import stage_units, stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -41,6 +41,7 @@ __all__ = [
     "check_services",
     "no_joint_plan",
     "provision_services",
+    "services_beyond_caps",
 ]
 
 
@@ -526,8 +527,48 @@ def provision_services(
                 f"method {method!r} does not take {key} (it takes: {takes})", field=key
             )
     problem = JointProblem(network, services, require_acyclic=chosen.acyclic_only)
-    plan: ServicesPlan = chosen.solve(problem, **given)
+    try:
+        plan: ServicesPlan = chosen.solve(problem, **given)
+    except Infeasible as error:
+        raise services_beyond_caps(error, problem) from None
     return plan
+
+
+def services_beyond_caps(error: Infeasible, problem: JointProblem) -> Infeasible:
+    """``error`` (no joint plan) told what the caps allow each service alone
+    (:func:`~inferplan.codesign.plan.caps_allow`: its best interval with every element at its
+    cap, and the caps that bind it). The message names the services that miss their interval
+    even alone, with their binding caps; when every one meets it alone, it says that the
+    caps they share are what binds. ``details["services"]`` holds, per service, its ``name``,
+    ``interval``, and ``best_interval``, ``binding``, ``at_caps`` (``None`` where not even the
+    caps fit its model's memory)."""
+    from inferplan.codesign.provision import best_at_caps
+
+    alone: list[dict[str, Any]] = []
+    missed: list[str] = []
+    fits: list[str] = []
+    for service, inst in zip(problem.services, problem.instances, strict=True):
+        found = best_at_caps(inst)
+        entry: dict[str, Any] = {"name": service.name, "interval": service.interval}
+        if found is None:
+            entry.update(best_interval=None, binding=[], at_caps=None)
+            missed.append(f"service {service.name!r} does not fit in memory even at the caps")
+        else:
+            allowed = caps_allow(*found)
+            entry.update(allowed.details())
+            if allowed.interval > service.interval * (1 + INTERVAL_RTOL):
+                missed.append(f"service {service.name!r} alone: {allowed.says}")
+            else:
+                fits.append(f"{service.name} {allowed.interval:.4g} s")
+        alone.append(entry)
+    proven = error.details.get("proven", True)
+    if missed:
+        said = "; ".join(missed)
+    else:
+        said = f"each service alone meets its interval within the caps (at best: {', '.join(fits)})"
+        said += ": the caps they share bind" if proven else ""
+    return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
+                      details={**error.details, "services": alone})  # fmt: skip
 
 
 def no_joint_plan(problem: JointProblem, detail: str = "", *, proven: bool = True) -> Infeasible:
@@ -538,6 +579,7 @@ def no_joint_plan(problem: JointProblem, detail: str = "", *, proven: bool = Tru
     if not proven:
         return Infeasible(
             f"the fast planner found no plan serving every service ({targets}) within the "
-            f"capacity caps; one may still exist: method 'milp' decides{more}"
+            f"capacity caps; one may still exist: method 'milp' decides{more}",
+            details={"proven": False},
         )
     return Infeasible(f"no plan serves every service ({targets}) within the capacity caps{more}")

@@ -36,8 +36,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import integrate, optimize, special, stats
 
+# scipy (0.9 s to import) is imported in the functions that compute with it: loading and
+# checking a system file, and serving its model, need none of it.
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.coinference.policy import phase_sector
 from inferplan.errors import DivergentCost, InvalidArgument, InvalidSystem
@@ -514,6 +515,8 @@ def _power_head(a: float, phi: Callable[[float], float], top: float) -> float:
     the weight ``gamma^(a - 1)`` exactly (its integral alone is ``top^a / a``), leaving it a
     smooth factor.
     """
+    from scipy import integrate
+
     value, _ = integrate.quad(
         lambda x: _LN2 * _x_over_log1p(x) * phi(x),
         0.0,
@@ -537,6 +540,8 @@ def _partial_integral(channel: _Continuous, lo: float) -> float:
     law may add break points (:attr:`_Continuous.cut_levels`) where its tails are too narrow for
     QAGI to find.
     """
+    from scipy import integrate
+
     qs = np.asarray(channel.ppf(np.array(channel.cut_levels)), dtype=np.float64)
     total = 0.0
     power = channel.power_at_zero() if lo <= 0 else None
@@ -565,6 +570,8 @@ def _exponential_tail(mean: float, floor: float, lo: float) -> float:
     With ``gamma = lo + mean * s`` the integrand is ``g(lo + mean s) e^(-s)`` on ``s >= 0``, smooth
     on the unit scale; the log-SNR domain would squeeze all the mass into ``mean / lo``.
     """
+    from scipy import integrate
+
     value, _ = integrate.quad(
         lambda t: _LN2 / math.log1p(lo + mean * t) * math.exp(-t),
         0.0,
@@ -670,6 +677,8 @@ def _log_upper_gamma(m: float, x: float) -> float:
     """``log Q(m, x)``, the log of the regularised upper incomplete gamma function, also where
     ``Q`` underflows: ``Q(m, x) = x^(m-1) e^(-x) / Gamma(m) * J`` with the smooth
     ``J = int_0^inf (1 + u/x)^(m-1) e^(-u) du``."""
+    from scipy import special
+
     q = float(special.gammaincc(m, x))
     if q > _FAR_TAIL:
         return math.log(q)
@@ -680,6 +689,8 @@ def _log_upper_gamma(m: float, x: float) -> float:
 def _excess_moment(m: float, x: float, k: int) -> float:
     """``int_0^inf u^k (1 + u/x)^(m-1) e^(-u) du``: moments of the excess over ``x`` of a
     Gamma(``m``, 1) law conditioned on exceeding ``x`` (unnormalised; ``k = 0`` is ``J``)."""
+    from scipy import integrate
+
     value, _ = integrate.quad(
         lambda u: u**k * math.exp((m - 1.0) * math.log1p(u / x) - u),
         0.0,
@@ -748,6 +759,8 @@ class Nakagami(_Continuous):
     @functools.cached_property
     def _tail_at_floor(self) -> float:
         # P(untruncated gamma >= floor), the renormalisation of the truncated density.
+        from scipy import special
+
         return float(special.gammaincc(self.m, self._x0))
 
     @functools.cached_property
@@ -795,6 +808,8 @@ class Nakagami(_Continuous):
         return (m - 1.0) * math.log1p(u / x0) - u + math.log(excess)
 
     def cdf(self, snr: FloatArray | float) -> FloatArray | float:
+        from scipy import special
+
         x = np.maximum(np.asarray(snr, dtype=np.float64), self.support_lo)
         if self._far:
             survival = np.vectorize(self._far_log_survival, otypes=[np.float64])
@@ -803,6 +818,8 @@ class Nakagami(_Continuous):
         return 1.0 - upper / self._tail_at_floor  # type: ignore[no-any-return]
 
     def _far_quantile(self, q: float) -> float:
+        from scipy import optimize
+
         if q <= 0.0:
             return self.support_lo
         if q >= 1.0:
@@ -817,6 +834,8 @@ class Nakagami(_Continuous):
         return self.support_lo + float(u) * self._scale
 
     def ppf(self, q: FloatArray | float) -> FloatArray | float:
+        from scipy import special
+
         if self._far:
             return np.vectorize(self._far_quantile, otypes=[np.float64])(q)  # type: ignore[no-any-return]
         q = np.asarray(q, dtype=np.float64)
@@ -831,6 +850,8 @@ class Nakagami(_Continuous):
         return _partial_integral(self, lo)
 
     def expected_snr(self) -> float:
+        from scipy import special
+
         if self.min_snr is None:
             return self.mean_snr
         if self._far:  # floor + the mean excess, which the ratio below would lose to rounding
@@ -859,6 +880,8 @@ def _far_nakagami_tail(m: float, scale: float, floor: float, lo: float) -> float
     """``E[g(gamma); gamma >= lo]`` for a Gamma(``m``, ``scale``) law truncated at a far
     ``floor``, ``lo >= floor``: over the excess ``u = (gamma - floor) / scale``, whose density
     ``(1 + u/x0)^(m-1) e^(-u) / J`` is smooth on the unit scale."""
+    from scipy import integrate
+
     x0, u_lo = floor / scale, (lo - floor) / scale
     value, _ = integrate.quad(
         lambda t: (
@@ -936,12 +959,16 @@ class LogNormal(_Continuous):
         return math.exp(-0.5 * z * z) / (snr * sigma * math.sqrt(2.0 * math.pi))
 
     def cdf(self, snr: FloatArray | float) -> FloatArray | float:
+        from scipy import special
+
         mu, sigma = self._mu_sigma
         x = np.asarray(snr, dtype=np.float64)
         with np.errstate(divide="ignore"):
             return special.ndtr((np.log(x) - mu) / sigma)  # type: ignore[no-any-return]
 
     def ppf(self, q: FloatArray | float) -> FloatArray | float:
+        from scipy import special
+
         mu, sigma = self._mu_sigma
         return np.exp(mu + sigma * special.ndtri(np.asarray(q)))  # type: ignore[no-any-return]
 
@@ -1032,6 +1059,8 @@ def as_channel(value: Channel | Any) -> Channel:
     """A :class:`Channel` as is, or a frozen ``scipy.stats`` distribution wrapped."""
     if isinstance(value, Channel):
         return value
+    from scipy import stats
+
     if isinstance(value, stats.distributions.rv_frozen):
         return ScipyChannel(value)
     raise InvalidSystem(

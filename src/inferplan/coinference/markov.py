@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
 
+# scipy is imported in the functions that compute with it, as in channels.py.
 from inferplan.arrays import FloatArray
 from inferplan.coinference.channels import (
     Chain,
@@ -119,6 +119,8 @@ def clarke_correlation(speed_mps: float, carrier_hz: float, dt_s: npt.ArrayLike)
     >>> round(float(clarke_correlation(1.5, 2.4e9, 0.001)), 6)
     0.998577
     """
+    from scipy import special
+
     doppler = speed_mps * carrier_hz / SPEED_OF_LIGHT
     return np.asarray(special.j0(2.0 * math.pi * doppler * np.asarray(dt_s, dtype=np.float64)))
 
@@ -446,6 +448,8 @@ def _conditioned_gains(
     """
     if scale == 0.0:  # no spread: the centre (a previous gain, above the floor)
         return centre
+    from scipy import stats
+
     nc = 2.0 * np.abs(centre) ** 2 / scale**2
     lo = 2.0 * power / scale**2
     u = rng.random(centre.size)
@@ -736,6 +740,8 @@ class GaussMarkov(_Fading):
 
     @functools.lru_cache(maxsize=256)  # noqa: B019 - a frozen value; steps repeat across stages
     def _step(self, rho: float) -> FloatArray:
+        from scipy import special
+
         edges, snr = self._cells
         g, mean = self.grid, self.mean_snr
         r = rho * rho
@@ -867,6 +873,8 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def _above(self) -> float:
         """``P(gamma >= min_snr)`` under the stationary law (before conditioning on it)."""
+        from scipy import stats
+
         x = 2.0 * (self.floor / self.mean_snr) / self._var
         return float(stats.ncx2.sf(x, 2.0, 2.0 * self.k_factor))
 
@@ -930,6 +938,8 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def ring_edges(self) -> FloatArray:
         """``radii + 1`` magnitudes of ``h``: the floor's, the rings' edges, then ``inf``."""
+        from scipy import stats
+
         # 2 |h|^2 / sigma^2 is a non-central chi-square, 2 dof, non-centrality 2 K.
         # Inverted from the survival function, which resolves a floor far in the tail.
         nc, var = 2.0 * self.k_factor, self._var
@@ -959,6 +969,8 @@ class RicianGaussMarkov(_Fading):
         with nodes a quarter of the bump's angular width apart at the outer rings (at most
         ``_RICIAN_MAX_NODES`` around the circle).
         """
+        from scipy import special
+
         sd = math.sqrt(var)
         reach = float(self.ring_edges[-2]) + 3.0 * sd
         around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))

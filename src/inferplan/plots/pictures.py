@@ -1,5 +1,6 @@
 """Two explanatory pictures: a profile's per-block work and output size, and the state graph
-``(v, i)`` of a small co-design instance with the optimal state path."""
+``(v, i)`` of a small co-design instance with the optimal state path (``(v, J)`` for the ideals
+``J`` of a layer graph, when the plan cuts at them)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from inferplan.codesign.plan import Plan
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
 from inferplan.plots._mpl import styled_figure
 from inferplan.plots.plan import layered_positions
 from inferplan.profiles import Profile
+from inferplan.profiles.ideals import CutKind, Cuts, count_ideals, cuts_of
+from inferplan.units import listed
 
 __all__ = [
     "MAX_STATE_NODES",
@@ -77,16 +82,27 @@ def _rows(network: Network) -> list[str]:
     return sorted(pos, key=lambda v: (pos[v][0], -pos[v][1]))
 
 
-def state_graph_size(network: Network, profile: Profile) -> tuple[int, int]:
-    """``(nodes, transitions)`` of the state graph: a transition per link and ``i <= j``, and
-    one from each ``(t, j)`` to the terminal."""
-    cuts = profile.n_blocks + 1
-    per_link = cuts * (cuts + 1) // 2
-    return len(network.nodes), len(network.links) * per_link + cuts
+def state_graph_size(network: Network, profile: Profile, cuts: Cuts | None = None
+                     ) -> tuple[int, int]:  # fmt: skip
+    """``(nodes, transitions)`` of the state graph: a transition per link and pair of cuts
+    ``i <= j`` (``I ⊆ J`` for ideals of a layer graph), and one from each ``(t, j)`` to the
+    terminal; ``cuts`` are the profile's blocks' (a chain) unless given."""
+    if cuts is None or cuts.is_chain:
+        k = profile.n_blocks + 1 if cuts is None else cuts.n_cuts
+        return len(network.nodes), len(network.links) * (k * (k + 1) // 2) + k
+    pairs = int(np.count_nonzero(cuts.subset))
+    return len(network.nodes), len(network.links) * pairs + cuts.n_cuts
 
 
-def check_drawable(network: Network, profile: Profile) -> int:
-    """The number of transitions of the state graph, if it is small enough to draw.
+def check_drawable(
+    network: Network,
+    profile: Profile,
+    cuts: CutKind | None = "chain",
+    *,
+    max_ideals: int | None = None,
+) -> int:
+    """The number of transitions of the state graph, if it is small enough to draw; ``cuts``
+    and ``max_ideals`` as the planners take them (``None``: the planners' default).
 
     Raises
     ------
@@ -94,15 +110,34 @@ def check_drawable(network: Network, profile: Profile) -> int:
         Naming ``plot_states``, when the instance has more than :data:`MAX_STATE_NODES` nodes or
         :data:`MAX_TRANSITIONS` transitions.
     """
-    nodes, transitions = state_graph_size(network, profile)
+    found = _cuts(profile, cuts, max_ideals)
+    nodes = len(network.nodes)
+    # more cuts than transitions allowed: each has at least its own transition to the terminal
+    transitions = MAX_TRANSITIONS + 1 if found is None else state_graph_size(
+        network, profile, found)[1]  # fmt: skip
     if nodes > MAX_STATE_NODES or transitions > MAX_TRANSITIONS:
+        many = (f"more than {MAX_TRANSITIONS}" if found is None
+                else f"{found.n_cuts} cuts has {transitions}")  # fmt: skip
         raise InvalidArgument(
-            f"the state graph of {nodes} nodes and {profile.n_blocks + 1} cuts has "
-            f"{transitions} transitions, too many to draw legibly (at most {MAX_STATE_NODES} "
-            f"nodes and {MAX_TRANSITIONS} transitions); draw the plan with --plot instead",
+            f"the state graph of {nodes} nodes and {many} transitions, too many to draw "
+            f"legibly (at most {MAX_STATE_NODES} nodes and {MAX_TRANSITIONS} transitions); "
+            "draw the plan with --plot instead",
             field="plot_states",
         )
     return transitions
+
+
+def _cuts(profile: Profile, cuts: CutKind | None, max_ideals: int | None) -> Cuts | None:
+    """The cuts the planners search, ``None`` where a layer graph has more ideals than could
+    be drawn."""
+    if cuts == "chain" or profile.graph is None:
+        return cuts_of(profile, cuts)
+    limit = MAX_TRANSITIONS if max_ideals is None else min(max_ideals, MAX_TRANSITIONS)
+    if count_ideals(profile.graph, limit) is None:
+        if cuts is None and cuts_of(profile, None, max_ideals=max_ideals).kind == "chain":
+            return cuts_of(profile, "chain")  # the planners fall back on the blocks
+        return None
+    return cuts_of(profile, cuts, max_ideals=max_ideals)
 
 
 def plot_state_graph(
@@ -114,7 +149,10 @@ def plot_state_graph(
     """The state graph ``(v, i)`` of PSG: a row per node, a column per cut ``i = 0..N``, a grey
     line per transition ``((v, i), (z, j))`` (link ``(v, z)``, ``j >= i``: blocks ``i+1..j``
     run on ``v``) and from every ``(t, j)`` to the terminal; the plan's state path drawn thick,
-    each step labelled with the blocks it runs.
+    each step labelled with the blocks it runs. For a plan cut at ideals of a layer graph the
+    columns are its ideals ``J`` (numbered by size: ``0`` holds no layer, the last every
+    layer), a transition runs ``J \\ I`` for ``I ⊆ J``, and each step of the path is labelled
+    with the names of the layers it runs.
 
     Raises
     ------
@@ -132,19 +170,21 @@ def plot_state_graph(
     >>> out.read_bytes()[:4] == b"\\x89PNG"
     True
     """
-    transitions = check_drawable(network, profile)
+    transitions = check_drawable(network, profile, plan.cuts)
+    cuts = cuts_of(profile, plan.cuts)
+    graph = plan.cuts == "graph"
+    pairs = [(int(i), int(j)) for i, j in zip(*np.nonzero(cuts.subset), strict=True)]
     rows = _rows(network)
     y = {v: float(len(rows) - 1 - k) for k, v in enumerate(rows)}
-    n = profile.n_blocks
+    n = cuts.last
     terminal = (n + 1.0, y[network.target])
     with styled_figure(_targets(paths), figsize=(max(3.4, 0.55 * (n + 3)), 0.5 * len(rows) + 1.4),
                        layout="constrained") as fig:  # fmt: skip
         ax = fig.subplots()
         for link in network.links:
-            for i in range(n + 1):
-                for j in range(i, n + 1):
-                    ax.plot([i, j], [y[link.source], y[link.target]], color=_EDGE,
-                            linewidth=0.3, alpha=0.35, zorder=1)  # fmt: skip
+            for i, j in pairs:
+                ax.plot([i, j], [y[link.source], y[link.target]], color=_EDGE,
+                        linewidth=0.3, alpha=0.35, zorder=1)  # fmt: skip
         for j in range(n + 1):
             ax.plot([j, terminal[0]], [y[network.target], terminal[1]], color=_EDGE,
                     linewidth=0.3, alpha=0.35, linestyle=":", zorder=1)  # fmt: skip
@@ -160,7 +200,10 @@ def plot_state_graph(
         arrow = {"arrowstyle": "-|>", "color": _PATH, "linewidth": 1.6}
         for (a, b), (i, v), j in zip(itertools.pairwise(points), states, ends, strict=True):
             ax.annotate("", xy=b, xytext=a, zorder=4, arrowprops=arrow)
-            text = {0: f"{v}: forward", 1: f"{v}: block {j}"}.get(j - i, f"{v}: {i + 1}..{j}")
+            if graph:
+                text = f"{v}: {listed(cuts.units_between(i, j), shown=2) or 'forward'}"
+            else:
+                text = {0: f"{v}: forward", 1: f"{v}: block {j}"}.get(j - i, f"{v}: {i + 1}..{j}")
             ax.annotate(text, xy=((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), xytext=(0, 4),
                         textcoords="offset points", ha="center", fontsize=6, color=_PATH,
                         zorder=5)  # fmt: skip
@@ -168,7 +211,9 @@ def plot_state_graph(
         ax.set_xticks([*range(n + 1), terminal[0]], [*map(str, range(n + 1)), "end"])
         ax.set_xlim(-0.5, n + 1.5)
         ax.set_ylim(-0.6, len(rows) - 0.4)
-        ax.set_xlabel("blocks done, i (the activation after block i has arrived at the node)")
+        ax.set_xlabel("layers done, J (an ideal of the layer graph, numbered by size)" if graph
+                      else "blocks done, i (the activation after block i has arrived at the "
+                      "node)")  # fmt: skip
         ax.set_ylabel("node v")
-        ax.set_title(f"state graph (v, i) of {profile.name}: {transitions} transitions, "
-                     "the plan's path in red")  # fmt: skip
+        ax.set_title(f"state graph (v, {'J' if graph else 'i'}) of {profile.name}: "
+                     f"{transitions} transitions, the plan's path in red")  # fmt: skip

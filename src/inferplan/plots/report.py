@@ -2,7 +2,8 @@
 DOT.
 
 The page holds the network drawn as inline SVG (the path highlighted, upgrades in red, the
-bottleneck marked, on each path node the blocks it runs by number and name), the stage table
+bottleneck marked, on each path node the blocks it runs by number and name, or the layers it
+runs and on each path link the tensors it sends for a plan cut at ideals), the stage table
 (load, capacity, time per inference, utilisation and headroom of every stage), the cost
 breakdown and, for a run, the measured times beside the predicted ones. No script, no style
 sheet or font from elsewhere: the file opens the same anywhere, offline. Drawn by hand (no
@@ -19,7 +20,7 @@ from pathlib import Path
 from inferplan.codesign.breakdown import PlanBreakdown, StageRow
 from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
-from inferplan.units import link_name, si
+from inferplan.units import link_name, listed, si
 
 __all__ = ["Measured", "plan_dot", "plan_report_html", "write_plan_report"]
 
@@ -46,15 +47,17 @@ class Measured:
 
 def _blocks(row: StageRow, parts: PlanBreakdown) -> tuple[str, str]:
     """A stage's blocks by number and by name: ``("1–6", "conv1_1 … pool3")`` (a plan cut at
-    ideals of a layer graph: how many layers, and their names)."""
+    ideals of a layer graph: how many layers, and their names; a link: the tensors it
+    sends)."""
     names = parts.block_names
+    graph = parts.plan.cuts == "graph"
     if row.kind == "link":
-        return f"after {row.after}", ""
+        return ("sends", listed(row.units, shown=3)) if graph else (f"after {row.after}", "")
     if row.blocks is None:
         return "forwards", ""
-    if parts.plan.cuts == "graph":  # cut at ideals: the layers it runs, by name
-        more = f" +{len(row.units) - 3}" if len(row.units) > 3 else ""
-        return f"{len(row.units)} layers", ", ".join(row.units[:3]) + more
+    if graph:  # cut at ideals: the layers it runs, by name
+        word = "layer" if len(row.units) == 1 else "layers"
+        return f"{len(row.units)} {word}", listed(row.units, shown=3)
     first, last = row.blocks
     if first == last:
         return f"{first}", names[first - 1]
@@ -107,6 +110,8 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             f'marker-end="url(#arrow-{kind})"><title>{html.escape(link_name(name))}</title></line>'
         )
         labels = []
+        if row is not None and plan.cuts == "graph":  # what crosses the cut, by name
+            labels.append((f"sends {_blocks(row, parts)[1]}", "#333"))
         if row is not None and row.added > 0:
             labels.append((f"+{si(row.added, 'bit/s')}", _BOUGHT))
         if row is not None and row.bottleneck:
@@ -159,7 +164,8 @@ def _bar(share: float, colour: str) -> str:
 
 
 def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
-    head = ["stage", "blocks", "load per inference", "capacity", "added", "time per inference",
+    held = "layers" if parts.plan.cuts == "graph" else "blocks"
+    head = ["stage", held, "load per inference", "capacity", "added", "time per inference",
             "utilisation", "headroom"]  # fmt: skip
     if measured is not None:
         head += ["measured", "measured / predicted"]
@@ -322,8 +328,11 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
         label = node.id
         attrs = []
         if row is not None:
-            numbers, _ = _blocks(row, parts)
-            label += f"\n{'blocks ' if row.blocks else ''}{numbers}"
+            numbers, names = _blocks(row, parts)
+            if parts.plan.cuts == "graph":
+                label += f"\n{names or numbers}"
+            else:
+                label += f"\n{'blocks ' if row.blocks else ''}{numbers}"
             if row.added > 0:
                 label += f"\n+{si(row.added, 'FLOP/s')}"
             colour = _SLOW if row.bottleneck else _PATH
@@ -342,6 +351,8 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
             attrs += [f"color={quoted(colour)}", "penwidth=3"]
             words = [f"+{si(row.added, 'bit/s')}"] if row.added > 0 else []
             words += ["bottleneck"] if row.bottleneck else []
+            if parts.plan.cuts == "graph":  # what crosses the cut at an ideal, by name
+                words.insert(0, f"sends {_blocks(row, parts)[1]}")
             if words:
                 attrs.append(f"label={quoted(' '.join(words))}")
                 attrs.append(f"fontcolor={quoted(_BOUGHT if row.added > 0 else _SLOW)}")

@@ -18,30 +18,38 @@ zero work across a cut costs nothing.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from inferplan.errors import InvalidProfile
 from inferplan.profiles.graph import OUTPUT, LayerGraph
 from inferplan.profiles.profile import Profile
 
 __all__ = [
+    "GRANULARITIES",
     "MAX_ELEMENTS",
     "BlockSpec",
     "Cut",
+    "Granularity",
     "GraphProfile",
     "Operation",
     "TensorInfo",
     "build_profile",
     "check_elements",
+    "check_factory",
     "free_containers",
     "module_path",
     "owner_of",
     "parse_block_spec",
     "parse_factory_spec",
+    "parse_granularity",
     "parse_shape",
 ]
 
@@ -52,6 +60,14 @@ at up to 16 bytes an element."""
 BlockSpec = int | tuple[tuple[str, ...], ...] | None
 """How to group a model into candidate blocks: ``None`` (top-level modules), a depth, or groups
 of module names (each group one block)."""
+
+Granularity = Literal["blocks", "modules", "ops"] | int
+"""What a layer of the layer graph is: ``"blocks"`` (one per call of a candidate block: the
+blocks' own modules), ``"modules"`` (one per call of an innermost module), ``"ops"`` (one per
+operation), or a depth ``K`` (one per call of a module ``K`` levels down, or of the innermost
+one above an operation less deep; coarser than the blocks when they are deeper)."""
+
+GRANULARITIES = ("blocks", "modules", "ops")
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,8 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class Operation:
-    """One operation of the graph: its owner block (``None`` if free), values in and out, work."""
+    """One operation of the graph: its owner block (``None`` if free), values in and out, work,
+    and the modules enclosing it, outermost first (what finer layer graphs group by)."""
 
     name: str
     owner: str | None
@@ -83,6 +100,7 @@ class Operation:
     outputs: tuple[str, ...]
     flops: float
     params: int = 0
+    path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +146,9 @@ class GraphProfile:
         The layer of the profile's layer graph (its position in ``graph.layers``) each
         operation runs in, by operation name; a runtime that splits the model at ideals runs
         an operation with its layer. Empty without a layer graph.
+    values
+        Every value of the graph by name (its shape, dtype and size): what a runtime that
+        splits the model anywhere passes between stages.
     """
 
     profile: Profile
@@ -136,6 +157,7 @@ class GraphProfile:
     placement: Mapping[str, int] = field(default_factory=dict, repr=False)
     constants: frozenset[str] = field(default_factory=frozenset, repr=False)
     layer_placement: Mapping[str, int] = field(default_factory=dict, repr=False)
+    values: Mapping[str, TensorInfo] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"profile": self.profile.to_dict(), "cuts": [c.to_dict() for c in self.cuts],
@@ -163,6 +185,38 @@ def parse_factory_spec(text: str) -> tuple[str, str] | None:
     if is_file or all(part.isidentifier() for part in module.split(".")):
         return module, factory
     return None
+
+
+def check_factory(spec: str) -> tuple[str, str]:
+    """``spec``'s ``(module, factory)`` (:func:`parse_factory_spec`) if that module can be
+    found, checked without importing it (nor torch): a ``file.py`` that is there, or a module
+    on the import path with the current directory first (its parent packages are imported).
+
+    Raises
+    ------
+    InvalidProfile
+        For a name of another form, a file that is not there or a module not found.
+    """
+    parsed = parse_factory_spec(spec)
+    if parsed is None:
+        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {spec!r}")
+    module = parsed[0]
+    if module.endswith(".py"):
+        if not Path(module).is_file():
+            raise InvalidProfile(f"file not found: {module}")
+        return parsed
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(module)
+    except (Exception, SystemExit) as exc:  # a parent package runs arbitrary code
+        raise InvalidProfile(f"cannot import {module!r}: {type(exc).__name__}: {exc}"
+                             ) from None  # fmt: skip
+    finally:
+        sys.path.remove(os.getcwd())
+    if found is None:
+        raise InvalidProfile(f"cannot import {module!r}: ModuleNotFoundError: No module named "
+                             f"{module!r}")  # fmt: skip
+    return parsed
 
 
 def check_elements(shape: Sequence[int], field: str, what: str = "input shape") -> None:
@@ -227,6 +281,35 @@ def parse_block_spec(text: str | None) -> BlockSpec:
     if any(not name for group in groups for name in group):
         raise InvalidProfile(f"empty module name in {text!r}", field="blocks")
     return groups
+
+
+def parse_granularity(text: str | int | None) -> Granularity:
+    """Parse a ``--granularity`` value: ``blocks`` (the default), ``modules``, ``ops``, or a
+    depth ``depth=K`` (or ``K``).
+
+    Examples
+    --------
+    >>> parse_granularity(None), parse_granularity("ops"), parse_granularity("depth=3")
+    ('blocks', 'ops', 3)
+    >>> parse_granularity("fine")
+    Traceback (most recent call last):
+    inferplan.errors.InvalidProfile: granularity: must be blocks, modules, ops or depth=K ...
+    """
+    if text is None or isinstance(text, int):
+        value: str | int = "blocks" if text is None else text
+    else:
+        value = text.strip().removeprefix("depth=").strip() or "blocks"
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int):
+        if value < 1:
+            raise InvalidProfile(f"depth must be at least 1, got {value}", field="granularity")
+        return value
+    if value not in GRANULARITIES:
+        raise InvalidProfile(
+            f"must be blocks, modules, ops or depth=K (K >= 1), got {text!r}", field="granularity"
+        )
+    return value  # type: ignore[return-value]
 
 
 def module_path(names: Sequence[str]) -> list[str]:
@@ -312,8 +395,10 @@ def build_profile(
     *,
     state: frozenset[str] = frozenset(),
     bytes_per_param: float = 4.0,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
-    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`.
+    """Group ``ops`` (in execution order) into the valid-cut blocks of a :class:`Profile`, and
+    into the layers of its layer graph at ``granularity`` (see :data:`Granularity`).
 
     ``state`` names inputs that live with the block first using them (a layer's KV cache): they
     cross only the cuts between that block and a later one that uses them too, and their bytes
@@ -422,7 +507,8 @@ def build_profile(
         bytes_per_param=bytes_per_param,
         state_bytes=tuple(math.fsum(kept_state[a + 1 : b + 1]) for a, b in spans),
     )
-    graph, why, layer_of = _layer_graph(order, ops, block, values, fixed, inputs, outputs)
+    group, home, labels = _groups(ops, granularity, [order[b - 1] for b in block])
+    graph, why, layer_of = _layer_graph(ops, group, home, values, fixed, inputs, outputs, labels)
     try:
         profile = Profile(**chain, graph=graph)  # type: ignore[arg-type]
     except InvalidProfile as exc:  # the graph and the blocks disagree: keep the blocks
@@ -434,30 +520,57 @@ def build_profile(
     )
     placement = {op.name: block[k] for k, op in enumerate(ops)}
     return GraphProfile(profile, marked, tuple(warnings), placement, frozenset(constant),
-                        layer_of)  # fmt: skip
+                        layer_of, values)  # fmt: skip
+
+
+def _groups(
+    ops: Sequence[Operation], granularity: Granularity, blocks: Sequence[str]
+) -> tuple[list[str | None], list[str | None], list[str] | None]:
+    """What each operation's layer is made of at ``granularity``: its group (``None``: free,
+    it joins the branches it reads or goes with what it reads), at the blocks' granularity the
+    block a free operation goes to (``blocks``: each operation's block), and for single
+    operations the name of their layer: their innermost module's (the same whichever tracer
+    named the operation), or their own outside every module."""
+    if granularity == "blocks":
+        return [op.owner for op in ops], list(blocks), None
+    if granularity == "ops":
+        labels = [op.path[-1] if op.path else op.name for op in ops]
+        return [op.name for op in ops], [None] * len(ops), labels
+    else:
+        depth = None if granularity == "modules" else granularity
+        grouped = [replace(op, owner=None if not op.path else
+                           op.path[-1] if depth is None else op.path[min(depth, len(op.path)) - 1])
+                   for op in ops]  # fmt: skip
+        grouped = free_containers(grouped, 1)  # a module's own code around its submodules
+    return [op.owner for op in grouped], [None] * len(ops), None
 
 
 def _layer_graph(
-    order: Sequence[str],
     ops: Sequence[Operation],
-    block: Sequence[int],
+    group: Sequence[str | None],
+    home: Sequence[str | None],
     values: Mapping[str, TensorInfo],
     fixed: set[str],
     inputs: Sequence[str],
     outputs: Sequence[str],
+    labels: Sequence[str] | None = None,
 ) -> tuple[LayerGraph | None, str | None, dict[str, int]]:
     """The model as a layer graph and the layer of each operation, or ``None`` and why not.
-    A layer is one run of consecutive operations of one candidate block (a block whose module
-    is called again, a shared ReLU, gives one layer per call: ``name``, ``name#2``, ...), so
-    the layers, in execution order, form a DAG. Layer ``x`` reads layer ``u`` when an
-    operation of ``x`` uses a tensor one of ``u`` made; a layer's output is every tensor it
-    makes that another layer, or the model's output, uses. Operations that make only
-    weights, constants or state join their block's first layer and read nothing. A free
-    operation (outside every block) that joins the outputs of several layers (a
+    A layer is one run of consecutive operations of one group (:func:`_groups`; a group
+    whose module is called again, a shared ReLU, gives one layer per call: ``name``,
+    ``name#2``, ...), so the layers, in execution order, form a DAG. Layer ``x`` reads layer
+    ``u`` when an operation of ``x`` uses a tensor one of ``u`` made; a layer's output is
+    every tensor it makes that another layer, or the model's output, uses. Operations that
+    make only weights, constants or state join their group's first layer (or the first
+    layer reading what they make) and read nothing.
+    A free operation (of no group) that joins the outputs of several layers (a
     concatenation, a residual addition) is a layer of its own, named after it, with the free
-    operations after it that read it alone: so the branches it joins stay apart."""
+    operations after it that read it alone: so the branches it joins stay apart; another
+    free operation goes to its ``home`` group, else with the layer it reads (or, reading
+    none, is a layer named after it). A layer is named after its group, or, with
+    ``labels``, after the label of its first operation."""
     run_of: list[int] = []
-    runs: list[int] = []  # the candidate block of each layer
+    runs: list[str] = []  # the group of each layer
     joins: dict[int, str] = {}  # the layers that are free joins, by the first one's name
     made_by: dict[str, int] = {}
     for k, op in enumerate(ops):
@@ -466,20 +579,35 @@ def _layer_graph(
             continue
         sources = {made_by[v] for v in op.inputs if v in made_by}
         in_join = bool(runs) and len(runs) - 1 in joins and sources == {len(runs) - 1}
-        if op.owner is None and (len(sources) > 1 or in_join):
+        mine = group[k]
+        if mine is None and (len(sources) > 1 or in_join):
             if not in_join:
                 joins[len(runs)] = op.name
-                runs.append(block[k])
-        elif not runs or runs[-1] != block[k] or len(runs) - 1 in joins:
-            runs.append(block[k])
+                runs.append(op.name)
+        else:
+            if mine is None:
+                mine = home[k] or (runs[max(sources)] if sources else op.name)
+            if not runs or runs[-1] != mine or len(runs) - 1 in joins:
+                runs.append(mine)
         run_of.append(len(runs) - 1)
         made_by.update(dict.fromkeys(op.outputs, len(runs) - 1))
     first = {b: runs.index(b) for b in set(runs)}
     n = len(runs)
     flops, params = [0.0] * n, [0] * n
     made: dict[str, int] = dict.fromkeys(inputs, -1)
+    # an operation that makes only constants runs in its group's first layer, else (a group
+    # without a layer of its own) in the first layer that reads what it makes
+    layer = list(run_of)
+    first_read: dict[str, int] = {}
+    for k in reversed(range(len(ops))):
+        if layer[k] < 0:
+            readers = [first_read[v] for v in ops[k].outputs if v in first_read]
+            layer[k] = first.get(group[k] or home[k] or "", min(readers, default=-1))
+        for v in ops[k].inputs:
+            if layer[k] >= 0:
+                first_read[v] = min(first_read.get(v, layer[k]), layer[k])
     for k, op in enumerate(ops):
-        x = run_of[k] if run_of[k] >= 0 else first.get(block[k], -1)
+        x = layer[k]
         if x < 0:
             return None, f"{op.name!r} makes only constants for a block that computes nothing", {}
         flops[x] += op.flops
@@ -518,13 +646,15 @@ def _layer_graph(
                 return None, why, {}
             returned.add(made[v])
     names: list[str] = []
-    calls: dict[int, int] = {}
+    calls: dict[str, int] = {}
     for x, b in enumerate(runs):
         if x in joins:
             names.append(joins[x])
             continue
+        if labels is not None:
+            b = labels[run_of.index(x)]
         calls[b] = calls.get(b, 0) + 1
-        names.append(order[b - 1] + (f"#{calls[b]}" if calls[b] > 1 else ""))
+        names.append(b + (f"#{calls[b]}" if calls[b] > 1 else ""))
     label = ["input", *names]
     read = {p for p, _ in reads if p >= 0}  # returned layers that others read: outputs too
     try:
@@ -539,8 +669,7 @@ def _layer_graph(
         )
     except InvalidProfile as exc:
         return None, exc.message, {}
-    layer_of = {op.name: run_of[k] if run_of[k] >= 0 else first[block[k]]
-                for k, op in enumerate(ops)}  # fmt: skip
+    layer_of = {op.name: layer[k] for k, op in enumerate(ops)}
     return graph, None, layer_of
 
 

@@ -31,6 +31,7 @@ from inferplan.documents import read_bytes
 from inferplan.errors import InvalidFile, InvalidProfile
 from inferplan.profiles.cuts import (
     BlockSpec,
+    Granularity,
     GraphProfile,
     Operation,
     TensorInfo,
@@ -287,6 +288,7 @@ def profile_onnx(
     blocks: BlockSpec = None,
     flops: Literal["matrix", "all"] = "matrix",
     name: str | None = None,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     """Profile an ONNX model (a path or a loaded ``ModelProto``); weights are never read.
 
@@ -303,11 +305,15 @@ def profile_onnx(
         ``"matrix"`` (convolutions and matrix products) or ``"all"`` (every formula).
     name
         The profile's name (the graph's, or the file's stem, by default).
+    granularity
+        What a layer of the layer graph is, as for
+        :func:`~inferplan.profiles.from_torch.profile_module` (``"modules"`` and depths by
+        the scopes the exporter recorded; ``"ops"``: every node).
     """
     proto, source = _load(model)
     proto = _without_weight_data(proto)
     try:
-        return _profile(proto, source, input_shapes, blocks, flops, name)
+        return _profile(proto, source, input_shapes, blocks, flops, name, granularity)
     except InvalidProfile as exc:
         raise (exc.located(source) if source else exc) from None
 
@@ -319,6 +325,7 @@ def _profile(
     blocks: BlockSpec,
     flops: str,
     name: str | None,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     if flops not in ("matrix", "all"):
         raise InvalidProfile(f"must be 'matrix' or 'all', got {flops!r}", field="flops")
@@ -413,7 +420,7 @@ def _profile(
                     _element_bits(weights[v].data_type) or 32
                 )
         ops.append(Operation(label, owner_of(path, blocks), tuple(v for v in node.input if v),
-                             tuple(node.output), work, params))  # fmt: skip
+                             tuple(node.output), work, params, tuple(path)))  # fmt: skip
     if from_metadata or scoped:
         ops = free_containers(ops, blocks)
     # Exporters fuse modules away (batch-norm into the convolution before it): a group only
@@ -433,7 +440,8 @@ def _profile(
         count = sum(op.params for op in ops)
         return build_profile(label, ops, values, [v.name for v in inputs],
                              [v.name for v in graph.output], warnings,
-                             bytes_per_param=param_bits / 8 / count if count else 4.0)  # fmt: skip
+                             bytes_per_param=param_bits / 8 / count if count else 4.0,
+                             granularity=granularity)  # fmt: skip
     except InvalidProfile as exc:
         if not warnings:
             raise

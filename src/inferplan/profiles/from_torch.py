@@ -40,21 +40,23 @@ from torch.utils.flop_counter import FlopCounterMode
 from inferplan.errors import InvalidProfile
 from inferplan.profiles.cuts import (
     BlockSpec,
+    Granularity,
     GraphProfile,
     Operation,
     TensorInfo,
     build_profile,
     check_block_names,
     check_elements,
+    check_factory,
     free_containers,
     module_path,
     owner_of,
-    parse_factory_spec,
 )
 
 __all__ = [
     "ExportedGraph",
     "export_graph",
+    "fx_trace",
     "load_module_factory",
     "profile_module",
     "profile_torch",
@@ -174,6 +176,7 @@ def profile_module(
     input_dtypes: Sequence[str | None] = (),
     name: str | None = None,
     tracer: Tracer = "export",
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     """Profile ``module`` on inputs of the given shapes, without touching its weights.
 
@@ -203,6 +206,10 @@ def profile_module(
         (:func:`torch.fx.symbolic_trace`, positional inputs only; the graph the runtime splits).
         Both count the same FLOPs; a forward whose control flow depends on tensor values fails
         with either, with a line saying so.
+    granularity
+        What a layer of the profile's layer graph is (:data:`~inferplan.profiles.cuts.
+        Granularity`): the blocks' own modules (the default), every innermost module, every
+        operation, or the modules at a depth.
 
     Examples
     --------
@@ -226,16 +233,44 @@ def profile_module(
     if tracer == "fx":
         if kwargs:
             raise InvalidProfile("tracer='fx' takes positional inputs only", field="input_shapes")
-        return _profile_fx(module, args, float_dtype, label, blocks)
+        return _profile_fx(module, args, float_dtype, label, blocks, granularity)
     graph = export_graph(module, args, kwargs, float_dtype=float_dtype, label=label)
-    return graph.profile(label, lambda path: owner_of(path, blocks), blocks)
+    return graph.profile(label, lambda path: owner_of(path, blocks), blocks,
+                         granularity=granularity)  # fmt: skip
+
+
+def fx_trace(module: Any) -> Any:
+    """``module`` traced by :func:`torch.fx.symbolic_trace`, its calls of ``nn.Identity``
+    dropped (each use reads the identity's input): ``torch.export`` drops them too, so both
+    front ends give the same layer graph, and a plan made on one runs on the other's split.
+
+    Raises
+    ------
+    Exception
+        Whatever tracing raises (the forward's errors on proxies).
+    """
+    graph_module = symbolic_trace(module)
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op == "call_module" and isinstance(
+            graph_module.get_submodule(node.target), torch.nn.Identity
+        ) and len(node.args) == 1 and not node.kwargs:  # fmt: skip
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    graph_module.recompile()
+    return graph_module
 
 
 def _profile_fx(
-    module: Any, args: list[Any], float_dtype: Any, label: str, blocks: BlockSpec
+    module: Any,
+    args: list[Any],
+    float_dtype: Any,
+    label: str,
+    blocks: BlockSpec,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     try:
-        graph_module = symbolic_trace(module)
+        graph_module = fx_trace(module)
     except Exception as exc:  # tracing raises anything the forward raises on proxies
         raise InvalidProfile(f"cannot trace {label} with torch.fx: {_first_line(exc)}") from None
 
@@ -265,7 +300,7 @@ def _profile_fx(
         raise InvalidProfile(f"{label} does not run on input shape {_shapes_text(args, {})}: "
                              f"{_first_line(exc)}") from None  # fmt: skip
 
-    return _assemble_fx(graph_module, label, blocks, flops, results, float_dtype)
+    return _assemble_fx(graph_module, label, blocks, flops, results, float_dtype, granularity)
 
 
 class _Recorder(Interpreter):
@@ -291,6 +326,7 @@ def _assemble_fx(
     flops: dict[str, float],
     results: dict[str, Any],
     float_dtype: Any,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     values: dict[str, TensorInfo] = {}
     ops: list[Operation] = []
@@ -333,6 +369,7 @@ def _assemble_fx(
             outputs=(node.name,),
             flops=flops.get(node.name, 0.0),
             params=params,
+            path=tuple(path),
         ))  # fmt: skip
     check_block_names(blocks, scopes)
     if not scopes:  # a module without submodules is one block
@@ -340,7 +377,7 @@ def _assemble_fx(
     count = sum(op.params for op in ops)
     per = param_bytes[0] / count if count else 4.0
     return build_profile(label, free_containers(ops, blocks), values, inputs, outputs,
-                         bytes_per_param=per)  # fmt: skip
+                         bytes_per_param=per, granularity=granularity)  # fmt: skip
 
 
 def _module_path(node: Any) -> list[str]:
@@ -397,9 +434,12 @@ class ExportedGraph:
         owner: Callable[[list[str]], str | None],
         blocks: BlockSpec = None,
         warnings: Sequence[str] = (),
+        *,
+        granularity: Granularity = "blocks",
     ) -> GraphProfile:
         """The valid-cut profile with each operation in the block ``owner(module path)`` names
-        (``blocks``, if groups, are checked to own something)."""
+        (``blocks``, if groups, are checked to own something), its layer graph at
+        ``granularity``."""
         ops: list[Operation] = []
         scopes: set[str] = set()
         counted: set[str] = set()
@@ -418,13 +458,15 @@ class ExportedGraph:
                 outputs=(node.name,),
                 flops=self.flops.get(node.name, 0.0),
                 params=sum(self.params[w] for w in weights),
+                path=tuple(path),
             ))  # fmt: skip
         check_block_names(blocks, scopes)
         if not scopes:  # a module without submodules is one block
             ops = [replace(op, owner=label) for op in ops]
         return build_profile(label, free_containers(ops, blocks), self.values, self.inputs,
                              self.outputs, warnings, state=self.state,
-                             bytes_per_param=self.bytes_per_param)  # fmt: skip
+                             bytes_per_param=self.bytes_per_param,
+                             granularity=granularity)  # fmt: skip
 
     @property
     def bytes_per_param(self) -> float:
@@ -565,15 +607,10 @@ def load_module_factory(spec: str, *, device: str = "meta") -> Any:
     ``torch.device(device)``: on ``meta`` (the default, for profiling) no weights are allocated;
     on ``cpu`` the module gets real weights (seed ``torch`` first for reproducible ones).
     """
-    parsed = parse_factory_spec(spec)
-    if parsed is None:
-        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {spec!r}")
-    module_name, attr = parsed
+    module_name, attr = check_factory(spec)
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
-            if not path.is_file():
-                raise InvalidProfile(f"file not found: {module_name}")
             loader = importlib.util.spec_from_file_location(path.stem, path)
             if loader is None or loader.loader is None:
                 raise InvalidProfile(f"cannot load {module_name}")
@@ -614,9 +651,11 @@ def profile_torch(
     blocks: BlockSpec = None,
     dtype: str = "float32",
     input_dtypes: Sequence[str | None] = (),
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     """Profile the module built by ``module.path:factory``; see :func:`profile_module`."""
     model = load_module_factory(spec)
     name = spec.rpartition(":")[2]
     return profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
-                          input_dtypes=input_dtypes, name=name)  # fmt: skip
+                          input_dtypes=input_dtypes, name=name,
+                          granularity=granularity)  # fmt: skip

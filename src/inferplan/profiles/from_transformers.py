@@ -34,7 +34,13 @@ import transformers
 from transformers.models.auto import modeling_auto
 
 from inferplan.errors import InvalidProfile
-from inferplan.profiles.cuts import BlockSpec, GraphProfile, check_elements, owner_of
+from inferplan.profiles.cuts import (
+    BlockSpec,
+    Granularity,
+    GraphProfile,
+    check_elements,
+    owner_of,
+)
 from inferplan.profiles.from_torch import export_graph, torch_dtype
 
 __all__ = ["build_model", "parse_config_overrides", "profile_transformers"]
@@ -241,6 +247,7 @@ def profile_transformers(
     blocks: BlockSpec = None,
     dtype: str = "float32",
     name: str | None = None,
+    granularity: Granularity = "blocks",
 ) -> GraphProfile:
     """Profile the ``transformers`` model of ``config`` (see :func:`build_model`) per layer.
 
@@ -266,6 +273,9 @@ def profile_transformers(
         Floating-point dtype of the weights and activations.
     name
         The profile's name (the config class's by default).
+    granularity
+        What a layer of the layer graph is, as for
+        :func:`~inferplan.profiles.from_torch.profile_module`.
 
     Examples
     --------
@@ -312,5 +322,7 @@ def profile_transformers(
                         f"({limit}): the model cannot run them as configured")  # fmt: skip
     layers = _layer_list(model)
     if blocks is not None or layers is None:
-        return graph.profile(label, lambda path: owner_of(path, blocks), blocks, warnings)
-    return graph.profile(label, layer_blocks(layers, graph.module_order()), warnings=warnings)
+        return graph.profile(label, lambda path: owner_of(path, blocks), blocks, warnings,
+                             granularity=granularity)  # fmt: skip
+    return graph.profile(label, layer_blocks(layers, graph.module_order()), warnings=warnings,
+                         granularity=granularity)  # fmt: skip

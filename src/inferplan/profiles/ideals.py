@@ -295,7 +295,8 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     if enumerated is None:
         raise InvalidArgument(
             f"the layer graph has more than {max_ideals} ideals (cuts): cut the model between "
-            "its blocks (chain cuts), give a coarser layer graph, or raise the limit",
+            "its blocks (chain cuts), give a coarser layer graph (granularity: blocks, or a "
+            "smaller depth), or raise the limit",
             field="max_ideals",
         )
     found, covers = enumerated

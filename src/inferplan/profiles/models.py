@@ -55,24 +55,27 @@ class TransformerOptions:
 class ModelOptions:
     """How to profile a traced model: its inputs' shapes (``1,3,224,224``, ``1x128:int64``,
     ``input_ids=1x128:int64``), its blocks (``depth=K`` or module groups), the dtype of its
-    weights, which FLOPs an ONNX file counts, and the transformers options."""
+    weights, which FLOPs an ONNX file counts, the transformers options, and what a layer of its
+    layer graph is (``granularity``: ``blocks``, ``modules``, ``ops`` or ``depth=K``)."""
 
     input_shapes: tuple[str, ...] = ()
     blocks: str | None = None
     dtype: str = "float32"
     flops: Literal["matrix", "all"] = "matrix"
     transformer: TransformerOptions = field(default_factory=TransformerOptions)
+    granularity: str | None = None
 
     def given(self) -> list[str]:
         """The options that apply to traced models only, set away from their defaults."""
         return [name for name, used in (
             ("input_shapes", bool(self.input_shapes)), ("blocks", self.blocks is not None),
-            ("dtype", self.dtype != "float32"), ("flops", self.flops != "matrix"))
+            ("dtype", self.dtype != "float32"), ("flops", self.flops != "matrix"),
+            ("granularity", self.granularity is not None))
             if used] + self.transformer.given()  # fmt: skip
 
 
 def _profile_transformers(model: str, options: ModelOptions) -> GraphProfile:
-    from inferplan.profiles.cuts import parse_block_spec
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity
 
     hf = options.transformer
     if options.input_shapes or options.flops != "matrix":
@@ -96,6 +99,7 @@ def _profile_transformers(model: str, options: ModelOptions) -> GraphProfile:
         seq_len=hf.seq_len, batch=hf.batch, phase="decode" if hf.decode else "prefill",
         cache_len=hf.cache_len, attention_mask=hf.attention_mask, model_class=hf.model_class,
         blocks=parse_block_spec(options.blocks), dtype=options.dtype,
+        granularity=parse_granularity(options.granularity),
     )  # fmt: skip
 
 
@@ -112,7 +116,13 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
         If the model's extra is not installed, or the model cannot be profiled.
     """
     from inferplan.documents import path_exists
-    from inferplan.profiles.cuts import parse_block_spec, parse_factory_spec, parse_shape
+    from inferplan.profiles.cuts import (
+        check_factory,
+        parse_block_spec,
+        parse_factory_spec,
+        parse_granularity,
+        parse_shape,
+    )
 
     options = options or ModelOptions()
     if model.startswith("transformers:"):
@@ -126,6 +136,7 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
     if any(names) and not all(name and name.isidentifier() for name in names):
         raise InvalidArgument("name every input (name=shape) or none", field="input_shapes")
     spec = parse_block_spec(options.blocks)
+    granularity = parse_granularity(options.granularity)
     if model.lower().endswith(".onnx"):
         if any(names):
             raise InvalidArgument("ONNX inputs are given in order, without names",
@@ -137,8 +148,12 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
         except ImportError:
             raise InvalidProfile("ONNX models need onnx (pip install 'inferplan[onnx]')") from None
         return profile_onnx(model, input_shapes=[s for s, _ in parsed], blocks=spec,
-                            flops=options.flops)  # fmt: skip
+                            flops=options.flops, granularity=granularity)  # fmt: skip
     if parse_factory_spec(model) is not None and not path_exists(model):
+        # what needs no torch first: the module is there, the inputs are given
+        check_factory(model)
+        if not shapes:
+            raise InvalidProfile("give the shape of each input", field="input_shapes")
         try:
             from inferplan.profiles.from_torch import profile_torch
         except ImportError:
@@ -151,7 +166,8 @@ def trace_model(model: str, options: ModelOptions | None = None) -> GraphProfile
         if any(names):
             inputs = {str(name): dim for name, dim in zip(names, dims, strict=True)}
         return profile_torch(model, inputs, blocks=spec, dtype=options.dtype,
-                             input_dtypes=[d for _, d in parsed])  # fmt: skip
+                             input_dtypes=[d for _, d in parsed],
+                             granularity=granularity)  # fmt: skip
     return None
 
 

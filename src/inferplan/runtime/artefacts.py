@@ -4,9 +4,11 @@ manifest that chains them (``inferplan split``).
 The model is built as ``inferplan run`` builds it (:func:`~inferplan.runtime.measure.build_model`:
 ``torch.manual_seed(seed)`` before the factory), or from a state dict, and cut at the plan's
 cuts (:mod:`inferplan.runtime.split`). Path node ``l`` computes blocks ``partition[l-1] + 1 ..
-partition[l]``; its program's ``forward`` takes the tensors crossing its first cut, positionally
-(stage 0: the model's inputs), and returns those crossing its last cut as a tuple (the last
-stage: the model's outputs). A node that only forwards gets a program that returns its inputs.
+partition[l]``, or in a plan cut at ideals of the layer graph the layers ``layers[l]``; its
+program's ``forward`` takes the tensors crossing into it, positionally (stage 0: the model's
+inputs), and returns those crossing out of it as a tuple (the last stage: the model's outputs),
+each list in the order the manifest gives. A node that only forwards gets a program that
+returns its inputs.
 Each program is saved with ``torch.export.save`` and holds its own weights, so a deployment
 needs torch and the files, not the model's code:
 
@@ -27,7 +29,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,8 @@ import torch
 
 from inferplan.codesign.plan import Plan
 from inferplan.documents import open_regular
-from inferplan.errors import InvalidArgument, InvalidFile
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.errors import InvalidFile
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.runtime.measure import build_model
 from inferplan.runtime.split import TensorSpec, trace_model
@@ -109,6 +110,7 @@ def export_stages(
     input_dtypes: Sequence[str | None] = (),
     seed: int = 0,
     weights: str | Path | None = None,
+    granularity: Granularity = "blocks",
 ) -> Artefacts:
     """Write one ``torch.export`` program per node of ``plan.path`` and ``manifest.json``.
 
@@ -116,10 +118,11 @@ def export_stages(
     ----------
     model
         ``module.path:factory`` or ``file.py:factory``.
-    input_shapes, blocks, dtype, input_dtypes
+    input_shapes, blocks, dtype, input_dtypes, granularity
         As for ``inferplan run``: they define the profile the plan was made for.
     plan
-        The plan; its partition must cover the profile's blocks.
+        The plan; its partition must cover the profile's blocks (or, cut at ideals, its
+        layers form a chain of ideals of the profile's layer graph).
     folder
         Where to write (made if missing).
     seed
@@ -141,37 +144,33 @@ def export_stages(
         if dtype != "float32":
             module = module.to(TensorSpec((), dtype).torch_dtype)
     traced = trace_model(module, input_shapes, blocks=blocks, dtype=dtype,
+                         granularity=granularity,
                          input_dtypes=input_dtypes, name=name)  # fmt: skip
-    n = traced.profile.n_blocks
-    partition = plan.partition
-    if partition[-1] != n or any(b < a for a, b in pairwise(partition)):
-        raise InvalidArgument(
-            f"partition {list(partition)} does not cover the model's {n} blocks (it must "
-            f"rise to {n}): the plan was made for another profile",
-            field="partition",
-        )  # fmt: skip
-    cuts = [0, *sorted(set(partition) - {0})]
-    by_first = dict(zip(cuts, traced.split(cuts).stages, strict=False))
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     stages = []
-    for k, (node, last) in enumerate(zip(plan.path, partition, strict=True)):
-        first = partition[k - 1] if k else 0
-        stage = by_first[first].eval() if last > first else _Forward()
-        specs_in, specs_out = traced.crossing(first), traced.crossing(last)
-        example = tuple(torch.zeros(s.shape, dtype=s.torch_dtype) for s in specs_in)
-        program = torch.export.export(stage, example)
+    graph = plan.cuts == "graph"
+    for k, (node, stage) in enumerate(zip(plan.path, traced.plan_stages(plan), strict=True)):
+        module = stage.module.eval() if stage.module is not None else _Forward()
+        example = tuple(torch.zeros(s.shape, dtype=s.torch_dtype) for s in stage.receives_specs)
+        program = torch.export.export(module, example)
         file = _file_name(k, node)
         torch.export.save(program, out / file)
         nxt = plan.path[k + 1] if k + 1 < len(plan.path) else None
+        held: dict[str, Any] = (
+            {"layers": list(plan.layers[k])} if graph
+            else {"blocks": [plan.partition[k - 1] if k else 0, plan.partition[k]]}
+        )  # fmt: skip
         stages.append({
             "node": node,
-            "blocks": [first, last],
+            **held,
             "file": file,
-            "inputs": _tensors(traced.crossing_names(first), specs_in),
-            "outputs": _tensors(traced.crossing_names(last), specs_out),
+            "inputs": _tensors(stage.receives, stage.receives_specs),
+            "outputs": _tensors(stage.sends, stage.sends_specs),
             "next": None if nxt is None else {"node": nxt, "link": f"{node}->{nxt}"},
         })  # fmt: skip
-    manifest = {"model": name, "blocks": list(traced.profile.blocks), "stages": stages}
+    manifest: dict[str, Any] = {"model": name, "cuts": plan.cuts,
+                                "blocks": list(traced.profile.blocks),
+                                "stages": stages}  # fmt: skip
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return Artefacts(out, manifest)

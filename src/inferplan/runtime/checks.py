@@ -16,7 +16,7 @@ from inferplan.codesign.plan import Plan
 from inferplan.codesign.planfile import check_plan
 from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
 from inferplan.network.network import Network
-from inferplan.profiles.cuts import parse_factory_spec
+from inferplan.profiles.cuts import check_factory
 
 __all__ = ["LAUNCHER_ENV", "check_count", "check_run", "under_launcher"]
 
@@ -58,15 +58,14 @@ def check_run(
     dilation: float | None = None,
 ) -> None:
     """Raise an :class:`~inferplan.errors.InferplanError` for what is wrong with a run that can
-    be seen without the model: the model's name (a ``file.py`` that is not there), the plan
+    be seen without the model: the model's name (a ``file.py`` or module that is not there),
+    the plan
     against the network (path, upgrades), the counts, the files, the timeout, and the testbed's
     options (no pacing on it; a dilation of at least 1)."""
-    parsed = parse_factory_spec(model)
-    if parsed is None:
-        raise InvalidProfile(f"expected module.path:factory or file.py:factory, got {model!r}",
-                             field="model")  # fmt: skip
-    if parsed[0].endswith(".py") and not Path(parsed[0]).is_file():
-        raise InvalidProfile(f"file not found: {parsed[0]}", field="model")
+    try:
+        check_factory(model)
+    except InvalidProfile as exc:
+        raise InvalidProfile(exc.message, field="model") from None
     if plan is not None:
         check_plan(network, None, plan, source=plan_source)
     # with an inputs file the count is the file's, checked against it once it is read

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,9 +30,10 @@ from typing import Any
 
 import torch
 
+from inferplan.codesign.plan import Plan
 from inferplan.documents import open_regular
 from inferplan.errors import InvalidArgument, InvalidFile
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.examples import check_weights
@@ -41,6 +43,7 @@ __all__ = [
     "build_model",
     "load_inputs",
     "measure_blocks",
+    "measure_nodes",
     "measured_profile",
     "random_inputs",
     "stream_inputs",
@@ -148,8 +151,29 @@ def measure_blocks(
     return time_stages(split.stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
 
 
+def measure_nodes(
+    traced: TracedModel,
+    plan: Plan,
+    inputs: Sequence[torch.Tensor],
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, ...]:
+    """Seconds of each path node's work in ``plan`` here (``0`` for a node that only
+    forwards), timed as :func:`measure_blocks` times blocks: a plan cut between blocks sums
+    its nodes' blocks, one cut at ideals times each node's stage as a whole (its layers are
+    no blocks)."""
+    if plan.cuts == "chain":
+        seconds = measure_blocks(traced, inputs, warmup=warmup, repeats=repeats, clock=clock)
+        done = [0, *plan.partition[:-1]]
+        return tuple(math.fsum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True))
+    stages = [s.module for s in traced.plan_stages(plan)]
+    return time_stages(stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
+
+
 def time_stages(
-    stages: Sequence[Callable[..., Any]],
+    stages: Sequence[Callable[..., Any] | None],
     inputs: Sequence[torch.Tensor],
     *,
     warmup: int = 3,
@@ -157,14 +181,17 @@ def time_stages(
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, ...]:
     """Median seconds of each stage of a chain (stage ``k`` takes what stage ``k - 1``
-    returns, the first ``inputs``) after ``warmup`` runs, on ``clock``."""
+    returns, the first ``inputs``; ``None`` passes its values on, in ``0`` seconds) after
+    ``warmup`` runs, on ``clock``."""
     if repeats < 1 or warmup < 0:
         raise InvalidArgument(f"need repeats >= 1 and warmup >= 0, got {repeats}, {warmup}")
-    times: list[list[float]] = [[] for _ in stages]
+    times: list[list[float]] = [[0.0] if s is None else [] for s in stages]
     with torch.inference_mode():
         for run in range(warmup + repeats):
             values = tuple(inputs)
             for k, stage in enumerate(stages):
+                if stage is None:
+                    continue
                 started = clock()
                 values = stage(*values)
                 if run >= warmup:
@@ -182,11 +209,13 @@ def measured_profile(
     seed: int = 0,
     warmup: int = 3,
     repeats: int = 10,
+    granularity: Granularity = "blocks",
 ) -> Profile:
     """The profile of ``module.path:factory`` with the seconds of each block measured here."""
     model = build_model(spec, seed=seed, dtype=dtype)
     traced = trace_model(model, input_shapes, blocks=blocks, dtype=dtype,
-                         input_dtypes=input_dtypes, name=spec.rpartition(":")[2])  # fmt: skip
+                         input_dtypes=input_dtypes, name=spec.rpartition(":")[2],
+                         granularity=granularity)  # fmt: skip
     (sample,) = random_inputs(input_shapes, 1, seed=seed, dtype=dtype, input_dtypes=input_dtypes)
     seconds = measure_blocks(traced, sample, warmup=warmup, repeats=repeats)
     return replace(traced.profile, seconds=seconds)

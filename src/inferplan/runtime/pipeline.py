@@ -2,8 +2,10 @@
 process per path node, ``K`` inputs streamed through them as a pipeline, measured beside the
 plan's prediction.
 
-Every path node is a process (rank ``l`` runs ``path[l]``); a node that holds blocks runs its
-stage module (:mod:`inferplan.runtime.split`), a node that only forwards relays the tensors.
+Every path node is a process (rank ``l`` runs ``path[l]``); a node that computes runs its
+stage module (:meth:`~inferplan.runtime.split.TracedModel.plan_stages`: its blocks, or its
+layers in a plan cut at ideals of the layer graph), a node that only forwards relays the
+tensors. Each link carries every tensor its boundary holds, in a fixed order.
 Ranks talk point to point (``send`` / ``recv``) through ``torch.distributed`` (gloo on CPU,
 NCCL on GPUs). Rank 0, the source, is also the coordinator: it builds the model once (seeded),
 splits it, hands each rank exactly its stage module, feeds the inputs, and at the end gathers
@@ -34,6 +36,7 @@ import contextlib
 import ctypes
 import datetime
 import functools
+import gc
 import math
 import os
 import pickle
@@ -47,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,8 +64,9 @@ from inferplan.codesign.planfile import check_plan
 from inferplan.codesign.provision import provision
 from inferplan.errors import InferplanError, InvalidArgument
 from inferplan.network.network import Network
-from inferplan.profiles.cuts import BlockSpec
+from inferplan.profiles.cuts import BlockSpec, Granularity
 from inferplan.profiles.from_torch import load_module_factory, profile_module
+from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 from inferplan.runtime.checks import LAUNCHER_ENV, check_count, check_run, under_launcher
 from inferplan.runtime.emulate import (
@@ -74,10 +79,11 @@ from inferplan.runtime.emulate import (
     planned_times,
 )
 from inferplan.runtime.examples import check_inferences
-from inferplan.runtime.measure import build_model, load_inputs, measure_blocks, stream_inputs
-from inferplan.runtime.split import TensorSpec, TracedModel, run_layer, trace_model
+from inferplan.runtime.measure import build_model, load_inputs, measure_nodes, stream_inputs
+from inferplan.runtime.split import PlanStage, TensorSpec, TracedModel, run_layer, trace_model
 from inferplan.runtime.testbed import require as require_testbed
 from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
+from inferplan.units import listed
 
 __all__ = [
     "RunReport",
@@ -119,12 +125,18 @@ class RunRequest:
         The network the plan runs on (capacities give the planned stage times).
     model
         The PyTorch model as ``module.path:factory`` (or ``file.py:factory``).
-    input_shapes, input_dtypes, blocks, dtype
-        As for ``inferplan profile``: they define the profile, its blocks and valid cuts.
+    input_shapes, input_dtypes, blocks, dtype, granularity
+        As for ``inferplan profile``: they define the profile, its blocks and valid cuts, and
+        its layer graph.
     plan
         The plan to carry out, or ``None`` to plan for ``interval`` with ``method``.
     interval, method
         The target interval (s) and the planner, when ``plan`` is ``None``.
+    cuts, max_ideals
+        Where the planner may cut the model, as for
+        :func:`~inferplan.codesign.provision.provision` (``None``: at the ideals of the
+        profile's layer graph when it has one within the limits, else between blocks); a
+        plan file says it itself.
     inferences
         ``K``, the number of inputs streamed (default: those in ``inputs``, else 40).
     warmup
@@ -153,9 +165,12 @@ class RunRequest:
     input_dtypes: tuple[str | None, ...] = ()
     blocks: BlockSpec = None
     dtype: str = "float32"
+    granularity: Granularity = "blocks"
     plan: Plan | None = None
     interval: float | None = None
     method: str = "psg"
+    cuts: CutKind | None = None
+    max_ideals: int | None = None
     inferences: int | None = None
     warmup: int = 5
     inputs: str | None = None
@@ -189,13 +204,15 @@ class StageReport:
     """One stage of the pipeline: a node's compute or a link's transfer, per inference.
 
     ``blocks`` is ``(first cut, last cut)`` of a node's blocks (equal for a node that only
-    forwards). ``profiled_s`` (runs at the machine's own speed only) is what the per-block times
-    measured on this machine predict for the node. ``real_s`` (nodes) is the median time of the
-    node's work alone, before any pacing: when it exceeds ``predicted_s`` emulation cannot hold
-    the plan (see :attr:`RunReport.warnings`). On the testbed a node's ``quota`` is the share
-    of a core its compute thread was held to and ``cpu_s`` the CPU seconds that thread took
-    per inference (median; its blocks and its handing the result on), so ``cpu_s / quota`` is
-    the time the kernel's quota promises.
+    forwards) in a plan cut between blocks; ``layers`` names the layers a node computes in a
+    plan cut at ideals (none for a node that only forwards). ``profiled_s`` (runs at the
+    machine's own speed only) is what timing the node's work on this machine before the run
+    gives (:func:`~inferplan.runtime.measure.measure_nodes`). ``real_s`` (nodes) is the
+    median time of the node's work alone, before any pacing: when it exceeds ``predicted_s``
+    emulation cannot hold the plan (see :attr:`RunReport.warnings`). On the testbed a node's
+    ``quota`` is the share of a core its compute thread was held to and ``cpu_s`` the CPU
+    seconds that thread took per inference (median; its work and its handing the result on),
+    so ``cpu_s / quota`` is the time the kernel's quota promises.
     """
 
     kind: str
@@ -203,6 +220,7 @@ class StageReport:
     predicted_s: float
     measured_s: float
     blocks: tuple[int, int] | None = None
+    layers: tuple[str, ...] | None = None
     profiled_s: float | None = None
     real_s: float | None = None
     cpu_s: float | None = None
@@ -213,6 +231,8 @@ class StageReport:
         out: dict[str, Any] = {"kind": self.kind, "id": self.id}
         if self.blocks is not None:
             out["blocks"] = list(self.blocks)
+        if self.layers is not None:
+            out["layers"] = list(self.layers)
         out["predicted_s"] = self.predicted_s
         out["measured_s"] = self.measured_s
         if self.profiled_s is not None:
@@ -322,6 +342,7 @@ def overrun_warning(label: str, node: str, late: Overrun) -> str:
 
 def _profile(request: RunRequest, model: Any) -> Profile:
     return profile_module(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                          granularity=request.granularity,
                           input_dtypes=request.input_dtypes, tracer="fx",
                           name=request.model.rpartition(":")[2]).profile  # fmt: skip
 
@@ -359,14 +380,12 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
-        if request.plan.cuts != "chain":  # the stage loop passes one cut's tensors per link
-            raise InvalidArgument("runs plans cut between blocks only; plan with --cuts chain",
-                                  source=request.plan_source, field="cuts")  # fmt: skip
         check_plan(request.network, profile, request.plan, source=request.plan_source)
         plan = request.plan
     else:
         plan = provision(request.network, profile, interval=request.interval,
-                         method=request.method, cuts="chain")  # fmt: skip
+                         method=request.method, cuts=request.cuts,
+                         max_ideals=request.max_ideals)  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
     latency, delays = planned_latency(request.network, profile, plan)
     data = _load_inputs(request)
@@ -394,24 +413,31 @@ def _check_memory(count: int, profile: Profile) -> None:
 
 @dataclass(frozen=True)
 class _Role:
-    """What one rank does: its node, blocks, the tensors it receives, planned times."""
+    """What one rank does: its node, what it computes (``blocks``, the first and last cut of
+    a plan cut between blocks; ``layers``, of one cut at ideals), whether it computes at all,
+    the tensors it receives, planned times."""
 
     rank: int
     node: str
-    blocks: tuple[int, int]
+    blocks: tuple[int, int] | None
+    layers: tuple[str, ...] | None
+    computes: bool
     receives: tuple[TensorSpec, ...]
     node_s: float
     link_s: float | None  # the link to the next rank; None for the last
+    label: str
     delay_s: float = 0.0  # that link's propagation delay
 
-    @property
-    def label(self) -> str:
-        return _stage_label(self.rank, self.node, *self.blocks)
 
-
-def _stage_label(rank: int, node: str, first: int, last: int) -> str:
-    held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
-    return f"stage {rank} (node {node!r}, {held})"
+def _stage_label(plan: Plan, rank: int) -> str:
+    """Stage ``rank`` of ``plan`` as messages name it: its node and what it computes."""
+    if plan.cuts == "graph":
+        names = plan.layers[rank]
+        held = f"layers {listed(names, shown=3)}" if names else "forwarding"
+    else:
+        first, last = plan.partition[rank - 1] if rank else 0, plan.partition[rank]
+        held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
+    return f"stage {rank} (node {plan.path[rank]!r}, {held})"
 
 
 @dataclass(frozen=True)
@@ -446,17 +472,18 @@ class _Measured:
     peak_rss_bytes: int = 0
 
 
-def _roles(traced: TracedModel, resolved: Resolved) -> tuple[tuple[_Role, ...], list[int]]:
+def _roles(stages: Sequence[PlanStage], resolved: Resolved) -> tuple[_Role, ...]:
     plan = resolved.plan
-    cuts = [0, *sorted(set(plan.partition) - {0})]
     roles = []
-    for k, (node, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
-        first = plan.partition[k - 1] if k else 0
+    for k, (node, done, stage) in enumerate(zip(plan.path, plan.partition, stages, strict=True)):
+        chain = plan.cuts == "chain"
+        blocks = (plan.partition[k - 1] if k else 0, done) if chain else None
         link = resolved.link_s[k] if k < len(plan.path) - 1 else None
-        receives = traced.crossing(first)
         delay = resolved.delay_s[k] if k < len(plan.path) - 1 else 0.0
-        roles.append(_Role(k, node, (first, done), receives, resolved.node_s[k], link, delay))
-    return tuple(roles), cuts
+        roles.append(_Role(k, node, blocks, None if chain else tuple(plan.layers[k]),
+                           stage.module is not None, stage.receives_specs, resolved.node_s[k],
+                           link, _stage_label(plan, k), delay))  # fmt: skip
+    return tuple(roles)
 
 
 def _leaves(value: Any) -> tuple[torch.Tensor, ...]:
@@ -691,21 +718,43 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
-def _setup_rank0(request: RunRequest, world: int,
-                 placement: Placement | None) -> tuple[_Setup, Any, list[Any], Any]:  # fmt: skip
+@dataclass(frozen=True)
+class Built:
+    """The model built with its real weights (seeded), traced once, and the request checked
+    and planned with that trace's profile: what rank 0 needs to start a run.
+    :func:`run_plan` makes it before any rank starts, and a rank forked from it inherits it."""
+
+    model: Any
+    traced: TracedModel
+    resolved: Resolved
+
+
+def build(request: RunRequest) -> Built:
+    """Build, trace and plan ``request`` (one trace: the model with its real weights is
+    profiled, checked and planned). Raises as :func:`resolve`."""
+    check_run(network=request.network, model=request.model, plan=request.plan,
+              plan_source=request.plan_source, inferences=request.inferences,
+              warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
+              timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
+              dilation=request.dilation)  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
+                         granularity=request.granularity,
                          dtype=request.dtype, input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
-    # one trace: the model with its real weights is profiled, checked and planned here
-    resolved = resolve(request, profile=traced.profile)
+    return Built(model, traced, resolve(request, profile=traced.profile))
+
+
+def _setup_rank0(request: RunRequest, world: int, placement: Placement | None,
+                 built: Built | None) -> tuple[_Setup, Any, list[Any], Any]:  # fmt: skip
+    built = built or build(request)
+    model, traced, resolved = built.model, built.traced, built.resolved
     if world != len(resolved.plan.path):
         raise InvalidArgument(f"the plan's path has {len(resolved.plan.path)} nodes: start that "
                               f"many processes, not {world}", field="processes")  # fmt: skip
-    roles, cuts = _roles(traced, resolved)
-    split = traced.split(cuts)
-    by_first = dict(zip(cuts, split.stages, strict=False))
-    modules = [by_first.get(r.blocks[0]) if r.blocks[1] > r.blocks[0] else None for r in roles]
+    stages = traced.plan_stages(resolved.plan)
+    roles = _roles(stages, resolved)
+    modules = [s.module for s in stages]
     dilation = 1.0 if placement is None else placement.dilation
     feed = dilation * resolved.plan.target_interval if request.open_loop else None
     setup = _Setup(roles, resolved.inferences, request.warmup,
@@ -714,15 +763,23 @@ def _setup_rank0(request: RunRequest, world: int,
     return setup, model, modules, (resolved, traced)
 
 
+def rank_threads(local: int, *, testbed: bool) -> int:
+    """The intra-op threads of a rank, one of ``local`` ranks on this machine: its share of
+    the cores; on the testbed one, the speed its blocks were timed at."""
+    return 1 if testbed else max(1, (os.cpu_count() or 1) // local)
+
+
 def run_stage(
-    request: RunRequest | None, *, progress: Progress | None = None, timeout_s: float = 60.0
-) -> RunReport | None:
+    request: RunRequest | None, *, progress: Progress | None = None, timeout_s: float = 60.0,
+    built: Built | None = None,
+) -> RunReport | None:  # fmt: skip
     """Run this process as one rank of the pipeline (``torch.distributed`` env: ``RANK``,
     ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, as ``torchrun`` sets them).
 
     Rank 0 needs the ``request`` (the others may pass ``None``: rank 0 sends them their part)
     and returns the :class:`RunReport`; the other ranks return ``None``. ``timeout_s`` bounds
-    every wait for a peer where there is no ``request`` to take it from. On one machine use
+    every wait for a peer where there is no ``request`` to take it from. Rank 0 builds the
+    model unless it is given as ``built`` (by :func:`build`). On one machine use
     :func:`run_plan`, which starts the ranks itself.
 
     Raises
@@ -741,8 +798,7 @@ def run_stage(
     local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     run_dir = os.environ.get(_RUN_DIR)
     placement = Placement.load(Path(run_dir)) if run_dir else None
-    # on the testbed a rank gets at most one core, the speed its blocks were timed at
-    torch.set_num_threads(1 if placement else max(1, (os.cpu_count() or 1) // local))
+    torch.set_num_threads(rank_threads(local, testbed=placement is not None))
     label = f"stage {rank}"
     if run_dir:  # tells the launcher this rank is at the rendezvous, then that it joined
         Path(run_dir, f"joining-{rank}").touch()
@@ -753,21 +809,22 @@ def run_stage(
     if run_dir:
         Path(run_dir, f"joined-{rank}").touch()
     try:
-        return _run_rank(request, rank, world, progress, placement)
+        return _run_rank(request, rank, world, progress, placement, built)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
 def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progress | None,
-              placement: Placement | None) -> RunReport | None:  # fmt: skip
+              placement: Placement | None, built: Built | None) -> RunReport | None:  # fmt: skip
     error: InferplanError | None = None
     header: list[Any] = [None]
     modules: list[Any] = [None] * world
     if rank == 0:
         assert request is not None
         try:
-            setup, model, modules, (resolved, traced) = _setup_rank0(request, world, placement)
+            setup, model, modules, (resolved, traced) = _setup_rank0(request, world, placement,
+                                                                     built)  # fmt: skip
             header = [setup]
         except InferplanError as exc:
             error = exc
@@ -791,7 +848,7 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
         if request is not None and rank == 0:
             inputs = functools.partial(_inputs, request, setup.inferences, _load_inputs(request))
             if not emulate and placement is None:
-                profiled = measure_blocks(traced, next(inputs()))
+                profiled = measure_nodes(traced, resolved.plan, next(inputs()))
         links: Links = _GlooLinks(rank, setup.timeout_s)
         if placement is not None:
             links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
@@ -811,8 +868,7 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
         measured.state_dict_bytes = sum(
             t.numel() * t.element_size() for t in stage.state_dict().values()
         )
-    # ru_maxrss is in KiB on Linux
-    measured.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    measured.peak_rss_bytes = _peak_rss_bytes()
     gathered: list[Any] = [None] * world if rank == 0 else []
     dist.gather_object(measured, gathered if rank == 0 else None, dst=0)
     if rank != 0:
@@ -831,18 +887,17 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
     warnings: list[str] = []
     needs: list[float | None] = [m.need for m in resolved.plan.memory] or [None] * len(setup.roles)
     for role, measured, need in zip(setup.roles, gathered, needs, strict=True):
-        first, last = role.blocks
         real = measured.node_real[warmup:] or measured.node_real
         stages.append(StageReport(
             "node", role.node, k * role.node_s, _median_after(measured.node_busy, warmup),
-            blocks=(first, last),
-            profiled_s=math.fsum(profiled[first:last]) if profiled else None,
-            real_s=statistics.median(real) if real and last > first else None,
+            blocks=role.blocks, layers=role.layers,
+            profiled_s=profiled[role.rank] if profiled else None,
+            real_s=statistics.median(real) if real and role.computes else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
             quota=measured.quota if testbed else None,
             memory=StageMemory(measured.state_dict_bytes, measured.peak_rss_bytes, need),
         ))  # fmt: skip
-        late = overrun(role.node_s, real) if emulate and last > first else None
+        late = overrun(role.node_s, real) if emulate and role.computes else None
         if late is not None:
             warnings.append(overrun_warning(role.label, role.node, late))
         if role.link_s is not None:
@@ -910,7 +965,45 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 2.0) -> None:
+class _Rank(Protocol):
+    """A launched rank's process, as the launcher watches it (``subprocess.Popen`` is one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class _Forked:
+    """A rank forked from the launcher, watched as a ``subprocess.Popen`` is (its
+    ``returncode`` is ``-N`` after signal ``N``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"rank {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        return code
+
+
+def _stop(procs: Sequence[_Rank], grace_s: float = 2.0) -> None:
     """Stop every rank still running: SIGTERM to its process group, SIGKILL after a grace."""
     for p in procs:
         if p.poll() is None:
@@ -926,15 +1019,112 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 2.0) -> Non
             p.wait()
 
 
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory since it started or last reset it
+    (:func:`_reset_peak_rss`): Linux's ``VmHWM``, else ``ru_maxrss`` (which counts the
+    launcher's pages of a forked rank too)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def _reset_peak_rss() -> None:
+    """Start the peak resident memory afresh from what this process holds now (Linux)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def launched_rank(run_dir: Path, request: RunRequest | None, *, built: Built | None = None
+                  ) -> int:  # fmt: skip
+    """One rank that :func:`run_plan` started (``RANK`` in the environment): run it, append
+    ``s`` to ``RUN_DIR/progress`` when the stream starts and ``.`` per inference done, and
+    write ``RUN_DIR/result.pkl`` (rank 0); a failure leaves one line in
+    ``RUN_DIR/error-RANK.txt``. The process is named ``inferplan-rRANK``. Returns the exit
+    status."""
+    rank = int(os.environ.get("RANK", "0"))
+    with contextlib.suppress(Exception):  # PR_SET_NAME: ps and top show which rank it is
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(15, f"inferplan-r{rank}".encode())
+    with open(run_dir / "progress", "ab", buffering=0) as ticks:
+
+        def tick(done: int) -> None:
+            ticks.write(b"." if done else b"s")
+
+        try:
+            report = run_stage(request, progress=tick, built=built)
+        except StageCancelled:
+            return 2
+        except InferplanError as exc:
+            (run_dir / f"error-{rank}.txt").write_text(f"stage {rank}: {exc}")
+            return 2
+    if report is not None:
+        partial = run_dir / "result.pkl.part"
+        partial.write_bytes(pickle.dumps(report))
+        partial.rename(run_dir / "result.pkl")
+    return 0
+
+
+def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], None],
+          request: RunRequest, built: list[Built]) -> _Forked:  # fmt: skip
+    """Rank ``rank`` as a child of this process, which has torch and the model loaded: it
+    starts at once. Rank 0 takes ``built``; the others drop it (they get their stage from
+    rank 0, as under torchrun), so that only what a rank holds counts as its memory."""
+    log = os.open(run_dir / f"log-{rank}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
+        with contextlib.suppress(Exception):
+            stream.flush()
+    pid = os.fork()
+    if pid:
+        os.close(log)
+        return _Forked(pid)
+    code = 1
+    try:
+        os.setsid()
+        prepare()
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        # streams of their own: the launcher's may be mid-write in another thread
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        os.environ.update(env)
+        os.environ.pop("TORCHELASTIC_RUN_ID", None)
+        # the signals as a fresh interpreter takes them, not as the launcher traps them
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        mine = built[0] if rank == 0 else None
+        built.clear()
+        gc.collect()
+        gc.freeze()  # what the launcher left is never collected here: its pages stay shared
+        _reset_peak_rss()
+        code = launched_rank(run_dir, request if rank == 0 else None, built=mine)
+    except BaseException:  # reported in the rank's log, which the launcher reads
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
 def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunReport:
     """Carry out ``request`` on this machine: one process per path node on ``127.0.0.1``
     (with ``request.testbed``, in the testbed's namespace, each on its node's address, see
     :mod:`inferplan.runtime.testbed_run`).
 
-    Checks and plans the request first (bad input raises before any process starts), then
-    launches the ranks (``python -m inferplan.runtime.stage``), shows ``progress`` (inferences
-    done), and stops every rank if one fails, hangs for ``timeout_s`` or the caller is
-    interrupted (the testbed is torn down on every one of these ways out).
+    Checks, builds and plans the request first (:func:`build`: the model built with its
+    weights and traced once; bad input raises before any process starts), then starts the
+    ranks, shows ``progress`` (inferences done), and stops every rank if one fails, hangs for
+    ``timeout_s`` or the caller is interrupted (the testbed is torn down on every one of these
+    ways out).
+
+    The ranks are forked from this process, which has torch and the model loaded, when each
+    computes on one thread (:func:`rank_threads`: as many ranks as cores or more, or the
+    testbed): they start at once, and rank 0 runs the model built here. A forked child keeps
+    none of its parent's OpenMP threads, which one thread never needs; a rank of several
+    threads would wait for them for ever, so it is started afresh
+    (``python -m inferplan.runtime.stage``) instead, importing torch and building the model
+    again.
 
     Raises
     ------
@@ -945,7 +1135,8 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
     """
     if request.testbed:
         require_testbed()  # before anything is read or created
-    resolved = resolve(request)
+    first = build(request)
+    resolved = first.resolved
     fixed = replace(
         request,
         plan=resolved.plan,
@@ -953,17 +1144,22 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         inputs=str(Path(request.inputs).resolve()) if request.inputs else None,
         outputs=str(Path(request.outputs).resolve()) if request.outputs else None,
     )
+    resolved = replace(resolved, request=fixed)
+    built = [replace(first, resolved=resolved)]  # dropped once the ranks hold what they need
+    del first
     world = len(resolved.plan.path)
+    fork = rank_threads(world, testbed=request.testbed) == 1
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="inferplan-run-"))
         run_dir = Path(tmp)
-        (run_dir / "request.pkl").write_bytes(pickle.dumps(fixed))
+        if not fork:
+            (run_dir / "request.pkl").write_bytes(pickle.dumps(fixed))
+            built.clear()
         host = Hosting({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())})
         if request.testbed:
             host = stack.enter_context(hosting(resolved, run_dir))
-        env = {**os.environ, _RUN_DIR: tmp, **host.env, "WORLD_SIZE": str(world),
+        env = {_RUN_DIR: tmp, **host.env, "WORLD_SIZE": str(world),
                "LOCAL_WORLD_SIZE": str(world)}  # fmt: skip
-        env.pop("TORCHELASTIC_RUN_ID", None)
         enter = host.preexec
 
         def prepare() -> None:
@@ -971,17 +1167,24 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
             if enter is not None:
                 enter()
 
-        procs: list[subprocess.Popen[bytes]] = []
+        procs: list[_Rank] = []
         try:
             for rank in range(world):
-                with open(run_dir / f"log-{rank}.txt", "wb") as log:
-                    procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "inferplan.runtime.stage", str(run_dir)],
-                        env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                        start_new_session=True, preexec_fn=prepare,
-                    ))  # fmt: skip
+                ranked = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+                if fork:
+                    procs.append(_fork(rank, ranked, run_dir, prepare, fixed, built))
+                else:
+                    started = {**os.environ, **ranked}
+                    started.pop("TORCHELASTIC_RUN_ID", None)
+                    with open(run_dir / f"log-{rank}.txt", "wb") as log:
+                        procs.append(subprocess.Popen(
+                            [sys.executable, "-m", "inferplan.runtime.stage", str(run_dir)],
+                            env=started, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=prepare,
+                        ))  # fmt: skip
                 host.place(rank, procs[-1].pid)
+            built.clear()  # the ranks have it: the launcher holds no model while they run
             _watch(procs, resolved, run_dir, progress)
         finally:
             _stop(procs)
@@ -990,7 +1193,7 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         return report
 
 
-def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir: Path,
+def _watch(procs: Sequence[_Rank], resolved: Resolved, run_dir: Path,
            progress: Progress | None) -> None:  # fmt: skip
     """Wait for every rank; raise StageFailed on the first failure, a rank that does not join
     within the timeout of the first one to reach the rendezvous, or a stall."""
@@ -1035,13 +1238,10 @@ def _watch(procs: Sequence[subprocess.Popen[bytes]], resolved: Resolved, run_dir
 
 
 def _label(resolved: Resolved, k: int) -> str:
-    plan = resolved.plan
-    return _stage_label(k, plan.path[k], plan.partition[k - 1] if k else 0, plan.partition[k])
+    return _stage_label(resolved.plan, k)
 
 
-def _failure(
-    procs: Sequence[subprocess.Popen[bytes]], failed: list[int], run_dir: Path, resolved: Resolved
-) -> str:
+def _failure(procs: Sequence[_Rank], failed: list[int], run_dir: Path, resolved: Resolved) -> str:
     """One line naming the stage that failed first and its cause. A rank killed by a signal
     is the cause (its peers then fail on the broken connection); otherwise the first report."""
     time.sleep(0.2)  # let the stages that fail in turn finish writing their reports

@@ -29,20 +29,29 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 import torch
-from torch.fx import Graph, GraphModule, symbolic_trace
+from torch.fx import Graph, GraphModule
 
+from inferplan.codesign.plan import Plan
 from inferplan.errors import InvalidArgument, InvalidProfile
-from inferplan.profiles.cuts import BlockSpec, GraphProfile
-from inferplan.profiles.from_torch import profile_module
+from inferplan.profiles.cuts import BlockSpec, Granularity, GraphProfile, TensorInfo
+from inferplan.profiles.from_torch import fx_trace, profile_module
 from inferplan.profiles.profile import Profile
 
-__all__ = ["SplitModel", "TensorSpec", "TracedModel", "run_layer", "split_model", "trace_model"]
+__all__ = [
+    "PlanStage",
+    "SplitModel",
+    "TensorSpec",
+    "TracedModel",
+    "run_layer",
+    "split_model",
+    "trace_model",
+]
 
 Shape = tuple[int, ...]
 Tensors = tuple[torch.Tensor, ...]
@@ -95,7 +104,8 @@ class SplitModel:
     boundaries
         Split at ideals (:meth:`TracedModel.split_layers`): the names of the values each
         stage receives, then what the last returns (``k + 1`` entries); ``cuts`` is then
-        ``0..k`` and :meth:`crossing` knows no cut. Empty for a split at the profile's cuts.
+        ``0..k`` and cut ``i`` of :meth:`crossing` is what stage ``i`` receives. Empty for a
+        split at the profile's cuts.
     """
 
     profile: Profile
@@ -105,9 +115,10 @@ class SplitModel:
     boundaries: tuple[tuple[str, ...], ...] = ()
 
     def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
-        """The tensors crossing profile cut ``cut`` (``0..N``), in the order stages pass them."""
+        """The tensors crossing cut ``cut`` (a profile cut ``0..N``, or ``0..k`` for a split
+        at ideals), in the order stages pass them."""
         if cut not in self._crossing:
-            raise InvalidArgument(f"no cut {cut}: the profile has cuts 0..{self.profile.n_blocks}")
+            raise InvalidArgument(f"no cut {cut}: the split has cuts 0..{max(self._crossing)}")
         return self._crossing[cut]
 
     def run(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -118,6 +129,28 @@ class SplitModel:
         return values
 
 
+@dataclass(frozen=True)
+class PlanStage:
+    """What one path node of a plan runs (:meth:`TracedModel.plan_stages`).
+
+    Attributes
+    ----------
+    module
+        Its stage module, or ``None`` for a node that only forwards what it receives.
+    receives, receives_specs
+        The names, shapes and dtypes of the values it receives (the first node: the model's
+        inputs), in the order they travel.
+    sends, sends_specs
+        Those it returns and passes on (the last node: the model's outputs).
+    """
+
+    module: torch.nn.Module | None
+    receives: tuple[str, ...]
+    receives_specs: tuple[TensorSpec, ...]
+    sends: tuple[str, ...]
+    sends_specs: tuple[TensorSpec, ...]
+
+
 class TracedModel:
     """A model traced once, ready to be split at any set of its profile's cuts.
 
@@ -125,7 +158,7 @@ class TracedModel:
     """
 
     def __init__(self, module: torch.nn.Module, traced: GraphProfile) -> None:
-        self.graph_module = symbolic_trace(module)  # the same trace profile_module made
+        self.graph_module = fx_trace(module)  # the same trace profile_module made
         self.traced = traced
         self.profile = traced.profile
         self._kept = [c.index for c in traced.cuts if c.kept]
@@ -145,17 +178,7 @@ class TracedModel:
     def crossing(self, cut: int) -> tuple[TensorSpec, ...]:
         """The tensors crossing profile cut ``cut``, in the order stages pass them."""
         info = {t.name: t for t in self.traced.cuts[self._kept[cut]].tensors}
-        specs = []
-        for name in self.crossing_names(cut):
-            t = info[name]
-            if t.shape is None:
-                raise InvalidProfile(
-                    f"cut {cut} carries {name!r}, a {t.dtype} rather than a tensor: a stage "
-                    "boundary can only pass tensors",
-                    field="cuts",
-                )
-            specs.append(TensorSpec(t.shape, t.dtype))
-        return tuple(specs)
+        return _specs(self.crossing_names(cut), info, f"cut {cut}")
 
     def split(self, cuts: Sequence[int]) -> SplitModel:
         """Cut the model at the profile cuts ``cuts`` (``0 = c_0 < ... < c_k = N``)."""
@@ -175,8 +198,8 @@ class TracedModel:
         """Cut the model into stages that run ``layers[i]`` of its layer graph, in order:
         the layers of the first ``i + 1`` stages must form an ideal (each layer with every
         layer it reads) and all stages together every layer once, as a plan cut at ideals
-        lists them (:attr:`~inferplan.codesign.plan.Plan.layers`; stages that only forward
-        run no layer and are left out). Stage ``i`` takes the tensors crossing into it and
+        lists them (:attr:`~inferplan.codesign.plan.Plan.layers`; a stage that runs no layer
+        passes on what it receives). Stage ``i`` takes the tensors crossing into it and
         returns those crossing out of it, each in the order of the model's graph (the
         model's inputs first, its outputs last in the order it returns them); a tensor that a
         later stage reads passes through every stage between.
@@ -230,14 +253,62 @@ class TracedModel:
         for i in range(k - 1):  # what is made up to stage i and read, or returned, after it
             sent = [v for v, made in where.items()
                     if made <= i and (last_use.get(v, -1) > i or v in outputs)]  # fmt: skip
-            boundaries.append(tuple(sorted(sent, key=self._order.__getitem__)))
+            # the outputs alone travel as the model returns them: stages that only forward
+            # them to the end pass them on as they are
+            in_order = sorted(sent, key=self._order.__getitem__)
+            boundaries.append(tuple(self._outputs if set(sent) == outputs else in_order))
         boundaries.append(tuple(self._outputs))
         stages = tuple(
             self._graph_stage(boundaries[i], boundaries[i + 1],
                               {v for v, s in where.items() if s == i}, f"Stage{i}")
             for i in range(k)
         )  # fmt: skip
-        return SplitModel(self.profile, tuple(range(k + 1)), stages, {}, tuple(boundaries))
+        info = self.traced.values
+        crossing = {
+            i: _specs(names, info, f"the boundary after stage {i - 1}" if i else "the input")
+            for i, names in enumerate(boundaries)
+        }
+        return SplitModel(self.profile, tuple(range(k + 1)), stages, crossing, tuple(boundaries))
+
+    def plan_stages(self, plan: Plan) -> tuple[PlanStage, ...]:
+        """What each node of ``plan.path`` runs, cut between blocks (``plan.cuts ==
+        "chain"``: node ``l`` computes blocks ``partition[l-1] + 1 .. partition[l]``) or at
+        ideals (``"graph"``: node ``l`` computes ``plan.layers[l]``, see :meth:`split_layers`).
+
+        Raises
+        ------
+        InvalidArgument
+            If the plan does not fit this model (a partition that does not cover its blocks,
+            layers that are no chain of ideals of its layer graph).
+        InvalidProfile
+            For a plan cut at ideals when the profile has no layer graph.
+        """
+        if plan.cuts == "graph":
+            if len(plan.layers) != len(plan.path):
+                raise InvalidArgument("a plan cut at ideals names the layers of each path node",
+                                      field="layers")  # fmt: skip
+            split = self.split_layers(plan.layers)
+            return tuple(
+                PlanStage(split.stages[k] if names else None, split.boundaries[k],
+                          split.crossing(k), split.boundaries[k + 1], split.crossing(k + 1))
+                for k, names in enumerate(plan.layers)
+            )  # fmt: skip
+        n, partition = self.profile.n_blocks, plan.partition
+        if partition[-1] != n or any(b < a for a, b in pairwise(partition)):
+            raise InvalidArgument(
+                f"partition {list(partition)} does not cover the model's {n} blocks (it must "
+                f"rise to {n}): the plan was made for another profile",
+                field="partition",
+            )  # fmt: skip
+        cuts = [0, *sorted(set(partition) - {0})]
+        by_first = dict(zip(cuts, self.split(cuts).stages, strict=False))
+        stages = []
+        for k, last in enumerate(partition):
+            first = partition[k - 1] if k else 0
+            stages.append(PlanStage(by_first[first] if last > first else None,
+                                    self.crossing_names(first), self.crossing(first),
+                                    self.crossing_names(last), self.crossing(last)))  # fmt: skip
+        return tuple(stages)
 
     def _graph_stage(
         self, receives: Sequence[str], sends: Sequence[str], own: set[str], label: str
@@ -271,6 +342,22 @@ class TracedModel:
                                  f"Stage{first}to{last}")  # fmt: skip
 
 
+def _specs(names: Sequence[str], info: Mapping[str, TensorInfo], where: str
+           ) -> tuple[TensorSpec, ...]:  # fmt: skip
+    """The shape and dtype of each value ``names``, which ``where`` passes on."""
+    specs = []
+    for name in names:
+        t = info[name]
+        if t.shape is None:
+            raise InvalidProfile(
+                f"{where} carries {name!r}, a {t.dtype} rather than a tensor: a stage "
+                "boundary can only pass tensors",
+                field="cuts",
+            )
+        specs.append(TensorSpec(t.shape, t.dtype))
+    return tuple(specs)
+
+
 def trace_model(
     model: torch.nn.Module,
     input_shapes: Sequence[Shape],
@@ -279,10 +366,12 @@ def trace_model(
     dtype: str = "float32",
     input_dtypes: Sequence[str | None] = (),
     name: str | None = None,
+    granularity: Granularity = "blocks",
 ) -> TracedModel:
     """Trace ``model`` and profile it (see :func:`profile_module` for the arguments)."""
     traced = profile_module(model, input_shapes, blocks=blocks, dtype=dtype,
-                            input_dtypes=input_dtypes, name=name, tracer="fx")  # fmt: skip
+                            input_dtypes=input_dtypes, name=name, tracer="fx",
+                            granularity=granularity)  # fmt: skip
     return TracedModel(model, traced)
 
 

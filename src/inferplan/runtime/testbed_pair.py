@@ -428,11 +428,14 @@ def run_on_testbed(
 
                     warm = co_infer(inferences=warmup + 1, seed=seed + 1, verify=False,
                                   on_inference=count)  # fmt: skip
-                    # from the end of the first inference on: the download is not the work
-                    pair.recalibrate(
-                        [r for r in warm.records if r.index > 0],
-                        [b - a for a, b in zip(used[0], used[-1], strict=True)],
-                    )
+                    # from the end of the first inference on: the download is not the work;
+                    # a warm-up that failed (the edge gone) leaves the quotas as timed, and
+                    # the run then says why it fails
+                    if len(used) > 1 and not warm.failed:
+                        pair.recalibrate(
+                            [r for r in warm.records if r.index > 0],
+                            [b - a for a, b in zip(used[0], used[-1], strict=True)],
+                        )
                     return co_infer(
                         inferences=inferences,
                         seed=seed,

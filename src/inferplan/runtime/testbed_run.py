@@ -1,8 +1,9 @@
 """A co-design plan carried out on the testbed (:mod:`inferplan.runtime.testbed`): what the
 launcher sets up and what each rank does differently there.
 
-The launcher (:func:`hosting`) times the model's blocks on this machine, one thread, just before
-the run, so that path node ``v``'s blocks take ``t_v`` seconds here; the plan gives them
+The launcher (:func:`hosting`) times each path node's work (its blocks, or its layers for a plan
+cut at ideals) on this machine, one thread, just before the run, so that path node ``v``'s work
+takes ``t_v`` seconds here; the plan gives it
 ``p_v = Q_v / (C_v + x_v)``. Node ``v`` then needs ``d_v = t_v / p_v`` of a core (the
 effective speed here is ``F_v = Q_v / t_v``, so ``d_v = (C_v + x_v) / F_v``), and the run is
 dilated by ``k`` (:func:`~inferplan.runtime.testbed.dilation`): node ``v``'s rank runs under a
@@ -154,15 +155,16 @@ class Hosting:
     testbed: Testbed | None = None
 
 
-def block_seconds(traced: Any, sample: Sequence[torch.Tensor]) -> tuple[float, ...]:
-    """CPU seconds of each block here on one thread, the way the ranks run them: a quota
-    rations CPU time, and CPU time is what the machine's other load does not stretch."""
-    from inferplan.runtime.measure import measure_blocks
+def node_seconds(traced: Any, plan: Any, sample: Sequence[torch.Tensor]) -> tuple[float, ...]:
+    """CPU seconds of each path node's work here on one thread, the way the ranks run them:
+    a quota rations CPU time, and CPU time is what the machine's other load does not
+    stretch."""
+    from inferplan.runtime.measure import measure_nodes
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return measure_blocks(traced, sample, clock=time.thread_time)
+        return measure_nodes(traced, plan, sample, clock=time.thread_time)
     finally:
         torch.set_num_threads(threads)
 
@@ -195,14 +197,13 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
     request = resolved.request
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks, dtype=request.dtype,
+                         granularity=request.granularity,
                          input_dtypes=request.input_dtypes,
                          name=request.model.rpartition(":")[2])  # fmt: skip
     (sample,) = random_inputs(request.input_shapes, 1, seed=request.seed, dtype=request.dtype,
                               input_dtypes=request.input_dtypes)  # fmt: skip
-    seconds = block_seconds(traced, sample)
     plan = resolved.plan
-    done = [0, *plan.partition[:-1]]
-    real = [sum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True)]
+    real = list(node_seconds(traced, plan, sample))
     bandwidths = path_bandwidths(request.network, resolved.profile, plan)
     lay = layout(real, resolved.node_s, bandwidths, delays, cpus=sorted(os.sched_getaffinity(0)),
                  at_least=request.dilation or 1.0)  # fmt: skip
