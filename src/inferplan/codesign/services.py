@@ -566,7 +566,10 @@ def services_beyond_caps(error: Infeasible, problem: JointProblem) -> Infeasible
         said = "; ".join(missed)
     else:
         said = f"each service alone meets its interval within the caps (at best: {', '.join(fits)})"
-        said += ": the caps they share bind" if proven else ""
+        bounded = any(service.latency is not None for service in problem.services)
+        what = "the caps they share or their latency bounds bind" if bounded else (
+            "the caps they share bind")  # fmt: skip
+        said += f": {what}" if proven else ""
     return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
                       details={**error.details, "services": alone})  # fmt: skip
 
