@@ -31,7 +31,8 @@ def test_json_contract(method):
     assert names == ["cams", "detect", "classify"]
     for s in out["services"]:
         assert set(s) == {"name", "path", "partition", "interval", "target_interval", "latency",
-                          "cuts", "layers"}  # fmt: skip
+                          "target_latency", "cuts", "layers"}  # fmt: skip
+        assert s["target_latency"] is None
         assert s["latency"] > 0
         assert s["interval"] <= s["target_interval"] * (1 + 1e-9)
     assert set(out["loads"]) == {"nodes", "links", "memory"}

@@ -210,13 +210,21 @@ def _serving_edge(mark, launcher, deadline_s=120):
 
 
 @needs_testbed
-def test_an_edge_killed_mid_run_ends_the_run_and_the_testbed(tmp_path):
-    # (the launcher's SIGTERM and Ctrl-C take the testbed's one way out, tested with run)
+@pytest.mark.parametrize("how", ["edge SIGKILL", "launcher SIGTERM", "Ctrl-C"])
+def test_every_way_out_of_a_device_run_removes_the_testbed(tmp_path, how):
     system = write(tmp_path / "system.json", SYSTEM)
     proc, mark = start(["device", "run", str(system), *MODEL, "--testbed", "--inferences",
                         "1000", "--method", "fixed:1", "--timeout", "5"])  # fmt: skip
-    os.kill(_serving_edge(mark, proc.pid), signal.SIGKILL)
+    edge = _serving_edge(mark, proc.pid)
+    assert left_by(proc.pid) != []  # the testbed is up
+    if how == "edge SIGKILL":
+        os.kill(edge, signal.SIGKILL)
+    elif how == "launcher SIGTERM":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
     code, _, err = finish(proc, timeout=90)
-    assert code == 1, err
-    assert "unreachable" in err.strip().splitlines()[-1]
+    assert code == {"edge SIGKILL": 1, "launcher SIGTERM": 143, "Ctrl-C": 130}[how], err
+    if how == "edge SIGKILL":
+        assert "unreachable" in err.strip().splitlines()[-1]
     assert left_by(proc.pid) == [] and processes_marked(mark) == []

@@ -69,7 +69,8 @@ def provision_command(
         typer.Option(
             "--services",
             help="Services file (JSON or YAML): plan several DNN services on the network "
-            "together, each with its profile, source, target and rate.",
+            "together, each with its profile, source, target and rate (and optionally a "
+            "latency bound, honoured by --method milp).",
         ),
     ] = None,
     interval: Annotated[

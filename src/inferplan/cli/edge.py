@@ -321,16 +321,21 @@ def run_command(
                     source=str(snr_trace),
                 )
             snr, phase = snr[:, :stages], snr[:, stages:]
-    if edge is None:
-        from inferplan.runtime.testbed_pair import run_on_testbed
+    try:
+        if edge is None:
+            from inferplan.runtime.testbed_pair import run_on_testbed
 
-        run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
-                             inferences=count, seed=seed, inputs=given, snr=snr, phase=phase,
-                             at_least=dilation or 1.0, timeout_s=timeout)  # fmt: skip
-    else:
-        run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                         inputs=given, snr=snr, phase=phase, emulate=emulate is not False,
-                         token=token, timeout_s=timeout, retries=retries)  # fmt: skip
+            run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
+                                 inferences=count, seed=seed, inputs=given, snr=snr,
+                                 phase=phase, at_least=dilation or 1.0,
+                                 timeout_s=timeout)  # fmt: skip
+        else:
+            run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
+                             inputs=given, snr=snr, phase=phase, emulate=emulate is not False,
+                             token=token, timeout_s=timeout, retries=retries)  # fmt: skip
+    except KeyboardInterrupt:  # the testbed (if any) is already down: say so, as run does
+        print("error: interrupted: the run was stopped", file=sys.stderr)
+        raise typer.Exit(130) from None
     if log is not None:
         _write_log(run, log)
     if outputs is not None:

@@ -140,7 +140,7 @@ SERVICE_METHODS: Mapping[str, Method] = {
     for m in (
         Method(name="milp", solve=Solver("inferplan.codesign.services_milp", "solve_joint_milp"),
                exact=True, acyclic_only=False, options=("time_limit",), label="joint MILP",
-               summary="exact joint MILP (HiGHS) on any network"),
+               summary="exact joint MILP (HiGHS) on any network, latency bounds too"),
         Method(name="fast", solve=Solver("inferplan.codesign.services_fast", "solve_joint_fast"),
                exact=False, acyclic_only=True, options=("seed",), label="fast",
                summary="best responses with PSG and a proven lower bound (acyclic networks)"),

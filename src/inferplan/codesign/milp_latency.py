@@ -67,7 +67,15 @@ from inferplan.codesign.plan import INTERVAL_RTOL, Plan, PlanStatus, check_scale
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
 
-__all__ = ["LATENCY_GAP", "MAX_REFINEMENTS", "TOLERANCE", "DelayTerm", "solve_milp_latency"]
+__all__ = [
+    "LATENCY_GAP",
+    "MAX_REFINEMENTS",
+    "TOLERANCE",
+    "DelayTerm",
+    "affordable",
+    "bought",
+    "solve_milp_latency",
+]
 
 LATENCY_GAP = 1e-7
 """A plan is ``optimal`` when its exact cost is within this fraction of the proven bound."""
@@ -155,6 +163,28 @@ def _free_tail(trade: Trade) -> bool:
     return not trade.is_modules and math.isinf(trade.cap) and trade.slopes[-1] == 0
 
 
+def bought(model: Model, cost: CapacityCost, unit: float, budget: float) -> tuple[int, int] | None:
+    """An element's purchase column in ``model`` (in units of ``unit``, its capacity, at most
+    what ``budget`` buys) and the binary that lets a free tail take its delays to 0 (``-1``
+    for none); ``None`` where capacity is free without end (no delay to bound)."""
+    trade = trade_of(cost)
+    if _free(trade):
+        return None
+    tail = _free_tail(trade)
+    most = trade.starts[-1] if tail else affordable(trade, budget * (1 + 1e-9))
+    if math.isinf(most) and not trade.convex and not trade.is_modules:
+        # no plan known yet to bound the last of falling tiers: model it up to a million
+        # times the element's capacity (the next round, with a plan, bounds it exactly)
+        most = trade.starts[-1] + 1e6 * unit
+    n, order = model.purchase(cost, unit, most)
+    relief = -1
+    if tail:  # the free tail only once every tier before it is full
+        assert order, "a free tail after priced tiers is a cost that is not convex"
+        relief = model.column(0.0, 1.0, True)
+        model.add([relief, order[-1]], [1.0, -1.0], 0.0)
+    return n, relief
+
+
 def delay_terms(
     model: Model,
     cols: IntArray,
@@ -163,28 +193,20 @@ def delay_terms(
     unit: float,
     cost: CapacityCost,
     budget: float,
-) -> tuple[int, DelayTerm | None]:
+) -> DelayTerm | None:
     """An element's purchase column and need row in ``model``, and the delay term of its
-    stage (``None`` where capacity is free without end: no delay to bound): ``cols`` the flow
-    columns that load it, ``coef`` their ``sqrt(load / (unit L))``, ``need`` their least
-    purchases in units of ``unit`` (its capacity), ``budget`` the cost no purchase exceeds
-    (``-1``: no purchase column, for a free element)."""
-    trade = trade_of(cost)
-    if _free(trade):
-        return -1, None
-    tail = _free_tail(trade)
-    most = trade.starts[-1] if tail else affordable(trade, budget * (1 + 1e-9))
-    n, order = model.purchase(cost, unit, most)
-    term = DelayTerm(model.column(0.0, math.inf), cols, coef, n)
-    relief: tuple[list[int], list[float]] = ([], [])
-    if tail:  # the free tail only once every tier before it is full
-        assert order, "a free tail after priced tiers is a cost that is not convex"
-        term.relief = model.column(0.0, 1.0, True)
-        model.add([term.relief, order[-1]], [1.0, -1.0], 0.0)
-        relief = [term.relief], [-float(np.max(need))]  # it meets any need, too
-    if np.any(need > 0):
-        model.add([*cols.tolist(), n, *relief[0]], [*need.tolist(), -1.0, *relief[1]], 0.0)
-    return n, term
+    stage (``None`` where capacity is free without end): ``cols`` the flow columns that load
+    it, ``coef`` their ``sqrt(load / (unit L))``, ``need`` their least purchases in units of
+    ``unit`` (its capacity), ``budget`` the cost no purchase exceeds."""
+    found = bought(model, cost, unit, budget)
+    if found is None:
+        return None
+    n, relief = found
+    term = DelayTerm(model.column(0.0, math.inf), cols, coef, n, relief)
+    if np.any(need > 0):  # a free tail meets any need, too
+        lift = ([relief], [-float(np.max(need))]) if relief >= 0 else ([], [])
+        model.add([*cols.tolist(), n, *lift[0]], [*need.tolist(), -1.0, *lift[1]], 0.0)
+    return term
 
 
 class _LatencyMilp:
@@ -229,10 +251,9 @@ class _LatencyMilp:
             top = float(np.max(coef))  # first cuts: ratios halving from the largest
             self.ratios[k] = [top * 0.5**j for j in range(_FIRST_CUTS)]
 
-    def build(self, budget: float) -> tuple[Model, list[tuple[int, int, DelayTerm | None]]]:
+    def build(self, budget: float) -> tuple[Model, list[DelayTerm]]:
         """The relaxation with every cut so far, purchases bounded by ``budget`` and the
-        columns dearer than it dropped: the model and each element's purchase column and
-        delay term."""
+        columns dearer than it dropped: the model and each element's delay term."""
         flow = self.flow
         keep = self.least <= budget * (1 + LATENCY_GAP)
         model = Model(np.where(keep, flow.cost, 0.0), keep.astype(np.float64),
@@ -242,13 +263,13 @@ class _LatencyMilp:
         ]
         terms = []
         for k, cols, coef, need, unit in self.elements:
-            n, term = delay_terms(model, cols, coef, need, unit, self.costs[k], budget)
+            term = delay_terms(model, cols, coef, need, unit, self.costs[k], budget)
             if term is not None:
                 term.ratios = self.ratios[k]
                 for r in term.ratios:
                     term.cut(model, r)
                 latency_row.append((term.t, 1.0))
-            terms.append((k, n, term))
+                terms.append(term)
         model.add([c for c, _ in latency_row], [v for _, v in latency_row], 1.0)
         return model, terms
 
@@ -365,7 +386,7 @@ def solve_milp_latency(
         if best.plan.cost * (1 - LATENCY_GAP) <= lower:
             status = "optimal"
             break
-        added = [term.refine(x) for _, _, term in terms if term is not None]
+        added = [term.refine(x) for term in terms]
         if not any(added) and not best.fresh:
             break  # the same relaxation would say the same
         best.fresh = False

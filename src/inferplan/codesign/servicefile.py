@@ -5,7 +5,7 @@
 
     services:
       - {name: cams, profile: resnet50, source: cam1, target: dc, throughput: 30}
-      - {name: asr, profile: asr.json, source: mic, target: dc, interval: 0.05}
+      - {name: asr, profile: asr.json, source: mic, target: dc, interval: 0.05, latency: 0.2}
 
 ``profile`` is a built-in profile name or a profile file, relative to the services file, or a
 model profiled on the fly as ``inferplan profile`` profiles it (an ONNX file, ``file.py:FACTORY``
@@ -17,8 +17,9 @@ options of that command as fields of the service::
       - {name: lm, profile: "transformers:GPT2Config", config: [n_layer=2], seq_len: 128,
          source: mic, target: dc, interval: 0.5}
 
-``input_shape`` is one shape or a list of them; ``blocks``, ``dtype``, ``config`` (a list of
-``key=value``), ``seq_len`` and ``decode`` are as the command's flags.
+``latency`` (seconds, optional) bounds the time each inference of the service takes through
+the plan. ``input_shape`` is one shape or a list of them; ``blocks``, ``dtype``, ``config``
+(a list of ``key=value``), ``seq_len`` and ``decode`` are as the command's flags.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class _ServiceEntry(BaseModel):
     target: str
     throughput: Positive | None = None
     interval: Positive | None = None
+    latency: Positive | None = None  # seconds each inference may take through the plan
     # how a model named in place of a profile is profiled (inferplan profile's options)
     input_shape: str | list[str] | None = None
     blocks: str | None = None
@@ -112,7 +114,8 @@ def services_from_dict(
             raise InvalidFile(
                 f"profile {entry.profile!r}: {exc}", source=source, field=f"{where}.profile"
             ) from None
-        out.append(Service(entry.name, profile, entry.source, entry.target, interval))
+        out.append(Service(entry.name, profile, entry.source, entry.target, interval,
+                           entry.latency))  # fmt: skip
     return out
 
 

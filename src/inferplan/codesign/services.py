@@ -48,7 +48,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Service:
     """One DNN service: its ``profile`` served from ``source`` to ``target`` every
-    ``interval`` seconds (``1 / throughput``).
+    ``interval`` seconds (``1 / throughput``), each inference within ``latency`` seconds when
+    given (its latency at the plan's capacities, as :attr:`ServiceDeployment.latency`).
 
     Examples
     --------
@@ -62,6 +63,7 @@ class Service:
     source: str
     target: str
     interval: float
+    latency: float | None = None
 
     def __post_init__(self) -> None:
         where = f"service {self.name!r}"
@@ -75,6 +77,15 @@ class Service:
             raise InvalidArgument(
                 f"interval must be a positive finite number, got {self.interval!r}", field=where
             )
+        if self.latency is not None and (
+            isinstance(self.latency, bool)
+            or not isinstance(self.latency, int | float)
+            or not (math.isfinite(self.latency) and self.latency > 0)
+        ):
+            raise InvalidArgument(
+                f"latency must be a positive finite number of seconds, got {self.latency!r}",
+                field=where,
+            )
 
     @property
     def throughput(self) -> float:
@@ -87,7 +98,8 @@ class ServiceDeployment:
     """Where one service runs: its ``path`` and ``partition`` (as in a single-service plan),
     the ``interval`` it achieves once the plan's capacity is bought and shared, the
     ``target_interval`` it asked for, and its ``latency``: what one of its inferences takes
-    when it finds the bought capacity idle (each stage at the element's whole capacity);
+    when it finds the bought capacity idle (each stage at the element's whole capacity), and
+    the ``target_latency`` it asked for (``None``: none);
     ``layers`` and ``cuts`` as in a single-service plan (what each path node runs, and whether
     the partition counts blocks or indexes ideals)."""
 
@@ -99,6 +111,7 @@ class ServiceDeployment:
     latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
+    target_latency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +121,7 @@ class ServiceDeployment:
             "interval": self.interval,
             "target_interval": self.target_interval,
             "latency": self.latency,
+            "target_latency": self.target_latency,
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
         }
@@ -300,10 +314,17 @@ class JointProblem:
         return math.fsum(prices)
 
     def plan(
-        self, method: str, status: PlanStatus, choices: Sequence[Choice], lower_bound: float
+        self,
+        method: str,
+        status: PlanStatus,
+        choices: Sequence[Choice],
+        lower_bound: float,
+        added: tuple[FloatDict, FloatDict] | None = None,
     ) -> ServicesPlan:
         """The :class:`ServicesPlan` of ``choices``: upgrades bought (whole modules where sold
         so), priced exactly, and each service's interval under its share of the capacity.
+        ``added``: compute and bandwidth (by element index) to buy at least, beyond the
+        needs (what latency bounds ask for).
 
         Raises
         ------
@@ -320,6 +341,8 @@ class JointProblem:
         ):  # fmt: skip
             for k, need in loads.items():
                 excess = need - float(have[k])
+                if added is not None and side < 2:
+                    excess = max(excess, added[side].get(k, 0.0))
                 if excess <= 0:
                     continue
                 cost = costs[k]
@@ -373,6 +396,7 @@ class JointProblem:
                     latency=latency,
                     layers=stage_units(inst, partition),
                     cuts=inst.cuts.kind,
+                    target_latency=service.latency,
                 )
             )
         nodes, links = self.network.nodes, self.network.links
@@ -542,7 +566,10 @@ def services_beyond_caps(error: Infeasible, problem: JointProblem) -> Infeasible
         said = "; ".join(missed)
     else:
         said = f"each service alone meets its interval within the caps (at best: {', '.join(fits)})"
-        said += ": the caps they share bind" if proven else ""
+        bounded = any(service.latency is not None for service in problem.services)
+        what = "the caps they share or their latency bounds bind" if bounded else (
+            "the caps they share bind")  # fmt: skip
+        said += f": {what}" if proven else ""
     return Infeasible(f"{error.message}; {said}", source=error.source, field=error.field,
                       details={**error.details, "services": alone})  # fmt: skip
 

@@ -464,6 +464,12 @@ def solve_joint_fast(problem: JointProblem, *, seed: int = 0) -> ServicesPlan:
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidArgument(f"must be a non-negative integer, got {seed!r}", field="seed")
+    for service in problem.services:
+        if service.latency is not None:
+            raise InvalidArgument(
+                "the fast planner does not take latency bounds (method 'milp' does)",
+                field=f"service {service.name!r}",
+            )
     bound = split_bound(problem)
     S = len(problem.services)
     orders = [list(range(S))]

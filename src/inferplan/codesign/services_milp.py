@@ -22,6 +22,11 @@ priced exactly by the element's cost function:
   (``d_t >= width_t u_t``, ``d_(t+1) <= width_(t+1) u_t``). An unbounded last tier is bounded
   by the most any choice can need there.
 
+Services that give a latency bound add, per service and element, a delay variable and the
+tangent cuts of :mod:`~inferplan.codesign.milp_latency` on the shared purchase (bounded then
+by what the best plan known costs, not by the need), and one latency row per service; they
+are refined until certified (:func:`_within_latency`).
+
 A transition that alone exceeds its element's cap gets no column. The deployments HiGHS
 returns are re-priced exactly (:meth:`~inferplan.codesign.services.JointProblem.plan`); their
 cost is certified against HiGHS's lower bound to
@@ -33,23 +38,28 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.latency import trade_of
 from inferplan.codesign.milp import Model, StateFlow, highs
-from inferplan.codesign.plan import PlanStatus, check_scale
+from inferplan.codesign.milp_latency import DelayTerm, bought
+from inferplan.codesign.plan import INTERVAL_RTOL, PlanStatus, check_scale
 from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.codesign.services import (
     CERTIFIED_GAP,
     Choice,
     JointProblem,
+    ServiceDeployment,
     ServicesPlan,
     no_joint_plan,
 )
-from inferplan.errors import InvalidArgument
+from inferplan.codesign.stages import stages
+from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
 
 __all__ = ["MAX_ROUNDS", "TOLERANCE", "JointMilp", "solve_joint_milp"]
@@ -62,13 +72,34 @@ falling tiers) and proved a dearer plan optimal; found by the brute-force tests.
 MAX_ROUNDS = 4
 """Solves, each scaled to the best cost known so far, before a plan is left uncertified."""
 
+# A stage on capacity that is free without end is sped up until it takes this share of the
+# latency bound (as the single-service allocation does).
+_FREE_SHARE = 1e-12
+
+MAX_REFINEMENTS = 60
+"""Solves of the relaxation under latency bounds, each with the cuts of the one before,
+before a plan is left uncertified."""
+
 
 class JointMilp:
     """The MILP of a :class:`JointProblem` (see the module docstring): columns, bounds,
     integrality, the objective, and the flows to read deployments back from."""
 
-    def __init__(self, problem: JointProblem) -> None:
+    def __init__(
+        self,
+        problem: JointProblem,
+        budget: float | None = None,
+        ratios: dict[tuple[int, int], list[float]] | None = None,
+    ) -> None:
+        """``budget`` (with latency bounds): the cost of a joint plan known to meet them,
+        which bounds every purchase; ``ratios`` the tangent cuts so far, by (service,
+        element), kept up to date."""
         self.problem = problem
+        bounded = [s for s, service in enumerate(problem.services)
+                   if service.latency is not None and budget is not None]  # fmt: skip
+        self.terms: list[DelayTerm] = []
+        self.ratios = {} if ratios is None else ratios
+        delays: list[tuple[int, Any, Any, Any, Any]] = []  # (service, cols, elements, loads, prop)
         self.flows: list[StateFlow] = []
         self.offsets: list[int] = []
         n = 0
@@ -98,6 +129,12 @@ class JointMilp:
                     np.concatenate((node_load, link_load, inst.memory_need[yi, yj][held])),
                 )
             )  # fmt: skip
+            if s in bounded:  # what each column adds to the service's latency
+                work = np.concatenate((inst.work_or_zero[yi, yj], inst.activation_bits[zj]))
+                delays.append((s, columns, np.concatenate((problem.node_of[s][yv],
+                                                           V + problem.link_of[s][ze])),
+                               work, np.concatenate((np.zeros(yv.size),
+                                                     inst.link_delay[ze]))))  # fmt: skip
             self.flows.append(flow)
             self.offsets.append(n)
             n += flow.cost.size
@@ -128,12 +165,49 @@ class JointMilp:
         model.rhs = (have[elements] / units[elements]).tolist()
         model.row, model.col = row_of.tolist(), column.tolist()
         model.val = (load / units[element]).tolist()
+        purchase: dict[int, tuple[int, int]] = {}  # element: its column and free-tail binary
         for r, k in enumerate(elements.tolist()):
             excess = max(0.0, most[r] - float(have[k]))  # the most that can be bought here
-            x, _ = model.purchase(costs[k], float(units[k]), excess)
+            found = None
+            if delays and k < V + E:  # a bound on latency may buy more than the need
+                assert budget is not None
+                found = bought(model, costs[k], float(units[k]), budget)
+            if found is None:
+                x, relief = model.purchase(costs[k], float(units[k]), excess)[0], -1
+            else:
+                (x, relief), purchase[k] = found, found
             model.row.append(r)
             model.col.append(x)
             model.val.append(-1.0)
+            if relief >= 0:  # a free tail meets any need
+                model.row.append(r)
+                model.col.append(relief)
+                model.val.append(-most[r] / float(units[k]))
+        for s, cols, element_of, work, prop in delays:
+            latency = problem.services[s].latency
+            assert latency is not None
+            row: tuple[list[int], list[float]] = ([], [])
+            for c in np.flatnonzero(prop > 0).tolist():
+                row[0].append(int(cols[c]))
+                row[1].append(float(prop[c] / latency))
+            loaded = work > 0
+            for k in np.unique(element_of[loaded]).tolist():
+                if k not in purchase:  # free without end: no delay
+                    continue
+                mine = loaded & (element_of == k)
+                coef = np.sqrt(work[mine] / (float(units[k]) * latency))
+                x, relief = purchase[k]
+                term = DelayTerm(model.column(0.0, math.inf), cols[mine], coef, x, relief)
+                top = float(np.max(coef))
+                term.ratios = self.ratios.setdefault((s, k), [top * 0.5**j for j in range(6)])
+                for ratio in term.ratios:
+                    term.cut(model, ratio)
+                row[0].append(term.t)
+                row[1].append(1.0)
+                self.terms.append(term)
+            model.add(row[0], row[1], 1.0)
+        self.units = units
+        self.purchase = purchase
         self.elements = int(elements.size)
         self.objective = np.array(model.objective)
         self.upper = np.array(model.upper)
@@ -188,6 +262,7 @@ class JointMilp:
         """HiGHS with the objective divided by ``scale``: scipy's status, each service's
         deployment, the lower bound (unscaled) and the message."""
         result = self._highs(scale, time_limit, integral=True)
+        self.x = result.x
         if result.x is None:
             return result.status, None, -math.inf, result.message
         x = result.x
@@ -201,7 +276,8 @@ class JointMilp:
 
 
 def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) -> ServicesPlan:
-    """The minimum-cost joint plan (see the module docstring).
+    """The minimum-cost joint plan (see the module docstring), every service within its
+    latency bound when it gives one.
 
     Its status: ``"optimal"`` when HiGHS's lower bound certifies the plan's exact cost to
     :data:`~inferplan.codesign.services.CERTIFIED_GAP`, ``"time_limit"`` when ``time_limit``
@@ -210,7 +286,7 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
     Raises
     ------
     Infeasible
-        If no plan serves every service within the capacity caps.
+        If no plan serves every service within the capacity caps (and latency bounds).
     InvalidArgument
         If HiGHS finds no plan at all within ``time_limit``.
     """
@@ -219,6 +295,22 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
             f"must be a positive finite number of seconds, got {time_limit!r}", field="time_limit"
         )
     deadline = None if time_limit is None else time.monotonic() + time_limit
+    cheapest = _cheapest(problem, deadline, time_limit)
+    if all(
+        service.latency is None
+        or served.latency is None
+        or served.latency <= service.latency * (1 + INTERVAL_RTOL)
+        for service, served in zip(problem.services, cheapest.services, strict=True)
+    ):
+        return cheapest  # fmt: skip
+    return _within_latency(problem, cheapest, deadline)
+
+
+def _cheapest(
+    problem: JointProblem, deadline: float | None, time_limit: float | None
+) -> ServicesPlan:
+    """The minimum-cost joint plan without the latency bounds (the rounds of the module
+    docstring)."""
     milp = JointMilp(problem)
     best: tuple[float, list[Choice]] | None = None
     lower_bound = -math.inf
@@ -260,3 +352,206 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
         scale = best[0]
     assert best is not None
     return problem.plan("milp", status, best[1], lower_bound)
+
+
+def _within_latency(
+    problem: JointProblem, cheapest: ServicesPlan, deadline: float | None
+) -> ServicesPlan:
+    """The minimum-cost joint plan within every service's latency bound, ``cheapest`` (the
+    optimum without them) missing one: the outer approximation of
+    :mod:`~inferplan.codesign.milp_latency` on shared purchases, refined until certified.
+    Each plan is the purchases HiGHS chose, each service's stages then sped up by the factor
+    its latency misses by (:func:`_repaired`), so every plan meets every bound."""
+    lower = 0.0  # the optimum without the bounds is one with them, to its certificate
+    if cheapest.status == "optimal":
+        lower = max(cheapest.lower_bound, cheapest.cost * (1 - CERTIFIED_GAP))
+    choices = [_choice(problem, s, served) for s, served in enumerate(cheapest.services)]
+    best = _repaired(problem, choices, ({}, {}))
+    ratios: dict[tuple[int, int], list[float]] = {}
+    status: PlanStatus = "uncertified"
+    fresh = best is not None
+    for _ in range(MAX_REFINEMENTS):
+        if best is not None and (best.cost == 0.0 or best.cost * (1 - CERTIFIED_GAP) <= lower):
+            status = "optimal"
+            break
+        budget = math.inf if best is None else best.cost
+        milp = JointMilp(problem, budget, ratios)
+        if best is not None:  # the cuts where the relaxation meets the best plan exactly
+            _cut_at(problem, milp, best)
+            milp = JointMilp(problem, budget, ratios)
+        scale = budget if math.isfinite(budget) and budget > 0 else milp.scale()
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            status = "time_limit"
+            break
+        code, found, bound, _ = milp.solve(scale, left)
+        if found is None:
+            if code == 2 and best is not None:
+                status = "optimal"  # nothing cheaper than the best plan is left
+            elif code == 2:
+                raise no_joint_plan(problem, "and latency bounds")
+            elif code == 1 and best is not None:
+                status = "time_limit"
+            elif code == 1:
+                raise InvalidArgument("the joint MILP found no plan within the time limit; "
+                                      "give it more time", field="time_limit")  # fmt: skip
+            break
+        assert milp.x is not None
+        in_use = int(np.count_nonzero(np.abs(milp.x) > TOLERANCE))
+        lower = max(lower, bound - in_use * TOLERANCE * scale)
+        V = len(problem.capacity)
+        added: tuple[dict[int, float], dict[int, float]] = ({}, {})
+        for k, (x, relief) in milp.purchase.items():
+            # HiGHS's purchases are good to its tolerance: below it, none at all
+            amount = float(milp.x[x] * milp.units[k]) if milp.x[x] > TOLERANCE else 0.0
+            if relief >= 0 and milp.x[relief] > 0.5:  # into the free tail, its tiers paid
+                amount = max(amount, trade_of(costs_of(problem)[k]).starts[-1])
+            added[0 if k < V else 1][k if k < V else k - V] = amount
+        plan = _repaired(problem, found, added)
+        if plan is not None and (best is None or plan.cost < best.cost):
+            best, fresh = plan, True
+        if code == 1:
+            status = "time_limit"
+            break
+        if best is not None and best.cost * (1 - CERTIFIED_GAP) <= lower:
+            status = "optimal"
+            break
+        refined = [term.refine(milp.x) for term in milp.terms]
+        if not any(refined) and not fresh:
+            break
+        fresh = False
+    if best is None:
+        raise no_joint_plan(problem, "and latency bounds", proven=False)
+    return replace(best, status=status, lower_bound=min(max(lower, 0.0), best.cost))
+
+
+def _choice(problem: JointProblem, s: int, served: ServiceDeployment) -> Choice:
+    index = {v: k for k, v in enumerate(problem.instances[s].node_ids)}
+    return tuple(index[v] for v in served.path), served.partition
+
+
+def _bought(problem: JointProblem, plan: ServicesPlan) -> tuple[list[float], list[float]]:
+    """What a joint plan buys on each node and link, by element index."""
+    nodes = {n.id: k for k, n in enumerate(problem.network.nodes)}
+    links = {(e.source, e.target): k for k, e in enumerate(problem.network.links)}
+    node, link = [0.0] * len(nodes), [0.0] * len(links)
+    for v, x in plan.node_upgrades.items():
+        node[nodes[v]] = x
+    for e, x in plan.link_upgrades.items():
+        link[links[e]] = x
+    return node, link
+
+
+def _loaded(problem: JointProblem, s: int, served: ServiceDeployment) -> list[tuple[int, float]]:
+    """The elements (nodes ``k``, links ``V + k``) service ``s``'s stages load, with each
+    stage's load (FLOPs or bits)."""
+    inst = problem.instances[s]
+    path, partition = _choice(problem, s, served)
+    run = stages(inst, path, partition)
+    V = len(problem.capacity)
+    out = [(int(problem.node_of[s][v]), w) for v, w in zip(run.nodes, run.work, strict=True)
+           if w > 0]  # fmt: skip
+    out += [(V + int(problem.link_of[s][e]), d) for e, d in zip(run.links, run.bits, strict=True)
+            if d > 0]  # fmt: skip
+    return out
+
+
+def _repaired(
+    problem: JointProblem, choices: list[Choice], added: tuple[dict[int, float], dict[int, float]]
+) -> ServicesPlan | None:
+    """The joint plan of ``choices`` buying at least ``added`` (compute, bandwidth), each
+    service that misses its latency bound then sped up on every stage by the factor it misses
+    by (capacity only helps the others): ``None`` when the caps do not allow it."""
+    try:
+        plan = problem.plan("milp", "optimal", choices, 0.0, added)
+    except Infeasible:
+        return None
+    V = len(problem.capacity)
+    have = np.concatenate((problem.capacity, problem.bandwidth))
+    costs = costs_of(problem)
+    node, link = _bought(problem, plan)
+    amounts = [*node, *link]
+    more = list(amounts)
+    for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
+        if service.latency is None:
+            continue
+        for k, load in _loaded(problem, s, served):  # free capacity: the stage next to nothing
+            if _free_beyond(costs[k], amounts[k]):
+                more[k] = max(more[k], load / (_FREE_SHARE * service.latency) - have[k])
+    if more != amounts:
+        try:
+            plan = problem.plan("milp", "optimal", choices, 0.0,
+                                ({k: x for k, x in enumerate(more[:V])},
+                                 {k: x for k, x in enumerate(more[V:])}))  # fmt: skip
+        except Infeasible:
+            return None
+        amounts = list(more)
+    most = [c.max_amount for c in costs]
+    for _ in range(3):  # stages at their caps cannot help: the others take their share
+        for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
+            bound, got = service.latency, served.latency
+            if bound is None or got is None or got <= bound * (1 + INTERVAL_RTOL):
+                continue
+            inst = problem.instances[s]
+            path, partition = choices[s]
+            fixed = math.fsum(stages(inst, path, partition).propagation)
+            growing = []
+            for k, load in _loaded(problem, s, served):
+                if amounts[k] >= most[k] * (1 - 1e-12):
+                    fixed += load / (have[k] + amounts[k])
+                else:
+                    growing.append(k)
+            if bound <= fixed or not growing:
+                return None
+            factor = (got - fixed) / (bound - fixed) * (1 + 1e-12)
+            for k in growing:
+                more[k] = min(most[k], max(more[k], (have[k] + amounts[k]) * factor - have[k]))
+        if more == amounts:
+            break
+        try:
+            plan = problem.plan("milp", "optimal", choices, 0.0,
+                                ({k: x for k, x in enumerate(more[:V])},
+                                 {k: x for k, x in enumerate(more[V:])}))  # fmt: skip
+        except Infeasible:
+            return None
+        node, link = _bought(problem, plan)
+        amounts = [*node, *link]
+        more = list(amounts)
+    for service, served in zip(problem.services, plan.services, strict=True):
+        if (
+            service.latency is not None
+            and served.latency is not None
+            and (served.latency > service.latency * (1 + INTERVAL_RTOL))
+        ):
+            return None
+    return plan
+
+
+def costs_of(problem: JointProblem) -> tuple[CapacityCost, ...]:
+    """The cost functions of the nodes, then of the links."""
+    return (*problem.node_costs, *problem.link_costs)
+
+
+def _free_beyond(cost: CapacityCost, amount: float) -> bool:
+    """Whether more capacity than ``amount`` costs nothing, without end."""
+    trade = trade_of(cost)
+    if trade.is_modules or math.isfinite(trade.cap) or trade.slopes[-1] > 0:
+        return False
+    return amount >= trade.starts[-1] * (1 - 1e-9) or not any(trade.slopes)
+
+
+def _cut_at(problem: JointProblem, milp: JointMilp, plan: ServicesPlan) -> None:
+    """Record the tangent cuts at ``plan``'s purchases, where the relaxation meets its
+    delays exactly."""
+    node, link = _bought(problem, plan)
+    amounts = [*node, *link]
+    for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
+        if service.latency is None:
+            continue
+        for k, load in _loaded(problem, s, served):
+            if (s, k) in milp.ratios:
+                ratio = math.sqrt(load / (float(milp.units[k]) * service.latency))
+                ratio /= 1.0 + amounts[k] / float(milp.units[k])
+                known = milp.ratios[(s, k)]
+                if all(abs(ratio - r) > 1e-12 * ratio for r in known):
+                    known.append(ratio)
