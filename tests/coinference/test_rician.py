@@ -320,3 +320,12 @@ def test_a_floor_far_in_the_tail_is_drawn_from_the_conditional_law():
     with pytest.raises(InvalidSystem, match="beyond what the grid resolves") as info:
         RicianGaussMarkov(1e-15, 3.0, 1e15, rho=0.9)
     assert info.value.field == "min_snr"
+
+
+def test_a_floor_whose_cells_all_round_to_nothing_is_one_clear_error():
+    # P(SNR >= 20) = 4e-19 passes the stationary check, but the grid's cells (differences of
+    # erf near 1) all round to 0: the initial law would be 0 / 0, a NaN in every plan
+    channel = RicianGaussMarkov(mean_snr=1.0, k_factor=2.0, min_snr=20.0, rho=0.9)
+    with pytest.raises(InvalidSystem, match="lose to rounding") as info:
+        channel.chain([1e-3])
+    assert info.value.field == "min_snr"

@@ -1081,7 +1081,16 @@ class RicianGaussMarkov(_Fading):
     def initial(self) -> FloatArray:
         """``(K,)``: the law of the cell at stage 1 (above the floor)."""
         mass = self._cell_mass(np.array([self._los]), self._var)[0]
-        return np.asarray(mass / mass.sum(), dtype=np.float64)
+        total = float(mass.sum())
+        # A floor so far in the tail that every cell's mass (differences of erf near 1)
+        # rounds to 0: the sampler still draws such a channel, but no plan can be made on it.
+        if not total > 0:
+            raise InvalidSystem(
+                f"leaves P(SNR >= min_snr) = {self._above:.3g} at stage 1, which the grid's "
+                "cells lose to rounding: lower min_snr or raise mean_snr",
+                field="min_snr",
+            )
+        return np.asarray(mass / total, dtype=np.float64)
 
     @functools.cached_property
     def snr(self) -> FloatArray:
