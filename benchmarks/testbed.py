@@ -192,6 +192,8 @@ def setup_teardown(repeats: int = 10) -> list[float]:
 
 
 def figure(rows: list[dict[str, Any]], path: Path) -> None:
+    from matplotlib.ticker import NullFormatter
+
     from inferplan.plots._mpl import styled_figure
 
     with styled_figure([path], figsize=(6.5, 2.6)) as fig:
@@ -206,6 +208,7 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
             ax.scatter([r[key] for r in short], [r["interval_ratio"] for r in short], s=10,
                        marker="x", label="a stage < 10 ms")  # fmt: skip
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: they collide
             ax.axhspan(0.9, 1.1, color="0.9", zorder=0)
             ax.axhline(1.0, color="0.5", linewidth=0.6)
             ax.set_xlabel(label)
