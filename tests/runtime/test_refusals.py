@@ -170,7 +170,7 @@ def test_profile_planning_and_split_refuse_a_model_before_torch(tmp_path):
          "error: cannot import 'tests.nomodule': ModuleNotFoundError: No module named "
          "'tests.nomodule'"),
         (["profile", MLP, *shape, "-o", "no/such/p.json"],
-         "error: no/such/p.json: its folder does not exist"),
+         "error: no/such/p.json: No such file or directory"),
         (["provision", str(NETWORK), MLP, *shape, "--throughput", "-1"],
          "error: --throughput: must be a positive finite number, got -1.0"),
         (["throughput", str(NETWORK), "nowhere.py:make", *shape],

@@ -94,7 +94,7 @@ def profile_command(
     options = ModelOptions(tuple(input_shapes or ()), blocks, dtype, flops.value, hf, granularity)
     for path in (output, plot):  # before a model is traced
         if path is not None and not path.parent.is_dir():
-            raise InvalidArgument("its folder does not exist", source=str(path))
+            raise InvalidArgument("No such file or directory", source=str(path))  # as OSError
     traced = trace_model(model, options)
     if traced is None:
         given = options.given() + (["cuts"] if cuts else [])

@@ -57,12 +57,19 @@ def build_model(spec: str, *, seed: int = 0, dtype: str = "float32") -> Any:
     """The model ``module.path:factory`` with real weights on the CPU, seeded, in ``eval()``
     mode, its floating-point weights in ``dtype``; sized first by a build on the ``meta``
     device (:func:`~inferplan.runtime.examples.check_weights`)."""
+    weights = TensorSpec((), dtype).torch_dtype
+    if not (weights.is_floating_point or weights.is_complex):  # Module.to refuses the rest
+        raise InvalidArgument(
+            f"must be a floating-point dtype for the model's weights (float32, float16, "
+            f"bfloat16, float64), got {dtype!r}",
+            field="dtype",
+        )
     sized = load_module_factory(spec, device="meta")
     name = spec.rpartition(":")[2]
     check_weights(sum(p.numel() for p in sized.parameters()), dtype, name)
     torch.manual_seed(seed)
     model = load_module_factory(spec, device="cpu").eval()
-    return model if dtype == "float32" else model.to(TensorSpec((), dtype).torch_dtype)
+    return model if dtype == "float32" else model.to(weights)
 
 
 def load_inputs(path: str | Path, shape: Shape, *, dtype: str | None = None) -> torch.Tensor:
