@@ -56,22 +56,35 @@ def _check_plan(net, profile, plan, beta, bound, expected, memory=0.0):
     assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-9)
 
 
+def _networks(kinds, cyclic, *, dag_nodes):
+    """Small random networks with link delays: any (cycles allowed) or acyclic."""
+    if cyclic:
+        return small_networks(max_nodes=4, cost_kinds=kinds, delays=True)
+    return small_dags(max_nodes=dag_nodes, cost_kinds=kinds, delays=True)
+
+
+def _bounds(net, profile, alpha, shrink):
+    """An interval ``alpha`` times the best and a latency bound ``shrink`` times that of the
+    cheapest plan for it; ``None`` where the interval alone is infeasible."""
+    beta = alpha * inferplan.throughput(net, profile, method="milp").interval
+    try:
+        free = inferplan.provision(net, profile, interval=beta, method="milp")
+    except Infeasible:
+        return None
+    return beta, shrink * free.latency
+
+
 @pytest.mark.parametrize("cyclic", [False, True], ids=["acyclic", "cyclic"])
 @pytest.mark.parametrize("kinds", KINDS, ids=lambda k: "+".join(k) if k else "prices")
 def test_the_latency_milp_is_the_brute_force_optimum(kinds, cyclic):
-    networks = (small_networks(max_nodes=4, cost_kinds=kinds, delays=True) if cyclic
-                else small_dags(max_nodes=5, cost_kinds=kinds, delays=True))  # fmt: skip
-
     @BOUNDED
-    @given(net=networks, profile=small_profiles(max_blocks=3), alpha=st.floats(0.3, 1.5),
-           shrink=st.floats(0.2, 1.3))  # fmt: skip
+    @given(net=_networks(kinds, cyclic, dag_nodes=5), profile=small_profiles(max_blocks=3),
+           alpha=st.floats(0.3, 1.5), shrink=st.floats(0.2, 1.3))  # fmt: skip
     def check(net, profile, alpha, shrink):
-        beta = alpha * inferplan.throughput(net, profile, method="milp").interval
-        try:
-            free = inferplan.provision(net, profile, interval=beta, method="milp")
-        except Infeasible:
+        bounds = _bounds(net, profile, alpha, shrink)
+        if bounds is None:
             return
-        bound = shrink * free.latency
+        beta, bound = bounds
         expected = brute_force_latency_cost(net, profile, beta, bound)
         try:
             plan = inferplan.provision(net, profile, interval=beta, latency=bound, method="milp")
@@ -183,19 +196,14 @@ def _served_latency(net, service, served, plan):
 @pytest.mark.parametrize("kinds", [None, ("tiers",), ("linear", "capped", "tiers")],
                          ids=lambda k: "+".join(k) if k else "prices")  # fmt: skip
 def test_one_service_with_a_latency_bound_is_the_brute_force_optimum(kinds, cyclic):
-    networks = (small_networks(max_nodes=4, cost_kinds=kinds, delays=True) if cyclic
-                else small_dags(max_nodes=4, cost_kinds=kinds, delays=True))  # fmt: skip
-
     @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(net=networks, profile=small_profiles(max_blocks=3), alpha=st.floats(0.3, 1.5),
-           shrink=st.floats(0.2, 1.0))  # fmt: skip
+    @given(net=_networks(kinds, cyclic, dag_nodes=4), profile=small_profiles(max_blocks=3),
+           alpha=st.floats(0.3, 1.5), shrink=st.floats(0.2, 1.0))  # fmt: skip
     def check(net, profile, alpha, shrink):
-        beta = alpha * inferplan.throughput(net, profile, method="milp").interval
-        try:
-            free = inferplan.provision(net, profile, interval=beta, method="milp")
-        except Infeasible:
+        bounds = _bounds(net, profile, alpha, shrink)
+        if bounds is None:
             return
-        bound = shrink * free.latency
+        beta, bound = bounds
         service = Service("one", profile, net.source, net.target, beta, latency=bound)
         expected = brute_force_latency_cost(net, profile, beta, bound)
         try:
