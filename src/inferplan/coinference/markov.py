@@ -1034,12 +1034,12 @@ class RicianGaussMarkov(_Fading):
         to the disc holding all but ``tol / 2`` of the bump (the rest, exactly ``exp(-t^2)``,
         is dropped), the sectors beyond it get 0.
         """
+        from scipy import special
+
         n, radii = len(centre), self.radii
         size, angle = np.abs(centre), np.angle(centre)
         sd = math.sqrt(var)
         floor = float(self.ring_edges[0])
-        from scipy import special
-
         # Half the bump lies beyond the tangent to the floor's circle facing the centre: the
         # least mass above the floor, which scales the tolerance of a source below the floor.
         with np.errstate(divide="ignore"):
@@ -1106,12 +1106,12 @@ class RicianGaussMarkov(_Fading):
         mu = size[:, None] * np.cos(psi)
         across = (size[:, None] * np.sin(psi)) ** 2 / var
         # Along the ray of phase psi about the centre, with u = (r - mu) / sd and side =
-        # exp(-(size sin psi)^2 / var): the density r exp(-|r e^{j psi} - size|^2 / var) /
-        # (pi var) integrates between two edges to side (var / 2 [e^{-u^2}] + sqrt(pi var) / 2
-        # mu [erf u]) / (pi var). Kept as 2 pi times that, computed in place.
+        # exp(-(size sin psi)^2 / var), the density r exp(-|r e^{j psi} - size|^2 / var) /
+        # (pi var) integrates from edge u_lo to edge u_hi to side (var / 2 (e^{-u_lo^2} -
+        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var). Kept as 2 pi
+        # times that, computed in place.
         r = self.ring_edges[ring0[:, None] + np.arange(rings + 1)] / sd  # (S, E)
-        with np.errstate(invalid="ignore"):
-            u = r[:, :, None] - (mu / sd)[:, None, :]  # (S, E, A); inf at the outer edge
+        u = r[:, :, None] - (mu / sd)[:, None, :]  # (S, E, A); inf at the outer edge
         # erf u_hi - erf u_lo as a difference of erfc: a ring beyond the bump's centre keeps
         # its relative precision however far out (a difference of erf near 1 would not). Short
         # of the centre the difference is of erfc near 2, exact to 1e-16 of the bump: there
@@ -1176,8 +1176,9 @@ class RicianGaussMarkov(_Fading):
         """``(K,)``: the law of the cell at stage 1 (above the floor)."""
         mass = self._cell_mass(np.array([self._los]), self._var)[0]
         total = float(mass.sum())
-        # A floor so far in the tail that every cell's mass (differences of erf near 1)
-        # rounds to 0: the sampler still draws such a channel, but no plan can be made on it.
+        # A backstop: the cells resolve their masses down to 1e-300 (differences of erfc) and
+        # the floor's check passes 1e-200 of the stationary law above it, so all cells round
+        # to 0 only where scipy's non-central chi-square and the cells disagree by 1e100.
         if not total > 0:
             raise InvalidSystem(
                 f"leaves P(SNR >= min_snr) = {self._above:.3g} at stage 1, which the grid's "
