@@ -835,6 +835,20 @@ def _cosine_transform(rays: int) -> FloatArray:
     return np.asarray(matrix / (2.0 * math.pi * points), dtype=np.float64)
 
 
+def _phase_edges(phases: int) -> FloatArray:
+    """``phases + 1`` phases in ``[-pi, pi]``: the edges of equal sectors about phase 0."""
+    return np.linspace(-math.pi, math.pi, phases + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _edge_waves(modes: int, phases: int) -> tuple[FloatArray, FloatArray]:
+    """``(2 sin(m x) / m, 2 cos(m x) / m)`` for ``m = 1..modes - 1`` (rows) at the phase edges
+    ``x`` (columns)."""
+    m = np.arange(1, modes)[:, None]
+    x = m * _phase_edges(phases)
+    return np.asarray(2.0 * np.sin(x) / m), np.asarray(2.0 * np.cos(x) / m)
+
+
 @functools.lru_cache(maxsize=32)
 def _gauss_legendre(nodes: int) -> tuple[FloatArray, FloatArray]:
     """Gauss-Legendre nodes and weights on [-1, 1] (an eigenproblem of size ``nodes``: kept)."""
@@ -1013,7 +1027,7 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def phase_edges(self) -> FloatArray:
         """``phases + 1`` phases of ``h`` in ``[-pi, pi]``."""
-        return np.linspace(-math.pi, math.pi, self.phases + 1)
+        return _phase_edges(self.phases)
 
     def state_of(self, h: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """The cell of each observed gain ``h`` (complex, the line of sight's phase 0)."""
@@ -1040,10 +1054,10 @@ class RicianGaussMarkov(_Fading):
         size, angle = np.abs(centre), np.angle(centre)
         sd = math.sqrt(var)
         floor = float(self.ring_edges[0])
-        # Half the bump lies beyond the tangent to the floor's circle facing the centre: the
-        # least mass above the floor, which scales the tolerance of a source below the floor.
-        with np.errstate(divide="ignore"):
-            above = np.where(size >= floor, 0.5, 0.5 * special.erfc((floor - size) / sd))
+        # The half-plane beyond the tangent to the floor's circle facing the centre lies above
+        # the floor: its mass (at least 1/2 for a centre above the floor) bounds the row's mass
+        # from below and scales the tolerance.
+        above = 0.5 * special.erfc((floor - size) / sd)
         tol = np.maximum(_RICIAN_TOL * above, _RICIAN_LEAST_TOL)
         reach = np.sqrt(np.log(2.0 / tol)) * sd  # |z - c| > reach holds tol / 2 of the bump
         modes = _modes(size * size / (2.0 * var), tol / 2.0)
@@ -1135,14 +1149,16 @@ class RicianGaussMarkov(_Fading):
         cosine coefficients, ``(S, rings, modes)``, in the phase about ``angle``) from the
         centre's phase to each phase edge: ``c_0 x + sum_m 2 c_m sin(m x) / m``, with ``sin(m
         (edge - angle))`` expanded so that the edges' sines are one table."""
-        m = np.arange(1, coef.shape[2])
-        turn = m[None, :] * angle[:, None]  # (S, modes - 1)
-        table = m[:, None] * self.phase_edges[None, :]  # (modes - 1, phases + 1)
+        sines, cosines = _edge_waves(coef.shape[2], self.phases)
+        # e^{j m angle} by successive products (one rotation each: exact to m ulps).
+        turn = np.cumprod(
+            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), len(sines))), axis=1
+        )
         primitive = np.empty((len(angle), coef.shape[2], len(self.phase_edges)))
         primitive[:, 0] = self.phase_edges[None, :] - angle[:, None]
         wave = primitive[:, 1:]
-        np.multiply(np.cos(turn)[:, :, None], (2.0 / m)[:, None] * np.sin(table), out=wave)
-        wave -= np.sin(turn)[:, :, None] * ((2.0 / m)[:, None] * np.cos(table))
+        np.multiply(turn.real[:, :, None], sines, out=wave)
+        wave -= turn.imag[:, :, None] * cosines
         return np.asarray(np.matmul(coef, primitive), dtype=np.float64)
 
     def _within(
