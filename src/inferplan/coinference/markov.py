@@ -1090,8 +1090,10 @@ class RicianGaussMarkov(_Fading):
                 size[batch], angle[batch], var, modes[batch], int(rays[batch].max()),
                 ring0, wide,
             )  # fmt: skip
-            cells = ring0[:, None] * self.phases + np.arange(wide * self.phases)
-            mass[batch[:, None], cells] = window.reshape(len(batch), -1)
+            for first_ring in np.unique(ring0):  # a window's cells are consecutive states
+                at = ring0 == first_ring
+                cells = slice(first_ring * self.phases, (first_ring + wide) * self.phases)
+                mass[batch[at], cells] = window[at].reshape(int(at.sum()), -1)
             start = stop
         return mass
 
