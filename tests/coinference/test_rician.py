@@ -322,10 +322,14 @@ def test_a_floor_far_in_the_tail_is_drawn_from_the_conditional_law():
     assert info.value.field == "min_snr"
 
 
-def test_a_floor_whose_cells_all_round_to_nothing_is_one_clear_error():
-    # P(SNR >= 20) = 4e-19 passes the stationary check, but the grid's cells (differences of
-    # erf near 1) all round to 0: the initial law would be 0 / 0, a NaN in every plan
-    channel = RicianGaussMarkov(mean_snr=1.0, k_factor=2.0, min_snr=20.0, rho=0.9)
-    with pytest.raises(InvalidSystem, match="lose to rounding") as info:
-        channel.chain([1e-3])
-    assert info.value.field == "min_snr"
+def test_a_floor_far_in_the_tail_is_planned_from_the_library_and_the_cli(tmp_path):
+    # P(SNR >= 20) = 4e-19 at stage 1: the cells' masses are resolved (erfc differences; a
+    # difference of erf near 1 rounds them all to 0, a NaN law), and so is every plan.
+    channel = "{kind: gauss-markov, fading: rician, k_factor: 2, mean_snr: 1, min_snr: 20, "
+    path = _with_channel(tmp_path, channel + "rho: 0.9}")
+    system = load_system(path)
+    costs = expected_costs(system)
+    assert np.isfinite(costs).all() and np.all(costs > 0)
+    out = _json(["coinfer", str(path), "--json"])
+    np.testing.assert_allclose(out["costs"], costs, rtol=1e-12)
+    assert out["placement"] == plan_placement(system).placement

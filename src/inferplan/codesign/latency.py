@@ -101,8 +101,9 @@ MAX_RANKED = 200_000
 _DOUBLINGS, _HALVINGS, _DUAL_HALVINGS = 2_200, 100, 6
 # Stages of a deployment from which their responses are computed with numpy at once.
 _MANY_STAGES = 24
-# A stage that buys free capacity without end gets this share of the latency bound.
-_FREE_SHARE = 1e-12
+FREE_SHARE = 1e-12
+"""The share of the latency bound a stage on capacity that is free without end is sped up to
+(every allocation under a latency bound, single or joint services, uses it)."""
 
 
 @dataclass(frozen=True)
@@ -539,7 +540,7 @@ def _finite(
     if not free:
         return xs
     share = max(budget - delay, 0.0) / len(free)
-    share = share if share > 0 else _FREE_SHARE * budget
+    share = share if share > 0 else FREE_SHARE * budget
     out = list(xs)
     for k in free:
         s = stage_list[k]

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import sparse
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.latency import trade_of
+from inferplan.codesign.latency import FREE_SHARE, trade_of
 from inferplan.codesign.milp import Model, StateFlow, highs
 from inferplan.codesign.milp_latency import DelayTerm, bought
 from inferplan.codesign.plan import INTERVAL_RTOL, PlanStatus, check_scale
@@ -71,10 +71,6 @@ falling tiers) and proved a dearer plan optimal; found by the brute-force tests.
 
 MAX_ROUNDS = 4
 """Solves, each scaled to the best cost known so far, before a plan is left uncertified."""
-
-# A stage on capacity that is free without end is sped up until it takes this share of the
-# latency bound (as the single-service allocation does).
-_FREE_SHARE = 1e-12
 
 MAX_REFINEMENTS = 60
 """Solves of the relaxation under latency bounds, each with the cuts of the one before,
@@ -477,7 +473,7 @@ def _repaired(
             continue
         for k, load in _loaded(problem, s, served):  # free capacity: the stage next to nothing
             if _free_beyond(costs[k], amounts[k]):
-                more[k] = max(more[k], load / (_FREE_SHARE * service.latency) - have[k])
+                more[k] = max(more[k], load / (FREE_SHARE * service.latency) - have[k])
     if more != amounts:
         try:
             plan = problem.plan("milp", "optimal", choices, 0.0,

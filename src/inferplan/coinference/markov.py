@@ -768,15 +768,85 @@ class GaussMarkov(_Fading):
         return out
 
 
-_RICIAN_QUADRATURE = 8  # Gauss-Legendre nodes per cell side
+_RICIAN_QUADRATURE = 8  # Gauss-Legendre nodes per cell side (a cell's SNR)
 _RICIAN_TAIL_SD = 12.0  # the outer ring's quadrature ends this many scattered sd beyond its edge
-_RICIAN_MAX_NODES = 2048  # phase nodes around the circle in a step's quadrature
 _RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
 _RICIAN_PHASES = 16
 _RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
-_RICIAN_REACH_SD = 8.0  # a step's quadrature covers this many sd about each source's centre
-_RICIAN_DROPPED = 1e-16  # the largest relative mass a row may lose outside that disc
+# A row of a step (and the initial law) is within this of the exact cell masses in total
+# absolute error, relative to its mass above the floor (docs/coinference.md).
+_RICIAN_TOL = 1e-12
+_RICIAN_LEAST_TOL = 1e-300  # the tolerance of a source whose mass above the floor is below that
 _RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays in cache
+# _modes tabulates the ray function's Fourier coefficients at z = 2^(k / 4) up to this z and
+# scales beyond it as a Gaussian's (modes ~ sqrt(z)).
+_RICIAN_MODES_TOP_BIN = 64
+
+
+@functools.lru_cache(maxsize=256)
+def _mode_tail(z_bin: int) -> FloatArray:
+    """``tail[M] = 4 sum_{m > M} rho_m`` at ``z = 2^(z_bin / 4)``: the bound :func:`_modes`
+    inverts, down to the smallest double."""
+    from scipy import special
+
+    z = 2.0 ** (z_bin / 4.0)
+    m = np.arange(int(80.0 * math.sqrt(z)) + 400, dtype=np.float64)
+    scale = special.ive(-0.5, z) + special.ive(0.5, z)
+    rho = (special.ive((m - 1.0) / 2.0, z) + special.ive((m + 1.0) / 2.0, z)) / scale
+    tail = 4.0 * np.cumsum(rho[::-1])[::-1]
+    return np.asarray(np.append(tail[1:], 0.0), dtype=np.float64)
+
+
+def _modes(z: FloatArray, tol: FloatArray) -> npt.NDArray[np.int64]:
+    """The fewest Fourier modes ``M`` per source for which the trapezoidal rule on ``2 M + 1``
+    rays round the circle integrates every cell within ``tol`` (in total over the cells, as a
+    fraction of the bump ``CN(c, var)``; ``z = |c|^2 / (2 var)``).
+
+    The ray function ``D(p)`` (the bump's mass along the ray of phase ``p`` about the centre's)
+    has Fourier coefficients ``d_m = d_0 rho_m`` with ``rho_m = (I_{(m-1)/2}(z) +
+    I_{(m+1)/2}(z)) / (I_{-1/2}(z) + I_{1/2}(z))``, all positive; a ring's ray function, part
+    of ``D``, has positive coefficients summing over the rings to at most ``d_m``. The
+    interpolant of ``2 M + 1`` rays loses the modes beyond ``M`` and aliases them once, so every
+    cell errs by at most twice its width times their sum: ``4 sum_{m > M} rho_m`` over all
+    cells. ``rho_m`` grows with ``z``, which is rounded up to the table's ``2^(k / 4)``.
+    """
+    with np.errstate(divide="ignore"):
+        bins = np.ceil(4.0 * np.log2(np.maximum(z, 2.0**-80))).astype(np.int64)
+    beyond = np.maximum(bins - _RICIAN_MODES_TOP_BIN, 0)
+    bins = np.minimum(bins, _RICIAN_MODES_TOP_BIN)
+    modes = np.empty(z.shape, dtype=np.int64)
+    for b in np.unique(bins):
+        at = bins == b
+        tail = _mode_tail(int(b))
+        modes[at] = np.searchsorted(-tail, -tol[at])
+    # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)): modes ~ sqrt(z).
+    return np.asarray(np.ceil(modes * 2.0 ** (beyond / 8.0)), dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _cosine_transform(rays: int) -> FloatArray:
+    """``(rays + 1, rays + 1)``: from ``f(p h)``, ``p = 0..rays`` (an even function sampled at
+    ``2 rays + 1`` points round its period), to ``c_m``, ``f = c_0 + 2 sum_m c_m cos(m ...)``;
+    over ``2 pi`` (the samples are ``2 pi`` times the density)."""
+    points = 2 * rays + 1
+    p = np.arange(rays + 1)
+    matrix = np.cos(2.0 * math.pi / points * np.outer(p, p))
+    matrix[1:] *= 2.0
+    return np.asarray(matrix / (2.0 * math.pi * points), dtype=np.float64)
+
+
+def _phase_edges(phases: int) -> FloatArray:
+    """``phases + 1`` phases in ``[-pi, pi]``: the edges of equal sectors about phase 0."""
+    return np.linspace(-math.pi, math.pi, phases + 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _edge_waves(modes: int, phases: int) -> tuple[FloatArray, FloatArray]:
+    """``(2 sin(m x) / m, 2 cos(m x) / m)`` for ``m = 1..modes - 1`` (rows) at the phase edges
+    ``x`` (columns)."""
+    m = np.arange(1, modes)[:, None]
+    x = m * _phase_edges(phases)
+    return np.asarray(2.0 * np.sin(x) / m), np.asarray(2.0 * np.cos(x) / m)
 
 
 @functools.lru_cache(maxsize=32)
@@ -809,7 +879,8 @@ class RicianGaussMarkov(_Fading):
     magnitude rings (equiprobable at stage 1) times ``phases`` sectors, state ``k = ring *
     phases + sector``. Each cell stands for the SNR whose ``1 / log2(1 + gamma)`` is the cell's
     mean at stage 1 (exact upload cost); a step's probability of a cell is exact along the
-    radius and Gauss-Legendre in the phase. docs/coinference.md gives the grid's accuracy. The
+    radius and spectrally accurate in the phase, each row within 1e-12 of the exact masses.
+    docs/coinference.md gives the grid's accuracy. The
     simulator draws the process itself (:meth:`~_Fading.sample_gains`: the recursion, or
     Jakes' sinusoids for Clarke's spectrum plus the line of sight).
 
@@ -956,7 +1027,7 @@ class RicianGaussMarkov(_Fading):
     @functools.cached_property
     def phase_edges(self) -> FloatArray:
         """``phases + 1`` phases of ``h`` in ``[-pi, pi]``."""
-        return np.linspace(-math.pi, math.pi, self.phases + 1)
+        return _phase_edges(self.phases)
 
     def state_of(self, h: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """The cell of each observed gain ``h`` (complex, the line of sight's phase 0)."""
@@ -964,126 +1035,168 @@ class RicianGaussMarkov(_Fading):
         ring = np.searchsorted(self.boundaries, self.mean_snr * np.abs(g) ** 2, side="right")
         return np.asarray(ring * self.phases + phase_sector(np.angle(g), self.phases))
 
-    def _cell_mass(
-        self,
-        centre: FloatArray,
-        var: float,
-        first_ring: npt.NDArray[np.int64] | None = None,
-        rings: int | None = None,
-        first_sector: npt.NDArray[np.int64] | None = None,
-        sectors: int | None = None,
-    ) -> FloatArray:
-        """``(len(centre), K)``: the mass of ``CN(centre, var)`` in each cell.
+    def _cell_mass(self, centre: FloatArray, var: float) -> FloatArray:
+        """``(len(centre), K)``: the mass of ``CN(centre, var)`` in each cell, each source's
+        row within ``_RICIAN_TOL`` of the exact integral in total (relative to the row's mass
+        above the floor; docs/coinference.md, "How a step is integrated").
 
-        Along a ray of phase ``p`` the density ``r exp(-|r e^{jp} - c|^2 / var) / (pi var)`` has
-        a closed-form integral in ``r``; the phase is integrated by Gauss-Legendre per sector,
-        with :meth:`_phase_nodes` nodes. The quadrature may be confined to a window per
-        source: ``rings`` consecutive rings from ``first_ring`` and ``sectors`` consecutive
-        sectors (modulo ``phases``) from ``first_sector``; the cells outside get 0, the cells
-        inside the very numbers of the whole grid (the same nodes and ring edges).
+        Along a ray of phase ``p`` the mass of a ring has a closed form in ``erfc``. In the
+        phase, the rays are equispaced about the centre's phase and the sectors take the
+        integrals of their trigonometric interpolant (the trapezoidal rule, spectrally accurate
+        for a periodic analytic integrand; the rays are symmetric about the centre, so only one
+        side is evaluated). :func:`_modes` bounds the spacing; the rays and rings are confined
+        to the disc holding all but ``tol / 2`` of the bump (the rest, exactly ``exp(-t^2)``,
+        is dropped), the sectors beyond it get 0.
         """
         from scipy import special
 
-        n, radii, phases = len(centre), self.radii, self.phases
-        ring0 = np.zeros(n, dtype=np.int64) if first_ring is None else first_ring
-        sector0 = np.zeros(n, dtype=np.int64) if first_sector is None else first_sector
-        rings = radii if rings is None else rings
-        sectors = phases if sectors is None else sectors
+        n, radii = len(centre), self.radii
+        size, angle = np.abs(centre), np.angle(centre)
         sd = math.sqrt(var)
-        x, w = _gauss_legendre(self._phase_nodes(var))
-        lo, hi = self.phase_edges[:-1], self.phase_edges[1:]
-        sector = (sector0[:, None] + np.arange(sectors)) % phases  # (S, W)
-        half = 0.5 * (hi - lo)[sector][..., None]
-        phi = half * x + 0.5 * (hi + lo)[sector][..., None]  # (S, W, q)
-        weight = half * w
-        ring = ring0[:, None] + np.arange(rings)  # (S, Wr)
-        c = np.asarray(centre, dtype=np.complex128)[:, None, None]
-        mu = (c.real * np.cos(phi) + c.imag * np.sin(phi))[..., None]  # (S, W, q, 1)
-        c2 = (np.abs(c) ** 2)[..., None]
-        edges = np.append(ring, ring[:, -1:] + 1, axis=1)  # (S, Wr + 1) indices of ring edges
-        r = self.ring_edges[edges][:, None, None, :]
-        with np.errstate(over="ignore", invalid="ignore"):
-            bell = np.where(np.isinf(r), 0.0, np.exp(-(r * r - 2.0 * r * mu + c2) / var))
-            erf = special.erf((r - mu) / sd)
-        side = np.exp(-np.maximum(c2 - mu * mu, 0.0) / var)
-        prim = -0.5 * var * bell + mu * (math.sqrt(math.pi * var) / 2.0) * side * erf
-        ray = np.maximum(np.diff(prim, axis=3), 0.0) / (math.pi * var)  # (S, W, q, Wr)
-        window = np.einsum("swqr,swq->srw", ray, weight)
-        mass = np.zeros((n, radii, phases))
-        source = np.arange(n)[:, None, None]
-        mass[source, ring[:, :, None], sector[:, None, :]] = window
-        return np.asarray(mass.reshape(n, -1), dtype=np.float64)
-
-    def _phase_nodes(self, var: float) -> int:
-        """Gauss-Legendre nodes per sector for a bump of variance ``var``: a quarter of its
-        angular width apart at the outer rings, at most ``_RICIAN_MAX_NODES`` around."""
-        sd = math.sqrt(var)
-        reach = float(self.ring_edges[-2]) + 3.0 * sd
-        around = min(_RICIAN_MAX_NODES, math.ceil(8.0 * math.pi * reach / sd))
-        return max(_RICIAN_QUADRATURE, -(-around // self.phases))
-
-    def _reached(self, centre: FloatArray, sd: float) -> tuple[npt.NDArray[np.int64], ...]:
-        """Per source, the rings and sectors the disc ``|z - centre| <= _RICIAN_REACH_SD sd``
-        meets: ``(first_ring, rings, first_sector, sectors)``, ``sectors = phases`` where the
-        disc holds the origin. The disc lies in the annulus ``|centre| -+ t`` and within
-        ``asin(t / |centre|)`` of the centre's phase."""
-        t = _RICIAN_REACH_SD * sd
-        size = np.abs(centre)
-        edges = self.ring_edges
-        first = np.clip(np.searchsorted(edges, size - t, side="right") - 1, 0, self.radii - 1)
-        last = np.clip(np.searchsorted(edges, size + t, side="left") - 1, first, self.radii - 1)
-        width = 2.0 * math.pi / self.phases
+        floor = float(self.ring_edges[0])
+        # The half-plane beyond the tangent to the floor's circle facing the centre lies above
+        # the floor: its mass (at least 1/2 for a centre above the floor) bounds the row's mass
+        # from below and scales the tolerance.
+        above = 0.5 * special.erfc((floor - size) / sd)
+        tol = np.maximum(_RICIAN_TOL * above, _RICIAN_LEAST_TOL)
+        reach = np.sqrt(np.log(2.0 / tol)) * sd  # |z - c| > reach holds tol / 2 of the bump
+        modes = _modes(size * size / (2.0 * var), tol / 2.0)
+        spacing = 2.0 * math.pi / (2 * modes + 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            spread = np.where(size > t, np.arcsin(np.minimum(t / size, 1.0)), math.pi)
-        angle = np.angle(centre) + math.pi
-        # One sector's margin either side: rounding at a sector's edge never loses a cell.
-        start = np.floor((angle - spread) / width).astype(np.int64) - 1
-        stop = np.floor((angle + spread) / width).astype(np.int64) + 1
-        sectors = np.where(size > t, np.minimum(stop - start + 1, self.phases), self.phases)
-        start = np.where(sectors < self.phases, start % self.phases, 0)
-        return first, last - first + 1, start, sectors
-
-    def _window_mass(self, centre: FloatArray, var: float) -> FloatArray:
-        """``(len(centre), K)``: :meth:`_cell_mass` of each source on the cells its bump reaches.
-
-        ``|z - c|^2 / var`` of ``z ~ CN(c, var)`` is exponential with mean 1, so the mass
-        farther than ``k = _RICIAN_REACH_SD`` sd from the centre is exactly ``exp(-k^2)``
-        (1.6e-28). A source whose reached mass is at least that over ``_RICIAN_DROPPED``
-        (1.6e-12) loses at most that relative mass (the rows are normalised afterwards); any
-        other source (its bump almost all below the floor) is integrated on the whole grid.
-        """
-        first_ring, rings, first_sector, sectors = self._reached(centre, math.sqrt(var))
-        mass = np.zeros((len(centre), self.states))
-        # Sources in order of their window's size, in chunks padded to the chunk's largest
-        # window (a window moved inwards where it would pass the outer ring): the quadrature
-        # holds sources x window cells x nodes numbers at once.
-        cells = rings * sectors
-        order = np.argsort(cells, kind="stable")
-        numbers = order.size * int(cells.max()) * self._phase_nodes(var)
-        for batch in np.array_split(order, -(-numbers // _RICIAN_CHUNK_NUMBERS)):
+            spread = np.where(size > reach, np.arcsin(np.minimum(reach / size, 1.0)), np.inf)
+        rays = np.minimum(modes, np.ceil(spread / spacing) + 1).astype(np.int64)
+        edges = self.ring_edges
+        first = np.clip(np.searchsorted(edges, size - reach, side="right") - 1, 0, radii - 1)
+        last = np.clip(np.searchsorted(edges, size + reach, side="left") - 1, first, radii - 1)
+        rings = last - first + 1
+        mass = np.zeros((n, self.states))
+        # Sources in order of their work, in chunks padded to the chunk's most rays and rings
+        # (a ring window moved inwards where it would pass the outer ring): a chunk holds at
+        # most _RICIAN_CHUNK_NUMBERS numbers at once, which keeps it in cache.
+        work = (rays + 1) * (rings + 1)
+        windowed = rays < modes
+        order = np.lexsort((work, windowed))
+        start = 0
+        while start < n:
+            # the most sources from start, of one kind, whose padded chunk holds at most that
+            # many numbers
+            kind = int(np.searchsorted(windowed[order], windowed[order[start]], "right"))
+            padded = np.arange(1, kind - start + 1) * work[order[start:kind]]
+            stop = start + max(1, int(np.searchsorted(padded, _RICIAN_CHUNK_NUMBERS, "right")))
+            batch = order[start:stop]
             wide = int(rings[batch].max())
-            mass[batch] = self._cell_mass(
-                centre[batch],
-                var,
-                np.minimum(first_ring[batch], self.radii - wide),
-                wide,
-                first_sector[batch],
-                int(sectors[batch].max()),
-            )
-        tail = math.exp(-(_RICIAN_REACH_SD**2))
-        whole = np.flatnonzero(mass.sum(axis=1) * _RICIAN_DROPPED < tail)
-        chunk = max(1, _RICIAN_CHUNK_NUMBERS // (self.states * self._phase_nodes(var)))
-        for i in range(0, whole.size, chunk):
-            mass[whole[i : i + chunk]] = self._cell_mass(centre[whole[i : i + chunk]], var)
+            ring0 = np.minimum(first[batch], radii - wide)
+            window = self._ray_sectors(
+                size[batch], angle[batch], var, modes[batch], int(rays[batch].max()),
+                ring0, wide,
+            )  # fmt: skip
+            for first_ring in np.unique(ring0):  # a window's cells are consecutive states
+                at = ring0 == first_ring
+                cells = slice(first_ring * self.phases, (first_ring + wide) * self.phases)
+                mass[batch[at], cells] = window[at].reshape(int(at.sum()), -1)
+            start = stop
         return mass
+
+    def _ray_sectors(
+        self,
+        size: FloatArray,
+        angle: FloatArray,
+        var: float,
+        modes: npt.NDArray[np.int64],
+        rays: int,
+        ring0: npt.NDArray[np.int64],
+        rings: int,
+    ) -> FloatArray:
+        """``(S, rings, phases)``: the mass of ``CN(size e^{j angle}, var)`` in each sector of
+        ``rings`` rings from ``ring0``, from ``rays + 1`` rays on one side of the centre's
+        phase, ``2 pi / (2 modes + 1)`` apart (a source whose window reaches round the circle
+        takes ``2 rays + 1`` rays around it instead)."""
+        from scipy import special
+
+        sd = math.sqrt(var)
+        full = modes <= rays
+        points = 2 * rays + 1
+        spacing = 2.0 * math.pi / np.where(full, points, 2 * modes + 1)
+        p = np.arange(rays + 1)
+        psi = spacing[:, None] * p  # (S, A)
+        mu = size[:, None] * np.cos(psi)
+        across = (size[:, None] * np.sin(psi)) ** 2 / var
+        # Along the ray of phase psi about the centre, with u = (r - mu) / sd and side =
+        # exp(-(size sin psi)^2 / var), the density r exp(-|r e^{j psi} - size|^2 / var) /
+        # (pi var) integrates from edge u_lo to edge u_hi to side (var / 2 (e^{-u_lo^2} -
+        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var). Kept as 2 pi
+        # times that, computed in place.
+        r = self.ring_edges[ring0[:, None] + np.arange(rings + 1)] / sd  # (S, E)
+        u = r[:, :, None] - (mu / sd)[:, None, :]  # (S, E, A); inf at the outer edge
+        # erf u_hi - erf u_lo as a difference of erfc: a ring beyond the bump's centre keeps
+        # its relative precision however far out (a difference of erf near 1 would not). Short
+        # of the centre the difference is of erfc near 2, exact to 1e-16 of the bump: there
+        # the centre is above the floor, which holds at least half the bump.
+        tail = special.erfc(u)
+        ray = np.subtract(tail[:, :-1], tail[:, 1:])  # (S, rings, A)
+        ray *= ((math.sqrt(math.pi) / sd) * mu * np.exp(-across))[:, None, :]
+        np.square(u, out=u)
+        bell = np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
+        ray += bell[:, :-1]
+        ray -= bell[:, 1:]
+        coef = np.matmul(ray, _cosine_transform(rays))  # (S, rings, modes)
+        if full.all():
+            cumulative = self._around(coef, angle)
+        else:
+            cumulative = self._within(coef, angle, spacing * points, full)
+        return np.asarray(np.maximum(np.diff(cumulative, axis=2), 0.0), dtype=np.float64)
+
+    def _around(self, coef: FloatArray, angle: FloatArray) -> FloatArray:
+        """``(S, rings, phases + 1)``: the integral of the trigonometric series ``coef`` (its
+        cosine coefficients, ``(S, rings, modes)``, in the phase about ``angle``) from the
+        centre's phase to each phase edge: ``c_0 x + sum_m 2 c_m sin(m x) / m``, with ``sin(m
+        (edge - angle))`` expanded so that the edges' sines are one table."""
+        sines, cosines = _edge_waves(coef.shape[2], self.phases)
+        # e^{j m angle} by successive products (one rotation each: exact to m ulps).
+        turn = np.cumprod(
+            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), len(sines))), axis=1
+        )
+        primitive = np.empty((len(angle), coef.shape[2], len(self.phase_edges)))
+        primitive[:, 0] = self.phase_edges[None, :] - angle[:, None]
+        wave = primitive[:, 1:]
+        np.multiply(turn.real[:, :, None], sines, out=wave)
+        wave -= turn.imag[:, :, None] * cosines
+        return np.asarray(np.matmul(coef, primitive), dtype=np.float64)
+
+    def _within(
+        self, coef: FloatArray, angle: FloatArray, period: FloatArray, full: npt.NDArray[np.bool_]
+    ) -> FloatArray:
+        """:meth:`_around` for series of period ``period`` (``2 pi`` where ``full``) that hold
+        a bump's window: flat beyond the window, each edge taken at its phase in ``[-pi, pi)``
+        about the centre plus the whole integral for each turn round the circle. The sines are
+        evaluated only at the edges within the window (the others are at its ends, where they
+        vanish)."""
+        offset = self.phase_edges[None, :] - angle[:, None]
+        turns = np.floor(offset / (2.0 * math.pi) + 0.5)
+        half = np.where(full, math.pi, 0.5 * period)[:, None]
+        x = np.clip(offset - 2.0 * math.pi * turns, -half, half)  # (S, E)
+        cumulative = coef[:, :, :1] * (x + period[:, None] * turns)[:, None, :]
+        inside = int((np.abs(x) < half).sum(axis=1).max())
+        if inside:
+            edge = np.argsort(np.abs(x), axis=1)[:, :inside]  # the window's edges (and ends)
+            near = np.take_along_axis(x, edge, axis=1)
+            m = np.arange(1, coef.shape[2])
+            freq = (2.0 * math.pi / period)[:, None] * m  # (S, modes - 1)
+            wave = np.sin(freq[:, :, None] * near[:, None, :]) * (2.0 / freq)[:, :, None]
+            source = np.arange(len(angle))[:, None, None]
+            cumulative[source, np.arange(coef.shape[1])[:, None], edge[:, None, :]] += np.matmul(
+                coef[:, :, 1:], wave
+            )
+        return np.asarray(cumulative, dtype=np.float64)
 
     @functools.cached_property
     def initial(self) -> FloatArray:
         """``(K,)``: the law of the cell at stage 1 (above the floor)."""
         mass = self._cell_mass(np.array([self._los]), self._var)[0]
         total = float(mass.sum())
-        # A floor so far in the tail that every cell's mass (differences of erf near 1)
-        # rounds to 0: the sampler still draws such a channel, but no plan can be made on it.
+        # A backstop: the cells resolve their masses down to 1e-300 (differences of erfc) and
+        # the floor's check passes 1e-200 of the stationary law above it, so all cells round
+        # to 0 only where scipy's non-central chi-square and the cells disagree by 1e100.
         if not total > 0:
             raise InvalidSystem(
                 f"leaves P(SNR >= min_snr) = {self._above:.3g} at stage 1, which the grid's "
@@ -1142,15 +1255,17 @@ class RicianGaussMarkov(_Fading):
         # is every cell's SNR (its integrand depends on the phase through its cosine): the
         # source in sector s of a ring has the mirrored row of the one in sector phases - 1 - s,
         # and only the sources of phase >= 0 are integrated.
-        ring_of, sector_of = np.divmod(np.arange(self.states), self.phases)
-        upper = np.flatnonzero(sector_of >= self.phases // 2)
-        mass = np.zeros((self.states, self.states))
-        mass[upper] = self._window_mass(centre[upper], var)
-        lower = np.flatnonzero(sector_of < self.phases // 2)
-        mirror = ring_of * self.phases + (self.phases - 1 - sector_of)
-        mass[lower] = mass[mirror[lower]][:, mirror]
+        half, radii, phases = self.phases // 2, self.radii, self.phases
+        upper = np.flatnonzero(np.arange(self.states) % phases >= half)
+        mass = np.empty((self.states, self.states))
+        grid = mass.reshape(radii, phases, radii, phases)  # (ring, sector) -> (ring, sector)
+        rows = self._cell_mass(centre[upper], var)
+        grid[:, half:] = rows.reshape(radii, phases - half, radii, phases)
+        grid[:, :half] = grid[:, phases - 1 : phases - 1 - half : -1, :, ::-1]
         total = mass.sum(axis=1, keepdims=True)
-        lost = ~(total[:, 0] > 0)  # all its mass below the floor to rounding: stay put
-        mass[lost] = np.eye(self.states)[lost]
+        lost = np.flatnonzero(~(total[:, 0] > 0))  # all its mass below the floor: stay put
+        mass[lost] = 0.0
+        mass[lost, lost] = 1.0
         total[lost] = 1.0
-        return np.asarray(mass / total, dtype=np.float64)
+        mass /= total
+        return mass

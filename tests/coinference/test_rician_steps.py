@@ -1,0 +1,118 @@
+"""The Rician grid's step matrices against integrals written here from the density: every cell
+by adaptive quadrature over its polar cell, every ring by the non-central chi-square. The
+stated accuracy (docs/coinference.md): a row within 1e-12 of the exact cell masses in total,
+relative to the row's mass above the floor (so 2e-12 once the row is normalised)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from inferplan.coinference import RicianGaussMarkov
+
+ROW_L1 = 2e-12  # normalised rows: twice the stated 1e-12
+
+
+def _source(channel, rho, k):
+    """The centre and variance of the bump a step takes cell ``k`` to (its representative gain:
+    the cell's SNR's magnitude at its sector's middle phase)."""
+    sector = k % channel.phases
+    phase = 0.5 * (channel.phase_edges[sector] + channel.phase_edges[sector + 1])
+    h = math.sqrt(channel.snr[k] / channel.mean_snr) * np.exp(1j * phase)
+    k_factor = channel.k_factor
+    los, var = math.sqrt(k_factor / (k_factor + 1)), 1 / (k_factor + 1)
+    return los + rho * (h - los), (1 - rho * rho) * var
+
+
+def _cell_by_quadrature(centre, var, r_lo, r_hi, p_lo, p_hi):
+    """The mass of CN(centre, var) in the polar cell, by nested adaptive quadrature of the
+    density ``r exp(-|r e^{jp} - centre|^2 / var) / (pi var)``."""
+    sd = math.sqrt(var)
+    top = min(r_hi, abs(centre) + 40 * sd)  # beyond: less than exp(-1600) of the bump
+    if top <= r_lo:
+        return 0.0
+
+    def along(p):
+        c = centre * np.exp(-1j * p)  # the ray's phase turned to 0
+        peak = [x for x in (c.real,) if r_lo < x < top]
+        value, _ = integrate.quad(
+            lambda r: r * math.exp(-((r - c.real) ** 2 + c.imag**2) / var) / (math.pi * var),
+            r_lo, top, points=peak or None, epsabs=0.0, epsrel=1e-13, limit=200,
+        )  # fmt: skip
+        return value
+
+    peak = [x for x in np.angle(centre) + 2 * math.pi * np.arange(-1, 2) if p_lo < x < p_hi]
+    value, _ = integrate.quad(
+        along, p_lo, p_hi, points=peak or None, epsabs=0.0, epsrel=1e-13, limit=200
+    )
+    return value
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    k_factor=st.floats(0.0, 30.0),
+    mean_snr=st.floats(1.0, 30.0),
+    floor=st.floats(0.05, 2.0),
+    rho=st.floats(-0.99, 0.99),
+    radii=st.integers(1, 5),
+    phases=st.integers(1, 5),
+    pick=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_a_step_row_is_the_integral_of_the_density_over_each_cell(
+    k_factor, mean_snr, floor, rho, radii, phases, pick
+):
+    channel = RicianGaussMarkov(mean_snr, k_factor, floor, rho=rho, radii=radii, phases=phases)
+    k = int(pick * channel.states)
+    centre, var = _source(channel, rho, k)
+    r, p = channel.ring_edges, channel.phase_edges
+    want = np.array(
+        [
+            _cell_by_quadrature(centre, var, r[i], r[i + 1], p[j], p[j + 1])
+            for i in range(radii)
+            for j in range(phases)
+        ]
+    )
+    got = channel.step(rho)[k]
+    assert np.abs(got - want / want.sum()).sum() <= ROW_L1
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    k_factor=st.floats(0.0, 100.0),
+    floor_tail=st.floats(-60.0, -0.01),
+    rho=st.floats(-0.9999, 0.9999),
+    radii=st.integers(1, 32),
+    phases=st.integers(1, 16),
+)
+def test_every_ring_of_a_step_holds_its_non_central_chi_square_mass(
+    k_factor, floor_tail, rho, radii, phases
+):
+    # The floor leaves P(SNR >= floor) = 10^floor_tail at stage 1: down to 1e-60, where a row's
+    # mass above the floor is far below the bump's and only erfc differences resolve it.
+    var_1 = 1 / (k_factor + 1)
+    floor = stats.ncx2.isf(10.0**floor_tail, 2.0, 2.0 * k_factor) * var_1 / 2.0
+    channel = RicianGaussMarkov(1.0, k_factor, floor, rho=rho, radii=radii, phases=phases)
+    step = channel.step(rho).reshape(channel.states, radii, phases).sum(axis=2)
+    edges = channel.ring_edges
+    for k in range(channel.states):
+        centre, var = _source(channel, rho, k)
+        above = stats.ncx2.sf(2 * edges**2 / var, 2.0, 2 * abs(centre) ** 2 / var)
+        if not above[0] > 1e-250:
+            continue  # all below the floor to rounding: the row stays put
+        want = (above[:-1] - np.append(above[1:-1], 0.0)) / above[0]
+        assert np.abs(step[k] - want).sum() <= ROW_L1, k
+
+
+def test_the_initial_law_holds_one_ring_each_far_in_the_tail():
+    # The rings are equiprobable at stage 1 by their edges (the non-central chi-square's
+    # quantiles); with P(SNR >= 20) = 4e-19 the cells' masses are differences of erfc far in
+    # the bump's tail, which a difference of erf near 1 would lose to rounding.
+    channel = RicianGaussMarkov(mean_snr=1.0, k_factor=2.0, min_snr=20.0, rho=0.9)
+    assert channel._above < 1e-18
+    rings = channel.initial.reshape(channel.radii, channel.phases).sum(axis=1)
+    np.testing.assert_allclose(rings, 1 / channel.radii, rtol=1e-11)
+    assert np.isfinite(channel.chain([1e-3] * 3).transitions).all()
