@@ -101,7 +101,7 @@ def test_a_plan_on_the_testbed_keeps_its_interval_and_the_models_outputs(tmp_pat
         off = {name: by_kind[name]["measured_s"] / by_kind[name]["predicted_s"] - 1
                for name in ("s->a", "a->t")}  # fmt: skip
         off["interval"] = report["measured_interval"] / report["predicted_interval"] - 1
-        held = abs(off["interval"]) <= 0.15 and all(abs(x) <= 0.20 for x in off.values())
+        held = abs(off["interval"]) <= 0.15 and all(abs(x) <= 0.10 for x in off.values())
         if held or others > OTHERS_SHARE:
             break
     if any(abs(x) > 0.15 for x in off.values()) and others > OTHERS_SHARE:
@@ -110,11 +110,11 @@ def test_a_plan_on_the_testbed_keeps_its_interval_and_the_models_outputs(tmp_pat
                     f"its cores; measured against predicted: {_percent(off)}; the "
                     f"bottleneck's compute took {inflation:+.1%} of the CPU time measured "
                     "before the run")  # fmt: skip
-    # On a quiet machine the interval holds within 15 %. Transfers (the receiver's view) are
-    # held to 20 %: the first link measured +15 to +16 % in repeated quiet runs (the interval
-    # +0.1 %), a deviation whose cause docs/testbed.md leaves open.
+    # On a quiet machine the interval holds within 15 %, the transfers (the receiver's view)
+    # within 10 % (measured: -0.5 to -2.1 %; +15 to +16 % on the first link while the
+    # sender's transport threads ran under its node's quota, docs/testbed.md).
     assert off["interval"] == pytest.approx(0, abs=0.15), f"run {attempt}: {_percent(off)}"
-    assert off == {name: pytest.approx(0, abs=0.20) for name in off}
+    assert off == {name: pytest.approx(0, abs=0.10) for name in off}
 
 
 def _percent(off):
