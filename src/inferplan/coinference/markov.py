@@ -972,8 +972,14 @@ class RicianGaussMarkov(_Fading):
         """The grid's chain over ``len(intervals) + 1`` stages: states are (ring, sector)
         cells, ``phases`` sectors per ring, one :meth:`step` per correlation."""
         rhos = self.correlations(intervals)
-        k = self.states
-        steps = np.stack([self.step(float(r)) for r in rhos]) if len(rhos) else np.empty((0, k, k))
+        steps = np.empty((len(rhos), self.states, self.states))
+        first: dict[float, int] = {}  # layers of equal compute time repeat a step
+        for n, rho in enumerate(rhos.tolist()):
+            if rho in first:
+                steps[n] = steps[first[rho]]
+            else:
+                first[rho] = n
+                self._step(rho, steps[n])
         return Chain(self.snr, self.boundaries, self.initial, steps, self.phases)
 
     def sample_observations(
@@ -1124,21 +1130,19 @@ class RicianGaussMarkov(_Fading):
         # Along the ray of phase psi about the centre, with u = (r - mu) / sd and side =
         # exp(-(size sin psi)^2 / var), the density r exp(-|r e^{j psi} - size|^2 / var) /
         # (pi var) integrates from edge u_lo to edge u_hi to side (var / 2 (e^{-u_lo^2} -
-        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var). Kept as 2 pi
-        # times that, computed in place.
+        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var): the value
+        # side (e^{-u^2} + sqrt(pi) / sd mu erfc u) at the lower edge less that at the upper,
+        # over 2 pi. As erfc, a ring beyond the bump's centre keeps its relative precision
+        # however far out (erf near 1 would not). Short of the centre erfc is near 2, exact
+        # to 1e-16 of the bump: there the centre is above the floor, which holds at least half
+        # the bump. Computed in place.
         r = self.ring_edges[ring0[:, None] + np.arange(rings + 1)] / sd  # (S, E)
         u = r[:, :, None] - (mu / sd)[:, None, :]  # (S, E, A); inf at the outer edge
-        # erf u_hi - erf u_lo as a difference of erfc: a ring beyond the bump's centre keeps
-        # its relative precision however far out (a difference of erf near 1 would not). Short
-        # of the centre the difference is of erfc near 2, exact to 1e-16 of the bump: there
-        # the centre is above the floor, which holds at least half the bump.
-        tail = special.erfc(u)
-        ray = np.subtract(tail[:, :-1], tail[:, 1:])  # (S, rings, A)
-        ray *= ((math.sqrt(math.pi) / sd) * mu * np.exp(-across))[:, None, :]
+        edge = special.erfc(u)
+        edge *= ((math.sqrt(math.pi) / sd) * mu * np.exp(-across))[:, None, :]
         np.square(u, out=u)
-        bell = np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
-        ray += bell[:, :-1]
-        ray -= bell[:, 1:]
+        edge += np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
+        ray = np.subtract(edge[:, :-1], edge[:, 1:])  # (S, rings, A)
         coef = np.matmul(ray, _cosine_transform(rays))  # (S, rings, modes)
         if full.all():
             cumulative = self._around(coef, angle)
@@ -1240,15 +1244,22 @@ class RicianGaussMarkov(_Fading):
             snr = np.expm1(math.log(2.0) * mass / paid).ravel()
         return np.asarray(np.where(mass.ravel() > 0, snr, middle), dtype=np.float64)
 
-    @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
     def step(self, rho: float) -> FloatArray:
         """``(K, K)``: from each cell's representative gain (its SNR's magnitude, its sector's
         middle phase), the law of the cell one step on, conditioned on landing above the floor."""
+        out = np.empty((self.states, self.states))
+        self._step(rho, out)
+        return out
+
+    def _step(self, rho: float, out: FloatArray) -> None:
+        """:meth:`step` into ``out`` (a chain's slice: no step is held twice)."""
+        if rho * rho >= 1.0:
+            out[:] = 0.0
+            np.fill_diagonal(out, 1.0)
+            return
         sector = np.arange(self.states) % self.phases
         middle = 0.5 * (self.phase_edges[:-1] + self.phase_edges[1:])
         h = np.sqrt(self.snr / self.mean_snr) * np.exp(1j * middle[sector])
-        if rho * rho >= 1.0:
-            return np.eye(self.states)
         centre = self._los + rho * (h - self._los)
         var = (1.0 - rho * rho) * self._var
         # The phase edges are symmetric about the line of sight (phase 0) and so, to rounding,
@@ -1257,15 +1268,13 @@ class RicianGaussMarkov(_Fading):
         # and only the sources of phase >= 0 are integrated.
         half, radii, phases = self.phases // 2, self.radii, self.phases
         upper = np.flatnonzero(np.arange(self.states) % phases >= half)
-        mass = np.empty((self.states, self.states))
-        grid = mass.reshape(radii, phases, radii, phases)  # (ring, sector) -> (ring, sector)
+        grid = out.reshape(radii, phases, radii, phases)  # (ring, sector) -> (ring, sector)
         rows = self._cell_mass(centre[upper], var)
         grid[:, half:] = rows.reshape(radii, phases - half, radii, phases)
         grid[:, :half] = grid[:, phases - 1 : phases - 1 - half : -1, :, ::-1]
-        total = mass.sum(axis=1, keepdims=True)
+        total = out.sum(axis=1, keepdims=True)
         lost = np.flatnonzero(~(total[:, 0] > 0))  # all its mass below the floor: stay put
-        mass[lost] = 0.0
-        mass[lost, lost] = 1.0
+        out[lost] = 0.0
+        out[lost, lost] = 1.0
         total[lost] = 1.0
-        mass /= total
-        return mass
+        out /= total
