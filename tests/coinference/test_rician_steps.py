@@ -116,3 +116,34 @@ def test_the_initial_law_holds_one_ring_each_far_in_the_tail():
     rings = channel.initial.reshape(channel.radii, channel.phases).sum(axis=1)
     np.testing.assert_allclose(rings, 1 / channel.radii, rtol=1e-11)
     assert np.isfinite(channel.chain([1e-3] * 3).transitions).all()
+
+
+def test_the_ray_mass_has_the_fourier_coefficients_the_bound_assumes():
+    # D(p): the mass of CN(size, var) along the ray of phase p, by quadrature in r; its
+    # discrete Fourier coefficients against rho_m = (I_{(m-1)/2}(z) + I_{(m+1)/2}(z)) /
+    # (I_{-1/2}(z) + I_{1/2}(z)), z = size^2 / (2 var): positive, falling, and growing with z.
+    from scipy import special
+
+    from inferplan.coinference.markov import _mode_tail
+
+    size, var, points = 1.3, 0.2, 65
+    z = size * size / (2 * var)
+
+    def ray(p):
+        mu, across = size * math.cos(p), (size * math.sin(p)) ** 2
+        f = lambda r: r * math.exp(-((r - mu) ** 2 + across) / var) / (math.pi * var)  # noqa: E731
+        return integrate.quad(f, 0.0, max(mu, 0.0) + 40 * math.sqrt(var), epsabs=0.0, epsrel=1e-13)[
+            0
+        ]
+
+    samples = np.array([ray(2 * math.pi * k / points) for k in range(points)])
+    coefficients = np.fft.rfft(samples).real / samples.sum()
+    m = np.arange(12.0)
+    rho = (special.ive((m - 1) / 2, z) + special.ive((m + 1) / 2, z)) / (
+        special.ive(-0.5, z) + special.ive(0.5, z)
+    )
+    np.testing.assert_allclose(coefficients[:12], rho, rtol=1e-9, atol=1e-14)
+    assert np.all(np.diff(rho) < 0)
+    for z_bin in range(-8, 40, 3):  # the table's bound at a larger z is never smaller
+        low, high = _mode_tail(z_bin, 60), _mode_tail(z_bin + 1, 60)
+        assert np.all(low[: len(high)] <= high[: len(low)] * (1 + 1e-12) + 1e-300)

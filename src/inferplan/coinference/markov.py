@@ -783,14 +783,15 @@ _RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays 
 _RICIAN_MODES_TOP_BIN = 64
 
 
-@functools.lru_cache(maxsize=256)
-def _mode_tail(z_bin: int) -> FloatArray:
-    """``tail[M] = 4 sum_{m > M} rho_m`` at ``z = 2^(z_bin / 4)``: the bound :func:`_modes`
-    inverts, down to the smallest double."""
+@functools.lru_cache(maxsize=512)
+def _mode_tail(z_bin: int, digits: int) -> FloatArray:
+    """``tail[M] = 4 sum_{m > M} rho_m`` at ``z = 2^(z_bin / 4)``, the bound :func:`_modes`
+    inverts, far enough for ``tail`` to fall below ``10^-digits`` (the coefficients fall as a
+    Gaussian's, ``exp(-m^2 / (8 z))``, then faster)."""
     from scipy import special
 
     z = 2.0 ** (z_bin / 4.0)
-    m = np.arange(int(80.0 * math.sqrt(z)) + 400, dtype=np.float64)
+    m = np.arange(int(math.sqrt(8.0 * z * digits * math.log(10.0))) + digits + 20.0)
     scale = special.ive(-0.5, z) + special.ive(0.5, z)
     rho = (special.ive((m - 1.0) / 2.0, z) + special.ive((m + 1.0) / 2.0, z)) / scale
     tail = 4.0 * np.cumsum(rho[::-1])[::-1]
@@ -817,7 +818,8 @@ def _modes(z: FloatArray, tol: FloatArray) -> npt.NDArray[np.int64]:
     modes = np.empty(z.shape, dtype=np.int64)
     for b in np.unique(bins):
         at = bins == b
-        tail = _mode_tail(int(b))
+        # A table to 1e-60 serves every row but those far below the floor (the deep table).
+        tail = _mode_tail(int(b), 60 if tol[at].min() >= 1e-55 else 310)
         modes[at] = np.searchsorted(-tail, -tol[at])
     # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)): modes ~ sqrt(z).
     return np.asarray(np.ceil(modes * 2.0 ** (beyond / 8.0)), dtype=np.int64)
@@ -1143,38 +1145,39 @@ class RicianGaussMarkov(_Fading):
         np.square(u, out=u)
         edge += np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
         ray = np.subtract(edge[:, :-1], edge[:, 1:])  # (S, rings, A)
-        coef = np.matmul(ray, _cosine_transform(rays))  # (S, rings, modes)
+        transform = _cosine_transform(rays)  # rays -> cosine coefficients
         if full.all():
-            cumulative = self._around(coef, angle)
+            cumulative = np.matmul(ray, np.matmul(transform, self._around(angle, rays + 1)))
         else:
-            cumulative = self._within(coef, angle, spacing * points, full)
+            cumulative = self._within(np.matmul(ray, transform), angle, spacing * points, full)
         return np.asarray(np.maximum(np.diff(cumulative, axis=2), 0.0), dtype=np.float64)
 
-    def _around(self, coef: FloatArray, angle: FloatArray) -> FloatArray:
-        """``(S, rings, phases + 1)``: the integral of the trigonometric series ``coef`` (its
-        cosine coefficients, ``(S, rings, modes)``, in the phase about ``angle``) from the
-        centre's phase to each phase edge: ``c_0 x + sum_m 2 c_m sin(m x) / m``, with ``sin(m
-        (edge - angle))`` expanded so that the edges' sines are one table."""
-        sines, cosines = _edge_waves(coef.shape[2], self.phases)
+    def _around(self, angle: FloatArray, modes: int) -> FloatArray:
+        """``(S, modes, phases + 1)``: the integral of each term of a cosine series in the phase
+        about ``angle`` (``1``, then ``2 cos(m x)``) from the centre's phase to each phase edge:
+        ``x``, then ``2 sin(m x) / m``, with ``sin(m (edge - angle))`` expanded so that the
+        edges' sines are one table."""
+        sines, cosines = _edge_waves(modes, self.phases)
         # e^{j m angle} by successive products (one rotation each: exact to m ulps).
         turn = np.cumprod(
-            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), len(sines))), axis=1
+            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), modes - 1)), axis=1
         )
-        primitive = np.empty((len(angle), coef.shape[2], len(self.phase_edges)))
+        primitive = np.empty((len(angle), modes, len(self.phase_edges)))
         primitive[:, 0] = self.phase_edges[None, :] - angle[:, None]
         wave = primitive[:, 1:]
         np.multiply(turn.real[:, :, None], sines, out=wave)
         wave -= turn.imag[:, :, None] * cosines
-        return np.asarray(np.matmul(coef, primitive), dtype=np.float64)
+        return primitive
 
     def _within(
         self, coef: FloatArray, angle: FloatArray, period: FloatArray, full: npt.NDArray[np.bool_]
     ) -> FloatArray:
-        """:meth:`_around` for series of period ``period`` (``2 pi`` where ``full``) that hold
-        a bump's window: flat beyond the window, each edge taken at its phase in ``[-pi, pi)``
-        about the centre plus the whole integral for each turn round the circle. The sines are
-        evaluated only at the edges within the window (the others are at its ends, where they
-        vanish)."""
+        """``(S, rings, phases + 1)``: the integral of the cosine series ``coef`` (``(S, rings,
+        modes)``) of period ``period`` (``2 pi`` where ``full``) about ``angle`` from the
+        centre's phase to each phase edge, for series that hold a bump's window: flat beyond
+        it, each edge taken at its phase in ``[-pi, pi)`` about the centre plus the whole
+        integral for each turn round the circle. The sines are evaluated only at the edges
+        within the window (the others are at its ends, where they vanish)."""
         offset = self.phase_edges[None, :] - angle[:, None]
         turns = np.floor(offset / (2.0 * math.pi) + 0.5)
         half = np.where(full, math.pi, 0.5 * period)[:, None]
