@@ -45,29 +45,73 @@ demands_st = st.lists(st.one_of(st.none(), st.floats(1e-3, 20.0)), min_size=1, m
 
 
 @settings(max_examples=200)
-@given(demands=demands_st, cores=st.integers(1, 3), budget=st.floats(0.3, 1.0),
+@given(data=st.data(), demands=demands_st, cores=st.integers(1, 3), budget=st.floats(0.3, 1.0),
        at_least=st.floats(1.0, 10.0))  # fmt: skip
-def test_dilation_packs_every_quota_onto_a_core_within_four_thirds_of_the_least(
-    demands, cores, budget, at_least
+def test_dilation_packs_every_quota_and_transport_onto_a_core_within_four_thirds_of_the_least(
+    data, demands, cores, budget, at_least
 ):
-    k, quotas, placed = dilation(demands, cores=cores, budget=budget, at_least=at_least)
+    beside = data.draw(st.one_of(st.none(), st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 5.0)),
+                                                     min_size=len(demands),
+                                                     max_size=len(demands))))  # fmt: skip
+    k, quotas, placed = dilation(demands, cores=cores, budget=budget, at_least=at_least,
+                                 beside=beside)  # fmt: skip
+    extra = beside or [0.0] * len(demands)
     assert [q is None for q in quotas] == [d is None for d in demands]
     assert [p is None for p in placed] == [q is None for q in quotas]
     load = [0.0] * cores
-    for d, q, c in zip(demands, quotas, placed, strict=True):
+    for d, q, c, e in zip(demands, quotas, placed, extra, strict=True):
         if d is not None:
             assert q == pytest.approx(d / k) and 0 <= c < cores
-            load[c] += q
-    assert max(load) <= budget * (1 + 1e-9) and k >= max(at_least, 1.0)
+            load[c] += q + e / k  # the quota and, beside it, the host's transport
+    # every host's need at k fits: the held ones' on their cores, the rest's anywhere there is
+    # room (they are not pinned)
+    spare = sum(budget - x for x in load)
+    unpinned = sum(e / k for d, e in zip(demands, extra, strict=True) if d is None)
+    assert max(load) <= budget * (1 + 1e-9) and unpinned <= spare * (1 + 1e-9) + 1e-12
+    assert k >= max(at_least, 1.0)
     # brute force over every assignment: the least dilation that fits the budget
-    used = [d for d in demands if d is not None]
+    needs = [(d or 0.0) + e for d, e in zip(demands, extra, strict=True) if (d or 0.0) + e > 0]
     best = min(
-        max(math.fsum(d for d, c in zip(used, combo, strict=True) if c == core)
+        max(math.fsum(n for n, c in zip(needs, combo, strict=True) if c == core)
             for core in range(cores))
-        for combo in itertools.product(range(cores), repeat=len(used))
-    ) if used else 0.0  # fmt: skip
+        for combo in itertools.product(range(cores), repeat=len(needs))
+    ) if needs else 0.0  # fmt: skip
     least = max(at_least, 1.0, best / budget)
     assert least * (1 - 1e-9) <= k <= least * 4 / 3 * (1 + 1e-9)
+
+
+def test_a_path_whose_links_need_more_cpu_than_its_nodes_is_dilated_for_its_transport():
+    from inferplan.runtime.testbed_run import layout
+
+    # a forwarding node between two held ones; 800 Mbit/s links: at 10 ns a byte at each end
+    # a link's transfer takes a core at its source and one at its target at the plan's speed
+    cost = tb.TransportCost(10e-9, 10e-9)
+    args = ([0.012, 0.0, 0.012], [0.1, 0.0, 0.1], [800e6, 800e6], [0.0, 0.0])
+    alone = layout(*args, cpus=[0, 1])
+    lay = layout(*args, cpus=[0, 1], transport=cost)
+    assert alone.dilation == 1.0
+    shares = cost.shares([link.rate_bps for link in lay.links])  # at the dilated rates
+    assert shares == pytest.approx([x / lay.dilation for x in [1.0, 2.0, 1.0]])
+    # 0.12 + 1 cores at either end, 2 in the middle: 4.24 cores' need on 2 cores of 0.6
+    assert lay.dilation >= (0.12 * 2 + 4.0) / (2 * 0.6)
+    for core in (0, 1):
+        assert sum(q + s for q, s, c in zip(lay.quotas, shares, lay.cpus, strict=True)
+                   if c == core) <= 0.6 + 1e-9  # fmt: skip
+    assert lay.quotas[0] == pytest.approx(0.12 / lay.dilation)
+
+
+def test_a_links_transport_is_charged_to_its_two_ends_at_its_rate():
+    cost = tb.TransportCost(3e-9, 2e-9)
+    assert cost.shares([]) == [0.0]
+    # host 1 sends link 1 (16 Mbit/s = 2 MB/s) and receives link 0 (1 MB/s)
+    assert cost.shares([8e6, 16e6, 0.0]) == pytest.approx([3e-3, 2e-3 + 6e-3, 4e-3, 0.0])
+
+
+def test_bad_transport_shares_are_refused():
+    with pytest.raises(InvalidArgument, match="one non-negative share per host"):
+        dilation([0.5, None], cores=1, beside=[0.1])
+    with pytest.raises(InvalidArgument, match="one non-negative share per host"):
+        dilation([0.5], cores=1, beside=[-0.1])
 
 
 @settings(max_examples=200)
@@ -257,3 +301,48 @@ def test_a_link_rate_changes_through_netlink_in_milliseconds():
     assert all(0 < t < 1 for t in took)
     (rate,) = re.findall(r" rate (\d+)bit ", shown)  # the payload's rate plus its headers'
     assert int(rate) == pytest.approx(3e5 * (1500 + 14) / (1500 - 52), rel=1e-3)
+
+
+@settings(max_examples=50)
+@given(count=st.integers(0, 200))
+def test_the_quota_is_set_again_every_round_after_the_first_inference(count):
+    from inferplan.runtime.testbed_run import ROUND, calibrations
+
+    rounds = calibrations(count)
+    assert all(1 < b <= count for b in rounds)
+    assert [b - a for a, b in zip((1, *rounds), rounds, strict=False)] == [ROUND] * len(rounds)
+    assert count - (rounds[-1] if rounds else 1) < ROUND  # no longer stretch without one
+
+
+def test_a_rank_holds_its_compute_to_the_cpu_of_the_last_round_over_its_planned_time(tmp_path):
+    from inferplan.runtime.testbed_run import ROUND, Placement, SocketLinks
+
+    placement = Placement((host_address(0),), (str(tmp_path),), (0.5,), (None,), str(tmp_path),
+                          "v2", 1.0, 0.002, (1,))  # fmt: skip
+    links = SocketLinks(placement, 0, 1, 1.0, planned_s=0.1, inferences=20)
+    cpu = [0.09] + [0.02, 0.03, 0.5, 0.01] + [0.04] * ROUND  # a cold first, then two rounds
+    assert links.warm([]) == 0.5 and not (tmp_path / "cpu.max").exists()
+    assert [links.warm(cpu[:n]) for n in range(1, 1 + ROUND)] == [0.5] * ROUND
+    assert links.warm(cpu[: 1 + ROUND]) == pytest.approx(0.25)  # median 0.025 s over 0.1 s
+    # 0.25 of a core needs a period of 4 ms for the kernel's 1 ms
+    assert (tmp_path / "cpu.max").read_text() == "1000 4000"
+    assert links.warm(cpu[: 2 + ROUND]) == pytest.approx(0.25)  # mid-round: unchanged
+    assert links.warm(cpu) == pytest.approx(0.4)
+    assert (tmp_path / "cpu.max").read_text() == "1000 2500"
+
+
+def test_draining_the_pipeline_waits_for_every_place_in_flight():
+    import threading
+
+    from inferplan.runtime.pipeline import _drain
+
+    window = threading.Semaphore(3)
+    window.acquire()
+    window.acquire()  # two inferences in flight
+    threading.Timer(0.05, window.release).start()
+    with pytest.raises(TimeoutError, match="1 inferences still in it"):
+        _drain(window, 3, 0.2)  # one is never acknowledged
+    window.release()
+    _drain(window, 3, 1.0)
+    assert all(window.acquire(blocking=False) for _ in range(3))
+    assert not window.acquire(blocking=False)  # all places back, no more

@@ -68,9 +68,10 @@ def test_a_plan_on_the_testbed_keeps_its_interval_and_the_models_outputs(tmp_pat
     torch.save(inputs, tmp_path / "in.pt")
     assert not _in_a_testbed_cgroup()  # a launcher forked from here would start held
     # Every run's outputs and predictions are checked; its timing on the first run, or on a
-    # second where the first missed: the bottleneck's quota is set from one warm-up's CPU,
-    # which came to 0.62 to 1.11 of the steady state's on a quiet machine (docs/testbed.md),
-    # and one run in several missed by more than 15 % so (measured: +17.4 %, others idle).
+    # second where the first missed: the CPU an inference takes drifts within a run by up to
+    # twice on a quiet machine, which the quota follows only every few inferences
+    # (docs/testbed.md); with the quota set once, one run in several missed by more than 15 %
+    # (measured: +17.4 %, others idle).
     for attempt in (1, 2):  # noqa: B007 - the failure message names it
         before = cpu_counts()
         proc, mark = start(["run", str(net), *WIDE, "--plan", str(plan), "--testbed",

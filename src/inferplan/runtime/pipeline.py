@@ -211,8 +211,8 @@ class StageReport:
     median time of the node's work alone, before any pacing: when it exceeds ``predicted_s``
     emulation cannot hold the plan (see :attr:`RunReport.warnings`). On the testbed a node's
     ``quota`` is the share of a core its compute thread was held to and ``cpu_s`` the CPU
-    seconds that thread took per inference (median; its work and its handing the result on),
-    so ``cpu_s / quota`` is the time the kernel's quota promises.
+    seconds that thread took per inference (medians after the warm-up; the quota follows the
+    CPU, see docs/testbed.md), so ``cpu_s / quota`` is the time the kernel's quota promises.
     """
 
     kind: str
@@ -462,7 +462,7 @@ class _Measured:
     node_busy: list[float] = field(default_factory=list)
     node_real: list[float] = field(default_factory=list)  # the stage's work alone, unpaced
     node_cpu: list[float] = field(default_factory=list)  # CPU seconds of the compute thread
-    quota: float | None = None  # the share of a core the compute was held to once warm
+    node_quota: list[float | None] = field(default_factory=list)  # the compute's, each inference
     link_busy: list[float] = field(default_factory=list)
     arrived_at: list[float] = field(default_factory=list)  # the data of each inference, here
     sent_at: list[float] = field(default_factory=list)  # when its sending started
@@ -555,11 +555,13 @@ def _wait_for(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> Non
 
 
 class Links(Protocol):
-    """A rank's data path: the activations from the previous rank and to the next; and what
-    the rank's compute does once warm (given its median CPU seconds per inference so far, or
-    None before), which returns the share of a core it is held to from then on (None: not
-    held); ``repeats``: how many times the rank runs its blocks per inference (on the testbed,
-    more than once where they take less than the kernel's quota granularity)."""
+    """A rank's data path: the activations from the previous rank and to the next; how the
+    rank's compute thread is held (:meth:`hold`, called once the rank's other threads are
+    running, so that they stay unheld) and how it is held as it goes (:meth:`warm`, given its
+    CPU seconds of each inference so far, after each; returns the share of a core it is held
+    to from then on, None: not held); ``repeats``: how many times the rank runs
+    its blocks per inference (on the testbed, more than once where they take less than the
+    kernel's quota granularity)."""
 
     @property
     def repeats(self) -> int: ...
@@ -568,7 +570,9 @@ class Links(Protocol):
 
     def send(self, values: Sequence[torch.Tensor]) -> None: ...
 
-    def warm(self, cpu_s: float | None) -> float | None: ...
+    def hold(self) -> None: ...
+
+    def warm(self, cpu_s: Sequence[float]) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -589,7 +593,10 @@ class _GlooLinks:
         for t in values:
             dist.send(t.contiguous(), self.rank + 1, tag=DATA)
 
-    def warm(self, cpu_s: float | None) -> float | None:
+    def hold(self) -> None:
+        pass
+
+    def warm(self, cpu_s: Sequence[float]) -> float | None:
         return None
 
 
@@ -625,6 +632,11 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
             first = time.monotonic()
             for i in range(count):
                 if setup.feed_s is None:
+                    if i == setup.warmup and setup.testbed:
+                        # the measured inferences start from an empty pipeline: a queue that
+                        # built up while the warm-up set the quotas would drain into their
+                        # interval, shortening it (docs/testbed.md)
+                        _drain(window, 2 * world, setup.timeout_s)
                     window.acquire()
                 args = next(inputs)  # made (or read) when there is room for it in flight
                 if setup.feed_s is not None:  # a camera's frames: on a fixed schedule
@@ -675,12 +687,28 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
                 mine.link_busy.append(time.monotonic() - start)
 
         threads.append(_thread(link_label, send))
+    else:
+        # the last node answers the source from a thread of its own, as every other node hands
+        # its result to its sender: the compute thread, held on the testbed, only computes
+
+        def answer() -> None:
+            for i in range(count):
+                values = outbox.get()[1]
+                mine.outputs.append(tuple(t.clone() for t in values))
+                if world > 1:
+                    dist.send(torch.tensor([i], dtype=torch.int64), 0, tag=ACK)
+                else:
+                    acknowledged(i)
+
+        threads.append(_thread(role.label, answer))
 
     node = Server(role.node_s if emulate else None)
-    mine.quota = links.warm(None)
+    links.hold()
+    quota = links.warm(())
     with torch.inference_mode():
-        for i in range(count):
+        for _ in range(count):
             arrived, values = inbox.get()
+            mine.node_quota.append(quota)
             start = node.start(arrived)
             computing = time.monotonic()
             cpu = time.thread_time()  # what this thread does per inference, waits excluded
@@ -691,19 +719,34 @@ def _pipeline(role: _Role, setup: _Setup, stage: torch.nn.Module | None, emulate
             mine.node_busy.append(now - start)
             if last:
                 mine.done_at.append(now)
-                mine.outputs.append(tuple(t.clone() for t in values))
-                if world > 1:
-                    dist.send(torch.tensor([i], dtype=torch.int64), 0, tag=ACK)
-                else:
-                    acknowledged(i)
-            else:
-                outbox.put((now, values))
+            outbox.put((now, values))
             mine.node_cpu.append(time.thread_time() - cpu)
-            if i + 1 == setup.warmup and stage is not None:
-                mine.quota = links.warm(statistics.median(mine.node_cpu))
+            if stage is not None:
+                quota = links.warm(mine.node_cpu)
     for thread in threads:
         thread.join()
     return mine, latency, inside
+
+
+def _drain(window: threading.Semaphore, size: int, timeout_s: float) -> None:
+    """Wait until every one of the ``size`` places in flight is free (the pipeline empty)."""
+    taken = 0
+    try:
+        for taken in range(size):
+            if not window.acquire(timeout=timeout_s):
+                raise TimeoutError(f"the pipeline did not empty in {timeout_s:g} s "
+                                   f"({size - taken} inferences still in it)")  # fmt: skip
+        taken = size
+    finally:
+        for _ in range(taken):
+            window.release()
+
+
+def _median_quota(quotas: Sequence[float | None], warmup: int) -> float | None:
+    """The median share of a core the compute was held to after the warm-up (None: not
+    held)."""
+    held = [q for q in quotas if q is not None]
+    return _median_after(held, warmup) if held else None
 
 
 def _median_after(values: Sequence[float], warmup: int) -> float:
@@ -852,10 +895,10 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
         links: Links = _GlooLinks(rank, setup.timeout_s)
         if placement is not None:
             links = bed = SocketLinks(placement, rank, world, setup.timeout_s,
-                                      planned_s=setup.dilation * role.node_s)  # fmt: skip
+                                      planned_s=setup.dilation * role.node_s,
+                                      inferences=setup.inferences)  # fmt: skip
             dist.barrier()  # every rank listens
             bed.connect()
-            bed.hold()
         dist.barrier()
         measured, latency, inside = _pipeline(role, setup, stage, emulate, inputs(), progress,
                                               links)  # fmt: skip
@@ -894,7 +937,7 @@ def _report(resolved: Resolved, setup: _Setup, emulate: bool, gathered: list[_Me
             profiled_s=profiled[role.rank] if profiled else None,
             real_s=statistics.median(real) if real and role.computes else None,
             cpu_s=_median_after(measured.node_cpu, warmup) if testbed else None,
-            quota=measured.quota if testbed else None,
+            quota=_median_quota(measured.node_quota, warmup) if testbed else None,
             memory=StageMemory(measured.state_dict_bytes, measured.peak_rss_bytes, need),
         ))  # fmt: skip
         late = overrun(role.node_s, real) if emulate and role.computes else None

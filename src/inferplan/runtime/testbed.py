@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import ipaddress
 import math
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -66,6 +68,7 @@ __all__ = [
     "ShapedLink",
     "Testbed",
     "TestbedUnavailable",
+    "TransportCost",
     "cfs_period",
     "cleanup",
     "cpu_counts",
@@ -75,6 +78,7 @@ __all__ = [
     "others_share",
     "repeats",
     "require",
+    "transport_cost",
 ]
 
 PREFIX = "inferplan-tb-"
@@ -178,16 +182,21 @@ def dilation(
     cores: int,
     budget: float = CPU_BUDGET,
     at_least: float = 1.0,
+    beside: Sequence[float] | None = None,
 ) -> tuple[float, list[float | None], list[int | None]]:
     """The time-dilation factor ``k``, each host's quota (cores) at it and the core it runs on.
 
     ``demands[v]`` is the share of a core host ``v`` needs to run at the plan's speed (its
-    real compute time over its planned time; ``None`` for a host without a quota). Each held
-    host is pinned to one of ``cores`` cores (a thread that moves between cores strands the
-    part of its quota the kernel had handed to the core it left), and the quotas on a core sum
-    to at most ``budget`` of it. The hosts go to cores largest first, each to the least loaded
-    (LPT scheduling, within 4/3 of the best assignment), and ``k = max(at_least, 1, busiest
-    core's demand / budget)``.
+    real compute time over its planned time; ``None`` for a host without a quota);
+    ``beside[v]`` (default 0) what it needs besides, outside its quota (its transport: the CPU
+    the kernel and its threads take to move its links' bytes, :func:`transport_cost`), counted
+    on its core but not in its quota. Each held host is pinned to one of ``cores`` cores (a
+    thread that moves between cores strands the part of its quota the kernel had handed to the
+    core it left), and a core's hosts' needs (quota and transport) sum to at most ``budget`` of
+    it. The hosts go to cores largest need first, each to the least loaded (LPT scheduling,
+    within 4/3 of the best assignment; a host without a quota is not pinned, its transport
+    counted on the core it would go to), and ``k = max(at_least, 1, busiest core's need /
+    budget)``.
     """
     if cores < 1:
         raise InvalidArgument(f"must be at least 1, got {cores}", field="cores")
@@ -196,13 +205,17 @@ def dilation(
     held = [d for d in demands if d is not None]
     if any(not (math.isfinite(d) and d > 0) for d in held):
         raise InvalidArgument(f"demands must be positive, got {held}", field="demands")
+    extra = [0.0] * len(demands) if beside is None else list(beside)
+    if len(extra) != len(demands) or any(not (math.isfinite(e) and e >= 0) for e in extra):
+        raise InvalidArgument(f"must be one non-negative share per host, got {extra}",
+                              field="beside")  # fmt: skip
+    need = [(d or 0.0) + e for d, e in zip(demands, extra, strict=True)]
     load = [0.0] * cores
     placed: list[int | None] = [None] * len(demands)
-    for v in sorted((v for v, d in enumerate(demands) if d is not None),
-                    key=lambda v: -(demands[v] or 0.0)):  # fmt: skip
+    for v in sorted((v for v in range(len(demands)) if need[v] > 0), key=lambda v: -need[v]):
         core = min(range(cores), key=load.__getitem__)
-        load[core] += demands[v] or 0.0
-        placed[v] = core
+        load[core] += need[v]
+        placed[v] = None if demands[v] is None else core
     k = max(at_least, 1.0, max(load) / budget)
     return k, [None if d is None else d / k for d in demands], placed
 
@@ -688,6 +701,121 @@ class Testbed:
     def exec_prefix(self) -> list[str]:
         """The command prefix that runs a program in the namespace (``ip netns exec``)."""
         return ["ip", "netns", "exec", self.run_id]
+
+
+# --------------------------------------------------------------------------- transport
+
+
+@dataclass(frozen=True)
+class TransportCost:
+    """CPU seconds a shaped link takes on this machine per byte of payload it moves: at the
+    sender (its thread, and the kernel's work on the loopback's packets, the shaper's and
+    TCP's, which runs in softirqs there and on the timer) and at the receiver (its thread).
+
+    A link moving ``B`` bit/s of payload so needs ``send_s_per_b * B / 8`` of a core at its
+    source and ``receive_s_per_b * B / 8`` at its target while it transfers (:meth:`shares`).
+
+    Examples
+    --------
+    >>> shares = TransportCost(15e-9, 10e-9).shares([8e6, 16e6])  # links of a 3-host path
+    >>> [round(s, 6) for s in shares]
+    [0.015, 0.04, 0.02]
+    """
+
+    send_s_per_b: float
+    receive_s_per_b: float
+
+    def shares(self, rates_bps: Sequence[float]) -> list[float]:
+        """The share of a core each host of a path needs for its links' transfers (link ``l``
+        from host ``l`` to host ``l + 1`` at ``rates_bps[l]``, bit/s of payload)."""
+        out = [0.0] * (len(rates_bps) + 1)
+        for link, rate in enumerate(rates_bps):
+            out[link] += self.send_s_per_b * rate / 8
+            out[link + 1] += self.receive_s_per_b * rate / 8
+        return out
+
+
+# the probe's rate: about the highest a link here holds with 1,500-byte packets (a bulk
+# transfer at 200 Mbit/s took 1.01 to 1.05 times its time, at 400 Mbit/s 1.19 times)
+PROBE_RATE_BPS = 200e6
+PROBE_S = 0.4  # of transfer, twice: /proc/stat counts in 10 ms ticks
+
+
+@functools.cache
+def transport_cost() -> TransportCost:
+    """What a shaped link's transfer costs in CPU here, measured once per process (the least
+    of two bulk transfers of :data:`PROBE_S` at :data:`PROBE_RATE_BPS`, in a testbed of their
+    own): the cores' busy time during the transfer (``/proc/stat``: the kernel's softirqs are
+    nobody's thread) less the receiving thread's is the sender's; the machine's other load,
+    if any, is counted with it, which the least of two keeps small.
+
+    Raises
+    ------
+    TestbedUnavailable
+        Where the machine cannot host a testbed.
+    """
+    src, dst = host_address(0), host_address(1)
+    size = round(PROBE_RATE_BPS / 8 * PROBE_S)
+    best: TransportCost | None = None
+    for _ in range(2):
+        with Testbed([HostSpec(src), HostSpec(dst)], [LinkSpec(src, dst, PROBE_RATE_BPS)]) as bed:
+            busy, receive = _bulk_transfer(bed, src, dst, size)
+        cost = TransportCost(max(0.0, busy - receive) / size, receive / size)
+        if best is None or cost.send_s_per_b + cost.receive_s_per_b < (
+            best.send_s_per_b + best.receive_s_per_b
+        ):
+            best = cost
+    assert best is not None
+    return best
+
+
+def _bulk_transfer(bed: Testbed, src: str, dst: str, size: int) -> tuple[float, float]:
+    """Move ``size`` bytes from ``src`` to ``dst`` in ``bed``; return the cores' busy seconds
+    meanwhile and the receiving thread's CPU seconds."""
+    timeout_s = 10 + 20 * size * 8 / PROBE_RATE_BPS
+    with bed.inside():
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((dst, 7000))
+    listener.listen(1)
+    listener.settimeout(timeout_s)
+    received: list[float] = []
+    failed: list[BaseException] = []
+
+    def receive() -> None:
+        try:
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(timeout_s)
+                view, got = memoryview(bytearray(size)), 0
+                cpu = time.thread_time()
+                while got < size:  # bounded: each call waits at most timeout_s
+                    n = conn.recv_into(view[got:], size - got, socket.MSG_WAITALL)
+                    if n == 0:
+                        raise ConnectionError("the probe's sender closed early")
+                    got += n
+                received.append(time.thread_time() - cpu)
+        except BaseException as exc:  # re-raised in the caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=receive, daemon=True)
+    try:
+        with bed.inside():
+            sender = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        with sender:
+            sender.bind((src, 0))
+            sender.settimeout(timeout_s)
+            thread.start()
+            sender.connect((dst, 7000))
+            before = cpu_counts()[0]
+            sender.sendall(bytes(size))
+            thread.join(timeout_s)
+            after = cpu_counts()[0]
+    finally:
+        listener.close()
+    if failed or not received:
+        raise TestbedUnavailable(f"the transport probe failed: {failed or 'it timed out'}",
+                                 field="testbed")  # fmt: skip
+    return after - before, received[0]
 
 
 # --------------------------------------------------------------------------- contention

@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import socket
+import statistics
 import struct
 import threading
 import time
@@ -59,14 +60,16 @@ from inferplan.runtime.testbed import (
     HostSpec,
     LinkSpec,
     Testbed,
+    TransportCost,
     cfs_period,
     dilation,
     host_address,
     repeats,
     require,
+    transport_cost,
 )
 
-__all__ = ["Hosting", "Layout", "Placement", "SocketLinks", "hosting", "layout"]
+__all__ = ["Hosting", "Layout", "Placement", "SocketLinks", "calibrations", "hosting", "layout"]
 
 PLACEMENT = "testbed.json"  # in the run's folder: what each rank needs to know
 DATA_PORT = 7000  # in the run's own namespace nothing else listens
@@ -95,16 +98,22 @@ def layout(
     cpus: Sequence[int],
     budget: float = CPU_BUDGET,
     at_least: float = 1.0,
+    transport: TransportCost | None = None,
 ) -> Layout:
     """The testbed of a path: node ``l``'s blocks take ``real_s[l]`` here and ``planned_s[l]``
     in the plan; link ``l`` has ``bandwidths[l]`` (bit/s, after upgrades) and ``delays[l]`` (s).
     ``cpus``: the cores the hosts are pinned to, ``budget`` of each given out; ``at_least``:
-    the least dilation. A node whose blocks take less than 10 ms here runs them ``r`` times
-    over (:func:`~inferplan.runtime.testbed.repeats`) under an ``r`` times larger quota."""
+    the least dilation; ``transport``: what moving a byte over a shaped link costs here
+    (:func:`~inferplan.runtime.testbed.transport_cost`; None: nothing), which each host needs
+    beside its quota for its links at their rates. A node whose blocks take less than 10 ms
+    here runs them ``r`` times over (:func:`~inferplan.runtime.testbed.repeats`) under an
+    ``r`` times larger quota."""
     times = tuple(repeats(t) for t in real_s)
     demands = [r * t / p if t > 0 and p > 0 else None
                for r, t, p in zip(times, real_s, planned_s, strict=True)]  # fmt: skip
-    k, quotas, cores = dilation(demands, cores=len(cpus), budget=budget, at_least=at_least)
+    beside = transport.shares(bandwidths) if transport is not None else None
+    k, quotas, cores = dilation(demands, cores=len(cpus), budget=budget, at_least=at_least,
+                                beside=beside)  # fmt: skip
     period = cfs_period([k * p for p in planned_s], quotas)  # links are the shaper's, not CFS's
     hosts = tuple(HostSpec(host_address(i), q) for i, q in enumerate(quotas))
     links = tuple(LinkSpec(host_address(i), host_address(i + 1), b / k, d * k)
@@ -206,7 +215,7 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
     real = list(node_seconds(traced, plan, sample))
     bandwidths = path_bandwidths(request.network, resolved.profile, plan)
     lay = layout(real, resolved.node_s, bandwidths, delays, cpus=sorted(os.sched_getaffinity(0)),
-                 at_least=request.dilation or 1.0)  # fmt: skip
+                 at_least=request.dilation or 1.0, transport=transport_cost())  # fmt: skip
     with Testbed(lay.hosts, lay.links, period_s=lay.period_s) as bed:
         Placement(tuple(h.address for h in lay.hosts), tuple(str(h.path) for h in bed.hosts),
                   lay.quotas, lay.cpus, str(bed.transport.path), bed.version, lay.dilation,
@@ -214,6 +223,30 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
         env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(MASTER_PORT),
                "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
         yield Hosting(env, bed.preexec(), lambda rank, pid: bed.admit(pid), lay.dilation, bed)
+
+
+ROUND = 4  # inferences a calibration round takes (its median is the CPU it measures)
+
+
+def calibrations(count: int) -> tuple[int, ...]:
+    """After which of a run's ``count`` inferences (counted from 1) a rank on the testbed sets
+    its quota again, from its compute's CPU per inference in the round just ended (the
+    median, :meth:`SocketLinks.warm`): every :data:`ROUND` inferences after the first (which
+    runs cold), through the whole run.
+
+    The CPU an inference takes here drifts within a run, by a factor of up to 2 between spells
+    of a few inferences on a quiet machine (what else runs on the core and through its caches,
+    how often the quota throttles it; measured in docs/testbed.md): a quota set once, from
+    the warm-up, held the node-bound plans of the study to 0.74 to 1.51 of their interval. The
+    quota follows the CPU, never the time: the kernel still decides how long the inference
+    takes under it, so contention and the links' queues show as before.
+
+    Examples
+    --------
+    >>> calibrations(14), calibrations(5), calibrations(4)
+    ((5, 9, 13), (5,), ())
+    """
+    return tuple(range(1 + ROUND, count + 1, ROUND))
 
 
 # --------------------------------------------------------------------------- in a rank
@@ -224,8 +257,9 @@ class SocketLinks:
     node's, one from the previous node's; tensors as their raw bytes."""
 
     def __init__(self, placement: Placement, rank: int, world: int, timeout_s: float, *,
-                 planned_s: float) -> None:  # fmt: skip
+                 planned_s: float, inferences: int) -> None:  # fmt: skip
         self.placement = placement
+        self._rounds = frozenset(calibrations(inferences))
         self.rank, self.world, self.timeout_s = rank, world, timeout_s
         self.planned_s = planned_s  # this node's dilated planned time per inference
         self.quota = placement.quotas[rank]
@@ -284,23 +318,29 @@ class SocketLinks:
 
     def hold(self) -> None:
         """Move the calling (compute) thread into this rank's host cgroup, on its core: from
-        now on the kernel holds it to its capacity."""
+        now on the kernel holds it to its capacity. Threads it starts later inherit both (the
+        kernel's rule), so the rank's transport threads are started before."""
         self._join(Path(self.placement.cgroups[self.rank]))
         cpu = self.placement.cpus[self.rank]
         if cpu is not None:
             self._affinity = os.sched_getaffinity(0)
             os.sched_setaffinity(0, {cpu})  # 0: the calling thread
 
-    def warm(self, cpu_s: float | None) -> float | None:
-        """Hold the compute, from now on, to the CPU it took per inference while warming up
-        (``cpu_s``, median) over its planned time: on the testbed the stage's work is what it
-        costs here in the pipeline (cold caches after idle time, its neighbours on the core),
-        which timing the blocks alone before the run does not see. Returns the quota."""
-        if cpu_s is None or self.quota is None or not cpu_s > 0:
+    def warm(self, cpu_s: Sequence[float]) -> float | None:
+        """Where a round of the calibration ends (:func:`calibrations`), hold the compute from
+        now on to the CPU it took per inference in that round (``cpu_s``: each inference's so
+        far; the round's median) over its planned time: on the testbed the stage's work is what
+        it costs here in the pipeline (cold caches after idle time, its neighbours on the core,
+        the throttling of the quota itself), which timing the blocks alone before the run does
+        not see. Returns the quota."""
+        if self.quota is None or len(cpu_s) not in self._rounds:
+            return self.quota
+        median = statistics.median(cpu_s[-ROUND:])
+        if not median > 0:
             return self.quota
         from inferplan.runtime.testbed import CpuQuota
 
-        self.quota = min(1.0, cpu_s / self.planned_s)
+        self.quota = min(1.0, median / self.planned_s)
         # a smaller quota may need a longer period to keep the kernel's 1 ms per period
         period = max(self.placement.period_s, cfs_period([], [self.quota]))
         CpuQuota(Path(self.placement.cgroups[self.rank]), self.placement.version, self.quota,
