@@ -774,7 +774,7 @@ _RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
 _RICIAN_PHASES = 16
 _RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
 # A row of a step (and the initial law) is within this of the exact cell masses in total
-# absolute error, relative to its mass above the floor (docs/coinference.md).
+# absolute error, relative to its mass above the floor, plus rounding (docs/coinference.md).
 _RICIAN_TOL = 1e-12
 _RICIAN_LEAST_TOL = 1e-300  # the tolerance of a source whose mass above the floor is below that
 _RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays in cache
