@@ -147,3 +147,14 @@ def test_the_ray_mass_has_the_fourier_coefficients_the_bound_assumes():
     for z_bin in range(-8, 40, 3):  # the table's bound at a larger z is never smaller
         low, high = _mode_tail(z_bin, 60), _mode_tail(z_bin + 1, 60)
         assert np.all(low[: len(high)] <= high[: len(low)] * (1 + 1e-12) + 1e-300)
+
+
+def test_the_modes_beyond_the_table_meet_the_exact_bound():
+    from inferplan.coinference.markov import _RICIAN_MODES_TOP_BIN, _mode_tail, _modes
+
+    for z_bin in (_RICIAN_MODES_TOP_BIN + 3, _RICIAN_MODES_TOP_BIN + 12):
+        for tol in (1e-12, 1e-40):
+            tail = _mode_tail(z_bin, 60)  # exact, as the table's own bins
+            exact = int(np.searchsorted(-tail, -tol))
+            got = int(_modes(np.array([2.0 ** (z_bin / 4)]), np.array([tol]))[0])
+            assert exact <= got <= 1.01 * exact

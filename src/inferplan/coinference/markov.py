@@ -778,8 +778,8 @@ _RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor t
 _RICIAN_TOL = 1e-12
 _RICIAN_LEAST_TOL = 1e-300  # the tolerance of a source whose mass above the floor is below that
 _RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays in cache
-# _modes tabulates the ray function's Fourier coefficients at z = 2^(k / 4) up to this z and
-# scales beyond it as a Gaussian's (modes ~ sqrt(z)).
+# _modes tabulates the ray function's Fourier coefficients at z = 2^(k / 4) up to this bin and
+# extends them beyond it as a Gaussian's.
 _RICIAN_MODES_TOP_BIN = 64
 
 
@@ -821,8 +821,14 @@ def _modes(z: FloatArray, tol: FloatArray) -> npt.NDArray[np.int64]:
         # A table to 1e-60 serves every row but those far below the floor (the deep table).
         tail = _mode_tail(int(b), 60 if tol[at].min() >= 1e-55 else 310)
         modes[at] = np.searchsorted(-tail, -tol[at])
-    # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)): modes ~ sqrt(z).
-    return np.asarray(np.ceil(modes * 2.0 ** (beyond / 8.0)), dtype=np.int64)
+    # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)), whose tail sums
+    # grow as sqrt(z): M^2 / (8 z) is the top's plus ln(z / z_top) / 2 (above the exact M up
+    # to z = 2^24, the tests check).
+    grow = 2.0 ** (beyond / 4.0)  # z / z_top, z at the bin's top
+    top = modes * modes / (8.0 * 2.0 ** (_RICIAN_MODES_TOP_BIN / 4.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(beyond > 0, np.sqrt(grow * (1.0 + np.log(grow) / (2.0 * top))), 1.0)
+    return np.asarray(np.ceil(modes * scale), dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=256)
