@@ -5,12 +5,14 @@ relative to the row's mass above the floor (so 2e-12 once the row is normalised)
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from inferplan.coinference import RicianGaussMarkov
 
@@ -116,3 +118,79 @@ def test_the_initial_law_holds_one_ring_each_far_in_the_tail():
     rings = channel.initial.reshape(channel.radii, channel.phases).sum(axis=1)
     np.testing.assert_allclose(rings, 1 / channel.radii, rtol=1e-11)
     assert np.isfinite(channel.chain([1e-3] * 3).transitions).all()
+
+
+def test_the_ray_mass_has_the_fourier_coefficients_the_bound_assumes():
+    # D(p): the mass of CN(size, var) along the ray of phase p, by quadrature in r; its
+    # discrete Fourier coefficients against rho_m = (I_{(m-1)/2}(z) + I_{(m+1)/2}(z)) /
+    # (I_{-1/2}(z) + I_{1/2}(z)), z = size^2 / (2 var): positive, falling, and growing with z.
+    from inferplan.coinference.markov import _mode_tail
+
+    size, var, points = 1.3, 0.2, 65
+    z = size * size / (2 * var)
+
+    def ray(p):
+        mu, across = size * math.cos(p), (size * math.sin(p)) ** 2
+        f = lambda r: r * math.exp(-((r - mu) ** 2 + across) / var) / (math.pi * var)  # noqa: E731
+        return integrate.quad(f, 0.0, max(mu, 0.0) + 40 * math.sqrt(var), epsabs=0.0, epsrel=1e-13)[
+            0
+        ]
+
+    samples = np.array([ray(2 * math.pi * k / points) for k in range(points)])
+    coefficients = np.fft.rfft(samples).real / samples.sum()
+    m = np.arange(12.0)
+    rho = (special.ive((m - 1) / 2, z) + special.ive((m + 1) / 2, z)) / (
+        special.ive(-0.5, z) + special.ive(0.5, z)
+    )
+    np.testing.assert_allclose(coefficients[:12], rho, rtol=1e-9, atol=1e-14)
+    assert np.all(np.diff(rho) < 0)
+    for z_bin in range(-8, 40, 3):  # the table's bound at a larger z is never smaller
+        low, high = _mode_tail(z_bin, 60), _mode_tail(z_bin + 1, 60)
+        assert np.all(low[: len(high)] <= high[: len(low)] * (1 + 1e-12) + 1e-300)
+
+
+def test_the_modes_beyond_the_table_meet_the_exact_bound():
+    from inferplan.coinference.markov import _RICIAN_MODES_TOP_BIN, _mode_tail, _modes
+
+    for z_bin in (_RICIAN_MODES_TOP_BIN + 3, _RICIAN_MODES_TOP_BIN + 12):
+        for tol in (1e-12, 1e-40):
+            tail = _mode_tail(z_bin, 60)  # exact, as the table's own bins
+            exact = int(np.searchsorted(-tail, -tol))
+            got = int(_modes(np.array([2.0 ** (z_bin / 4)]), np.array([tol]))[0])
+            assert exact <= got <= 1.01 * exact
+
+
+@pytest.mark.parametrize(("k_factor", "rho"), [(3.0, 0.999), (10.0, 0.999), (100.0, 0.9999)])
+def test_a_narrow_bump_splits_between_sectors_as_its_wedges_do(k_factor, rho):
+    # The rows whose bumps lie nearest a sector's edge (a narrow bump takes rays across its
+    # window only): each sector's mass over all rings is the wedge's, by adaptive quadrature
+    # in the phase of the ray mass above the floor.
+    channel = RicianGaussMarkov(10.0, k_factor, 0.25, rho=rho)
+    edges, floor = channel.phase_edges, float(channel.ring_edges[0])
+    sources = [_source(channel, rho, k) for k in range(channel.states)]
+    sd = math.sqrt(sources[0][1])
+    gap = [np.min(np.abs(np.angle(c) - edges)) * abs(c) / sd for c, _ in sources]
+    for k in np.argsort(gap)[:2]:
+        centre, var = sources[k]
+        size, phase = abs(centre), float(np.angle(centre))
+
+        def ray(p, size=size, phase=phase, var=var):
+            mu = size * math.cos(p - phase)
+            x = (floor - mu) / math.sqrt(var)
+            side = math.exp(-((size * math.sin(p - phase)) ** 2) / var)
+            radial = 0.5 * var * math.exp(-x * x) + 0.5 * math.sqrt(
+                math.pi * var
+            ) * mu * special.erfc(x)
+            return side * radial / (math.pi * var)
+
+        width = 12 * math.sqrt(var) / size
+        want = []
+        for lo, hi in itertools.pairwise(edges):
+            peak = sorted({min(max(phase + d, lo), hi) for d in (-width, 0.0, width)} - {lo, hi})
+            want.append(
+                integrate.quad(
+                    ray, lo, hi, points=peak or None, epsabs=0.0, epsrel=1e-13, limit=500
+                )[0]
+            )
+        got = channel.step(rho)[k].reshape(channel.radii, channel.phases).sum(axis=0)
+        assert np.abs(got - np.array(want) / sum(want)).sum() <= ROW_L1

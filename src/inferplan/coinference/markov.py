@@ -774,23 +774,24 @@ _RICIAN_RADII = 32  # the default grid: docs/coinference.md gives its accuracy
 _RICIAN_PHASES = 16
 _RICIAN_MIN_ABOVE = 1e-200  # the least stationary probability above the floor the grid takes
 # A row of a step (and the initial law) is within this of the exact cell masses in total
-# absolute error, relative to its mass above the floor (docs/coinference.md).
+# absolute error, relative to its mass above the floor, plus rounding (docs/coinference.md).
 _RICIAN_TOL = 1e-12
 _RICIAN_LEAST_TOL = 1e-300  # the tolerance of a source whose mass above the floor is below that
 _RICIAN_CHUNK_NUMBERS = 2**16  # quadrature numbers held at once: a chunk stays in cache
-# _modes tabulates the ray function's Fourier coefficients at z = 2^(k / 4) up to this z and
-# scales beyond it as a Gaussian's (modes ~ sqrt(z)).
+# _modes tabulates the ray function's Fourier coefficients at z = 2^(k / 4) up to this bin and
+# extends them beyond it as a Gaussian's.
 _RICIAN_MODES_TOP_BIN = 64
 
 
-@functools.lru_cache(maxsize=256)
-def _mode_tail(z_bin: int) -> FloatArray:
-    """``tail[M] = 4 sum_{m > M} rho_m`` at ``z = 2^(z_bin / 4)``: the bound :func:`_modes`
-    inverts, down to the smallest double."""
+@functools.lru_cache(maxsize=512)
+def _mode_tail(z_bin: int, digits: int) -> FloatArray:
+    """``tail[M] = 4 sum_{m > M} rho_m`` at ``z = 2^(z_bin / 4)``, the bound :func:`_modes`
+    inverts, far enough for ``tail`` to fall below ``10^-digits`` (the coefficients fall as a
+    Gaussian's, ``exp(-m^2 / (8 z))``, then faster)."""
     from scipy import special
 
     z = 2.0 ** (z_bin / 4.0)
-    m = np.arange(int(80.0 * math.sqrt(z)) + 400, dtype=np.float64)
+    m = np.arange(int(math.sqrt(8.0 * z * digits * math.log(10.0))) + digits + 20.0)
     scale = special.ive(-0.5, z) + special.ive(0.5, z)
     rho = (special.ive((m - 1.0) / 2.0, z) + special.ive((m + 1.0) / 2.0, z)) / scale
     tail = 4.0 * np.cumsum(rho[::-1])[::-1]
@@ -817,10 +818,17 @@ def _modes(z: FloatArray, tol: FloatArray) -> npt.NDArray[np.int64]:
     modes = np.empty(z.shape, dtype=np.int64)
     for b in np.unique(bins):
         at = bins == b
-        tail = _mode_tail(int(b))
+        # A table to 1e-60 serves every row but those far below the floor (the deep table).
+        tail = _mode_tail(int(b), 60 if tol[at].min() >= 1e-55 else 310)
         modes[at] = np.searchsorted(-tail, -tol[at])
-    # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)): modes ~ sqrt(z).
-    return np.asarray(np.ceil(modes * 2.0 ** (beyond / 8.0)), dtype=np.int64)
+    # Beyond the table the coefficients are a Gaussian's, exp(-m^2 / (8 z)), whose tail sums
+    # grow as sqrt(z): M^2 / (8 z) is the top's plus ln(z / z_top) / 2 (above the exact M up
+    # to z = 2^24, the tests check).
+    grow = 2.0 ** (beyond / 4.0)  # z / z_top, z at the bin's top
+    top = modes * modes / (8.0 * 2.0 ** (_RICIAN_MODES_TOP_BIN / 4.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(beyond > 0, np.sqrt(grow * (1.0 + np.log(grow) / (2.0 * top))), 1.0)
+    return np.asarray(np.ceil(modes * scale), dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=256)
@@ -972,8 +980,14 @@ class RicianGaussMarkov(_Fading):
         """The grid's chain over ``len(intervals) + 1`` stages: states are (ring, sector)
         cells, ``phases`` sectors per ring, one :meth:`step` per correlation."""
         rhos = self.correlations(intervals)
-        k = self.states
-        steps = np.stack([self.step(float(r)) for r in rhos]) if len(rhos) else np.empty((0, k, k))
+        steps = np.empty((len(rhos), self.states, self.states))
+        first: dict[float, int] = {}  # layers of equal compute time repeat a step
+        for n, rho in enumerate(rhos.tolist()):
+            if rho in first:
+                steps[n] = steps[first[rho]]
+            else:
+                first[rho] = n
+                self._step(rho, steps[n])
         return Chain(self.snr, self.boundaries, self.initial, steps, self.phases)
 
     def sample_observations(
@@ -1124,53 +1138,52 @@ class RicianGaussMarkov(_Fading):
         # Along the ray of phase psi about the centre, with u = (r - mu) / sd and side =
         # exp(-(size sin psi)^2 / var), the density r exp(-|r e^{j psi} - size|^2 / var) /
         # (pi var) integrates from edge u_lo to edge u_hi to side (var / 2 (e^{-u_lo^2} -
-        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var). Kept as 2 pi
-        # times that, computed in place.
+        # e^{-u_hi^2}) + sqrt(pi var) / 2 mu (erfc u_lo - erfc u_hi)) / (pi var): the value
+        # side (e^{-u^2} + sqrt(pi) / sd mu erfc u) at the lower edge less that at the upper,
+        # over 2 pi. As erfc, a ring beyond the bump's centre keeps its relative precision
+        # however far out (erf near 1 would not). Short of the centre erfc is near 2, exact
+        # to 1e-16 of the bump: there the centre is above the floor, which holds at least half
+        # the bump. Computed in place.
         r = self.ring_edges[ring0[:, None] + np.arange(rings + 1)] / sd  # (S, E)
         u = r[:, :, None] - (mu / sd)[:, None, :]  # (S, E, A); inf at the outer edge
-        # erf u_hi - erf u_lo as a difference of erfc: a ring beyond the bump's centre keeps
-        # its relative precision however far out (a difference of erf near 1 would not). Short
-        # of the centre the difference is of erfc near 2, exact to 1e-16 of the bump: there
-        # the centre is above the floor, which holds at least half the bump.
-        tail = special.erfc(u)
-        ray = np.subtract(tail[:, :-1], tail[:, 1:])  # (S, rings, A)
-        ray *= ((math.sqrt(math.pi) / sd) * mu * np.exp(-across))[:, None, :]
+        edge = special.erfc(u)
+        edge *= ((math.sqrt(math.pi) / sd) * mu * np.exp(-across))[:, None, :]
         np.square(u, out=u)
-        bell = np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
-        ray += bell[:, :-1]
-        ray -= bell[:, 1:]
-        coef = np.matmul(ray, _cosine_transform(rays))  # (S, rings, modes)
+        edge += np.exp(np.subtract(-across[:, None, :], u, out=u), out=u)
+        ray = np.subtract(edge[:, :-1], edge[:, 1:])  # (S, rings, A)
+        transform = _cosine_transform(rays)  # rays -> cosine coefficients
         if full.all():
-            cumulative = self._around(coef, angle)
+            cumulative = np.matmul(ray, np.matmul(transform, self._around(angle, rays + 1)))
         else:
-            cumulative = self._within(coef, angle, spacing * points, full)
+            cumulative = self._within(np.matmul(ray, transform), angle, spacing * points, full)
         return np.asarray(np.maximum(np.diff(cumulative, axis=2), 0.0), dtype=np.float64)
 
-    def _around(self, coef: FloatArray, angle: FloatArray) -> FloatArray:
-        """``(S, rings, phases + 1)``: the integral of the trigonometric series ``coef`` (its
-        cosine coefficients, ``(S, rings, modes)``, in the phase about ``angle``) from the
-        centre's phase to each phase edge: ``c_0 x + sum_m 2 c_m sin(m x) / m``, with ``sin(m
-        (edge - angle))`` expanded so that the edges' sines are one table."""
-        sines, cosines = _edge_waves(coef.shape[2], self.phases)
+    def _around(self, angle: FloatArray, modes: int) -> FloatArray:
+        """``(S, modes, phases + 1)``: the integral of each term of a cosine series in the phase
+        about ``angle`` (``1``, then ``2 cos(m x)``) from the centre's phase to each phase edge:
+        ``x``, then ``2 sin(m x) / m``, with ``sin(m (edge - angle))`` expanded so that the
+        edges' sines are one table."""
+        sines, cosines = _edge_waves(modes, self.phases)
         # e^{j m angle} by successive products (one rotation each: exact to m ulps).
         turn = np.cumprod(
-            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), len(sines))), axis=1
+            np.broadcast_to(np.exp(1j * angle)[:, None], (len(angle), modes - 1)), axis=1
         )
-        primitive = np.empty((len(angle), coef.shape[2], len(self.phase_edges)))
+        primitive = np.empty((len(angle), modes, len(self.phase_edges)))
         primitive[:, 0] = self.phase_edges[None, :] - angle[:, None]
         wave = primitive[:, 1:]
         np.multiply(turn.real[:, :, None], sines, out=wave)
         wave -= turn.imag[:, :, None] * cosines
-        return np.asarray(np.matmul(coef, primitive), dtype=np.float64)
+        return primitive
 
     def _within(
         self, coef: FloatArray, angle: FloatArray, period: FloatArray, full: npt.NDArray[np.bool_]
     ) -> FloatArray:
-        """:meth:`_around` for series of period ``period`` (``2 pi`` where ``full``) that hold
-        a bump's window: flat beyond the window, each edge taken at its phase in ``[-pi, pi)``
-        about the centre plus the whole integral for each turn round the circle. The sines are
-        evaluated only at the edges within the window (the others are at its ends, where they
-        vanish)."""
+        """``(S, rings, phases + 1)``: the integral of the cosine series ``coef`` (``(S, rings,
+        modes)``) of period ``period`` (``2 pi`` where ``full``) about ``angle`` from the
+        centre's phase to each phase edge, for series that hold a bump's window: flat beyond
+        it, each edge taken at its phase in ``[-pi, pi)`` about the centre plus the whole
+        integral for each turn round the circle. The sines are evaluated only at the edges
+        within the window (the others are at its ends, where they vanish)."""
         offset = self.phase_edges[None, :] - angle[:, None]
         turns = np.floor(offset / (2.0 * math.pi) + 0.5)
         half = np.where(full, math.pi, 0.5 * period)[:, None]
@@ -1240,15 +1253,22 @@ class RicianGaussMarkov(_Fading):
             snr = np.expm1(math.log(2.0) * mass / paid).ravel()
         return np.asarray(np.where(mass.ravel() > 0, snr, middle), dtype=np.float64)
 
-    @functools.lru_cache(maxsize=64)  # noqa: B019 - a frozen value; steps repeat across stages
     def step(self, rho: float) -> FloatArray:
         """``(K, K)``: from each cell's representative gain (its SNR's magnitude, its sector's
         middle phase), the law of the cell one step on, conditioned on landing above the floor."""
+        out = np.empty((self.states, self.states))
+        self._step(rho, out)
+        return out
+
+    def _step(self, rho: float, out: FloatArray) -> None:
+        """:meth:`step` into ``out`` (a chain's slice: no step is held twice)."""
+        if rho * rho >= 1.0:
+            out[:] = 0.0
+            np.fill_diagonal(out, 1.0)
+            return
         sector = np.arange(self.states) % self.phases
         middle = 0.5 * (self.phase_edges[:-1] + self.phase_edges[1:])
         h = np.sqrt(self.snr / self.mean_snr) * np.exp(1j * middle[sector])
-        if rho * rho >= 1.0:
-            return np.eye(self.states)
         centre = self._los + rho * (h - self._los)
         var = (1.0 - rho * rho) * self._var
         # The phase edges are symmetric about the line of sight (phase 0) and so, to rounding,
@@ -1257,15 +1277,13 @@ class RicianGaussMarkov(_Fading):
         # and only the sources of phase >= 0 are integrated.
         half, radii, phases = self.phases // 2, self.radii, self.phases
         upper = np.flatnonzero(np.arange(self.states) % phases >= half)
-        mass = np.empty((self.states, self.states))
-        grid = mass.reshape(radii, phases, radii, phases)  # (ring, sector) -> (ring, sector)
+        grid = out.reshape(radii, phases, radii, phases)  # (ring, sector) -> (ring, sector)
         rows = self._cell_mass(centre[upper], var)
         grid[:, half:] = rows.reshape(radii, phases - half, radii, phases)
         grid[:, :half] = grid[:, phases - 1 : phases - 1 - half : -1, :, ::-1]
-        total = mass.sum(axis=1, keepdims=True)
+        total = out.sum(axis=1, keepdims=True)
         lost = np.flatnonzero(~(total[:, 0] > 0))  # all its mass below the floor: stay put
-        mass[lost] = 0.0
-        mass[lost, lost] = 1.0
+        out[lost] = 0.0
+        out[lost, lost] = 1.0
         total[lost] = 1.0
-        mass /= total
-        return mass
+        out /= total
