@@ -84,8 +84,9 @@ __all__ = [
 PREFIX = "inferplan-tb-"
 NETNS_DIR = Path("/run/netns")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-# of each core: the rest is left to the kernel's network stack, the launcher and the machine's
-# other load (quotas near a whole core are not granted under it: the study's plan with quotas of
+# of each core, for the quotas and the transport (transport_cost) of the hosts on it: the rest is
+# left to the launcher and the machine's other load (quotas near a whole core are not granted
+# under it: the study's plan with quotas of
 # 0.91 and 0.93 ran 2.2 times its interval, and the device-edge pair's sides with 0.9 1.2 and 1.5
 # times theirs, at load averages of 9 to 10; docs/testbed.md)
 CPU_BUDGET = 0.6

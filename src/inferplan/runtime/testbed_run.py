@@ -5,7 +5,8 @@ The launcher (:func:`hosting`) times each path node's work (its blocks, or its l
 cut at ideals) on this machine, one thread, just before the run, so that path node ``v``'s work
 takes ``t_v`` seconds here; the plan gives it
 ``p_v = Q_v / (C_v + x_v)``. Node ``v`` then needs ``d_v = t_v / p_v`` of a core (the
-effective speed here is ``F_v = Q_v / t_v``, so ``d_v = (C_v + x_v) / F_v``), and the run is
+effective speed here is ``F_v = Q_v / t_v``, so ``d_v = (C_v + x_v) / F_v``), beside it the CPU
+its links' transfers take (:func:`~inferplan.runtime.testbed.transport_cost`), and the run is
 dilated by ``k`` (:func:`~inferplan.runtime.testbed.dilation`): node ``v``'s rank runs under a
 CFS quota of ``d_v / k`` cores, and link ``u -> v`` is shaped at ``(B + y) / k`` (its delay,
 if any, stretched to ``k`` times). Every stage so takes ``k`` times its planned time, and the
