@@ -73,6 +73,39 @@ def test_infer_from_every_stage_equals_the_unsplit_model(tmp_path):
         assert stats["service_s"]["p50"] <= stats["service_s"]["p99"]
 
 
+def test_the_edge_reports_the_cpu_of_its_layers_on_the_thread_that_ran_them(tmp_path):
+    """``compute_cpu_s`` is the CPU of the layers alone, on whichever thread ``compute`` ran
+    them (the testbed holds that thread by the edge's quota): the compute thread's own CPU,
+    not the calling thread's, and never more than the whole process took."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from inferplan.coinference import default_system, mlp_layers
+    from inferplan.runtime.edge import EdgeService
+    from inferplan.runtime.layered import ModelSpec, build_layers
+
+    layered = build_layers(ModelSpec("mlp-1024x4", input_shapes=((16, 1024),)), weights=True)
+    with ThreadPoolExecutor(1) as pool:
+        service = EdgeService(layered, default_system(layers=mlp_layers(1024, 4)),
+                              compute=lambda work: pool.submit(work).result())  # fmt: skip
+        body = encode_tensors((torch.randn(16, 1024),))
+        pool_before, process_before = pool.submit(time.thread_time).result(), time.process_time()
+        for _ in range(5):
+            service.infer(1, body, emulate=False)
+        pool_cpu = pool.submit(time.thread_time).result() - pool_before
+        process_cpu = time.process_time() - process_before
+    cpu = service.stats()["compute_cpu_s"]
+    assert 0.8 * pool_cpu <= cpu <= pool_cpu <= process_cpu, (cpu, pool_cpu, process_cpu)
+    # over HTTP, without a compute thread: the layers' CPU, less than the process took
+    with running_edge(tmp_path) as (edge, _):
+        process_before = time.process_time()
+        for _ in range(3):
+            answer = httpx.post(f"{edge.url}/infer", params={"stage": 1},
+                                content=encode_tensors([torch.zeros(1, 16)]))  # fmt: skip
+            assert answer.status_code == 200
+        reported = httpx.get(f"{edge.url}/stats").json()["compute_cpu_s"]
+        assert 0 < reported < time.process_time() - process_before
+
+
 def _bad_requests(url: str) -> list[tuple[httpx.Response, int, str]]:
     good = encode_tensors([torch.zeros(1, 32)])  # the activation before layer 2
     post = httpx.post

@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from inferplan.runtime.testbed import (  # noqa: E402
+    CGROUP_ROOT,
     CPU_BUDGET,
     FRAMING,
     MIN_BURST_S,
     MTU_B,
     ShapedLink,
+    _cpu_controller,
     leftovers,
     missing,
 )
@@ -32,6 +34,7 @@ from .pipeline_support import finish, processes_marked, start, write  # noqa: E4
 from .testbed_support import assert_refused_without_root, left_by  # noqa: E402
 
 LACKS = missing()
+V2 = _cpu_controller(CGROUP_ROOT) == "v2"
 needs_testbed = pytest.mark.skipif(bool(LACKS), reason="testbed: " + "; ".join(LACKS))
 
 # 16 rows of 1024 values between layers (64 KiB: 45 packets, so that an upload's first packet,
@@ -140,6 +143,36 @@ def test_without_root_device_run_testbed_is_refused_in_one_line_before_anything_
     assert_refused_without_root(["device", "run", str(system), *MODEL, "--testbed"])
 
 
+def test_the_recalibration_holds_each_side_to_the_cpu_its_compute_took_in_the_warm_up():
+    """The quotas set after the warm-up from each side's compute CPU (the device's layers and
+    the edge's, as its ``/stats`` reports them) over its modelled time, worked out by hand."""
+    from types import SimpleNamespace
+
+    from inferplan.runtime.testbed_pair import DOWNLINK, Pair
+
+    held = [SimpleNamespace(quota=None, period_s=None, holds=0) for _ in range(2)]
+    for host in held:
+        host.hold = lambda host=host: setattr(host, "holds", host.holds + 1)
+    rates: dict[int, float] = {}
+    bed = SimpleNamespace(specs=[SimpleNamespace(address="127.0.0.2")], hosts=held,
+                          set_rate=rates.__setitem__)  # fmt: skip
+    # the layout of the module's example: quotas 0.18 and 0.6 on cores 1 and 0, k = 6.67
+    lay = pair_layout(lambda r: [0.004 * r] * 4, [0.01] * 4, [0.002] * 4, 2, cpus=[0, 1],
+                      downlink_bps=6e8)  # fmt: skip
+    pair = Pair(bed, lay, [0.004] * 4)
+    # 4 inferences of 20 ms modelled on the device and 4 ms on the edge; the device's
+    # layers took 24 ms of CPU in all (0.3 of a core at the model's speed), the edge's 32 ms
+    # (2 cores): k = 2 / 0.6, the edge at the budget, the device at 0.3 / k
+    warm = [SimpleNamespace(modelled_device_s=0.02, modelled_edge_s=0.004)] * 4
+    pair.recalibrate(warm, [0.024, 0.032])
+    k = 2.0 / CPU_BUDGET
+    assert pair.dilation == pytest.approx(k)
+    assert pair.quotas == pytest.approx((0.3 / k, CPU_BUDGET))
+    assert [h.quota for h in held] == pytest.approx([0.3 / k, CPU_BUDGET])
+    assert [h.holds for h in held] == [1, 1] and held[0].period_s == pair.period_s
+    assert rates == {DOWNLINK: pytest.approx(6e8 / k)}
+
+
 # --------------------------------------------------------------------------- on the testbed
 
 
@@ -193,17 +226,21 @@ def test_uploads_follow_the_shannon_rate_of_the_snr_at_the_split_and_outputs_are
 
 def _serving_edge(mark, launcher, deadline_s=120):
     """Wait (bounded) until the edge of the run marked ``mark`` serves, held by its quota (the
-    launcher moves it into the edge's cgroup once it answers): its pid."""
+    launcher moves its compute thread alone into the edge's cgroup once it answers): its
+    pid."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         for pid in processes_marked(mark):
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                groups = Path(f"/proc/{pid}/cgroup").read_text()
+                held = [task.name for task in Path(f"/proc/{pid}/task").iterdir()
+                        if "/host-1" in (task / "cgroup").read_text()]  # fmt: skip
             except OSError:
                 continue
-            if pid != launcher and b"inferplan.runtime.testbed_pair" in cmdline and (
-                    "/host-1" in groups):  # fmt: skip
+            if pid != launcher and b"inferplan.runtime.testbed_pair" in cmdline and held:
+                # one thread, and not the one that serves HTTP (the process's main thread);
+                # cgroup v2 moves whole processes (CpuQuota.add_thread)
+                assert V2 or (len(held) == 1 and held != [str(pid)]), held
                 return pid
         time.sleep(0.2)
     raise AssertionError("the edge did not start")

@@ -9,7 +9,8 @@ It holds the whole model with real weights, split into one stage per layer, and 
 ``POST /infer?stage=n``   body: the activation before layer ``n`` (``1..N+1``) as safetensors;
                           answer: the model's output, layers ``n..N`` computed on the edge
 ``POST /reference``       body: the model's inputs; answer: the unsplit model's output
-``GET /stats``            requests served and the p50/p99 service time of ``/infer``
+``GET /stats``            requests served, the p50/p99 service time of ``/infer`` and the
+                          CPU seconds its layers took
 ========================  ==================================================================
 
 With ``?emulate=1`` (what devices send by default) the edge paces itself as the physical
@@ -51,7 +52,7 @@ from inferplan.errors import InvalidArgument
 from inferplan.runtime.client import DEFAULT_HOST, listen
 from inferplan.runtime.emulate import pace
 from inferplan.runtime.layered import LayeredModel
-from inferplan.runtime.split import run_layer
+from inferplan.runtime.split import Tensors, run_layer
 from inferplan.runtime.wire import (
     CONTENT_TYPE,
     SERVICE_HEADER,
@@ -95,6 +96,27 @@ class EdgeService:
         How many times ``/infer`` runs each layer (the output is the same each time): on the
         testbed (:mod:`inferplan.runtime.testbed_pair`) a CPU quota that many times larger
         then holds the edge in periods well above the kernel's minimum.
+    compute
+        Runs the layers of an ``/infer`` (``compute(work)`` returns ``work()``): on the
+        testbed on a thread of their own that the edge's CPU quota holds, while decoding the
+        request and encoding the answer stay outside it; by default in the calling thread.
+
+    Examples
+    --------
+    The CPU seconds the layers took, on whichever thread ``compute`` ran them:
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from inferplan.coinference import default_system, mlp_layers
+    >>> from inferplan.runtime.layered import ModelSpec, build_layers
+    >>> from inferplan.runtime.wire import encode_tensors
+    >>> layered = build_layers(ModelSpec("mlp-8x3"), weights=True)
+    >>> pool = ThreadPoolExecutor(1)
+    >>> service = EdgeService(layered, default_system(layers=mlp_layers(8, 3)),
+    ...                       compute=lambda work: pool.submit(work).result())
+    >>> _ = service.infer(1, encode_tensors((torch.zeros(1, 8),)), emulate=False)
+    >>> service.stats()["compute_cpu_s"] > 0
+    True
+    >>> pool.shutdown()
     """
 
     def __init__(
@@ -104,6 +126,7 @@ class EdgeService:
         *,
         max_body_bytes: int | None = None,
         repeats: int = 1,
+        compute: Callable[[Callable[[], Tensors]], Tensors] | None = None,
     ) -> None:
         if system.n_layers != layered.n_layers:
             raise InvalidArgument(
@@ -114,6 +137,7 @@ class EdgeService:
         self.layered = layered
         self.system = system
         self.repeats = repeats
+        self._compute = compute
         # The weights are served as they are: encode each layer once, on first request.
         self._weights: dict[int, bytes] = {}
         self._weights_lock = threading.Lock()
@@ -123,6 +147,7 @@ class EdgeService:
         self.max_body_bytes = max_body_bytes or 4 * largest + (1 << 20)
         self._service: list[float] = []
         self._stats_lock = threading.Lock()
+        self._compute_cpu_s = 0.0
         self.errors = 0
 
     @property
@@ -160,10 +185,19 @@ class EdgeService:
             values = decode_tensors(body, self.layered.crossings[stage - 1])
         except WireError as exc:
             raise _HttpError(400, f"activation before layer {stage}: {exc}") from None
-        with torch.no_grad():
-            for layer in self.layered.stages[stage - 1 :]:
-                values = run_layer(layer, values, self.repeats)
-        out = encode_tensors(values)
+        layers = self.layered.stages[stage - 1 :]
+
+        def work() -> Tensors:
+            out, cpu_started = values, time.thread_time()  # the thread the layers run on
+            with torch.no_grad():
+                for layer in layers:
+                    out = run_layer(layer, out, self.repeats)
+            spent = time.thread_time() - cpu_started
+            with self._stats_lock:
+                self._compute_cpu_s += spent
+            return out
+
+        out = encode_tensors(work() if self._compute is None else self._compute(work))
         if emulate:
             pace(started, self.edge_seconds(stage))
         seconds = time.monotonic() - started
@@ -182,10 +216,13 @@ class EdgeService:
         return encode_tensors(out if isinstance(out, tuple | list) else (out,))
 
     def stats(self) -> dict[str, Any]:
-        """Requests served by ``/infer``, their mean, p50 and p99 service time, and errors."""
+        """Requests served by ``/infer``, their mean, p50 and p99 service time, the CPU
+        seconds their layers took (``compute_cpu_s``: on the thread that ran them, so neither
+        the HTTP handling nor the (de)serialisation), and errors."""
         with self._stats_lock:
-            times = np.asarray(self._service)
-        summary: dict[str, Any] = {"requests": int(times.size), "errors": self.errors}
+            times, cpu_s = np.asarray(self._service), self._compute_cpu_s
+        summary: dict[str, Any] = {"requests": int(times.size), "errors": self.errors,
+                                   "compute_cpu_s": cpu_s}  # fmt: skip
         if times.size:
             summary["service_s"] = {
                 "mean": float(times.mean()),

@@ -9,10 +9,11 @@ device observed at the split (how long each change took is reported), and the do
 device at ``R_d / k`` (the layers' download). The edge is a process of its own (``python -m
 inferplan.runtime.testbed_pair``: :class:`~inferplan.runtime.edge.EdgeService` behind
 :func:`~inferplan.runtime.edge.create_app`, served by :func:`~inferplan.runtime.edge.serve`)
-in the namespace; once it answers, the whole process goes under the edge's quota. The device
-runs in the calling thread, which enters the namespace for the run and the device's cgroup
-around each of its layers (its HTTP client runs beside them, unheld: the model charges an
-upload its transfer, not the device's work).
+in the namespace; once it answers, its compute thread (the one that runs its layers) goes
+under the edge's quota, while its HTTP handling stays unheld. The device runs in the calling
+thread, which enters the namespace for the run; its layers run on a compute thread of its own
+in the device's cgroup (its HTTP client runs beside them, unheld: the model charges an upload
+its transfer, not the device's or the edge's work).
 
 The quotas follow the dilation rules of ``inferplan run --testbed``: the layers are timed here
 on one thread in CPU seconds just before the run; the device needs
@@ -58,6 +59,7 @@ import numpy.typing as npt
 
 from inferplan.coinference import System
 from inferplan.errors import InvalidArgument
+from inferplan.runtime.client import EdgeClient, EdgeUnavailable
 from inferplan.runtime.device import DeviceRun, InferenceRecord, Tensors, run_device
 from inferplan.runtime.layered import LayeredModel, ModelSpec, build_layers, plan_device
 from inferplan.runtime.split import run_layer
@@ -241,11 +243,12 @@ class Pair:
 
     def recalibrate(self, warm: Sequence[InferenceRecord], cpu_s: Sequence[float]) -> None:
         """Dilate the run, from now on, by what each side's work cost in the warm-up
-        inferences ``warm`` (``cpu_s``: the device's layers' and the edge process's CPU
-        seconds in them) over its modelled time there, and hold each side to that: in the run
-        the work costs more than timed alone before it (caches that the machine's other load
-        emptied while the quota held it; the edge's HTTP handling), which the first timing
-        does not see. The same rule as :func:`pair_layout`, on the same cores."""
+        inferences ``warm`` (``cpu_s``: the CPU seconds the device's and the edge's layers took
+        in them, each on its compute thread, which the quota holds alone) over its modelled
+        time there, and hold each side to that: in the run the work costs more than timed
+        alone before it (caches that the machine's other load emptied while the quota held
+        it), which the first timing does not see. The same rule as :func:`pair_layout`, on
+        the same cores."""
         lay = self.layout
         modelled = (sum(r.modelled_device_s for r in warm),
                     sum(r.modelled_edge_s for r in warm))  # fmt: skip
@@ -315,8 +318,6 @@ def _start_edge(bed: Testbed, lay: PairLayout, folder: Path, config: dict[str, A
 
 def _await_edge(proc: subprocess.Popen[bytes], url: str, folder: Path, timeout_s: float) -> None:
     """Wait (bounded) until the edge answers ``/health``; raise naming why it did not."""
-    from inferplan.runtime.client import EdgeClient, EdgeUnavailable
-
     client = EdgeClient(url, token=None, timeout_s=1.0, retries=0, backoff_s=0.0)
     deadline = time.monotonic() + timeout_s
     try:
@@ -408,8 +409,14 @@ def run_on_testbed(
             pair = Pair(bed, lay, layer_s, at_least=at_least)
             with bed.inside():
                 _await_edge(proc, url, Path(tmp), START_S)
-                bed.place(EDGE, proc.pid)  # every thread of the edge, from now on held
-                with pair.admitted():
+                # the edge's compute thread alone is held from now on; its HTTP handling
+                # (receiving an upload, parsing it) stays in the unlimited cgroup, as the
+                # device's client does: the model charges it to the upload
+                compute_tid = int((Path(tmp) / "edge.tid").read_text())
+                bed.hosts[EDGE].add_thread(compute_tid, proc.pid)
+                stats = EdgeClient(url, token=None, timeout_s=timeout_s, retries=0,
+                                   backoff_s=0.0)  # fmt: skip
+                with pair.admitted(), contextlib.closing(stats):
                     co_infer = functools.partial(
                         run_device,
                         system,
@@ -424,7 +431,8 @@ def run_on_testbed(
                     used: list[tuple[float, float]] = []  # after each warm-up inference
 
                     def count(index: int) -> None:
-                        used.append((pair.cpu_s, _cpu_seconds(proc.pid)))
+                        used.append((pair.cpu_s, stats.request("GET", "/stats").json()
+                                     ["compute_cpu_s"]))  # fmt: skip
 
                     warm = co_infer(inferences=warmup + 1, seed=seed + 1, verify=False,
                                   on_inference=count)  # fmt: skip
@@ -451,17 +459,10 @@ def run_on_testbed(
             _stop([proc])
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds every thread of process ``pid`` has run (the scheduler's own count)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            total += int((task / "schedstat").read_text().split()[0])
-    return total * 1e-9
-
-
 def _serve_edge(config_path: str) -> None:
-    """The edge process: the model with real weights, served on its testbed address."""
+    """The edge process: the model with real weights, served on its testbed address, its
+    layers on a compute thread of their own whose id it writes to ``edge.tid`` beside the
+    config (the launcher holds that thread alone by the edge's quota)."""
     import torch
 
     from inferplan.runtime.client import listen
@@ -470,8 +471,22 @@ def _serve_edge(config_path: str) -> None:
     torch.set_num_threads(1)
     config = pickle.loads(Path(config_path).read_bytes())
     layered = build_layers(config["spec"], weights=True, seed=config["seed"])
-    service = EdgeService(layered, config["system"], repeats=config["repeats"])
-    serve(create_app(service), listen(config["host"], config["port"]))
+    # one OpenMP thread on the compute thread too: its thread count is per calling thread
+    worker = ThreadPoolExecutor(1, "inferplan-edge", initializer=torch.set_num_threads,
+                                initargs=(1,))  # fmt: skip
+    tid = worker.submit(threading.get_native_id).result()
+    written = Path(config_path).with_name("edge.tid.new")
+    written.write_text(str(tid))
+    written.replace(written.with_name("edge.tid"))  # whole, before /health answers
+
+    def compute(work: Callable[[], Tensors]) -> Tensors:
+        return worker.submit(work).result()
+
+    service = EdgeService(layered, config["system"], repeats=config["repeats"], compute=compute)
+    try:
+        serve(create_app(service), listen(config["host"], config["port"]))
+    finally:
+        worker.shutdown()
 
 
 if __name__ == "__main__":
