@@ -452,6 +452,18 @@ def _loaded(problem: JointProblem, s: int, served: ServiceDeployment) -> list[tu
     return out
 
 
+def _buying(problem: JointProblem, choices: list[Choice], amounts: list[float]
+            ) -> ServicesPlan | None:  # fmt: skip
+    """The joint plan of ``choices`` buying at least ``amounts`` (nodes ``k``, then links
+    ``V + k``); ``None`` when the caps do not allow it."""
+    V = len(problem.capacity)
+    added = ({k: x for k, x in enumerate(amounts[:V])}, {k: x for k, x in enumerate(amounts[V:])})
+    try:
+        return problem.plan("milp", "optimal", choices, 0.0, added)
+    except Infeasible:
+        return None
+
+
 def _repaired(
     problem: JointProblem, choices: list[Choice], added: tuple[dict[int, float], dict[int, float]]
 ) -> ServicesPlan | None:
@@ -462,7 +474,6 @@ def _repaired(
         plan = problem.plan("milp", "optimal", choices, 0.0, added)
     except Infeasible:
         return None
-    V = len(problem.capacity)
     have = np.concatenate((problem.capacity, problem.bandwidth))
     costs = costs_of(problem)
     node, link = _bought(problem, plan)
@@ -475,13 +486,10 @@ def _repaired(
             if _free_beyond(costs[k], amounts[k]):
                 more[k] = max(more[k], load / (FREE_SHARE * service.latency) - have[k])
     if more != amounts:
-        try:
-            plan = problem.plan("milp", "optimal", choices, 0.0,
-                                ({k: x for k, x in enumerate(more[:V])},
-                                 {k: x for k, x in enumerate(more[V:])}))  # fmt: skip
-        except Infeasible:
+        replanned = _buying(problem, choices, more)
+        if replanned is None:
             return None
-        amounts = list(more)
+        plan, amounts = replanned, list(more)
     most = [c.max_amount for c in costs]
     for _ in range(3):  # stages at their caps cannot help: the others take their share
         for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
@@ -504,12 +512,10 @@ def _repaired(
                 more[k] = min(most[k], max(more[k], (have[k] + amounts[k]) * factor - have[k]))
         if more == amounts:
             break
-        try:
-            plan = problem.plan("milp", "optimal", choices, 0.0,
-                                ({k: x for k, x in enumerate(more[:V])},
-                                 {k: x for k, x in enumerate(more[V:])}))  # fmt: skip
-        except Infeasible:
+        replanned = _buying(problem, choices, more)
+        if replanned is None:
             return None
+        plan = replanned
         node, link = _bought(problem, plan)
         amounts = [*node, *link]
         more = list(amounts)
