@@ -261,7 +261,10 @@ def test_every_way_out_of_a_device_run_removes_the_testbed(tmp_path, how):
     else:
         os.killpg(proc.pid, signal.SIGINT)
     code, _, err = finish(proc, timeout=90)
-    assert code == {"edge SIGKILL": 1, "launcher SIGTERM": 143, "Ctrl-C": 130}[how], err
+    # the edge killed during the warm-up (its calibration asks it, exit 2 as an edge that does
+    # not answer the checks) or during the measured run (exit 1): unreachable either way
+    want = {"edge SIGKILL": (1, 2), "launcher SIGTERM": (143,), "Ctrl-C": (130,)}[how]
+    assert code in want, err
     if how == "edge SIGKILL":
         assert "unreachable" in err.strip().splitlines()[-1]
     assert left_by(proc.pid) == [] and processes_marked(mark) == []
