@@ -192,7 +192,7 @@ _STEPS = (
     "t0 = time.perf_counter()\n"
     "import inferplan\n"
     "from inferplan.codesign import compile_instance, solve_psg\n"
-    "from inferplan.codesign.compiled import available, fits\n"
+    "from inferplan.codesign.engine.compiled import available, fits\n"
     "t1 = time.perf_counter()\n"
     "net = inferplan.load_network(sys.argv[1])\n"
     "t2 = time.perf_counter()\n"

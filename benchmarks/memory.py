@@ -32,7 +32,7 @@ import numpy as np
 import inferplan
 from inferplan import Network
 from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
-from inferplan.codesign.compiled import available
+from inferplan.codesign.engine.compiled import available
 from inferplan.network.costs import ModuleCost
 from inferplan.profiles import memory_need
 

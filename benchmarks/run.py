@@ -48,8 +48,8 @@ from inferplan.codesign import (
     solve_pwf,
     throughput_optimal,
 )
-from inferplan.codesign.compiled import available
-from inferplan.codesign.psg import psg_path
+from inferplan.codesign.engine.compiled import available
+from inferplan.codesign.engine.psg import psg_path
 
 ALPHAS = (0.25, 0.4, 0.6, 0.8)
 ENGINES = ("compiled", "numpy") if available() else ("numpy",)

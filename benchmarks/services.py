@@ -25,9 +25,9 @@ import time
 import numpy as np
 
 import inferplan
-from inferplan.codesign.services import JointProblem, Service
-from inferplan.codesign.services_fast import solve_joint_fast
-from inferplan.codesign.services_milp import JointMilp, solve_joint_milp
+from inferplan.codesign.services.fast import solve_joint_fast
+from inferplan.codesign.services.joint import JointProblem, Service
+from inferplan.codesign.services.milp import JointMilp, solve_joint_milp
 from inferplan.errors import InvalidArgument
 
 

@@ -47,7 +47,7 @@ from inferplan.errors import Infeasible  # noqa: E402
 from inferplan.network import network_from_dict  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.runtime.pipeline import RunRequest, StageFailed, run_plan  # noqa: E402
-from inferplan.runtime.testbed import cpu_counts, missing, others_share  # noqa: E402
+from inferplan.runtime.testbed.linux import cpu_counts, missing, others_share  # noqa: E402
 
 DEPTH1 = parse_block_spec("depth=1")
 MODEL_FILE = '''"""A model drawn by benchmarks/testbed.py."""
@@ -178,7 +178,7 @@ def setup_teardown(repeats: int = 10) -> list[float]:
     shaped links), ``repeats`` times (pyroute2 imported before the first)."""
     import pyroute2  # noqa: F401
 
-    from inferplan.runtime.testbed import HostSpec, LinkSpec, Testbed, host_address
+    from inferplan.runtime.testbed.linux import HostSpec, LinkSpec, Testbed, host_address
 
     hosts = [HostSpec(host_address(k), 0.15) for k in range(5)]
     links = [LinkSpec(host_address(k), host_address(k + 1), 1e7) for k in range(4)]

@@ -3,7 +3,7 @@
 For the MLP and AlexNet examples (``examples/edge-mlp.yaml`` with ``mlp-1024x8``,
 ``examples/edge-alexnet.yaml`` with ``alexnet``) and every strategy of the registry
 (:data:`inferplan.coinference.STRATEGIES`), runs ``device run --testbed``
-(:func:`~inferplan.runtime.testbed_pair.run_on_testbed`: the device and the edge held to
+(:func:`~inferplan.runtime.testbed.pair.run_on_testbed`: the device and the edge held to
 ``f_l`` and ``f_c`` by CPU quotas, each upload shaped to the Shannon rate of its SNR, nothing
 paced; docs/testbed.md) and records the measured mean cost per inference with its 95 %
 confidence interval, and with the download's share (``Z``), beside the expected ``E[eta_S]``
@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 
 from inferplan.coinference import STRATEGIES  # noqa: E402
-from inferplan.runtime.testbed import missing  # noqa: E402
+from inferplan.runtime.testbed.linux import missing  # noqa: E402
 
 EXAMPLES = (("mlp", "mlp-1024x8", "edge-mlp.yaml"), ("alexnet", "alexnet", "edge-alexnet.yaml"))
 
@@ -36,7 +36,7 @@ EXAMPLES = (("mlp", "mlp-1024x8", "edge-mlp.yaml"), ("alexnet", "alexnet", "edge
 def one_run(name: str, model: str, system_file: Path, method: str, inferences: int,
             seed: int) -> dict[str, Any]:  # fmt: skip
     from inferplan.runtime.layered import ModelSpec, build_layers, load_model_system
-    from inferplan.runtime.testbed_pair import run_on_testbed
+    from inferplan.runtime.testbed.pair import run_on_testbed
 
     spec = ModelSpec(model)
     system = load_model_system(system_file, build_layers(spec, weights=False).profile)

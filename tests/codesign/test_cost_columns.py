@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import InvalidNetwork
 from inferplan.codesign import compile_instance
-from inferplan.codesign.compiled import kernel_arrays
+from inferplan.codesign.engine.compiled import kernel_arrays
 from inferplan.network import io, tables
 from inferplan.network.cost_columns import CostColumns, RawCosts, check
 from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost, segments

@@ -17,7 +17,7 @@ import pytest
 
 import inferplan
 from inferplan.codesign import compile_instance, solve_psg
-from inferplan.codesign.services_fast import residual
+from inferplan.codesign.services.fast import residual
 from inferplan.network.costs import ModuleCost
 from inferplan.network.io import load_network
 from tests.cli import app, runner

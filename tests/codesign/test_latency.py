@@ -15,7 +15,7 @@ import inferplan
 from inferplan import Infeasible
 from inferplan.codesign import compile_instance, cost_frontier
 from inferplan.codesign.planfile import check_plan, plan_from_dict
-from inferplan.codesign.services import Service, provision_services
+from inferplan.codesign.services.joint import Service, provision_services
 from inferplan.errors import InvalidArgument
 from inferplan.network.costs import FunctionCost
 from tests.oracles import brute_force_latency_cost, deployments, evaluate, plan_latency

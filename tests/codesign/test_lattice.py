@@ -13,10 +13,10 @@ from hypothesis import assume, given, settings
 
 from inferplan import Profile
 from inferplan.codesign import compile_instance, throughput_optimal
-from inferplan.codesign.lattice import Lattice, lattice_throughput
+from inferplan.codesign.engine.lattice import Lattice, lattice_throughput
+from inferplan.codesign.engine.throughput import LATTICE_CUTS, lattice_engine
 from inferplan.codesign.plan import slowest_stage
 from inferplan.codesign.stages import stage_units
-from inferplan.codesign.throughput import LATTICE_CUTS, lattice_engine
 from inferplan.network.io import network_from_dict
 from inferplan.network.network import Network
 from inferplan.profiles.graph import LayerGraph
@@ -28,7 +28,7 @@ from ..strategies import layer_graphs, path_graph, small_dags, small_profiles
 from .test_ideals import _brute, _repriced
 
 # the module (the package's name `throughput` is provision's function)
-throughput_module = importlib.import_module("inferplan.codesign.throughput")
+throughput_module = importlib.import_module("inferplan.codesign.engine.throughput")
 
 
 @settings(max_examples=60)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from inferplan import Link, Network, Node, Profile
 from inferplan.codesign import compile_instance, solve_milp, solve_psg, throughput_optimal
-from inferplan.codesign.psg import reference_psg
+from inferplan.codesign.engine.psg import reference_psg
 from inferplan.errors import Infeasible
 from tests.codesign.test_services import _deployments, _loads, _price
 from tests.oracles import (
@@ -221,7 +221,7 @@ def _joint_brute_force(network: Network, services: list) -> float:
 
 @st.composite
 def joint_memory_instances(draw: st.DrawFn, acyclic: bool = True):
-    from inferplan.codesign.services import Service
+    from inferplan.codesign.services.joint import Service
 
     kinds = ("linear", "capped", "modules", "tiers")
     S = draw(st.integers(min_value=1, max_value=2))
@@ -241,7 +241,7 @@ def joint_memory_instances(draw: st.DrawFn, acyclic: bool = True):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_services_share_node_memory_in_the_joint_milp_and_the_fast_planner(data):
-    from inferplan.codesign.services import provision_services
+    from inferplan.codesign.services.joint import provision_services
 
     cyclic = data.draw(st.booleans())
     network, services = data.draw(joint_memory_instances(acyclic=not cyclic))

@@ -19,7 +19,7 @@ from inferplan.codesign import (
     solve_psg,
     throughput_optimal,
 )
-from inferplan.codesign.milp import CERTIFIED_GAP
+from inferplan.codesign.milp.cost import CERTIFIED_GAP
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import FunctionCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate

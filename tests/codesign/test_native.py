@@ -1,5 +1,5 @@
 """The compiled kernels' object code, kept on disk and loaded without numba
-(``inferplan.codesign.native``)."""
+(``inferplan.codesign.engine.native``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inferplan.codesign import compiled, native
+from inferplan.codesign.engine import compiled, native
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="needs numba (the fast extra)")
 

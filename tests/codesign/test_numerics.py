@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import inferplan
 from inferplan.codesign import METHODS, compile_instance, throughput_optimal
-from inferplan.codesign.compiled import ENGINES
+from inferplan.codesign.engine.compiled import ENGINES
 from inferplan.codesign.instance import range_sums
 
 # Positive floats over most of the double range, drawn by decade so that tiny and huge values

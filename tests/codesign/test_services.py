@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import inferplan
 from inferplan import Infeasible, InvalidArgument, Network, Profile
-from inferplan.codesign.services import Service, provision_services
+from inferplan.codesign.services.joint import Service, provision_services
 from tests.oracles import stage_times_at_caps
 from tests.strategies import small_dags, small_networks, small_profiles
 
@@ -221,7 +221,7 @@ def test_modules_shared_are_cheaper_than_apart() -> None:
 
 
 def test_a_time_limit_used_up_by_building_the_milp_stops_before_highs(monkeypatch) -> None:
-    import inferplan.codesign.services_milp as services_milp
+    import inferplan.codesign.services.milp as services_milp
 
     def never(*args, **kwargs):
         raise AssertionError("HiGHS called after the time limit")
@@ -265,7 +265,7 @@ def test_bad_services_name_the_service() -> None:
 def test_residual_prices_the_marginal_cost(kind, data, capacity, load, extra):
     """What a best response pays for adding r to an element others load: the cost's
     increase, from the definition."""
-    from inferplan.codesign.services_fast import EMPTY, residual
+    from inferplan.codesign.services.fast import EMPTY, residual
     from tests.strategies import capacity_costs
 
     cost = data.draw(capacity_costs(kind))
@@ -289,7 +289,7 @@ def test_residual_prices_the_marginal_cost(kind, data, capacity, load, extra):
 @settings(max_examples=200, deadline=None)
 @given(kind=st.sampled_from(KINDS), data=st.data(), most=st.floats(min_value=0.0, max_value=400))
 def test_the_convex_envelope_is_convex_and_below(kind, data, most):
-    from inferplan.codesign.services_fast import convex_envelope
+    from inferplan.codesign.services.fast import convex_envelope
     from tests.strategies import capacity_costs
 
     cost = data.draw(capacity_costs(kind))

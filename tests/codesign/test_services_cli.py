@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import inferplan
-from inferplan.codesign.servicefile import load_services
-from inferplan.codesign.services import provision_services
+from inferplan.codesign.services.file import load_services
+from inferplan.codesign.services.joint import provision_services
 from tests.cli import app, runner
 from tests.cli import invoke_json as _json
 

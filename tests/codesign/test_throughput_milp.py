@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import inferplan
 from inferplan.codesign import throughput_optimal
-from inferplan.codesign.throughput_milp import throughput_milp
+from inferplan.codesign.milp.throughput import throughput_milp
 from inferplan.errors import InvalidArgument, NetworkHasCycle
 from tests.codesign.test_milp import wide_range_instances
 from tests.oracles import CYCLIC_NETWORK, brute_force_interval, evaluate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import inferplan
-from inferplan.codesign.services import JointProblem, Service
+from inferplan.codesign.services.joint import JointProblem, Service
 from inferplan.experiments import load_spec
 from inferplan.experiments.services import services_report
 from tests.cli import app, runner

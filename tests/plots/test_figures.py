@@ -19,7 +19,7 @@ from matplotlib.text import Text
 
 import inferplan
 from inferplan.codesign import compile_instance, cost_frontier, latency_frontier, throughput_optimal
-from inferplan.codesign.services import Service, provision_services
+from inferplan.codesign.services.joint import Service, provision_services
 from inferplan.plots import plot_frontier, plot_plan, plot_services
 from inferplan.plots.latency import plot_latency_study
 from inferplan.plots.services import plot_services_study

@@ -17,7 +17,7 @@ from inferplan.codesign.plan import plan_from_path  # noqa: E402
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.profiles.from_torch import profile_module  # noqa: E402
 from inferplan.runtime.measure import build_model, stream_inputs  # noqa: E402
-from inferplan.runtime.testbed import missing  # noqa: E402
+from inferplan.runtime.testbed.linux import missing  # noqa: E402
 
 from . import models  # noqa: E402
 from .pipeline_support import chain, run, write  # noqa: E402

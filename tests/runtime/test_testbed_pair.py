@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from inferplan.runtime.testbed import (  # noqa: E402
+from inferplan.runtime.testbed.linux import (  # noqa: E402
     CGROUP_ROOT,
     CPU_BUDGET,
     FRAMING,
@@ -28,7 +28,7 @@ from inferplan.runtime.testbed import (  # noqa: E402
     leftovers,
     missing,
 )
-from inferplan.runtime.testbed_pair import pair_layout  # noqa: E402
+from inferplan.runtime.testbed.pair import pair_layout  # noqa: E402
 
 from .pipeline_support import finish, processes_marked, start, write  # noqa: E402
 from .testbed_support import assert_refused_without_root, left_by  # noqa: E402
@@ -148,7 +148,7 @@ def test_the_recalibration_holds_each_side_to_the_cpu_its_compute_took_in_the_wa
     the edge's, as its ``/stats`` reports them) over its modelled time, worked out by hand."""
     from types import SimpleNamespace
 
-    from inferplan.runtime.testbed_pair import DOWNLINK, Pair
+    from inferplan.runtime.testbed.pair import DOWNLINK, Pair
 
     held = [SimpleNamespace(quota=None, period_s=None, holds=0) for _ in range(2)]
     for host in held:
@@ -181,7 +181,7 @@ def test_uploads_follow_the_shannon_rate_of_the_snr_at_the_split_and_outputs_are
     tmp_path,
 ):
     from inferplan.runtime.layered import ModelSpec, build_layers, load_model_system
-    from inferplan.runtime.testbed_pair import run_on_testbed
+    from inferplan.runtime.testbed.pair import run_on_testbed
 
     spec = ModelSpec("mlp-1024x4", input_shapes=((16, 1024),))
     system = load_model_system(write(tmp_path / "system.json", SYSTEM),
@@ -237,7 +237,7 @@ def _serving_edge(mark, launcher, deadline_s=120):
                         if "/host-1" in (task / "cgroup").read_text()]  # fmt: skip
             except OSError:
                 continue
-            if pid != launcher and b"inferplan.runtime.testbed_pair" in cmdline and held:
+            if pid != launcher and b"inferplan.runtime.testbed.pair" in cmdline and held:
                 # one thread, and not the one that serves HTTP (the process's main thread);
                 # cgroup v2 moves whole processes (CpuQuota.add_thread)
                 assert V2 or (len(held) == 1 and held != [str(pid)]), held

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from inferplan.runtime.testbed import missing  # noqa: E402
+from inferplan.runtime.testbed.linux import missing  # noqa: E402
 
 from .pipeline_support import finish, processes_marked, start, write  # noqa: E402
 from .test_testbed_run import WIDE, _wide_case  # noqa: E402

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from inferplan.profiles.cuts import parse_block_spec  # noqa: E402
 from inferplan.profiles.from_torch import profile_module  # noqa: E402
-from inferplan.runtime.testbed import cpu_counts, missing, others_share  # noqa: E402
+from inferplan.runtime.testbed.linux import cpu_counts, missing, others_share  # noqa: E402
 
 from .pipeline_support import (  # noqa: E402
     chain,
@@ -183,7 +183,7 @@ def test_every_way_out_removes_the_testbed(tmp_path, how):
 
 
 def test_a_plan_with_link_delays_needs_netem(tmp_path):
-    from inferplan.runtime.testbed import _has_netem
+    from inferplan.runtime.testbed.linux import _has_netem
 
     if _has_netem():
         pytest.skip("this kernel has netem: the delays are emulated, not refused")

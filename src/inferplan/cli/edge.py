@@ -323,7 +323,7 @@ def run_command(
             snr, phase = snr[:, :stages], snr[:, stages:]
     try:
         if edge is None:
-            from inferplan.runtime.testbed_pair import run_on_testbed
+            from inferplan.runtime.testbed.pair import run_on_testbed
 
             run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
                                  inferences=count, seed=seed, inputs=given, snr=snr,
@@ -363,7 +363,7 @@ def _check_testbed(edge: str | None, token_file: Path | None, emulate: bool | No
     if emulate:
         raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
                               "not both", field="--emulate")  # fmt: skip
-    from inferplan.runtime.testbed import require
+    from inferplan.runtime.testbed.linux import require
 
     require()
 

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 from inferplan.lazy import export_lazily
 
 if TYPE_CHECKING:
+    from inferplan.codesign.engine.psg import reference_psg, solve_psg
+    from inferplan.codesign.engine.throughput import throughput_optimal
     from inferplan.codesign.frontier import Frontier, cost_frontier, latency_frontier
     from inferplan.codesign.heuristics import solve_pfp, solve_pwf
     from inferplan.codesign.instance import CodesignInstance, compile_instance
-    from inferplan.codesign.latency import least_latency, solve_latency, throughput_within
+    from inferplan.codesign.latency.bound import least_latency, solve_latency, throughput_within
     from inferplan.codesign.methods import (
         METHODS,
         SERVICE_METHODS,
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
         get_method,
         method_names,
     )
-    from inferplan.codesign.milp import solve_milp
+    from inferplan.codesign.milp.cost import solve_milp
     from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
     from inferplan.codesign.provision import (
         latency_optimal,
@@ -26,10 +28,8 @@ if TYPE_CHECKING:
         target_interval,
         throughput,
     )
-    from inferplan.codesign.psg import reference_psg, solve_psg
-    from inferplan.codesign.servicefile import load_services
-    from inferplan.codesign.services import Service, ServicesPlan, provision_services
-    from inferplan.codesign.throughput import throughput_optimal
+    from inferplan.codesign.services.file import load_services
+    from inferplan.codesign.services.joint import Service, ServicesPlan, provision_services
 
 __all__ = [
     "METHODS",
@@ -78,18 +78,18 @@ export_lazily(
             "get_method",
             "method_names",
         ),
-        "inferplan.codesign.milp": ("solve_milp",),
+        "inferplan.codesign.milp.cost": ("solve_milp",),
         "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
-        "inferplan.codesign.latency": ("least_latency", "solve_latency", "throughput_within"),
+        "inferplan.codesign.latency.bound": ("least_latency", "solve_latency", "throughput_within"),
         "inferplan.codesign.provision": (
             "latency_optimal",
             "provision",
             "target_interval",
             "throughput",
         ),
-        "inferplan.codesign.psg": ("reference_psg", "solve_psg"),
-        "inferplan.codesign.servicefile": ("load_services",),
-        "inferplan.codesign.services": ("Service", "ServicesPlan", "provision_services"),
-        "inferplan.codesign.throughput": ("throughput_optimal",),
+        "inferplan.codesign.engine.psg": ("reference_psg", "solve_psg"),
+        "inferplan.codesign.services.file": ("load_services",),
+        "inferplan.codesign.services.joint": ("Service", "ServicesPlan", "provision_services"),
+        "inferplan.codesign.engine.throughput": ("throughput_optimal",),
     },
 )

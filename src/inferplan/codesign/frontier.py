@@ -16,7 +16,7 @@ The sweep is exact at every point it reports, and the change points are exact to
 
 The cost-latency frontier (:func:`latency_frontier`) is the same sweep over the latency bound
 ``L`` at one target interval, each point one exact solve under that bound (for PSG,
-:func:`~inferplan.codesign.latency.solve_latency`). For one fixed deployment and convex costs
+:func:`~inferplan.codesign.latency.bound.solve_latency`). For one fixed deployment and convex costs
 the cost is a convex non-increasing function of ``L``, but the frontier is again the lower
 envelope of one such function per deployment, with the same consequence. It is
 non-increasing: a plan within a tighter bound also meets every looser one.
@@ -32,12 +32,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import METHODS, get_method, solve
+from inferplan.codesign.milp.throughput import throughput_milp
 from inferplan.codesign.plan import Plan
-from inferplan.codesign.throughput import throughput_optimal
-from inferplan.codesign.throughput_milp import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = [

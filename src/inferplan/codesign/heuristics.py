@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.instance import CodesignInstance
-from inferplan.codesign.latency import frozen_latency_plan
+from inferplan.codesign.latency.bound import frozen_latency_plan
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import TIE_BREAKS, TieBreak
 from inferplan.codesign.optima import OptimalDeployments
@@ -19,7 +20,6 @@ from inferplan.codesign.plan import (
     plan_from_path,
 )
 from inferplan.codesign.stages import stages
-from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = ["TIE_BREAKS", "TieBreak", "solve_pfp", "solve_pwf"]
@@ -66,7 +66,7 @@ def solve_pfp(
 ) -> Plan:
     """PFP: freeze a throughput-optimal deployment, then buy the least increments that bring
     each of its stages down to ``beta`` (with a ``latency`` bound, the cheapest that bring it
-    within both: :func:`~inferplan.codesign.latency.frozen_latency_plan`).
+    within both: :func:`~inferplan.codesign.latency.bound.frozen_latency_plan`).
 
     ``tie_break`` picks the deployment among several optimal ones: ``"solver"`` (or ``"keep"``)
     the one :func:`throughput_optimal` returns, ``"random"`` one drawn uniformly from ``seed``.

@@ -88,7 +88,7 @@ class Method:
     lattice
         Which of ``"solve"`` and ``"throughput"`` keep no tables of every pair of cuts, so
         that they take every ideal of a layer graph up to ``max_ideals`` (T* by the lattice
-        engine, :mod:`~inferplan.codesign.lattice`), when no node's memory is given and
+        engine, :mod:`~inferplan.codesign.engine.lattice`), when no node's memory is given and
         neither a latency bound nor a random tie-break asks for the tables.
     """
 
@@ -107,17 +107,17 @@ class Method:
 METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
-        Method(name="psg", solve=Solver("inferplan.codesign.psg", "solve_psg"), exact=True,
+        Method(name="psg", solve=Solver("inferplan.codesign.engine.psg", "solve_psg"), exact=True,
                acyclic_only=True, options=("latency",), label="PSG",
                summary="exact minimum cost (acyclic networks)",
-               throughput=Solver("inferplan.codesign.throughput", "throughput_optimal"),
-               bounded=Solver("inferplan.codesign.latency", "solve_latency"),
+               throughput=Solver("inferplan.codesign.engine.throughput", "throughput_optimal"),
+               bounded=Solver("inferplan.codesign.latency.bound", "solve_latency"),
                lattice=("throughput",)),
-        Method(name="milp", solve=Solver("inferplan.codesign.milp", "solve_milp"), exact=True,
+        Method(name="milp", solve=Solver("inferplan.codesign.milp.cost", "solve_milp"), exact=True,
                acyclic_only=False, options=("time_limit", "latency"), label="MILP",
                summary="exact MILP (HiGHS) on any network, cycles too",
-               throughput=Solver("inferplan.codesign.throughput_milp", "throughput_milp"),
-               bounded=Solver("inferplan.codesign.milp_latency", "solve_milp_latency")),
+               throughput=Solver("inferplan.codesign.milp.throughput", "throughput_milp"),
+               bounded=Solver("inferplan.codesign.milp.latency", "solve_milp_latency")),
         Method(name="pfp", solve=Solver("inferplan.codesign.heuristics", "solve_pfp"),
                exact=False, acyclic_only=True, options=("tie_break", "seed", "latency"),
                label="PFP",
@@ -127,7 +127,7 @@ METHODS: Mapping[str, Method] = {
         Method(name="pwf", solve=Solver("inferplan.codesign.heuristics", "solve_pwf"),
                exact=False, acyclic_only=True, options=("tie_break", "seed"), label="PWF",
                summary="baseline: provisioning with water-filling", lattice=("solve",)),
-        Method(name="psg-reference", solve=Solver("inferplan.codesign.psg", "reference_psg"),
+        Method(name="psg-reference", solve=Solver("inferplan.codesign.engine.psg", "reference_psg"),
                exact=True, acyclic_only=True, options=(), label="Algorithm 1",
                summary="the paper's Algorithm 1, scalar loops (slow; for checks)"),
     )
@@ -138,17 +138,17 @@ METHODS: Mapping[str, Method] = {
 SERVICE_METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
-        Method(name="milp", solve=Solver("inferplan.codesign.services_milp", "solve_joint_milp"),
+        Method(name="milp", solve=Solver("inferplan.codesign.services.milp", "solve_joint_milp"),
                exact=True, acyclic_only=False, options=("time_limit",), label="joint MILP",
                summary="exact joint MILP (HiGHS) on any network, latency bounds too"),
-        Method(name="fast", solve=Solver("inferplan.codesign.services_fast", "solve_joint_fast"),
+        Method(name="fast", solve=Solver("inferplan.codesign.services.fast", "solve_joint_fast"),
                exact=False, acyclic_only=True, options=("seed",), label="fast",
                summary="best responses with PSG and a proven lower bound (acyclic networks)"),
     )
 }  # fmt: skip
 """Every method that plans several services together (``provision_services(...,
 method=name)``, ``provision --services``): a table of its own, since its solvers take a
-:class:`~inferplan.codesign.services.JointProblem` rather than one instance. ``exact`` is
+:class:`~inferplan.codesign.services.joint.JointProblem` rather than one instance. ``exact`` is
 whether its plans are proven optimal; the fast planner's plans carry a proven gap instead."""
 
 

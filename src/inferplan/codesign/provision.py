@@ -79,8 +79,8 @@ def provision(
         :func:`~inferplan.codesign.instance.compile_instance`).
     latency
         A bound (s) on the plan's latency, the time one inference takes through it: PSG
-        (exact, acyclic networks; :mod:`inferplan.codesign.latency`), the MILP (exact on any
-        network; :mod:`inferplan.codesign.milp_latency`) and PFP (its frozen deployment,
+        (exact, acyclic networks; :mod:`inferplan.codesign.latency.bound`), the MILP (exact on any
+        network; :mod:`inferplan.codesign.milp.latency`) and PFP (its frozen deployment,
         allocated exactly) take it.
 
     Returns
@@ -159,11 +159,11 @@ def throughput(
     cuts, max_ideals
         Where the model may be cut, as for :func:`provision`. With ``"psg"``, no latency bound
         and no node's memory given, T* needs no tables of pairs (the lattice engine,
-        :mod:`~inferplan.codesign.lattice`): it takes every ideal up to ``max_ideals``, where
+        :mod:`~inferplan.codesign.engine.lattice`): it takes every ideal up to ``max_ideals``, where
         the other planners hold at most :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS`.
     latency
         Only deployments whose latency is at most this many seconds (``"psg"``; see
-        :func:`~inferplan.codesign.latency.throughput_within`).
+        :func:`~inferplan.codesign.latency.bound.throughput_within`).
 
     Raises
     ------
@@ -192,7 +192,7 @@ def throughput(
         if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
                                   field="latency")  # fmt: skip
-        from inferplan.codesign.latency import throughput_within
+        from inferplan.codesign.latency.bound import throughput_within
 
         return throughput_within(inst, latency)
     best: Deployment = chosen.throughput(inst)
@@ -223,7 +223,7 @@ def latency_optimal(
     """The deployment of least latency under the existing capacities (acyclic networks),
     among those whose every stage meets ``interval`` (s) or ``throughput`` (inferences/s)
     when one is given: the state graph, min-sum over each transition's compute, transfer and
-    propagation delays (:func:`~inferplan.codesign.latency.least_latency`).
+    propagation delays (:func:`~inferplan.codesign.latency.bound.least_latency`).
 
     Raises
     ------
@@ -238,7 +238,7 @@ def latency_optimal(
     >>> fast.latency <= inferplan.throughput(net, vgg).latency
     True
     """
-    from inferplan.codesign.latency import least_latency
+    from inferplan.codesign.latency.bound import least_latency
 
     beta = None
     if interval is not None or throughput is not None:

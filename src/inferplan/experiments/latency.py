@@ -39,10 +39,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from inferplan.codesign.engine.psg import solve_psg
+from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.latency import solve_latency
-from inferplan.codesign.psg import solve_psg
-from inferplan.codesign.throughput import throughput_optimal
+from inferplan.codesign.latency.bound import solve_latency
 from inferplan.errors import Infeasible
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile

@@ -48,10 +48,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from inferplan.codesign import CodesignInstance, Plan, compile_instance, method_names
-from inferplan.codesign.compiled import compiled_engine
+from inferplan.codesign.engine.compiled import compiled_engine
+from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.methods import resolve, solve
 from inferplan.codesign.optima import OptimalDeployments
-from inferplan.codesign.throughput import throughput_optimal
 from inferplan.errors import Infeasible
 from inferplan.experiments.space import distinct_known
 from inferplan.network import load_network, tiered

@@ -43,12 +43,12 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from inferplan.codesign.engine.psg import solve_psg
+from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.instance import compile_instance
-from inferplan.codesign.psg import solve_psg
-from inferplan.codesign.services import JointProblem, Service
-from inferplan.codesign.services_fast import solve_joint_fast
-from inferplan.codesign.services_milp import solve_joint_milp
-from inferplan.codesign.throughput import throughput_optimal
+from inferplan.codesign.services.fast import solve_joint_fast
+from inferplan.codesign.services.joint import JointProblem, Service
+from inferplan.codesign.services.milp import solve_joint_milp
 from inferplan.errors import Infeasible
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferplan.codesign.services import ServicesPlan
+from inferplan.codesign.services.joint import ServicesPlan
 from inferplan.network.network import Network
 from inferplan.plots._mpl import styled_figure
 from inferplan.plots.plan import layered_positions
@@ -35,7 +35,7 @@ def plot_services(
     Examples
     --------
     >>> import tempfile, pathlib, inferplan
-    >>> from inferplan.codesign.services import Service, provision_services
+    >>> from inferplan.codesign.services.joint import Service, provision_services
     >>> net = inferplan.tiered(seed=1)
     >>> plan = provision_services(net, [Service("a", inferplan.vgg16(), "s", "t", 0.2),
     ...                                 Service("b", inferplan.alexnet(), "s", "t", 0.05)])

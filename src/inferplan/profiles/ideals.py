@@ -348,7 +348,7 @@ def cuts_of(
     not given), or, when not given, the graph's when the profile has one whose ideals the
     planner holds, else the chain's. ``pairs``: whether the planner keeps tables of every pair
     of cuts, so that it holds at most :data:`MAX_STATE_CUTS` ideals (every planner but T*'s
-    lattice engine, :mod:`~inferplan.codesign.lattice`, which holds ``max_ideals``).
+    lattice engine, :mod:`~inferplan.codesign.engine.lattice`, which holds ``max_ideals``).
 
     Raises
     ------

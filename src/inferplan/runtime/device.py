@@ -15,7 +15,7 @@ Emulation (the default) paces the device as the physical system: layer ``i`` tak
 (``L_i / f_c``) and the downloads (``m_i / R_d``). Energy follows the model:
 ``kappa f_l^2 L_i`` per layer run on the device plus ``P`` times the measured upload time.
 
-On the testbed (``host``, :mod:`inferplan.runtime.testbed_pair`) nothing is paced: the kernel
+On the testbed (``host``, :mod:`inferplan.runtime.testbed.pair`) nothing is paced: the kernel
 holds the device's layers to ``f_l / k`` by a CPU quota and shapes each upload to
 ``W log2(1 + gamma_n) / k``; the records are then in the system's own seconds (the run's
 divided by the dilation ``k``), and the device's energy is that of the time it really computed:
@@ -76,7 +76,7 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 class DeviceHost(Protocol):
-    """What holds the device on the testbed (:class:`~inferplan.runtime.testbed_pair.Pair`):
+    """What holds the device on the testbed (:class:`~inferplan.runtime.testbed.pair.Pair`):
     its address, the dilation ``k``, how many times it runs each layer, its CPU quota around
     the layers, and the uplink's rate for each upload."""
 

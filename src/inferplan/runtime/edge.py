@@ -94,7 +94,7 @@ class EdgeService:
         Largest body accepted; by default four times the largest activation plus 1 MiB.
     repeats
         How many times ``/infer`` runs each layer (the output is the same each time): on the
-        testbed (:mod:`inferplan.runtime.testbed_pair`) a CPU quota that many times larger
+        testbed (:mod:`inferplan.runtime.testbed.pair`) a CPU quota that many times larger
         then holds the edge in periods well above the kernel's minimum.
     compute
         Runs the layers of an ``/infer`` (``compute(work)`` returns ``work()``): on the

@@ -81,8 +81,8 @@ from inferplan.runtime.emulate import (
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_nodes, stream_inputs
 from inferplan.runtime.split import PlanStage, TensorSpec, TracedModel, run_layer, trace_model
-from inferplan.runtime.testbed import require as require_testbed
-from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
+from inferplan.runtime.testbed.linux import require as require_testbed
+from inferplan.runtime.testbed.run import Hosting, Placement, SocketLinks, hosting, link_times
 from inferplan.units import listed
 
 __all__ = [
@@ -147,7 +147,7 @@ class RunRequest:
     emulate
         Pace stages to the plan's capacities; ``None``: when every rank runs on one machine.
     testbed, dilation
-        Run on the kernel-shaped testbed (:mod:`inferplan.runtime.testbed_run`) instead of
+        Run on the kernel-shaped testbed (:mod:`inferplan.runtime.testbed.run`) instead of
         pacing, its time dilated by at least ``dilation`` (``None``: as little as fits).
     seed
         Seeds the model's weights and the random inputs.
@@ -1153,7 +1153,7 @@ def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], N
 def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunReport:
     """Carry out ``request`` on this machine: one process per path node on ``127.0.0.1``
     (with ``request.testbed``, in the testbed's namespace, each on its node's address, see
-    :mod:`inferplan.runtime.testbed_run`).
+    :mod:`inferplan.runtime.testbed.run`).
 
     Checks, builds and plans the request first (:func:`build`: the model built with its
     weights and traced once; bad input raises before any process starts), then starts the

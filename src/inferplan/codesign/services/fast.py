@@ -10,7 +10,7 @@ element of capacity ``C`` and cost ``f``, adding ``r`` more costs ``f(max(0, L +
 f(max(0, L - C))``, which is again a capacity and a cost function of the same kind
 (:func:`residual`), so PSG prices it exactly. Several orders (as given, reversed, and
 :data:`RANDOM_ORDERS` drawn from ``seed``) run, and the cheapest plan is kept; each is
-re-priced by :meth:`~inferplan.codesign.services.JointProblem.cost`. Up to
+re-priced by :meth:`~inferplan.codesign.services.joint.JointProblem.cost`. Up to
 :data:`PAIR_SERVICES` services, two larger moves follow, each kept when it lowers the cost:
 every pair of services taken out and put back one after the other, and every service kicked
 off each link of its path (two services swapping routes is a move no single best response
@@ -31,7 +31,7 @@ buys capacity on, and those of them several services share, keeps the largest, a
 :data:`PAIR_SERVICES` services) adds the elements several services' paths share one at a
 time while the bound rises. When the
 plan's cost meets the bound to
-:data:`~inferplan.codesign.services.CERTIFIED_GAP`, its status is ``"optimal"``; otherwise
+:data:`~inferplan.codesign.services.joint.CERTIFIED_GAP`, its status is ``"optimal"``; otherwise
 ``"heuristic"``, with the gap.
 """
 
@@ -45,11 +45,11 @@ from dataclasses import replace
 import numpy as np
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.compiled import AUTO_STATES, Engine, available
+from inferplan.codesign.engine.compiled import AUTO_STATES, Engine, available
+from inferplan.codesign.engine.psg import solve_psg
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.plan import Plan, PlanStatus
-from inferplan.codesign.psg import solve_psg
-from inferplan.codesign.services import (
+from inferplan.codesign.services.joint import (
     CERTIFIED_GAP,
     Choice,
     JointProblem,

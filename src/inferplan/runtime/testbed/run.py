@@ -1,4 +1,4 @@
-"""A co-design plan carried out on the testbed (:mod:`inferplan.runtime.testbed`): what the
+"""A co-design plan carried out on the testbed (:mod:`inferplan.runtime.testbed.linux`): what the
 launcher sets up and what each rank does differently there.
 
 The launcher (:func:`hosting`) times each path node's work (its blocks, or its layers for a plan
@@ -6,8 +6,8 @@ cut at ideals) on this machine, one thread, just before the run, so that path no
 takes ``t_v`` seconds here; the plan gives it
 ``p_v = Q_v / (C_v + x_v)``. Node ``v`` then needs ``d_v = t_v / p_v`` of a core (the
 effective speed here is ``F_v = Q_v / t_v``, so ``d_v = (C_v + x_v) / F_v``), beside it the CPU
-its links' transfers take (:func:`~inferplan.runtime.testbed.transport_cost`), and the run is
-dilated by ``k`` (:func:`~inferplan.runtime.testbed.dilation`): node ``v``'s rank runs under a
+its links' transfers take (:func:`~inferplan.runtime.testbed.linux.transport_cost`), and the run is
+dilated by ``k`` (:func:`~inferplan.runtime.testbed.linux.dilation`): node ``v``'s rank runs under a
 CFS quota of ``d_v / k`` cores, and link ``u -> v`` is shaped at ``(B + y) / k`` (its delay,
 if any, stretched to ``k`` times). Every stage so takes ``k`` times its planned time, and the
 prediction of the run is the plan's ``k`` times. A node that only forwards (or whose blocks
@@ -25,7 +25,7 @@ Examples
 --------
 Two nodes whose blocks take 30 ms and 4 ms here, planned at 20 ms each, a forwarding node
 between them, on two cores of which 0.6 each are given out. Node 2's compute is shorter than
-the 10 ms a host's work takes at least (:func:`~inferplan.runtime.testbed.repeats`): it runs
+the 10 ms a host's work takes at least (:func:`~inferplan.runtime.testbed.linux.repeats`): it runs
 its blocks 3 times over (12 ms). Node 0 needs 1.5 cores, so the run is dilated by
 ``k = 1.5 / 0.6``, and the two nodes are pinned to different cores:
 
@@ -56,7 +56,7 @@ import torch
 
 from inferplan.runtime.emulate import path_bandwidths
 from inferplan.runtime.split import TensorSpec
-from inferplan.runtime.testbed import (
+from inferplan.runtime.testbed.linux import (
     CPU_BUDGET,
     HostSpec,
     LinkSpec,
@@ -105,9 +105,9 @@ def layout(
     in the plan; link ``l`` has ``bandwidths[l]`` (bit/s, after upgrades) and ``delays[l]`` (s).
     ``cpus``: the cores the hosts are pinned to, ``budget`` of each given out; ``at_least``:
     the least dilation; ``transport``: what moving a byte over a shaped link costs here
-    (:func:`~inferplan.runtime.testbed.transport_cost`; None: nothing), which each host needs
+    (:func:`~inferplan.runtime.testbed.linux.transport_cost`; None: nothing), which each host needs
     beside its quota for its links at their rates. A node whose blocks take less than 10 ms
-    here runs them ``r`` times over (:func:`~inferplan.runtime.testbed.repeats`) under an
+    here runs them ``r`` times over (:func:`~inferplan.runtime.testbed.linux.repeats`) under an
     ``r`` times larger quota."""
     times = tuple(repeats(t) for t in real_s)
     demands = [r * t / p if t > 0 and p > 0 else None
@@ -339,7 +339,7 @@ class SocketLinks:
         median = statistics.median(cpu_s[-ROUND:])
         if not median > 0:
             return self.quota
-        from inferplan.runtime.testbed import CpuQuota
+        from inferplan.runtime.testbed.linux import CpuQuota
 
         self.quota = min(1.0, median / self.planned_s)
         # a smaller quota may need a longer period to keep the kernel's 1 ms per period
@@ -355,7 +355,7 @@ class SocketLinks:
             os.sched_setaffinity(0, self._affinity)
 
     def _join(self, path: Path) -> None:
-        from inferplan.runtime.testbed import CpuQuota
+        from inferplan.runtime.testbed.linux import CpuQuota
 
         CpuQuota(path, self.placement.version, None, 0.0).add_thread(threading.get_native_id(),
                                                                      os.getpid())  # fmt: skip

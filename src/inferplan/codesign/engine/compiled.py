@@ -1,9 +1,10 @@
 """PSG and T* as compiled loops (numba, the optional ``fast`` extra): linear time per node.
 
-The numpy solvers (:mod:`~inferplan.codesign.psg`, :mod:`~inferplan.codesign.throughput`)
-compare all ``(i, j)`` pairs, ``O(N^2)`` per node, and pay numpy's fixed cost per call on
-small networks. These kernels walk the nodes in topological order once, as plain loops
-compiled by numba, and relax every state exactly once. Work is read from
+The numpy solvers (:mod:`~inferplan.codesign.engine.psg`,
+:mod:`~inferplan.codesign.engine.throughput`) compare all ``(i, j)`` pairs, ``O(N^2)`` per
+node, and pay numpy's fixed cost per call on small networks. These kernels walk the nodes in
+topological order once, as plain loops compiled by numba, and relax every state exactly once.
+Work is read from
 :attr:`~inferplan.codesign.instance.CodesignInstance.work_between` (transposed, so that the
 ``i`` of one ``j`` lie side by side), never formed as a difference of prefix sums:
 
@@ -30,7 +31,7 @@ rules as the numpy solvers (at each node the fewest blocks received among the be
 the earliest link in file order), by re-scanning only the ``O(N)`` states of the path's nodes.
 
 Every array a kernel uses, its scratch rows included, is made here: the kernels allocate
-nothing, so that :mod:`~inferplan.codesign.native` can keep their machine code on disk,
+nothing, so that :mod:`~inferplan.codesign.engine.native` can keep their machine code on disk,
 compiled by numba once per machine, and load it without numba in every later process.
 A kernel keeps no ``(V, W)`` matrix of post-compute labels: the read-back forms again the few
 rows it needs (the path's nodes' in-neighbours). :func:`available` says whether numba is
@@ -49,7 +50,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
-from inferplan.codesign import native
+from inferplan.codesign.engine import native
 from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
 
@@ -124,8 +125,9 @@ class KernelArrays:
     """An instance's network and costs in the flat arrays the kernels take, built once.
 
     ``psg_args`` and ``throughput_args`` are the arguments of :func:`kernels.psg
-    <inferplan.codesign.kernels.psg>` and :func:`kernels.throughput
-    <inferplan.codesign.kernels.throughput>` that do not change from one solve to the next, in
+    <inferplan.codesign.engine.kernels.psg>` and :func:`kernels.throughput
+    <inferplan.codesign.engine.kernels.throughput>` that do not change from one solve to the next,
+    in
     their order: the work table (``work_t[j, i] = w(i, j)``) and activations, source and
     target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,

@@ -1,8 +1,8 @@
 """T* on any directed network, cycles included: the least output interval by MILPs.
 
-The state-graph relaxation of :mod:`~inferplan.codesign.throughput` needs an acyclic network
+The state-graph relaxation of :mod:`~inferplan.codesign.engine.throughput` needs an acyclic network
 (on a cycle a state path may visit a node twice). Here the deployment is a simple path of the
-co-design MILP's state flow (:class:`~inferplan.codesign.milp.StateFlow`), each transition
+co-design MILP's state flow (:class:`~inferplan.codesign.milp.cost.StateFlow`), each transition
 weighed by its delay: ``w(i, j) / C_v`` for a node that receives ``i`` blocks and sends ``j``,
 ``D_j / B_e`` for a link. ``T*`` is one of those delays, so it is found by bisection over them:
 an interval ``T`` is reachable when a simple path uses only transitions of delay at most ``T``,
@@ -21,7 +21,7 @@ import numpy as np
 
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import memory_infeasible
-from inferplan.codesign.milp import StateFlow
+from inferplan.codesign.milp.cost import StateFlow
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
 from inferplan.codesign.stages import stage_sends, stage_units
 from inferplan.errors import InvalidArgument

@@ -2,10 +2,10 @@
 
 The PSG state graph with bottleneck (min-max) relaxation of the stage delay
 ``max(w(i, j) / C_v, D_j / B_(v,z))``: by the compiled kernel
-(:mod:`~inferplan.codesign.compiled`, ``O(N)`` per node) or, in this module, one topological
+(:mod:`~inferplan.codesign.engine.compiled`, ``O(N)`` per node) or, in this module, one topological
 generation at a time with numpy, all ``(i, j)`` pairs at once (``O(N^2)`` per node). On the
 ideals of a layer graph, by reachability over the lattice of ideals inside a bisection on the
-interval (:mod:`~inferplan.codesign.lattice`, no tables of pairs). Among
+interval (:mod:`~inferplan.codesign.engine.lattice`, no tables of pairs). Among
 several optimal deployments the first one met when reading the labels back from the target is
 returned: at each node the fewest blocks received (so later nodes do more of the work), and
 among links the earliest in file order. The labels are exact (every label is one of the
@@ -19,13 +19,13 @@ import math
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
-from inferplan.codesign import compiled
-from inferplan.codesign.compiled import Engine, compiled_engine
+from inferplan.codesign.engine import compiled
+from inferplan.codesign.engine.compiled import Engine, compiled_engine
+from inferplan.codesign.engine.lattice import lattice_throughput
+from inferplan.codesign.engine.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.instance import CodesignInstance, Generation
-from inferplan.codesign.lattice import lattice_throughput
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible
 from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
-from inferplan.codesign.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.stages import stage_sends, stage_units
 from inferplan.profiles import ideals
 from inferplan.profiles.memory import graph_most_need
@@ -45,11 +45,11 @@ def throughput_optimal(
     (the instance's own when not given) among the deployments whose every node's need fits
     ``memory`` (bytes per node; the instance's own when not given, ``inf`` for unlimited).
 
-    ``engine`` as for :func:`~inferplan.codesign.psg.psg_path`: the compiled kernel
+    ``engine`` as for :func:`~inferplan.codesign.engine.psg.psg_path`: the compiled kernel
     (``O(N)`` per node and per link) or the all-pairs relaxation below. Both compare the same
     candidate delays, so they return the same deployment. On the ideals of a layer graph
     (cuts that are no chain) ``"auto"`` and ``"compiled"`` run the lattice engine
-    (:mod:`~inferplan.codesign.lattice`: no tables of pairs, the same interval) past
+    (:mod:`~inferplan.codesign.engine.lattice`: no tables of pairs, the same interval) past
     :data:`LATTICE_CUTS` ideals unless a node's memory may limit it, and ``"numpy"`` the
     all-pairs relaxation.
 

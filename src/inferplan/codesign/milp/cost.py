@@ -47,10 +47,10 @@ from scipy import sparse
 from scipy.optimize import OptimizeResult, OptimizeWarning, linprog
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.engine.psg import link_cost_table, node_cost_table
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible, most_memory
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
-from inferplan.codesign.psg import link_cost_table, node_cost_table
 from inferplan.errors import InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
@@ -106,7 +106,7 @@ class StateFlow:
 
     ``node_weight[v, i, j]`` weighs ``y[v, i, j]`` and ``link_weight[e, j]`` weighs ``z[e, j]``
     (every link); a transition weighing ``inf`` gets no column. The co-design MILP weighs them
-    by their prices, T* on any network (:mod:`~inferplan.codesign.throughput_milp`) by their
+    by their prices, T* on any network (:mod:`~inferplan.codesign.milp.throughput`) by their
     delays.
     """
 

@@ -509,7 +509,7 @@ def provision_services(
     Examples
     --------
     >>> import inferplan
-    >>> from inferplan.codesign.services import Service, provision_services
+    >>> from inferplan.codesign.services.joint import Service, provision_services
     >>> net = inferplan.tiered(seed=7)
     >>> services = [Service("a", inferplan.vgg16(), "s", "t", interval=0.5),
     ...             Service("b", inferplan.alexnet(), "s", "t", interval=0.1)]

@@ -51,6 +51,14 @@ from functools import cached_property
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
+from inferplan.codesign.engine.psg import (
+    Relaxation,
+    backtrack,
+    by_chunks,
+    psg_path,
+    relax_generations,
+    take_min,
+)
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.plan import (
@@ -64,14 +72,6 @@ from inferplan.codesign.plan import (
     deployment_latency,
     plan_from_path,
     slowest_stage,
-)
-from inferplan.codesign.psg import (
-    Relaxation,
-    backtrack,
-    by_chunks,
-    psg_path,
-    relax_generations,
-    take_min,
 )
 from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument

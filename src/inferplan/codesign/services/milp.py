@@ -1,7 +1,7 @@
 """The joint provisioning of several services as one MILP (HiGHS), exact on any network.
 
 One unit of flow per service through its own state graph, as the single-service MILP
-(:class:`~inferplan.codesign.milp.StateFlow`: each node entered at most once, so the path is
+(:class:`~inferplan.codesign.milp.cost.StateFlow`: each node entered at most once, so the path is
 simple), and shared variables per element used by some service: each node and link, and the
 memory of each node whose memory is limited. With ``H_k`` what element ``k`` has (capacity,
 bandwidth or memory) and ``U_k`` the unit its amounts are measured in (``H_k``, so that every
@@ -23,14 +23,14 @@ priced exactly by the element's cost function:
   by the most any choice can need there.
 
 Services that give a latency bound add, per service and element, a delay variable and the
-tangent cuts of :mod:`~inferplan.codesign.milp_latency` on the shared purchase (bounded then
+tangent cuts of :mod:`~inferplan.codesign.milp.latency` on the shared purchase (bounded then
 by what the best plan known costs, not by the need), and one latency row per service; they
 are refined until certified (:func:`_within_latency`).
 
 A transition that alone exceeds its element's cap gets no column. The deployments HiGHS
-returns are re-priced exactly (:meth:`~inferplan.codesign.services.JointProblem.plan`); their
+returns are re-priced exactly (:meth:`~inferplan.codesign.services.joint.JointProblem.plan`); their
 cost is certified against HiGHS's lower bound to
-:data:`~inferplan.codesign.services.CERTIFIED_GAP`, re-solving with the objective scaled to
+:data:`~inferplan.codesign.services.joint.CERTIFIED_GAP`, re-solving with the objective scaled to
 the best cost known up to :data:`MAX_ROUNDS` times, as the single-service MILP does.
 """
 
@@ -45,12 +45,12 @@ import numpy as np
 from scipy import sparse
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.latency import FREE_SHARE, trade_of
-from inferplan.codesign.milp import Model, StateFlow, highs
-from inferplan.codesign.milp_latency import DelayTerm, bought
+from inferplan.codesign.engine.psg import link_cost_table, node_cost_table
+from inferplan.codesign.latency.bound import FREE_SHARE, trade_of
+from inferplan.codesign.milp.cost import Model, StateFlow, highs
+from inferplan.codesign.milp.latency import DelayTerm, bought
 from inferplan.codesign.plan import INTERVAL_RTOL, PlanStatus, check_scale
-from inferplan.codesign.psg import link_cost_table, node_cost_table
-from inferplan.codesign.services import (
+from inferplan.codesign.services.joint import (
     CERTIFIED_GAP,
     Choice,
     JointProblem,
@@ -276,7 +276,7 @@ def solve_joint_milp(problem: JointProblem, *, time_limit: float | None = None) 
     latency bound when it gives one.
 
     Its status: ``"optimal"`` when HiGHS's lower bound certifies the plan's exact cost to
-    :data:`~inferplan.codesign.services.CERTIFIED_GAP`, ``"time_limit"`` when ``time_limit``
+    :data:`~inferplan.codesign.services.joint.CERTIFIED_GAP`, ``"time_limit"`` when ``time_limit``
     stopped HiGHS first (the best plan found), ``"uncertified"`` otherwise.
 
     Raises
@@ -355,7 +355,7 @@ def _within_latency(
 ) -> ServicesPlan:
     """The minimum-cost joint plan within every service's latency bound, ``cheapest`` (the
     optimum without them) missing one: the outer approximation of
-    :mod:`~inferplan.codesign.milp_latency` on shared purchases, refined until certified.
+    :mod:`~inferplan.codesign.milp.latency` on shared purchases, refined until certified.
     Each plan is the purchases HiGHS chose, each service's stages then sped up by the factor
     its latency misses by (:func:`_repaired`), so every plan meets every bound."""
     lower = 0.0  # the optimum without the bounds is one with them, to its certificate

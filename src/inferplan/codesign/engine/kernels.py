@@ -1,11 +1,11 @@
-"""The compiled loops behind :mod:`inferplan.codesign.compiled` (see its docstring).
+"""The compiled loops behind :mod:`inferplan.codesign.engine.compiled` (see its docstring).
 
-Compiled by numba into object code that :mod:`inferplan.codesign.native` keeps on disk and
+Compiled by numba into object code that :mod:`inferplan.codesign.engine.native` keeps on disk and
 loads without numba: so this module is imported only to compile, once per machine. The
 loops allocate nothing (numba's runtime is off, ``_nrt=False``): the caller gives every
 array, scratch rows included. Without numba (``jit`` is then the identity) the module still
 imports and the functions run as plain Python, far too slowly for use; the engine choice
-(:func:`~inferplan.codesign.compiled.compiled_engine`) never sends a solve here then.
+(:func:`~inferplan.codesign.engine.compiled.compiled_engine`) never sends a solve here then.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def psg(
     The caller gives every array, the per-solve ones to be filled here: the requests
     ``req_t = work_t / beta`` and ``wanted = D / beta``, the labels ``label`` (``(V, W)``) and
     scratch rows. The kernel allocates nothing, so that its machine code needs no runtime (see
-    :mod:`inferplan.codesign.native`)."""
+    :mod:`inferplan.codesign.engine.native`)."""
     V, W = capacity.size, D.size
     for j in range(W):
         wanted[j] = D[j] / beta

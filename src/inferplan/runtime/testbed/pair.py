@@ -1,4 +1,4 @@
-"""Device-edge co-inference on the testbed (:mod:`inferplan.runtime.testbed`): the device and
+"""Device-edge co-inference on the testbed (:mod:`inferplan.runtime.testbed.linux`): the device and
 the real HTTP edge of ``inferplan edge serve``, each held to its modelled processor by a CPU
 quota, the uplink shaped by the kernel to the Shannon rate of every upload.
 
@@ -7,7 +7,7 @@ and the edge at ``127.0.0.3``, and two shaped links: the uplink device -> edge, 
 is set through netlink just before each upload to ``W log2(1 + gamma_n) / k`` of the SNR the
 device observed at the split (how long each change took is reported), and the downlink edge ->
 device at ``R_d / k`` (the layers' download). The edge is a process of its own (``python -m
-inferplan.runtime.testbed_pair``: :class:`~inferplan.runtime.edge.EdgeService` behind
+inferplan.runtime.testbed.pair``: :class:`~inferplan.runtime.edge.EdgeService` behind
 :func:`~inferplan.runtime.edge.create_app`, served by :func:`~inferplan.runtime.edge.serve`)
 in the namespace; once it answers, its compute thread (the one that runs its layers) goes
 under the edge's quota, while its HTTP handling stays unheld. The device runs in the calling
@@ -18,10 +18,10 @@ its transfer, not the device's or the edge's work).
 The quotas follow the dilation rules of ``inferplan run --testbed``: the layers are timed here
 on one thread in CPU seconds just before the run; the device needs
 ``d_l = r_l sum_{i<=M} t_i / sum_{i<=M} (L_i / f_l)`` of a core and the edge
-``d_c = r_c sum_i t_i / sum_i (L_i / f_c)``, where ``r`` (:func:`~inferplan.runtime.testbed.
+``d_c = r_c sum_i t_i / sum_i (L_i / f_c)``, where ``r`` (:func:`~inferplan.runtime.testbed.linux.
 repeats`) is how many times each side runs each layer so that its shortest stretch of compute
 (one layer on the device, layers ``min(M + 1, N)..N`` on the edge) takes at least 10 ms of CPU;
-``k`` (:func:`~inferplan.runtime.testbed.dilation`) fits both quotas on the cores, each pinned
+``k`` (:func:`~inferplan.runtime.testbed.linux.dilation`) fits both quotas on the cores, each pinned
 to its own. No side sleeps or paces: what the run measures is what the kernel let through.
 
 Examples
@@ -29,7 +29,7 @@ Examples
 Four layers of 4 ms each here; modelled at 10 ms on the device, 2 ms on the edge; two layers
 on the device. The device runs each layer 3 times (12 ms), the edge, whose shortest stretch is
 layers 3..4, twice; the edge needs 4 cores at the model's speed, and 0.6 of a core is given out
-to each side (:data:`~inferplan.runtime.testbed.CPU_BUDGET`), so the run is dilated 6.67x:
+to each side (:data:`~inferplan.runtime.testbed.linux.CPU_BUDGET`), so the run is dilated 6.67x:
 
 >>> lay = pair_layout(lambda r: [0.004 * r] * 4, [0.01] * 4, [0.002] * 4, 2, cpus=[0, 1])
 >>> lay.repeats, round(lay.dilation, 2), [round(q, 3) for q in lay.quotas], lay.cpus
@@ -63,7 +63,7 @@ from inferplan.runtime.client import EdgeClient, EdgeUnavailable
 from inferplan.runtime.device import DeviceRun, InferenceRecord, Tensors, run_device
 from inferplan.runtime.layered import LayeredModel, ModelSpec, build_layers, plan_device
 from inferplan.runtime.split import run_layer
-from inferplan.runtime.testbed import (
+from inferplan.runtime.testbed.linux import (
     CPU_BUDGET,
     HostSpec,
     LinkSpec,

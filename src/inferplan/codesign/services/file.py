@@ -29,7 +29,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.codesign.services import Service
+from inferplan.codesign.services.joint import Service
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import parse_factory_spec

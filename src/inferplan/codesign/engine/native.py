@@ -1,6 +1,6 @@
 """The compiled kernels' machine code, kept on disk and loaded without numba.
 
-numba compiles the loops of :mod:`inferplan.codesign.kernels` once for this machine, and the
+numba compiles the loops of :mod:`inferplan.codesign.engine.kernels` once for this machine, and the
 object code is kept in a cache file; every later process loads it with llvmlite alone and
 calls it through :mod:`ctypes`. Importing numba and readying its compiler costs about a
 second in every process that solves (importing numba, scipy.linalg for numba's BLAS check,
@@ -175,7 +175,7 @@ def _build(name: str) -> tuple[str, bytes]:
     import llvmlite.binding as llvm
     import numba
 
-    from inferplan.codesign import kernels
+    from inferplan.codesign.engine import kernels
 
     signature = numba.float64(*map(_numba_type, SIGNATURES[name]))
     options = {**kernels.OPTIONS, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}

@@ -11,8 +11,8 @@ with ``w(i, j)`` the work of blocks ``i+1..j``
 the cheapest state path from ``(s, 0)`` to the terminal is the optimum.
 
 :func:`solve_psg` runs on one of two engines (``engine=``). The compiled engine
-(:mod:`~inferplan.codesign.compiled`, numba, the ``fast`` extra) walks the nodes in order with
-monotone-deque windows, ``O((|V| + |E|) N)`` for piecewise-linear costs: the one optimised
+(:mod:`~inferplan.codesign.engine.compiled`, numba, the ``fast`` extra) walks the nodes in order
+with monotone-deque windows, ``O((|V| + |E|) N)`` for piecewise-linear costs: the one optimised
 engine. The numpy engine, in this module, is the plain exact step for installs without numba:
 it relaxes the states one topological generation at a time (no link joins two nodes of a
 generation, so all their states are final together), splitting each transition into its
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
-from inferplan.codesign import compiled
-from inferplan.codesign.compiled import Engine, compiled_engine
+from inferplan.codesign.engine import compiled
+from inferplan.codesign.engine.compiled import Engine, compiled_engine
 from inferplan.codesign.instance import (
     CodesignInstance,
     Generation,
@@ -182,11 +182,11 @@ def psg_path(
     links (node and link indices). :func:`solve_psg` is this plus the plan.
 
     ``engine``: ``"compiled"`` runs the linear-time kernels of
-    :mod:`~inferplan.codesign.compiled` (numba), ``"numpy"`` the plain all-pairs relaxation
+    :mod:`~inferplan.codesign.engine.compiled` (numba), ``"numpy"`` the plain all-pairs relaxation
     of this module, ``"auto"`` the kernels when numba is installed. Both are exact; the kernels
     are faster at every size we measured. Nodes whose costs have no piecewise-linear form are
-    priced into tables for the kernels; past :data:`~inferplan.codesign.compiled.TABLE_ENTRIES`
-    entries the numpy relaxation runs.
+    priced into tables for the kernels; past
+    :data:`~inferplan.codesign.engine.compiled.TABLE_ENTRIES` entries the numpy relaxation runs.
 
     Raises
     ------

@@ -2,7 +2,7 @@
 of ideals inside a search over the interval.
 
 Cut at ideals, the state graph has ``K`` states per node and a transition between every two
-ideals ``I ⊆ J``: the all-pairs step of :mod:`~inferplan.codesign.throughput` costs
+ideals ``I ⊆ J``: the all-pairs step of :mod:`~inferplan.codesign.engine.throughput` costs
 ``O(K^2)`` per node and ``K x K`` tables, more than a machine holds past a few thousand ideals.
 T* needs neither:
 
