@@ -80,6 +80,7 @@ from inferplan.runtime.emulate import (
 )
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_nodes, stream_inputs
+from inferplan.runtime.ranks import Rank, die_with_parent, stop_ranks
 from inferplan.runtime.split import PlanStage, TensorSpec, TracedModel, run_layer, trace_model
 from inferplan.runtime.testbed.linux import require as require_testbed
 from inferplan.runtime.testbed.run import Hosting, Placement, SocketLinks, hosting, link_times
@@ -1001,27 +1002,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In a launched rank: be killed if the launcher dies, and ignore the terminal's Ctrl-C
-    (the launcher stops every rank itself)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-class _Rank(Protocol):
-    """A launched rank's process, as the launcher watches it (``subprocess.Popen`` is one)."""
-
-    @property
-    def pid(self) -> int: ...
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def poll(self) -> int | None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-
 class _Forked:
     """A rank forked from the launcher, watched as a ``subprocess.Popen`` is (its
     ``returncode`` is ``-N`` after signal ``N``)."""
@@ -1044,22 +1024,6 @@ class _Forked:
                 raise subprocess.TimeoutExpired(f"rank {self.pid}", timeout or 0.0)
             time.sleep(0.01)
         return code
-
-
-def _stop(procs: Sequence[_Rank], grace_s: float = 2.0) -> None:
-    """Stop every rank still running: SIGTERM to its process group, SIGKILL after a grace."""
-    for p in procs:
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for p in procs:
-        try:
-            p.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
 
 
 def _peak_rss_bytes() -> int:
@@ -1206,11 +1170,11 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         enter = host.preexec
 
         def prepare() -> None:
-            _die_with_parent()
+            die_with_parent()
             if enter is not None:
                 enter()
 
-        procs: list[_Rank] = []
+        procs: list[Rank] = []
         try:
             for rank in range(world):
                 ranked = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
@@ -1230,13 +1194,13 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
             built.clear()  # the ranks have it: the launcher holds no model while they run
             _watch(procs, resolved, run_dir, progress)
         finally:
-            _stop(procs)
+            stop_ranks(procs)
         result = run_dir / "result.pkl"
         report: RunReport = pickle.loads(result.read_bytes())
         return report
 
 
-def _watch(procs: Sequence[_Rank], resolved: Resolved, run_dir: Path,
+def _watch(procs: Sequence[Rank], resolved: Resolved, run_dir: Path,
            progress: Progress | None) -> None:  # fmt: skip
     """Wait for every rank; raise StageFailed on the first failure, a rank that does not join
     within the timeout of the first one to reach the rendezvous, or a stall."""
@@ -1284,7 +1248,7 @@ def _label(resolved: Resolved, k: int) -> str:
     return _stage_label(resolved.plan, k)
 
 
-def _failure(procs: Sequence[_Rank], failed: list[int], run_dir: Path, resolved: Resolved) -> str:
+def _failure(procs: Sequence[Rank], failed: list[int], run_dir: Path, resolved: Resolved) -> str:
     """One line naming the stage that failed first and its cause. A rank killed by a signal
     is the cause (its peers then fail on the broken connection); otherwise the first report."""
     time.sleep(0.2)  # let the stages that fail in turn finish writing their reports

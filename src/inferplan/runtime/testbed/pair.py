@@ -295,13 +295,13 @@ class Pair:
 
 def _start_edge(bed: Testbed, lay: PairLayout, folder: Path, config: dict[str, Any],
                 ) -> subprocess.Popen[bytes]:  # fmt: skip
-    from inferplan.runtime.pipeline import _die_with_parent
+    from inferplan.runtime.ranks import die_with_parent
 
     (folder / "edge.pkl").write_bytes(pickle.dumps(config))
     enter, cpu = bed.preexec(), lay.cpus[EDGE]
 
     def prepare() -> None:
-        _die_with_parent()
+        die_with_parent()
         enter()
         if cpu is not None:
             os.sched_setaffinity(0, {cpu})  # the edge's every thread, inherited
@@ -454,9 +454,9 @@ def run_on_testbed(
                         on_inference=on_inference,
                     )
         finally:
-            from inferplan.runtime.pipeline import _stop
+            from inferplan.runtime.ranks import stop_ranks
 
-            _stop([proc])
+            stop_ranks([proc])
 
 
 def _serve_edge(config_path: str) -> None:
