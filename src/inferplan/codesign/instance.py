@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray, range_sums, ratio
+from inferplan.codesign.timing import FLOPS_OVER_CAPACITY, NodeTimeModel
 from inferplan.errors import NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost, unit_price
@@ -272,6 +273,9 @@ class CodesignInstance:
     """Every node's memory cost function by index, in place of the network's."""
     extra_terms: Terms | None = None
     """Extra transition terms besides memory's (see :meth:`with_terms`)."""
+    node_time: NodeTimeModel = FLOPS_OVER_CAPACITY
+    """How long a stage takes on a node (:mod:`~inferplan.codesign.timing`): the model
+    :attr:`work_between` is compiled from."""
 
     def priced(
         self,
@@ -454,8 +458,9 @@ class CodesignInstance:
 
     @cached_property
     def work_between(self) -> FloatArray:
-        """``w(i, j)`` for every pair of cuts (see the class docstring)."""
-        return self.cuts.work_between
+        """``w(i, j)`` for every pair of cuts (see the class docstring), the load of
+        :attr:`node_time`."""
+        return self.node_time.work_table(self.cuts)
 
     @cached_property
     def prefix_flops(self) -> FloatArray:
@@ -467,7 +472,7 @@ class CodesignInstance:
         """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once): an entry of
         :attr:`work_between`, formed alone when the table is not (a lattice solver's)."""
         if "work_between" not in self.__dict__ and not self.cuts.is_chain:
-            return self.cuts.work(i, j)
+            return self.node_time.work(self.cuts, i, j)
         return self._work_item(i, j)
 
     @cached_property
@@ -706,6 +711,7 @@ def compile_instance(
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
     pairs: bool = True,
+    node_time: NodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
 
@@ -715,7 +721,8 @@ def compile_instance(
     one that keeps tables of every pair of cuts), else the chain's (see
     :func:`~inferplan.profiles.ideals.cuts_of`). The tables of pairs
     (:attr:`~CodesignInstance.work_between` and those made from it) are formed when a solver
-    first asks for them.
+    first asks for them, from ``node_time``, how long a stage takes on a node
+    (:mod:`~inferplan.codesign.timing`; by default its FLOPs over the node's capacity).
 
     Raises
     ------
@@ -771,4 +778,5 @@ def compile_instance(
         acyclic=acyclic,
         cuts=states,
         memory=network.node_memory[nodes],
+        node_time=node_time,
     )

@@ -105,12 +105,12 @@ LATTICE_CUTS = 1_000
 def lattice_engine(engine: Engine, inst: CodesignInstance, memory: FloatArray) -> bool:
     """Whether T* runs on the lattice engine: ``engine`` not ``"numpy"``, cuts at the ideals
     of a layer graph that are no chain, more than :data:`LATTICE_CUTS` of them (or than the
-    all-pairs step holds), and every
+    all-pairs step holds), a node time model that is the FLOPs between cuts, and every
     node's ``memory`` unlimited or more than any transition needs (the lattice engine keeps
     no memory limit)."""
     compiled_engine(engine)  # checks the engine's name
     small = inst.n_cuts <= min(LATTICE_CUTS, ideals.MAX_STATE_CUTS)
-    if engine == "numpy" or inst.cuts.is_chain or small:
+    if engine == "numpy" or inst.cuts.is_chain or small or not inst.node_time.additive:
         return False
     return not np.isfinite(memory).any() or bool(
         np.min(memory) >= graph_most_need(inst.profile, inst.cuts)
