@@ -12,7 +12,7 @@ import numpy as np
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
 from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
-from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
+from inferplan.codesign.stages import Stages, stage_names, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
 from inferplan.profiles.ideals import CutKind
@@ -371,11 +371,45 @@ def slowest_stage(
     sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     interval = deployment.interval(C, B, added_capacity, added_bandwidth)
-    kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
+    return interval, _named(inst, *deployment.bottleneck(C, B, added_capacity, added_bandwidth))
+
+
+def _named(inst: CodesignInstance, kind: str, k: int) -> Bottleneck:
+    """The bottleneck stage ``k`` of ``kind`` (``"node"`` or ``"link"``) by name."""
     if kind == "node":
-        return interval, Bottleneck("node", inst.node_ids[k])
+        return Bottleneck("node", inst.node_ids[k])
     link = inst.links[k]
-    return interval, Bottleneck("link", f"{link.source}->{link.target}")
+    return Bottleneck("link", f"{link.source}->{link.target}")
+
+
+def build_deployment(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    capacity: Sequence[float] | FloatArray | None = None,
+    bandwidth: Sequence[float] | FloatArray | None = None,
+    *,
+    links: Sequence[int] | None = None,
+    interval: float | None = None,
+) -> Deployment:
+    """The :class:`Deployment` of ``partition`` along ``path`` (node indices; ``links`` its
+    links, when known) under ``capacity`` and ``bandwidth`` (the instance's own when not
+    given), its stages evaluated once: one place that turns any solver's path into a
+    deployment. ``interval``: the solver's own, bit for bit the slowest stage (else
+    computed)."""
+    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
+    slowest, (kind, k), latency = deployment.outcome(C, B)
+    layers, sends = stage_names(inst, partition)
+    return Deployment(
+        tuple(inst.node_ids[v] for v in path),
+        tuple(partition),
+        slowest if interval is None else interval,
+        _named(inst, kind, k),
+        latency,
+        layers=layers,
+        sends=sends,
+        cuts=inst.cuts.kind,
+    )
 
 
 def deployment_latency(
@@ -438,12 +472,14 @@ def build_plan(
     status: PlanStatus,
     target_latency: float | None = None,
     memory_added: Mapping[int, float] | None = None,
+    deployment: Stages | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
     resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
     place that turns any solver's choice into a :class:`Plan`. Memory is bought likewise:
     ``memory_added`` bytes per node, by default what each path node needs beyond its memory.
+    The stages are evaluated once (``deployment``, the solver's when it has them).
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
@@ -481,12 +517,11 @@ def build_plan(
                     amount = cost.max_amount
                 bought[k] = amount
                 prices.append(_price(cost, amount))
-    interval, bottleneck = slowest_stage(
-        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
-    )
-    latency = deployment_latency(
-        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
-    )
+    if deployment is None:
+        deployment = stages(inst, path, partition, links)
+    _, C, B = inst.scalars
+    interval, (kind, k), latency = deployment.outcome(C, B, node_bought, link_bought)
+    layers, sends = stage_names(inst, partition)
     return Plan(
         method=method,
         status=status,
@@ -501,11 +536,11 @@ def build_plan(
             for e, y in link_bought.items()
             if y > 0
         ),
-        bottleneck=bottleneck,
+        bottleneck=_named(inst, kind, k),
         latency=latency,
         target_latency=target_latency,
-        layers=stage_units(inst, partition),
-        sends=stage_sends(inst, partition),
+        layers=layers,
+        sends=sends,
         cuts=inst.cuts.kind,
         memory=tuple(
             NodeMemory(
@@ -554,5 +589,5 @@ def plan_from_path(
     node_added, link_added = deployment.increments(beta, C, B)
     return build_plan(
         inst, method, beta, path, partition, node_added, link_added, deployment.links,
-        status=status,
+        status=status, deployment=deployment,
     )  # fmt: skip

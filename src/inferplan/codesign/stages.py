@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
 
-__all__ = ["Stages", "stage_sends", "stage_units", "stages"]
+__all__ = ["Stages", "stage_names", "stage_sends", "stage_units", "stages"]
 
 Capacities = Sequence[float] | npt.NDArray[np.float64]
 
@@ -80,7 +80,7 @@ class Stages:
     ) -> float:
         """The output interval: the slowest stage's delay (seconds)."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
-        return max(compute + transfer)
+        return _slowest(compute, transfer)
 
     def latency(
         self,
@@ -93,6 +93,9 @@ class Stages:
         delay and every link's propagation delay. At an interval no stage exceeds, with
         deterministic stage times, no inference waits, so each one takes exactly this."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        return self._latency(compute, transfer)
+
+    def _latency(self, compute: list[float], transfer: list[float]) -> float:
         return math.fsum([*compute, *transfer, *self.propagation])
 
     def bottleneck(
@@ -105,13 +108,34 @@ class Stages:
         """The stage that sets the interval, ``("node", v)`` or ``("link", e)``: the first along
         the path (node, link, node, ...) among equally slow stages."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
-        slowest = max(compute + transfer)
+        return self._bottleneck(compute, transfer)
+
+    def _bottleneck(
+        self, compute: list[float], transfer: list[float]
+    ) -> tuple[Literal["node", "link"], int]:
+        slowest = _slowest(compute, transfer)
         for k, v in enumerate(self.nodes):
             if compute[k] == slowest:
                 return "node", v
             if k < len(self.links) and transfer[k] == slowest:
                 return "link", self.links[k]
         raise AssertionError("the slowest stage is one of the stages")  # pragma: no cover
+
+    def outcome(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> tuple[float, tuple[Literal["node", "link"], int], float]:
+        """:meth:`interval`, :meth:`bottleneck` and :meth:`latency` from one evaluation of
+        the delays."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        return (
+            _slowest(compute, transfer),
+            self._bottleneck(compute, transfer),
+            self._latency(compute, transfer),
+        )
 
     def increments(
         self, interval: float, capacity: Capacities, bandwidth: Capacities
@@ -127,6 +151,10 @@ class Stages:
             for e, d in zip(self.links, self.bits, strict=True)
         }
         return rho, sigma
+
+
+def _slowest(compute: list[float], transfer: list[float]) -> float:
+    return max(compute + transfer)
 
 
 def stages(
@@ -167,6 +195,13 @@ def stage_units(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple
     up to the ``l``-th node), in the model's order; empty for a node that only forwards."""
     done = [0, *partition[:-1]]
     return tuple(inst.cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
+
+
+def stage_names(
+    inst: CodesignInstance, partition: Sequence[int]
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """:func:`stage_units` and :func:`stage_sends` at once."""
+    return stage_units(inst, partition), stage_sends(inst, partition)
 
 
 def stage_sends(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:

@@ -25,8 +25,7 @@ from inferplan.codesign.engine.lattice import lattice_throughput
 from inferplan.codesign.engine.psg import backtrack, by_chunks, relax_generations, take_min
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible
-from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
-from inferplan.codesign.stages import stage_sends, stage_units
+from inferplan.codesign.plan import Deployment, build_deployment
 from inferplan.profiles import ideals
 from inferplan.profiles.memory import graph_most_need
 
@@ -72,28 +71,15 @@ def throughput_optimal(
     M = inst.memory if memory is None else np.asarray(memory, dtype=np.float64)
     if lattice_engine(engine, inst, M):
         path, partition = lattice_throughput(inst, C, B)
-        interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
-    elif compiled_engine(engine, inst):
+        return build_deployment(inst, path, partition, capacity, bandwidth)
+    if compiled_engine(engine, inst):
         # the kernel's label at the target is the path's slowest stage, bit for bit
         interval, path, partition = compiled.throughput_kernel(inst, C, B, M)
         if not math.isfinite(interval) and not fits_somewhere(inst, M):
             raise memory_infeasible(inst, M)
-        _, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
-    else:
-        path, partition = _vectorised(inst, C, B, M)
-        interval, bottleneck = slowest_stage(inst, path, partition, capacity, bandwidth)
-    names = inst.node_ids
-    latency = deployment_latency(inst, path, partition, capacity, bandwidth)
-    return Deployment(
-        tuple([names[v] for v in path]),
-        tuple(partition),
-        interval,
-        bottleneck,
-        latency,
-        layers=stage_units(inst, partition),
-        sends=stage_sends(inst, partition),
-        cuts=inst.cuts.kind,
-    )
+        return build_deployment(inst, path, partition, capacity, bandwidth, interval=interval)
+    path, partition = _vectorised(inst, C, B, M)
+    return build_deployment(inst, path, partition, capacity, bandwidth)
 
 
 # Below this many ideals the all-pairs step is the faster one (0.05 s against 0.2 s at 496

@@ -63,17 +63,15 @@ from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.plan import (
     INTERVAL_RTOL,
-    Bottleneck,
     Deployment,
     Plan,
     PlanStatus,
+    build_deployment,
     build_plan,
     check_scale,
-    deployment_latency,
     plan_from_path,
-    slowest_stage,
 )
-from inferplan.codesign.stages import stage_sends, stage_units, stages
+from inferplan.codesign.stages import stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
@@ -1038,9 +1036,7 @@ def least_latency(inst: CodesignInstance, beta: float | None = None) -> Deployme
     _, path, partition, links = least_delay(inst, inst.capacity, inst.bandwidth, beta)
     if not path:
         raise Infeasible(f"no deployment reaches an interval of {beta:g} s as the network is")
-    interval, bottleneck = slowest_stage(inst, path, partition, links=links)
-    latency = deployment_latency(inst, path, partition, links=links)
-    return _deployment(inst, path, partition, interval, bottleneck, latency)
+    return build_deployment(inst, path, partition, links=links)
 
 
 def frozen_latency_plan(
@@ -1111,19 +1107,4 @@ def throughput_within(inst: CodesignInstance, latency: float) -> Deployment:
         else:
             lo = mid + 1
     _, path, partition, links = least_delay(inst, C, B, float(candidates[lo]))
-    interval, bottleneck = slowest_stage(inst, path, partition, links=links)
-    latency = deployment_latency(inst, path, partition, links=links)
-    return _deployment(inst, path, partition, interval, bottleneck, latency)
-
-
-def _deployment(
-    inst: CodesignInstance,
-    path: list[int],
-    partition: list[int],
-    interval: float,
-    bottleneck: Bottleneck,
-    latency: float,
-) -> Deployment:
-    return Deployment(tuple(inst.node_ids[v] for v in path), tuple(partition), interval,
-                      bottleneck, latency, layers=stage_units(inst, partition),
-                      sends=stage_sends(inst, partition), cuts=inst.cuts.kind)  # fmt: skip
+    return build_deployment(inst, path, partition, links=links)

@@ -22,8 +22,7 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import memory_infeasible
 from inferplan.codesign.milp.cost import StateFlow
-from inferplan.codesign.plan import Deployment, deployment_latency, slowest_stage
-from inferplan.codesign.stages import stage_sends, stage_units
+from inferplan.codesign.plan import Deployment, build_deployment
 from inferplan.errors import InvalidArgument
 
 __all__ = ["throughput_milp"]
@@ -89,15 +88,4 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
             raise InvalidArgument(f"HiGHS stopped before T* was found: {message}",
                                   field="time_limit")  # fmt: skip
     path, partition = flow.deployment(found)
-    interval, bottleneck = slowest_stage(inst, path, partition)
-    names = inst.node_ids
-    return Deployment(
-        tuple(names[v] for v in path),
-        tuple(partition),
-        interval,
-        bottleneck,
-        deployment_latency(inst, path, partition),
-        layers=stage_units(inst, partition),
-        sends=stage_sends(inst, partition),
-        cuts=inst.cuts.kind,
-    )
+    return build_deployment(inst, path, partition)
