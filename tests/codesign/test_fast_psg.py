@@ -16,12 +16,11 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan.codesign import (
     compile_instance,
-    compiled,
-    psg,
     reference_psg,
     solve_psg,
     throughput_optimal,
 )
+from inferplan.codesign.engine import compiled, psg
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import LinearCost, TieredCost
 from tests.oracles import brute_force_cost, brute_force_interval, evaluate

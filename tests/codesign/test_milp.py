@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan.codesign import (
     compile_instance,
-    milp,
     reference_psg,
     solve_milp,
     solve_psg,
     throughput_optimal,
 )
+from inferplan.codesign.milp import cost as milp
 from inferplan.codesign.milp.cost import CERTIFIED_GAP
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import FunctionCost
