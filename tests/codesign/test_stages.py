@@ -30,3 +30,10 @@ def test_delays_interval_and_increments_follow_the_definitions(net, profile, dat
     rho, sigma = s.increments(beta, inst.capacity, inst.bandwidth)
     assert all(x >= 0 for x in [*rho.values(), *sigma.values()])
     assert s.interval(inst.capacity, inst.bandwidth, rho, sigma) <= beta * (1 + 1e-9)
+    # all three at once, as a plan reads them, from the stages' own definitions
+    interval, (at_kind, at), latency = s.evaluated(inst.capacity, inst.bandwidth, rho, sigma)
+    assert interval == s.interval(inst.capacity, inst.bandwidth, rho, sigma)
+    assert (at_kind, at) == s.bottleneck(inst.capacity, inst.bandwidth, rho, sigma)
+    assert latency == s.latency(inst.capacity, inst.bandwidth, rho, sigma)
+    assert latency == pytest.approx(sum(map(sum, s.delays(inst.capacity, inst.bandwidth, rho,
+                                                          sigma))) + sum(s.propagation))  # fmt: skip

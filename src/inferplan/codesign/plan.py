@@ -371,11 +371,15 @@ def slowest_stage(
     sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     interval = deployment.interval(C, B, added_capacity, added_bandwidth)
-    kind, k = deployment.bottleneck(C, B, added_capacity, added_bandwidth)
+    return interval, _named(inst, *deployment.bottleneck(C, B, added_capacity, added_bandwidth))
+
+
+def _named(inst: CodesignInstance, kind: Literal["node", "link"], k: int) -> Bottleneck:
+    """The bottleneck stage ``(kind, index)`` by name."""
     if kind == "node":
-        return interval, Bottleneck("node", inst.node_ids[k])
+        return Bottleneck("node", inst.node_ids[k])
     link = inst.links[k]
-    return interval, Bottleneck("link", f"{link.source}->{link.target}")
+    return Bottleneck("link", f"{link.source}->{link.target}")
 
 
 def deployment_latency(
@@ -438,12 +442,15 @@ def build_plan(
     status: PlanStatus,
     target_latency: float | None = None,
     memory_added: Mapping[int, float] | None = None,
+    deployment: Stages | None = None,
 ) -> Plan:
     """Round the requested increments (capacity per node and per link index; any node or
     link, not only the path's) to what the cost functions sell, price them, and check the
     resulting interval of ``partition`` along ``path`` (``links`` its links, when known): one
     place that turns any solver's choice into a :class:`Plan`. Memory is bought likewise:
     ``memory_added`` bytes per node, by default what each path node needs beyond its memory.
+    ``deployment``: the :func:`~inferplan.codesign.stages.stages` of ``partition`` along
+    ``path``, when the caller has them.
 
     Plain Python on the path's few stages: on the paper's networks numpy's cost per call would
     outweigh the solve.
@@ -455,9 +462,9 @@ def build_plan(
         bought, whichever method asked for it.
     """
     needs = path_needs(inst, path, partition)
+    memory = inst.memory[list(path)].tolist()
     if memory_added is None:
-        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
-                                                                          strict=True)}  # fmt: skip
+        memory_added = {v: need - own for v, need, own in zip(path, needs, memory, strict=True)}
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
     memory_bought: dict[int, float] = {}
@@ -481,12 +488,10 @@ def build_plan(
                     amount = cost.max_amount
                 bought[k] = amount
                 prices.append(_price(cost, amount))
-    interval, bottleneck = slowest_stage(
-        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
-    )
-    latency = deployment_latency(
-        inst, path, partition, links=links, added_capacity=node_bought, added_bandwidth=link_bought
-    )
+    if deployment is None:
+        deployment = stages(inst, path, partition, links)
+    _, C, B = inst.scalars
+    interval, (kind, at), latency = deployment.evaluated(C, B, node_bought, link_bought)
     return Plan(
         method=method,
         status=status,
@@ -501,7 +506,7 @@ def build_plan(
             for e, y in link_bought.items()
             if y > 0
         ),
-        bottleneck=bottleneck,
+        bottleneck=_named(inst, kind, at),
         latency=latency,
         target_latency=target_latency,
         layers=stage_units(inst, partition),
@@ -511,17 +516,12 @@ def build_plan(
             NodeMemory(
                 inst.node_ids[v],
                 need,
-                _memory_after(inst, v, memory_bought),
+                None if own == math.inf else own + memory_bought.get(v, 0.0),
                 memory_bought.get(v, 0.0),
             )
-            for v, need in zip(path, needs, strict=True)
+            for v, need, own in zip(path, needs, memory, strict=True)
         ),
     )
-
-
-def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
-    own = float(inst.memory[v])
-    return None if math.isinf(own) else own + bought.get(v, 0.0)
 
 
 def _memory_name(inst: CodesignInstance, v: int) -> str:
@@ -554,5 +554,5 @@ def plan_from_path(
     node_added, link_added = deployment.increments(beta, C, B)
     return build_plan(
         inst, method, beta, path, partition, node_added, link_added, deployment.links,
-        status=status,
+        status=status, deployment=deployment,
     )  # fmt: skip

@@ -82,6 +82,32 @@ class Stages:
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
         return max(compute + transfer)
 
+    def evaluated(
+        self,
+        capacity: Capacities,
+        bandwidth: Capacities,
+        added_capacity: Mapping[int, float] | None = None,
+        added_bandwidth: Mapping[int, float] | None = None,
+    ) -> tuple[float, tuple[Literal["node", "link"], int], float]:
+        """:meth:`interval`, :meth:`bottleneck` and :meth:`latency` at once, from one
+        :meth:`delays`."""
+        compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
+        slowest = max(compute + transfer)
+        return slowest, self._slowest(compute, transfer, slowest), self._total(compute, transfer)
+
+    def _total(self, compute: list[float], transfer: list[float]) -> float:
+        return math.fsum([*compute, *transfer, *self.propagation])
+
+    def _slowest(
+        self, compute: list[float], transfer: list[float], slowest: float
+    ) -> tuple[Literal["node", "link"], int]:
+        for k, v in enumerate(self.nodes):
+            if compute[k] == slowest:
+                return "node", v
+            if k < len(self.links) and transfer[k] == slowest:
+                return "link", self.links[k]
+        raise AssertionError("the slowest stage is one of the stages")  # pragma: no cover
+
     def latency(
         self,
         capacity: Capacities,
@@ -93,7 +119,7 @@ class Stages:
         delay and every link's propagation delay. At an interval no stage exceeds, with
         deterministic stage times, no inference waits, so each one takes exactly this."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
-        return math.fsum([*compute, *transfer, *self.propagation])
+        return self._total(compute, transfer)
 
     def bottleneck(
         self,
@@ -105,13 +131,7 @@ class Stages:
         """The stage that sets the interval, ``("node", v)`` or ``("link", e)``: the first along
         the path (node, link, node, ...) among equally slow stages."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
-        slowest = max(compute + transfer)
-        for k, v in enumerate(self.nodes):
-            if compute[k] == slowest:
-                return "node", v
-            if k < len(self.links) and transfer[k] == slowest:
-                return "link", self.links[k]
-        raise AssertionError("the slowest stage is one of the stages")  # pragma: no cover
+        return self._slowest(compute, transfer, max(compute + transfer))
 
     def increments(
         self, interval: float, capacity: Capacities, bandwidth: Capacities
@@ -152,13 +172,14 @@ def stages(
     if links is None:
         links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     done = [0, *partition[:-1]]
-    bits, delay = inst.activation_bits, inst.link_delay
+    bits, delay = inst.scalars[0], inst.link_delay
+    links = tuple(map(int, links))
     return Stages(
-        nodes=tuple(int(v) for v in path),
-        work=tuple(inst.work(i, j) for i, j in zip(done, partition, strict=True)),
-        links=tuple(int(e) for e in links),
-        bits=tuple(float(bits[b]) for b in partition[: len(links)]),
-        propagation=tuple(float(delay[e]) for e in links),
+        nodes=tuple(map(int, path)),
+        work=tuple(map(inst.work, done, partition)),
+        links=links,
+        bits=tuple(bits[b] for b in partition[: len(links)]),
+        propagation=tuple(delay[list(links)].tolist()),
     )
 
 
