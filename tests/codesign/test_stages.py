@@ -35,5 +35,5 @@ def test_delays_interval_and_increments_follow_the_definitions(net, profile, dat
     assert interval == s.interval(inst.capacity, inst.bandwidth, rho, sigma)
     assert (at_kind, at) == s.bottleneck(inst.capacity, inst.bandwidth, rho, sigma)
     assert latency == s.latency(inst.capacity, inst.bandwidth, rho, sigma)
-    assert latency == pytest.approx(sum(map(sum, s.delays(inst.capacity, inst.bandwidth, rho,
-                                                          sigma))) + sum(s.propagation))  # fmt: skip
+    compute, transfer = s.delays(inst.capacity, inst.bandwidth, rho, sigma)
+    assert latency == pytest.approx(sum(compute) + sum(transfer) + sum(s.propagation))
