@@ -37,3 +37,21 @@ def test_delays_interval_and_increments_follow_the_definitions(net, profile, dat
     assert latency == s.latency(inst.capacity, inst.bandwidth, rho, sigma)
     compute, transfer = s.delays(inst.capacity, inst.bandwidth, rho, sigma)
     assert latency == pytest.approx(sum(compute) + sum(transfer) + sum(s.propagation))
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, 6), keys=st.lists(st.integers(-9, 9), max_size=12))
+def test_a_lookup_makes_each_item_once_and_refuses_what_a_tuple_refuses(size, keys):
+    from inferplan.codesign.instance import Lookup
+
+    made: list[int] = []
+    items = Lookup(size, lambda k: made.append(k) or (k, "item"))
+    reference = tuple((k, "item") for k in range(size))
+    for key in keys:
+        if -size <= key < size:
+            assert items[key] == reference[key]
+        else:
+            with pytest.raises(IndexError):
+                items[key]
+    assert len(made) == len({key for key in keys if -size <= key < size})  # kept, not remade
+    assert list(items) == list(reference) and items[:] == reference[:]

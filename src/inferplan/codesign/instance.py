@@ -47,10 +47,12 @@ T = TypeVar("T")
 
 
 class Lookup(Sequence[T]):
-    """A read-only sequence whose items are made when looked up (``item(k)``)."""
+    """A read-only sequence whose items are made when first looked up (``item(k)``) and kept
+    (a solve that prices the same few elements again finds them made)."""
 
     def __init__(self, size: int, item: Callable[[int], T]) -> None:
         self._size, self._item = size, item
+        self._made: dict[int, T] = {}
 
     def __len__(self) -> int:
         return self._size
@@ -63,9 +65,14 @@ class Lookup(Sequence[T]):
         if isinstance(k, slice):
             return tuple(self[j] for j in range(*k.indices(self._size)))
         j = operator.index(k)
+        try:
+            return self._made[j]
+        except KeyError:
+            pass
         if not -self._size <= j < self._size:
             raise IndexError(f"index {k} out of range for {self._size} items")
-        return self._item(j % self._size)
+        made = self._made[j] = self._item(j % self._size)
+        return made
 
     def __iter__(self) -> Iterator[T]:
         return map(self._item, range(self._size))
