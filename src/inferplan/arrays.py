@@ -55,7 +55,9 @@ def scaled_exactly(values: Sequence[float]) -> tuple[list[int], int]:
 def exact_differences(exact: Sequence[int], unit: int) -> FloatArray:
     """``sums[i, j] = (exact[j] - exact[i]) / unit`` rounded once to the nearest float, for
     every ``i`` and ``j``. When every exact value is a float already, one vectorised
-    subtraction of them is rounded once too and gives the same table."""
+    subtraction of them is rounded once too and gives the same table; when every one is below
+    ``2**105`` in magnitude, two float limbs of each (:func:`_split_differences`) do; only
+    wider values take Python integers, one operation per pair."""
     floats = [ratio(p, unit) for p in exact]
     if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
         S = np.array(floats)
