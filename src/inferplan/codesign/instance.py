@@ -46,9 +46,14 @@ __all__ = [
 T = TypeVar("T")
 
 
+KEPT_ITEMS = 4096
+"""How many items a :class:`Lookup` keeps once made."""
+
+
 class Lookup(Sequence[T]):
-    """A read-only sequence whose items are made when first looked up (``item(k)``) and kept
-    (a solve that prices the same few elements again finds them made)."""
+    """A read-only sequence whose items are made when looked up (``item(k)``); the first
+    :data:`KEPT_ITEMS` made are kept (a solve that prices the same few elements again finds
+    them made; a walk over every element of a large network keeps no more than those)."""
 
     def __init__(self, size: int, item: Callable[[int], T]) -> None:
         self._size, self._item = size, item
@@ -71,7 +76,9 @@ class Lookup(Sequence[T]):
             pass
         if not -self._size <= j < self._size:
             raise IndexError(f"index {k} out of range for {self._size} items")
-        made = self._made[j] = self._item(j % self._size)
+        made = self._item(j % self._size)
+        if len(self._made) < KEPT_ITEMS:
+            self._made[j] = made
         return made
 
     def __iter__(self) -> Iterator[T]:
