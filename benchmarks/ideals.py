@@ -1,6 +1,6 @@
 """Planners on the ideals of layer graphs: ``python benchmarks/ideals.py [--quick]``.
 
-Prints three tables:
+Prints four tables:
 
 (a) ResNet-50 at module granularity (the PyTorch model of the profile tests, traced with
     ``torch.export`` at depth 3: convolutions, batch norms and ReLU calls as layers, the
@@ -15,6 +15,8 @@ Prints three tables:
     all-pairs engine (``engine="numpy"``), which must agree; PFP beside them.
 (c) The gain of cutting at ideals: T* with ``cuts="chain"`` (the blocks in topological order)
     against ``cuts="graph"`` on branched models.
+(d) Compiling and solving (T*, PSG) two-stack graphs of non-integer FLOPs (528 and 1,431
+    ideals), whose exact work table is wider than a float.
 
 Needs torch for (a) (the ``torch`` extra). Times are CPU seconds of this process (the machine
 is shared: wall times swing with the load, printed first).
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import random
 import statistics
 import sys
 import time
@@ -52,9 +55,11 @@ def resnet50_modules() -> Profile:
     return profile_module(ResNet50(), [(1, 3, 224, 224)], blocks=3).profile
 
 
-def two_stack(layers: int, width: float = 8.2e6) -> Profile:
+def two_stack(layers: int, width: float = 8.2e6, *, seed: int | None = None) -> Profile:
     """A GNMT-shaped model: encoder ``e1..eL`` and decoder ``d1..dL``, ``d_k`` reading
-    ``d_(k-1)`` and ``e_k`` (LSTM layers of 1024 units over 64 tokens, FP32)."""
+    ``d_(k-1)`` and ``e_k`` (LSTM layers of 1024 units over 64 tokens, FP32). With ``seed``,
+    each layer's FLOPs are drawn from ``[1e8, 1e10)`` instead (not integers: the exact work
+    of an ideal is then wider than a float)."""
     names = [f"e{k}" for k in range(1, layers + 1)] + [f"d{k}" for k in range(1, layers + 1)]
     edges = [("input", "e1"), ("input", "d1")]
     for k in range(1, layers + 1):
@@ -62,8 +67,11 @@ def two_stack(layers: int, width: float = 8.2e6) -> Profile:
             edges += [(f"e{k - 1}", f"e{k}"), (f"d{k - 1}", f"d{k}")]
         edges.append((f"e{k}", f"d{k}"))
     flops = 2 * 4 * 1024 * 2048 * 64  # four gates of a 1024-unit LSTM over 64 tokens
-    graph = LayerGraph(tuple(names), (float(flops),) * len(names), (width,) * len(names),
-                       tuple(edges), input_bits=width)  # fmt: skip
+    work = (float(flops),) * len(names)
+    if seed is not None:
+        work = tuple(random.Random(seed).uniform(1e8, 1e10) for _ in names)
+    graph = LayerGraph(tuple(names), work, (width,) * len(names), tuple(edges),
+                       input_bits=width)  # fmt: skip
     return Profile.from_graph(f"two-stack-{layers}", graph)
 
 
@@ -183,13 +191,32 @@ def table_c(quick: bool) -> None:
                   f"{1e3 * graph:11.2f}  {1 - graph / chain:5.1%}")  # fmt: skip
 
 
+def table_d(quick: bool) -> None:
+    """Compiling and solving (T*, then PSG at 0.6 T*) a two-stack graph of non-integer FLOPs
+    on the 8-node chain, whose exact work table is wider than a float."""
+    print("(d) two-stack graphs of non-integer FLOPs on an 8-node chain, cuts='graph': "
+          "CPU seconds of compile_instance + T* + PSG (least of 3)")  # fmt: skip
+    print(f"{'ideals':>7} {'seconds':>8}")
+    net = chain_network()
+    for layers in (31,) if quick else (31, 52):
+        profile = two_stack(layers, seed=0)
+
+        def once() -> int:
+            inst = compile_instance(net, profile, cuts="graph")  # noqa: B023
+            solve_psg(inst, 0.6 * throughput_optimal(inst).interval)
+            return inst.n_cuts
+
+        best = min(cpu(once)[1] for _ in range(3))
+        print(f"{once():>7} {best:>8.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller series")
-    parser.add_argument("--tables", default="abc", help="which tables (default abc)")
+    parser.add_argument("--tables", default="abcd", help="which tables (default abcd)")
     args = parser.parse_args()
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    for key, run in (("a", table_a), ("b", table_b), ("c", table_c)):
+    for key, run in (("a", table_a), ("b", table_b), ("c", table_c), ("d", table_d)):
         if key in args.tables:
             run(args.quick)
             print()

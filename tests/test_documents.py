@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inferplan.coinference import load_system
 from inferplan.documents import MAX_DEPTH, read_document
@@ -157,6 +159,57 @@ def test_floats_with_long_digit_runs_are_left_to_the_fast_parser(tmp_path):
     values = [0.00012345678901234568, 1.2345678901234568e-300, 123456789012345678.5, -0.5]
     (tmp_path / "f.json").write_text(json.dumps(values))
     assert read_document(tmp_path / "f.json") == values
+
+
+# integers on both sides of the 64-bit bounds, and floats as large as the fast parser's rounding
+_EDGE_INTEGERS = st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1])
+_JSON_LEAVES = (
+    st.integers(min_value=-(2**70), max_value=2**70)
+    | _EDGE_INTEGERS.flatmap(lambda n: st.integers(min_value=n - 2, max_value=n + 2))
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([2.0**63, -(2.0**63), 1e19, -1e300])
+    | st.text(max_size=3)
+    | st.booleans()
+    | st.none()
+)
+_JSON_DATA = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=2), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _typed(value: object) -> object:
+    """``value`` with every leaf paired with its type (``1 == 1.0`` would hide a rounding)."""
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    return (type(value), value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_JSON_DATA)
+def test_json_reads_exactly_what_the_standard_library_reads(tmp_path_factory, data):
+    # the reference: the standard library, which reads every integer exactly
+    path = tmp_path_factory.mktemp("exact") / "d.json"
+    text = json.dumps(data)
+    path.write_text(text)
+    assert _typed(read_document(path)) == _typed(json.loads(text))
+
+
+def test_a_network_of_integers_beyond_64_bits_reads_as_its_yaml_form(tmp_path):
+    # the plain shape's columns take every number as a float: a rounded integer reads the same
+    data = {"source": "s", "target": "t",
+            "nodes": [{"id": "s", "capacity": 2**64 + 1, "price": 1e-9},
+                      {"id": "t", "capacity": 10**30 + 7, "price": 1e-10}],
+            "links": [{"source": "s", "target": "t", "capacity": -(2**63) - 1 + 2**65,
+                       "price": 1e-8}]}  # fmt: skip
+    (tmp_path / "n.json").write_text(json.dumps(data))
+    (tmp_path / "n.yaml").write_text(json.dumps(data))
+    assert load_network(tmp_path / "n.json") == load_network(tmp_path / "n.yaml")
 
 
 def test_profile_of_huge_parameter_counts_round_trips_through_json(tmp_path):

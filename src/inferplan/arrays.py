@@ -55,15 +55,45 @@ def scaled_exactly(values: Sequence[float]) -> tuple[list[int], int]:
 def exact_differences(exact: Sequence[int], unit: int) -> FloatArray:
     """``sums[i, j] = (exact[j] - exact[i]) / unit`` rounded once to the nearest float, for
     every ``i`` and ``j``. When every exact value is a float already, one vectorised
-    subtraction of them is rounded once too and gives the same table."""
+    subtraction of them is rounded once too and gives the same table; when every one is below
+    ``2**105`` in magnitude, two float limbs of each (:func:`_split_differences`) do; only
+    wider values take Python integers, one operation per pair."""
     floats = [ratio(p, unit) for p in exact]
     if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
         S = np.array(floats)
         sums: FloatArray = S[None, :] - S[:, None]
         return sums
+    split = _split_differences(exact, unit)
+    if split is not None:
+        return split
     P = np.array(exact, dtype=object)
     out: FloatArray = np.frompyfunc(lambda d: ratio(d, unit), 1, 1)(P[None, :] - P[:, None])
     return out.astype(np.float64)
+
+
+# An exact integer below 2**105 in magnitude is ``hi * 2**53 + lo`` with ``|hi| < 2**52`` and
+# ``0 <= lo < 2**53``: the difference of two is ``dh * 2**53 + dl`` with ``|dh|, |dl| <
+# 2**53``, two exact floats (scaled by a power of two no larger than 2**1000: still exact, no
+# subnormal) whose sum IEEE addition rounds once.
+_LIMB = 53
+_WIDEST = 2**105
+_LARGEST_UNIT = 2**1000
+
+
+def _split_differences(exact: Sequence[int], unit: int) -> FloatArray | None:
+    """:func:`exact_differences` as the sum of two exact float tables (the high and the low
+    53 bits of each difference), rounded once by that one addition, when every exact value is
+    below ``2**105`` in magnitude and ``unit`` at most ``2**1000`` (``None`` otherwise): a
+    table of ideals in three vectorised steps, where Python integers took an object operation
+    per pair."""
+    if unit > _LARGEST_UNIT or not all(-_WIDEST < p < _WIDEST for p in exact):
+        return None
+    mask = (1 << _LIMB) - 1
+    high = np.array([int(p) >> _LIMB for p in exact], dtype=np.float64) * ((1 << _LIMB) / unit)
+    low = np.array([int(p) & mask for p in exact], dtype=np.float64) / unit
+    out: FloatArray = high[None, :] - high[:, None]
+    out += low[None, :] - low[:, None]
+    return out
 
 
 def ratio(num: int, den: int) -> float:

@@ -216,41 +216,40 @@ def read_text(path: str | Path) -> str:
     return decode_text(read_bytes(path), Path(path))
 
 
-# What is left of JSON text to tell an integer of 20 digits or more (or a negative one of 19)
-# from a float's digits: digits become "0", a sign stays, a float's "." and "e" become "x",
-# and everything else a space. bytes.translate and bytes.find take a few hundredths of a
-# second on a 30 MB file (a regular expression with look-arounds takes a second), and run
-# only when the text has 19 digits in a row at all (found in under a hundredth).
-_NINETEEN_DIGITS = re.compile(rb"[0-9]{19}")
-_DIGIT_RUNS = bytes(
-    ord("0") if chr(c).isdigit() and c < 128 else c if chr(c) == "-"
-    else ord("x") if chr(c) in ".eE" else ord(" ")
-    for c in range(256)
-)  # fmt: skip
-_LONG_INTEGERS = (b" " + b"0" * 20, b"-" + b"0" * 19)
+# The fast parser reads an integer outside [-2**63, 2**64) as the nearest float, whose
+# magnitude is then at least 2**63; the standard library reads it exactly.
+_LEAST_ROUNDED = float(2**63)
 
 
-def _beyond_64_bits(raw: bytes) -> bool:
-    """Whether JSON text may hold an integer outside ``[-2**63, 2**64)`` (which orjson reads
-    as a float, silently rounded): an integer of 20 digits or more, or a negative one of 19
-    (a few in range, and digits inside strings, are false alarms)."""
-    if _NINETEEN_DIGITS.search(raw) is None:
-        return False
-    runs = b" " + raw.translate(_DIGIT_RUNS)
-    return any(pattern in runs for pattern in _LONG_INTEGERS)
+def _beyond_64_bits(data: Any) -> bool:
+    """Whether data parsed by the fast parser may have held an integer outside ``[-2**63,
+    2**64)``, which it reads as a float, rounded: whether any float in ``data`` is that large
+    (a float written that large is a false alarm, read again exactly). A walk over the parsed
+    values, not the text: only the generic path (and a refused shallow shape) takes it."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is float:
+            if not -_LEAST_ROUNDED < value < _LEAST_ROUNDED:
+                return True
+        elif kind is list:
+            stack.extend(value)
+        elif kind is dict:
+            stack.extend(value.values())
+    return False
 
 
-def _parse_json(raw: bytes) -> Any:
+def _parse_json(raw: bytes) -> tuple[Any, bool]:
     """Parse JSON with orjson when it is installed (about 2.8 times faster than the standard
-    library on a large network file), else with the standard library; also with the standard
-    library when the text may hold an integer beyond 64 bits, which it reads exactly."""
+    library on a large network file), else with the standard library; and whether the parse
+    was the fast one (whose integers beyond 64 bits are rounded floats: see
+    :func:`_beyond_64_bits`)."""
     try:
         import orjson
     except ImportError:
-        return json.loads(raw.decode("utf-8"))
-    if _beyond_64_bits(raw):
-        raise ValueError("an integer beyond 64 bits")  # read again by the standard library
-    return orjson.loads(raw)
+        return json.loads(raw.decode("utf-8")), False
+    return orjson.loads(raw), True
 
 
 def _read_json(text: str, source: str) -> Any:
@@ -271,20 +270,39 @@ def read_document(path: str | Path, *, shallow: Callable[[Any], bool] | None = N
     """Parse a JSON or YAML file (chosen by suffix; YAML otherwise, which also reads JSON).
 
     JSON is parsed first by the fastest parser at hand; what it refuses (malformed text,
-    ``NaN``, integers beyond 64 bits, deep nesting) is parsed again by the standard library,
-    which accepts or refuses it with the messages of :func:`_read_json`. ``shallow``, when
-    given, is a check of the parsed data's shape that bounds its nesting (a flat list of flat
-    mappings, say): when it passes, the nesting walk over the data is skipped.
+    ``NaN``, deep nesting) is parsed again by the standard library, which accepts or refuses
+    it with the messages of :func:`_read_json`, and so is data in which it may have rounded
+    an integer beyond 64 bits (:func:`_beyond_64_bits`). ``shallow``, when given, is a check
+    of the parsed data's shape that bounds its nesting (a flat list of flat mappings, say)
+    and takes every number it accepts as a float (so that a rounded integer reads as the
+    exact one would): when it passes, the walks over the data are skipped; when it raises,
+    the error is raised again from the exact parse if the fast one may have rounded.
     """
     path = Path(path)
     raw = read_bytes(path)
     if path.suffix.lower() == ".json":
+
+        def exact() -> Any:
+            return _read_json(decode_text(raw, path), str(path))
+
         try:
-            data = _parse_json(raw)
+            data, fast = _parse_json(raw)
         except (ValueError, RecursionError):
-            data = _read_json(decode_text(raw, path), str(path))
-        if shallow is not None and shallow(data):
-            return data
+            data, fast = exact(), False
+        if shallow is not None:
+            try:
+                if shallow(data):
+                    return data
+            except InferplanError:
+                if not (fast and _beyond_64_bits(data)):
+                    raise
+                data, fast = exact(), False  # name the value as written
+                if shallow(data):
+                    return data
+        if fast and _beyond_64_bits(data):
+            data = exact()
+            if shallow is not None and shallow(data):
+                return data
         try:
             _check_nesting(data, str(path))
         except InvalidFile:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inferplan
+from inferplan.arrays import exact_differences
 from inferplan.codesign import METHODS, compile_instance, throughput_optimal
 from inferplan.codesign.engine.compiled import ENGINES
 from inferplan.codesign.instance import range_sums
@@ -44,6 +45,32 @@ def test_range_sums_of_exact_prefix_sums_equal_fsum(values):
     for i in range(len(floats) + 1):
         for j in range(i, len(floats) + 1):
             assert sums[i, j] == math.fsum(floats[i:j])
+
+
+# Exact integers around the widths where the table's methods change (53 bits: floats; 105:
+# two 53-bit limbs), near one another (ties of the rounding) and of either sign.
+_BITS = st.sampled_from([10, 52, 53, 54, 60, 80, 104, 105, 106, 200])
+_EXACT = _BITS.flatmap(
+    lambda bits: st.lists(
+        st.integers(min_value=-(2**bits), max_value=2**bits)
+        | st.tuples(st.integers(-(2**bits), 2**bits), st.sampled_from([0, 1, 2**52, 2**53])).map(
+            lambda pair: pair[0] // 2**60 * 2**60 + pair[1]
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+
+
+@settings(max_examples=400)
+@given(exact=_EXACT, shift=st.sampled_from([0, 1, 30, 62, 999, 1000, 1001, 1100]))
+def test_exact_differences_round_each_difference_of_python_integers_once(exact, shift):
+    unit = 1 << shift
+    table = exact_differences(exact, unit)
+    for i, p in enumerate(exact):
+        for j, q in enumerate(exact):
+            want = (q - p) / unit  # Python rounds an integer quotient once
+            assert table[i, j] == want and math.copysign(1, table[i, j]) == math.copysign(1, want)
 
 
 def _tiny_block_beside_a_huge_one() -> tuple[inferplan.Network, inferplan.Profile]:

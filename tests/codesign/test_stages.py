@@ -30,3 +30,38 @@ def test_delays_interval_and_increments_follow_the_definitions(net, profile, dat
     rho, sigma = s.increments(beta, inst.capacity, inst.bandwidth)
     assert all(x >= 0 for x in [*rho.values(), *sigma.values()])
     assert s.interval(inst.capacity, inst.bandwidth, rho, sigma) <= beta * (1 + 1e-9)
+    # all three at once, as a plan reads them, from the stages' own definitions
+    interval, (at_kind, at), latency = s.outcome(inst.capacity, inst.bandwidth, rho, sigma)
+    assert interval == s.interval(inst.capacity, inst.bandwidth, rho, sigma)
+    assert (at_kind, at) == s.bottleneck(inst.capacity, inst.bandwidth, rho, sigma)
+    assert latency == s.latency(inst.capacity, inst.bandwidth, rho, sigma)
+    compute, transfer = s.delays(inst.capacity, inst.bandwidth, rho, sigma)
+    assert latency == pytest.approx(sum(compute) + sum(transfer) + sum(s.propagation))
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(0, 6), keys=st.lists(st.integers(-9, 9), max_size=12),
+       kept=st.sampled_from([0, 2, 4096]))  # fmt: skip
+def test_a_lookup_makes_each_item_once_and_refuses_what_a_tuple_refuses(size, keys, kept):
+    from unittest import mock
+
+    from inferplan.codesign import instance
+    from inferplan.codesign.instance import Lookup
+
+    made: list[int] = []
+    items = Lookup(size, lambda k: made.append(k) or (k, "item"))
+    reference = tuple((k, "item") for k in range(size))
+    with mock.patch.object(instance, "KEPT_ITEMS", kept):
+        for key in keys:
+            if -size <= key < size:
+                assert items[key] == reference[key]
+            else:
+                with pytest.raises(IndexError):
+                    items[key]
+    looked_up = [key for key in keys if -size <= key < size]
+    if kept >= len(set(looked_up)):
+        assert len(made) == len(set(looked_up))  # each kept, not made again
+    else:
+        assert len(set(looked_up)) <= len(made) <= len(looked_up)
+    assert len(items._made) <= kept  # no more kept than allowed
+    assert list(items) == list(reference) and items[:] == reference[:]

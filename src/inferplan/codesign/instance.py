@@ -47,11 +47,18 @@ __all__ = [
 T = TypeVar("T")
 
 
+KEPT_ITEMS = 4096
+"""How many items a :class:`Lookup` keeps once made."""
+
+
 class Lookup(Sequence[T]):
-    """A read-only sequence whose items are made when looked up (``item(k)``)."""
+    """A read-only sequence whose items are made when looked up (``item(k)``); the first
+    :data:`KEPT_ITEMS` made are kept (a solve that prices the same few elements again finds
+    them made; a walk over every element of a large network keeps no more than those)."""
 
     def __init__(self, size: int, item: Callable[[int], T]) -> None:
         self._size, self._item = size, item
+        self._made: dict[int, T] = {}
 
     def __len__(self) -> int:
         return self._size
@@ -64,9 +71,16 @@ class Lookup(Sequence[T]):
         if isinstance(k, slice):
             return tuple(self[j] for j in range(*k.indices(self._size)))
         j = operator.index(k)
+        try:
+            return self._made[j]
+        except KeyError:
+            pass
         if not -self._size <= j < self._size:
             raise IndexError(f"index {k} out of range for {self._size} items")
-        return self._item(j % self._size)
+        made = self._item(j % self._size)
+        if len(self._made) < KEPT_ITEMS:
+            self._made[j] = made
+        return made
 
     def __iter__(self) -> Iterator[T]:
         return map(self._item, range(self._size))

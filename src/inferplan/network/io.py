@@ -178,9 +178,13 @@ def _plain_elements(
     (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
-    given = {name: np.array([name in item for item in items], dtype=bool) for name in optional}
-    given = {name: has for name, has in given.items() if has.any()}
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    # every element of just the fields' length gives no optional one, or is not plain: the
+    # column reads below refuse it then (a missing field), without looking for the optional
+    bare = bool(optional) and bool(np.all(lengths == len(fields)))
+    given = {name: np.array([name in item for item in items], dtype=bool)
+             for name in ([] if bare else optional)}  # fmt: skip
+    given = {name: has for name, has in given.items() if has.any()}
     for has in given.values():
         lengths -= has
     columns: dict[str, list[Any]] | None = None
