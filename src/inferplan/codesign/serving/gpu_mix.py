@@ -43,10 +43,9 @@ from typing import Any, Literal
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from inferplan.arrays import FloatArray
-from inferplan.codesign.milp import CERTIFIED_GAP, MIP_REL_GAP
+from inferplan.codesign.milp import CERTIFIED_GAP, highs
 from inferplan.errors import InvalidArgument
 
 __all__ = [
@@ -312,7 +311,6 @@ def solve_gpu_mix(
         return _no_mix(problem, fractional, "infeasible", reason + " (every rate is 0)")
     pb, pt = np.nonzero(can & busy[:, None])  # the (bucket, type) pairs that may get slices
     S = problem.slices
-    shrink = 1.0 - LOAD_TOLERANCE
     # n_t at most what carries every bucket it can serve
     most = np.array([gpus_needed(float(loads[pb[pt == t], t].sum())) for t in range(T)], float)
     most = np.minimum(most, available)
@@ -322,20 +320,15 @@ def solve_gpu_mix(
     cols = np.arange(P) + T
     served_once = sparse.csr_array((np.ones(P), (pb, cols)), shape=(B, T + P))
     carried = sparse.csr_array(
-        (np.concatenate((-np.ones(T), loads[pb, pt] * shrink / S)),
+        (np.concatenate((-np.ones(T), loads[pb, pt] / S)),
          (np.concatenate((np.arange(T), pt)), np.concatenate((np.arange(T), cols)))),
         shape=(T, T + P),
     )  # fmt: skip
-    rows = [LinearConstraint(carried, -np.inf, 0.0)]
-    if busy.any():
-        rows.append(LinearConstraint(served_once[busy], S, S))
-    integrality = np.concatenate((np.ones(T), np.zeros(P) if fractional else np.ones(P)))
-    options: dict[str, Any] = {"mip_rel_gap": MIP_REL_GAP}
-    if time_limit is not None:
-        options["time_limit"] = time_limit
-    result = milp(
-        c, integrality=integrality, bounds=Bounds(0.0, np.concatenate((most, np.full(P, S)))),
-        constraints=rows, options=options,
+    result = highs(
+        c, A_ub=carried, b_ub=np.zeros(T), A_eq=served_once[busy], b_eq=np.full(busy.sum(), S),
+        bounds=np.column_stack((np.zeros(T + P), np.concatenate((most, np.full(P, S))))),
+        integrality=np.concatenate((np.ones(T), np.zeros(P) if fractional else np.ones(P))),
+        time_limit=time_limit,
     )  # fmt: skip
     if result.x is None:
         if result.status == 2:
