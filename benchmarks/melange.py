@@ -15,9 +15,12 @@ problems (seeds 0 .. K-1), sliced and fractional, and prints each solve's wall s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,21 @@ def generate(seed: int, types: int = 10, buckets: int = 8, slice_factor: int = 4
             "total_request_rate": 200.0, "slice_factor": slice_factor}  # fmt: skip
 
 
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """The process's standard output sent to the null device: the HiGHS in scipy prints a
+    debugging line from C++ when it re-solves a solution's LP (it would corrupt ``--json``)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _table(mix: GpuMix) -> str:
     lines = [f"status {mix.status}, cost {mix.cost:.4g} $/h (lower bound {mix.lower_bound:.6g})"]
     lines += [f"  {name}: {n}" for name, n in mix.count_of().items()]
@@ -73,7 +91,8 @@ def timing(seeds: int) -> None:
         out = [f"seed {seed}:"]
         for fractional in (False, True):
             start = time.perf_counter()
-            mix = solve_gpu_mix(problem, fractional=fractional)
+            with _quiet_stdout():
+                mix = solve_gpu_mix(problem, fractional=fractional)
             took = time.perf_counter() - start
             kind = "fractional" if fractional else "sliced"
             out.append(f"{kind} {took:.3f} s, {mix.cost:.2f} $/h ({mix.status})")
@@ -103,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.config is None:
             parser.error("give a CONFIG file, --generate OUT or --timing")
         problem = load_melange(args.config)
-        mix = solve_gpu_mix(problem, fractional=args.fractional, time_limit=args.time_limit)
+        with _quiet_stdout():
+            mix = solve_gpu_mix(problem, fractional=args.fractional, time_limit=args.time_limit)
     except InferplanError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -37,8 +37,8 @@ a rate no mix can serve is ``"infeasible"``, with the reason, as data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -121,7 +121,8 @@ class GpuType:
             or self.available < 0
         ):  # fmt: skip
             raise InvalidArgument(
-                f"must be a non-negative integer, got {self.available!r}", field=f"{where}.available"
+                f"must be a non-negative integer, got {self.available!r}",
+                field=f"{where}.available",
             )
         object.__setattr__(self, "price_per_hour", price)
         object.__setattr__(self, "rates", rates)
@@ -309,6 +310,10 @@ def solve_gpu_mix(
     for b in np.flatnonzero(busy & ~can.any(axis=1)):
         reason = f"no GPU type serves bucket {problem.bucket_names[b]!r}"
         return _no_mix(problem, fractional, "infeasible", reason + " (every rate is 0)")
+    if not busy.any():
+        none = _no_mix(problem, fractional, "optimal", "")
+        slices = None if fractional else tuple(tuple(0 for _ in row) for row in none.served)
+        return replace(none, cost=0.0, lower_bound=0.0, slices=slices)
     pb, pt = np.nonzero(can & busy[:, None])  # the (bucket, type) pairs that may get slices
     S = problem.slices
     # n_t at most what carries every bucket it can serve
@@ -325,7 +330,7 @@ def solve_gpu_mix(
         shape=(T, T + P),
     )  # fmt: skip
     result = highs(
-        c, A_ub=carried, b_ub=np.zeros(T), A_eq=served_once[busy], b_eq=np.full(busy.sum(), S),
+        c, A_ub=carried, b_ub=np.zeros(T), A_eq=served_once[busy], b_eq=np.full(int(busy.sum()), S),
         bounds=np.column_stack((np.zeros(T + P), np.concatenate((most, np.full(P, S))))),
         integrality=np.concatenate((np.ones(T), np.zeros(P) if fractional else np.ones(P))),
         time_limit=time_limit,

@@ -1,4 +1,5 @@
-"""Mélange's input files (JSON or YAML) as a :class:`~inferplan.codesign.serving.gpu_mix.GpuMixProblem`.
+"""Mélange's input files (JSON or YAML) read into a GPU-mix problem
+(:class:`~inferplan.codesign.serving.gpu_mix.GpuMixProblem`).
 
 ::
 
