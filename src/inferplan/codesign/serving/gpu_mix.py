@@ -17,6 +17,10 @@ wholly by one type (Mélange's slices; ``S = 1``: a bucket is served by one type
     n_t in {0, 1, ...}  (n_t <= available_t when given)
     minimise  sum_t c_t n_t                             $/h
 
+A type may be a unit of ``g_t`` GPUs of one kind working as one node by tensor parallelism
+(:func:`tensor_parallel`), rented, priced and profiled as a whole; a limit on the GPUs of a kind
+holds over all its units: ``sum_{t of kind K} g_t n_t <= limit_K``.
+
 A type that cannot serve a bucket (``mu = 0``) gets no slice of it. With ``fractional=True``
 the ``k[b, t]`` are continuous: a bucket's rate may be split freely across types (the counts stay
 integers), which bounds the sliced problem from below for every ``S``.
@@ -56,6 +60,7 @@ __all__ = [
     "GpuType",
     "gpus_needed",
     "solve_gpu_mix",
+    "tensor_parallel",
 ]
 
 GpuMixStatus = Literal["optimal", "time_limit", "uncertified", "infeasible"]
@@ -85,27 +90,40 @@ def _finite(value: float, what: str, *, positive: bool) -> float:
     return number
 
 
+def _whole(value: int, what: str, *, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        kind = "a non-negative integer" if least == 0 else f"an integer >= {least}"
+        raise InvalidArgument(f"must be {kind}, got {value!r}", field=what)
+
+
 @dataclass(frozen=True)
 class GpuType:
-    """A GPU type of a price list.
+    """A GPU type of a price list, or a unit of several GPUs of one kind serving as one node.
 
     Parameters
     ----------
     name
         The type's name (``"A100-80GB"``).
     price_per_hour
-        Its rental price, $ per hour of one GPU (positive).
+        Its rental price, $ per hour of one unit (positive).
     rates
-        Per bucket of the problem, the most requests/s of that bucket's size one GPU of this
+        Per bucket of the problem, the most requests/s of that bucket's size one unit of this
         type sustains within the latency objective (0: it cannot serve that size).
     available
-        The most GPUs of this type that can be had (``None``: no limit).
+        The most units of this type that can be had (``None``: no limit).
+    gpus
+        GPUs in one unit (1: a single GPU; more: tensor parallelism, see
+        :func:`tensor_parallel`).
+    kind
+        The GPU the unit is made of, for limits on GPUs of a kind (default: ``name``).
     """
 
     name: str
     price_per_hour: float
     rates: tuple[float, ...]
     available: int | None = None
+    gpus: int = 1
+    kind: str = ""
 
     def __post_init__(self) -> None:
         where = f"types[{self.name!r}]"
@@ -116,16 +134,34 @@ class GpuType:
             _finite(rate, f"{where}.rates[{b}]", positive=False)
             for b, rate in enumerate(self.rates)
         )
-        if self.available is not None and (
-            isinstance(self.available, bool) or not isinstance(self.available, int)
-            or self.available < 0
-        ):  # fmt: skip
-            raise InvalidArgument(
-                f"must be a non-negative integer, got {self.available!r}",
-                field=f"{where}.available",
-            )
+        if self.available is not None:
+            _whole(self.available, f"{where}.available", least=0)
+        _whole(self.gpus, f"{where}.gpus", least=1)
         object.__setattr__(self, "price_per_hour", price)
         object.__setattr__(self, "rates", rates)
+        object.__setattr__(self, "kind", self.kind or self.name)
+
+
+def tensor_parallel(gpu: GpuType, k: int, efficiency: float, *, name: str = "") -> GpuType:
+    """A unit of ``k`` GPUs of ``gpu``'s kind serving as one node by tensor parallelism.
+
+    It costs ``k`` times ``gpu``'s price and sustains ``k * efficiency`` times its rates
+    (``efficiency``: the fraction of ``k`` separate GPUs' rate the unit reaches, positive; it
+    may pass 1 where the unit's memory holds a larger batch). Sizes ``gpu`` cannot serve stay
+    unserved: give the unit's own profiled rates as a :class:`GpuType` of ``gpus=k`` instead.
+
+    Examples
+    --------
+    >>> pair = tensor_parallel(GpuType("A100-80GB", 3.67, (20.0, 40.0)), 2, 0.9)
+    >>> pair.name, pair.price_per_hour, pair.rates, pair.gpus, pair.kind
+    ('A100-80GBx2', 7.34, (36.0, 72.0), 2, 'A100-80GB')
+    """
+    _whole(k, "k", least=1)
+    scale = _finite(efficiency, "efficiency", positive=True)
+    return GpuType(
+        name or f"{gpu.name}x{k}", k * gpu.price_per_hour, tuple(k * scale * r for r in gpu.rates),
+        None if gpu.available is None else gpu.available // k, k * gpu.gpus, gpu.kind,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -142,6 +178,8 @@ class GpuMixProblem:
         Into how many equal slices each bucket's rate is cut, each served by one type.
     bucket_names
         A name per bucket, for results (default ``"0"``, ``"1"``, ...).
+    gpu_limits
+        ``(kind, n)`` pairs: at most ``n`` GPUs of that kind over all units made of it.
 
     Raises
     ------
@@ -154,6 +192,7 @@ class GpuMixProblem:
     types: tuple[GpuType, ...]
     slices: int = 1
     bucket_names: tuple[str, ...] = field(default=())
+    gpu_limits: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         rates = tuple(
@@ -173,13 +212,22 @@ class GpuMixProblem:
                     f"has {len(gpu.rates)} rates for {len(rates)} buckets",
                     field=f"types[{gpu.name!r}].rates",
                 )
-        if isinstance(self.slices, bool) or not isinstance(self.slices, int) or self.slices < 1:
-            raise InvalidArgument(f"must be an integer >= 1, got {self.slices!r}", field="slices")
+        _whole(self.slices, "slices", least=1)
         buckets = self.bucket_names or tuple(str(b) for b in range(len(rates)))
         if len(buckets) != len(rates) or len(set(buckets)) != len(buckets):
             raise InvalidArgument("must name each bucket once", field="bucket_names")
+        kinds = {gpu.kind for gpu in self.types}
+        limits = tuple((str(kind), n) for kind, n in self.gpu_limits)
+        for kind, n in limits:
+            where = f"gpu_limits[{kind!r}]"
+            if kind not in kinds:
+                raise InvalidArgument("no GPU type is of this kind", field=where)
+            _whole(n, where, least=0)
+        if len({kind for kind, _ in limits}) != len(limits):
+            raise InvalidArgument("limits a kind twice", field="gpu_limits")
         object.__setattr__(self, "bucket_rates", rates)
         object.__setattr__(self, "types", tuple(self.types))
+        object.__setattr__(self, "gpu_limits", limits)
         object.__setattr__(self, "bucket_names", tuple(buckets))
 
     def loads(self) -> FloatArray:
@@ -200,7 +248,7 @@ class GpuMix:
     type_names, bucket_names
         The problem's GPU types and buckets, in order.
     counts
-        GPUs of each type.
+        Units of each type (GPUs, for types of one GPU).
     cost
         Their price, $/h (``inf`` when there is no mix).
     status
@@ -216,6 +264,8 @@ class GpuMix:
         Whether a bucket's rate could be split freely.
     reason
         Why there is no mix, or ``""``.
+    kinds, unit_gpus
+        Each type's kind of GPU and GPUs per unit.
     """
 
     type_names: tuple[str, ...]
@@ -227,11 +277,21 @@ class GpuMix:
     served: tuple[tuple[float, ...], ...]
     slices: tuple[tuple[int, ...], ...] | None
     fractional: bool
-    reason: str = ""
+    reason: str
+    kinds: tuple[str, ...]
+    unit_gpus: tuple[int, ...]
 
     def count_of(self) -> dict[str, int]:
-        """GPUs per type name (types with none left out)."""
+        """Units per type name (types with none left out)."""
         return {name: n for name, n in zip(self.type_names, self.counts, strict=True) if n}
+
+    def gpus_of(self) -> dict[str, int]:
+        """GPUs per kind, over the units made of it (kinds with none left out)."""
+        out: dict[str, int] = {}
+        for kind, g, n in zip(self.kinds, self.unit_gpus, self.counts, strict=True):
+            if n:
+                out[kind] = out.get(kind, 0) + g * n
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The mix as plain data (``cost`` and ``lower_bound`` ``None`` when not finite)."""
@@ -244,6 +304,7 @@ class GpuMix:
 
         return {
             "counts": self.count_of(),
+            "gpus": self.gpus_of(),
             "cost": self.cost if math.isfinite(self.cost) else None,
             "status": self.status,
             "lower_bound": self.lower_bound if math.isfinite(self.lower_bound) else None,
@@ -260,8 +321,12 @@ def _no_mix(problem: GpuMixProblem, fractional: bool, status: GpuMixStatus, reas
     return GpuMix(
         tuple(gpu.name for gpu in problem.types), problem.bucket_names, zeros, math.inf,
         status, -math.inf if status != "infeasible" else math.inf, empty, None, fractional,
-        reason,
+        reason, *_kinds(problem),
     )  # fmt: skip
+
+
+def _kinds(problem: GpuMixProblem) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    return tuple(gpu.kind for gpu in problem.types), tuple(gpu.gpus for gpu in problem.types)
 
 
 def solve_gpu_mix(
@@ -302,9 +367,12 @@ def solve_gpu_mix(
         raise InvalidArgument(f"must be positive seconds, got {time_limit!r}", field="time_limit")
     loads = problem.loads()  # [b, t]
     B, T = loads.shape
-    available = np.array(
-        [math.inf if gpu.available is None else gpu.available for gpu in problem.types]
-    )
+    limit_of = dict(problem.gpu_limits)
+    available = np.array([
+        min(math.inf if gpu.available is None else gpu.available,
+            limit_of[gpu.kind] // gpu.gpus if gpu.kind in limit_of else math.inf)
+        for gpu in problem.types
+    ])  # fmt: skip
     can = np.isfinite(loads) & (available > 0)[None, :]
     busy = np.asarray(problem.bucket_rates) > 0
     for b in np.flatnonzero(busy & ~can.any(axis=1)):
@@ -329,22 +397,32 @@ def solve_gpu_mix(
          (np.concatenate((np.arange(T), pt)), np.concatenate((np.arange(T), cols)))),
         shape=(T, T + P),
     )  # fmt: skip
+    pooled = sparse.csr_array(
+        np.array([[gpu.gpus if gpu.kind == kind else 0 for gpu in problem.types] + [0] * P
+                  for kind, _ in problem.gpu_limits]).reshape(-1, T + P)
+    )  # fmt: skip
+    pool_sizes = np.array([n for _, n in problem.gpu_limits], float)
     result = highs(
-        c, A_ub=carried, b_ub=np.zeros(T), A_eq=served_once[busy], b_eq=np.full(int(busy.sum()), S),
+        c, A_ub=sparse.vstack((carried, pooled)), b_ub=np.concatenate((np.zeros(T), pool_sizes)),
+        A_eq=served_once[busy], b_eq=np.full(int(busy.sum()), S),
         bounds=np.column_stack((np.zeros(T + P), np.concatenate((most, np.full(P, S))))),
         integrality=np.concatenate((np.ones(T), np.zeros(P) if fractional else np.ones(P))),
         time_limit=time_limit,
     )  # fmt: skip
     if result.x is None:
         if result.status == 2:
-            limits = ", ".join(f"{gpu.name} <= {gpu.available}" for gpu in problem.types
-                               if gpu.available is not None)  # fmt: skip
+            limits = ", ".join(
+                [f"{gpu.name} <= {gpu.available}" for gpu in problem.types
+                 if gpu.available is not None]
+                + [f"{kind} GPUs <= {n}" for kind, n in problem.gpu_limits]
+            )  # fmt: skip
             return _no_mix(problem, fractional, "infeasible",
                            f"the GPUs available ({limits}) cannot carry the rate")  # fmt: skip
         return _no_mix(problem, fractional, "time_limit", str(result.message))
     share = np.zeros((B, T))
     share[pb, pt] = np.clip(result.x[T:], 0.0, S)
-    if fractional:
+    if fractional:  # HiGHS's crumbs of 1e-15 would each buy a GPU: a share that small is none
+        share[share < LOAD_TOLERANCE * S] = 0.0
         total = share.sum(axis=1, keepdims=True)
         share = np.divide(share * S, total, out=np.zeros_like(share), where=total > 0)
     else:
@@ -359,7 +437,11 @@ def solve_gpu_mix(
         status = "time_limit"
     elif cost <= lower + CERTIFIED_GAP * max(abs(lower), 1.0) and all(
         n <= limit for n, limit in zip(counts, available, strict=True)
-    ):
+    ) and all(
+        sum(gpu.gpus * n for gpu, n in zip(problem.types, counts, strict=True)
+            if gpu.kind == kind) <= size
+        for kind, size in problem.gpu_limits
+    ):  # fmt: skip
         status = "optimal"
     else:
         status = "uncertified"
@@ -368,5 +450,6 @@ def solve_gpu_mix(
         tuple(gpu.name for gpu in problem.types), problem.bucket_names, counts, cost, status,
         min(lower, cost), tuple(tuple(float(v) for v in row) for row in rates),
         None if fractional else tuple(tuple(int(k) for k in row) for row in share), fractional,
+        "", *_kinds(problem),
     )  # fmt: skip
 
