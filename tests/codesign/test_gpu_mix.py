@@ -407,3 +407,18 @@ def test_generated_problems_are_melange_files(tmp_path, capsys):
     assert np.array(data["workload_distribution"]).shape == (3, 3)
     code, out, _ = _run(capsys, str(path), "--json")
     assert code == 0 and json.loads(out)["status"] == "optimal"
+
+
+def test_the_slice_factor_of_the_file_cuts_each_bucket(tmp_path):
+    data = _example()
+    data["slice_factor"] = 4
+    path = tmp_path / "melange.yaml"  # Mélange's fields read from YAML too
+    path.write_text("\n".join(f"{key}: {json.dumps(value)}" for key, value in data.items()))
+    problem = BENCHMARK.load_melange(path)
+    assert problem.slices == 4
+    assert problem.bucket_rates == pytest.approx((6.0, 3.0, 15.0, 6.0))
+    mix = solve_gpu_mix(problem)
+    check_serves(problem, mix)
+    assert mix.slices is not None and all(sum(row) == 4 for row in mix.slices)
+    # quarter slices can only do better than whole buckets, never better than a free split
+    assert solve_gpu_mix(problem, fractional=True).cost - 1e-9 <= mix.cost <= 6.70 + 1e-9
