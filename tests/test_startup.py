@@ -81,7 +81,7 @@ def test_a_function_named_like_its_module_stays_the_function():
     import inferplan.coinference.simulate
 
     assert isinstance(inferplan.codesign.provision, types.FunctionType)
-    assert inferplan.codesign.engine.throughput is inferplan.throughput
+    assert inferplan.codesign.throughput is inferplan.throughput
     assert isinstance(inferplan.coinference.simulate, types.FunctionType)
     from inferplan.codesign import provision, throughput
 
