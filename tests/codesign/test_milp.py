@@ -18,7 +18,7 @@ from inferplan.codesign import (
     solve_psg,
     throughput_optimal,
 )
-from inferplan.codesign.milp.cost import cost as milp
+from inferplan.codesign.milp import cost as milp
 from inferplan.codesign.milp.cost import CERTIFIED_GAP
 from inferplan.errors import Infeasible, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import FunctionCost
