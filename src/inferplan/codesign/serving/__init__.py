@@ -1,0 +1,61 @@
+"""Serving LLMs: requests of tokens, prefill and decode, the KV cache, TTFT/TPOT and the GPUs
+to buy (docs/serving.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferplan.lazy import export_lazily
+
+if TYPE_CHECKING:
+    from inferplan.codesign.serving.catalog import Catalog, GpuType, Hardware
+    from inferplan.codesign.serving.decoder import Decoder
+    from inferplan.codesign.serving.planner import (
+        DEFAULT_BATCHES,
+        OBJECTIVES,
+        ServingPlan,
+        ServingStage,
+        plan_serving,
+    )
+    from inferplan.codesign.serving.timing import MeasuredTable, NodeTimeModel, Roofline, StepWork
+    from inferplan.codesign.serving.workload import RequestClass, Workload
+
+__all__ = [
+    "DEFAULT_BATCHES",
+    "OBJECTIVES",
+    "Catalog",
+    "Decoder",
+    "GpuType",
+    "Hardware",
+    "MeasuredTable",
+    "NodeTimeModel",
+    "RequestClass",
+    "Roofline",
+    "ServingPlan",
+    "ServingStage",
+    "StepWork",
+    "Workload",
+    "plan_serving",
+]
+
+export_lazily(
+    __name__,
+    {
+        "inferplan.codesign.serving.catalog": ("Catalog", "GpuType", "Hardware"),
+        "inferplan.codesign.serving.decoder": ("Decoder",),
+        "inferplan.codesign.serving.planner": (
+            "DEFAULT_BATCHES",
+            "OBJECTIVES",
+            "ServingPlan",
+            "ServingStage",
+            "plan_serving",
+        ),
+        "inferplan.codesign.serving.timing": (
+            "MeasuredTable",
+            "NodeTimeModel",
+            "Roofline",
+            "StepWork",
+        ),
+        "inferplan.codesign.serving.workload": ("RequestClass", "Workload"),
+    },
+)
