@@ -32,7 +32,7 @@ from __future__ import annotations
 import graphlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -240,7 +240,7 @@ def _order(network: Network) -> list[str]:
 
 
 def _search(network: Network, model: _Model, options: Mapping[str, Sequence[Hardware]],
-            objective: Objective, incumbent: float, why: dict[str, int]
+            objective: Objective, incumbent: float, memory: bool
             ) -> tuple[_Labels, list[int]]:  # fmt: skip
     """The Pareto labels of complete paths for one batch: ``[cost, D, T_1..T_K]``."""
     w, b, n = model.workload, model.batch, model.n_blocks
@@ -255,8 +255,7 @@ def _search(network: Network, model: _Model, options: Mapping[str, Sequence[Hard
     def stage(first: int, last: int, hw: Hardware) -> FloatArray | None:
         key = (first, last, id(hw))
         if key not in stage_cache:
-            if model.memory(first, last) > hw.memory:
-                why["KV memory"] = why.get("KV memory", 0) + 1
+            if memory and model.memory(first, last) > hw.memory:
                 stage_cache[key] = None
             else:
                 time = Roofline(hw.flops, hw.memory_bandwidth)
@@ -267,13 +266,10 @@ def _search(network: Network, model: _Model, options: Mapping[str, Sequence[Hard
     def viable(vec: FloatArray) -> bool:
         d, tp = vec[1], vec[2:]
         if w.tpot_s is not None and d > w.tpot_s:
-            why["TPOT"] = why.get("TPOT", 0) + 1
             return False
         if w.ttft_s is not None and tp.max() > w.ttft_s:
-            why["TTFT"] = why.get("TTFT", 0) + 1
             return False
         if costed and w.requests_per_s * (shares @ tp + out * d / b) > 1:
-            why["rate"] = why.get("rate", 0) + 1
             return False
         return not (costed and vec[0] > incumbent)
 
@@ -350,6 +346,64 @@ def _path(labels: _Labels, label: int) -> tuple[str, ...]:
     return tuple(reversed(nodes))
 
 
+_Best = tuple[float, int, _Labels, int, dict[str, float]]
+
+
+def _best(network: Network, decoder: Decoder, workload: Workload,
+          options: Mapping[str, Sequence[Hardware]], objective: Objective,
+          batches: Sequence[int], *, memory: bool) -> _Best | None:  # fmt: skip
+    """The best label over the batches: (score, batch, labels, label, rate limits)."""
+    best: _Best | None = None
+    for b in sorted(set(batches)):
+        model = _Model(decoder, workload, b)
+        incumbent = best[0] if best is not None and objective == "cost" else math.inf
+        labels, finals = _search(network, model, options, objective, incumbent, memory)
+        for label in finals:
+            vec = labels.vectors[label]
+            limits = rate_limits(workload, b, float(vec[1]), [float(t) for t in vec[2:]])
+            cap = min(limits.values())
+            if objective == "cost":
+                if cap < workload.requests_per_s:
+                    continue
+                score = float(vec[0])
+            else:
+                if cap <= 0:
+                    continue
+                score = -cap
+            if best is None or score < best[0]:
+                best = (score, b, labels, label, limits)
+    return best
+
+
+_TINY_RATE = 1e-300
+
+
+def _infeasible(network: Network, decoder: Decoder, workload: Workload,
+                options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                batches: Sequence[int]) -> Infeasible:  # fmt: skip
+    """The error of a workload no plan serves, naming each condition whose lifting alone lets
+    a plan serve it (``KV memory``, ``TPOT``, ``TTFT``, ``rate``), or all of them together."""
+    lifted = {
+        "KV memory": (workload, False),
+        "TPOT": (replace(workload, tpot_s=None), True),
+        "TTFT": (replace(workload, ttft_s=None), True),
+    }
+    if objective == "cost":
+        lifted["rate"] = (replace(workload, requests_per_s=_TINY_RATE), True)
+    binding = [name for name, (w, memory) in lifted.items()
+               if (name != "TPOT" or workload.tpot_s is not None)
+               and (name != "TTFT" or workload.ttft_s is not None)
+               and _best(network, decoder, w, options, objective, batches, memory=memory)
+               is not None]  # fmt: skip
+    said = ", ".join(binding) if binding else "no one condition alone: several together"
+    wanted = (f"{workload.requests_per_s:g} requests/s" if objective == "cost"
+              else "any request rate")  # fmt: skip
+    return Infeasible(
+        f"no plan serves {wanted} within the bounds at batches "
+        f"{', '.join(map(str, sorted(set(batches))))}; binding (lifting it alone lets a plan "
+        f"serve): {said}", details={"binding": binding or ["several together"]})  # fmt: skip
+
+
 def plan_serving(
     network: Network,
     decoder: Decoder,
@@ -403,36 +457,9 @@ def plan_serving(
             raise InvalidArgument("the goodput objective needs each node's hardware",
                                   field="hardware")  # fmt: skip
         options = {v: [hw] for v, hw in hardware.items()}
-    why: dict[str, int] = {}
-    best: tuple[float, int, _Labels, int, dict[str, float]] | None = None
-    for b in sorted(set(batches)):
-        model = _Model(decoder, workload, b)
-        incumbent = best[0] if best is not None and objective == "cost" else math.inf
-        labels, finals = _search(network, model, options, objective, incumbent, why)
-        for label in finals:
-            vec = labels.vectors[label]
-            limits = rate_limits(workload, b, float(vec[1]), [float(t) for t in vec[2:]])
-            cap = min(limits.values())
-            if objective == "cost":
-                if cap < workload.requests_per_s:
-                    bound = min(limits, key=lambda k: limits[k])
-                    why[bound] = why.get(bound, 0) + 1
-                    continue
-                score = float(vec[0])
-            else:
-                if cap <= 0:
-                    bound = min(limits, key=lambda k: limits[k])
-                    why[bound] = why.get(bound, 0) + 1
-                    continue
-                score = -cap
-            if best is None or score < best[0]:
-                best = (score, b, labels, label, limits)
+    best = _best(network, decoder, workload, options, objective, batches, memory=True)
     if best is None:
-        binding = sorted(why, key=lambda k: -why[k]) or ["no path from source to target"]
-        raise Infeasible(
-            f"no plan serves {workload.requests_per_s:g} requests/s within the bounds at "
-            f"batches {', '.join(map(str, sorted(set(batches))))}: {', '.join(binding)} bind",
-            details={"binding": binding})  # fmt: skip
+        raise _infeasible(network, decoder, workload, options, objective, batches)
     _, b, labels, label, limits = best
     model = _Model(decoder, workload, b)
     vec = labels.vectors[label]
