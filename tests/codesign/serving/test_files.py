@@ -74,3 +74,31 @@ def test_a_transformers_config() -> None:
         ],
     )
     assert (d.layers, d.hidden, d.kv_heads, d.gated_mlp) == (2, 64, 2, True)
+
+
+def test_memory_bandwidth_in_network_files(tmp_path) -> None:
+    from inferplan.codesign.serving import network_hardware
+    from inferplan.network import load_network
+
+    path = tmp_path / "n.yaml"
+    path.write_text(
+        "source: s\ntarget: t\n"
+        "nodes: [{id: s, capacity: 1e12, price: 0, memory: 4e9, memory_bandwidth: 5e11},"
+        " {id: t, capacity: 1e12, price: 0}]\n"
+        "links: [{source: s, target: t, capacity: 1e9, price: 0}]\n"
+    )
+    net = load_network(path)
+    hw = network_hardware(net)
+    assert (hw["s"].flops, hw["s"].memory_bandwidth, hw["s"].memory) == (1e12, 5e11, 4e9)
+    assert hw["t"].memory_bandwidth == float("inf")
+    assert load_network(path) == net and net.nodes[0].memory_bandwidth == 5e11
+    for bad in ("-1", "0", ".nan"):
+        path.write_text(
+            path.read_text().replace("memory_bandwidth: 5e11", f"memory_bandwidth: {bad}")
+        )
+        with pytest.raises(InferplanError) as info:
+            load_network(path)
+        assert info.value.field == "nodes[0] ('s').memory_bandwidth"
+        path.write_text(
+            path.read_text().replace(f"memory_bandwidth: {bad}", "memory_bandwidth: 5e11")
+        )

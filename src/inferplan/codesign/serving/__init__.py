@@ -15,6 +15,7 @@ if TYPE_CHECKING:
         OBJECTIVES,
         ServingPlan,
         ServingStage,
+        network_hardware,
         plan_serving,
     )
     from inferplan.codesign.serving.timing import MeasuredTable, NodeTimeModel, Roofline, StepWork
@@ -35,6 +36,7 @@ __all__ = [
     "ServingStage",
     "StepWork",
     "Workload",
+    "network_hardware",
     "plan_serving",
 ]
 
@@ -48,6 +50,7 @@ export_lazily(
             "OBJECTIVES",
             "ServingPlan",
             "ServingStage",
+            "network_hardware",
             "plan_serving",
         ),
         "inferplan.codesign.serving.timing": (

@@ -45,7 +45,14 @@ from inferplan.codesign.serving.workload import Workload
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
 
-__all__ = ["DEFAULT_BATCHES", "OBJECTIVES", "ServingPlan", "ServingStage", "plan_serving"]
+__all__ = [
+    "DEFAULT_BATCHES",
+    "OBJECTIVES",
+    "ServingPlan",
+    "ServingStage",
+    "network_hardware",
+    "plan_serving",
+]
 
 OBJECTIVES = ("cost", "goodput")
 """``cost``: the least $/h serving the workload's rate within its bounds; ``goodput``: the
@@ -114,6 +121,16 @@ class ServingPlan:
             "binding": self.binding, "batches": list(self.batches),
             "stages": [s.to_dict() for s in self.stages if s.hardware is not None],
         }  # fmt: skip
+
+
+def network_hardware(network: Network) -> dict[str, Hardware]:
+    """Each node's own hardware: its ``capacity`` (FLOP/s), ``memory_bandwidth`` and
+    ``memory`` (unlimited where not given), at no price."""
+    return {
+        v: Hardware(v, float(network.node_capacity[k]), float(network.node_memory_bandwidth[k]),
+                    float(network.node_memory[k]))
+        for k, v in enumerate(network.node_ids)
+    }  # fmt: skip
 
 
 # -- the queueing model: the rate a label's sums allow -------------------------------------
@@ -425,7 +442,8 @@ def plan_serving(
     catalog
         With ``objective="cost"``: the GPUs any node of the network may be given.
     hardware
-        With ``objective="goodput"``: each node's hardware (nodes not named run nothing).
+        With ``objective="goodput"``: each node's hardware (nodes not named run nothing);
+        the network's own (:func:`network_hardware`) when not given.
     objective
         ``"cost"``: the least $/h serving ``workload.requests_per_s`` within the bounds;
         ``"goodput"``: the most requests/s within the bounds on ``hardware``.
@@ -454,8 +472,7 @@ def plan_serving(
         options: Mapping[str, Sequence[Hardware]] = {v: choice for v in network.node_ids}
     else:
         if hardware is None:
-            raise InvalidArgument("the goodput objective needs each node's hardware",
-                                  field="hardware")  # fmt: skip
+            hardware = network_hardware(network)
         options = {v: [hw] for v, hw in hardware.items()}
     best = _best(network, decoder, workload, options, objective, batches, memory=True)
     if best is None:
