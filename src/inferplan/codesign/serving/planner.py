@@ -412,7 +412,7 @@ def _infeasible(network: Network, decoder: Decoder, workload: Workload,
                and (name != "TTFT" or workload.ttft_s is not None)
                and _best(network, decoder, w, options, objective, batches, memory=memory)
                is not None]  # fmt: skip
-    said = ", ".join(binding) if binding else "no one condition alone: several together"
+    said = ", ".join(binding) if binding else "no single condition, several bind together"
     wanted = (f"{workload.requests_per_s:g} requests/s" if objective == "cost"
               else "any request rate")  # fmt: skip
     return Infeasible(
