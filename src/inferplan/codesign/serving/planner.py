@@ -30,6 +30,7 @@ those batches (``status: optimal``, the certificate being the exhausted search).
 from __future__ import annotations
 
 import graphlib
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -215,32 +216,36 @@ class _Model:
 
 
 def _pareto(rows: FloatArray) -> np.ndarray:
-    """Indices of the rows no other row dominates (``<=`` everywhere), duplicates once."""
+    """Indices of the rows no other row dominates (``<=`` everywhere), one of each set of
+    equal rows: the least remaining row (in lexicographic order) is never dominated by
+    another, so it is kept and every row it dominates dropped, until none remain."""
     if len(rows) <= 1:
         return np.arange(len(rows))
     order = np.lexsort(rows.T[::-1])
+    left = rows[order]
     kept: list[int] = []
-    block = np.empty((0, rows.shape[1]))
-    for k in order:
-        row = rows[k]
-        if len(kept) and np.all(block <= row, axis=1).any():
-            continue
-        kept.append(int(k))
-        block = rows[kept]
+    while len(order):
+        kept.append(int(order[0]))
+        alive = ~(left[0] <= left).all(axis=1)
+        order, left = order[alive], left[alive]
     return np.array(kept, dtype=np.intp)
 
 
 @dataclass
 class _Labels:
-    """Labels of the search: their vectors and, per label, (parent, node, first, last, hw)."""
+    """Labels of the search, one per stage placed: its vector and (parent, node, first,
+    last, hardware index; -1 for none)."""
 
     vectors: list[FloatArray] = field(default_factory=list)
     steps: list[tuple[int, str, int, int, int]] = field(default_factory=list)
 
-    def add(self, vector: FloatArray, step: tuple[int, str, int, int, int]) -> int:
-        self.vectors.append(vector)
-        self.steps.append(step)
-        return len(self.steps) - 1
+    def add(self, vectors: FloatArray, parents: np.ndarray, node: str, first: np.ndarray,
+            last: int, hw: np.ndarray) -> np.ndarray:  # fmt: skip
+        start = len(self.steps)
+        self.vectors.extend(vectors)
+        self.steps.extend(zip(parents.tolist(), [node] * len(parents), first.tolist(),
+                              [last] * len(parents), hw.tolist(), strict=True))  # fmt: skip
+        return np.arange(start, len(self.steps))
 
 
 def _order(network: Network) -> list[str]:
@@ -257,110 +262,153 @@ def _order(network: Network) -> list[str]:
 
 
 def _search(network: Network, model: _Model, options: Mapping[str, Sequence[Hardware]],
-            objective: Objective, incumbent: float, memory: bool
+            objective: Objective, incumbent: float, memory: bool, whole: bool = False
             ) -> tuple[_Labels, list[int]]:  # fmt: skip
-    """The Pareto labels of complete paths for one batch: ``[cost, D, T_1..T_K]``."""
+    """The Pareto labels of complete paths for one batch: ``[cost, D, T_1..T_K]``; with
+    ``whole``, of the paths whose one node runs every block (a first incumbent)."""
     w, b, n = model.workload, model.batch, model.n_blocks
     shares = np.array([c.share for c in w.classes])
     out = w.mean_output_tokens
     labels = _Labels()
     costed = objective == "cost"
     q = 2 + len(w.classes)
-    # stage vectors per (first, last) and hardware, memory-feasible only; cached across nodes
-    stage_cache: dict[tuple[int, int, int], FloatArray | None] = {}
+    # a lower bound on the $/h of blocks last..n-1: their memory at the cheapest $/byte
+    per_byte = min((hw.price_per_hour / hw.memory for hws in options.values() for hw in hws),
+                   default=0.0) if costed and memory else 0.0  # fmt: skip
+    rest = np.array([model.memory(last, n) * per_byte for last in range(n + 1)])
+    # each stage's Pareto-optimal memory-feasible hardware, by its layers and whether it
+    # holds the embedding and the head; then, for each first block, every stage from it
+    shapes: dict[tuple[int, int, bool, bool], tuple[FloatArray, np.ndarray]] = {}
+    starts: dict[tuple[int, int], tuple[FloatArray, np.ndarray, np.ndarray]] = {}
 
-    def stage(first: int, last: int, hw: Hardware) -> FloatArray | None:
-        key = (first, last, id(hw))
-        if key not in stage_cache:
-            if memory and model.memory(first, last) > hw.memory:
-                stage_cache[key] = None
-            else:
+    def shape(hws: Sequence[Hardware], first: int, last: int) -> tuple[FloatArray, np.ndarray]:
+        layers = min(last, model.decoder.layers) - min(first, model.decoder.layers)
+        key = (id(hws), layers, first == 0, last == n)
+        if key not in shapes:
+            need, works = model.memory(first, last), model.works(first, last)
+            rows, ids = [], []
+            for h, hw in enumerate(hws):
+                if memory and need > hw.memory:
+                    continue
                 time = Roofline(hw.flops, hw.memory_bandwidth)
-                secs = [time.seconds(work) for work in model.works(first, last)]
-                stage_cache[key] = np.array([hw.price_per_hour if costed else 0.0, *secs])
-        return stage_cache[key]
+                rows.append([hw.price_per_hour if costed else 0.0,
+                             *(time.seconds(work) for work in works)])  # fmt: skip
+                ids.append(h)
+            vecs = np.array(rows).reshape(-1, q)
+            keep = _pareto(vecs)
+            shapes[key] = (vecs[keep], np.array(ids, dtype=np.intp)[keep])
+        return shapes[key]
 
-    def viable(vec: FloatArray) -> bool:
-        d, tp = vec[1], vec[2:]
-        if w.tpot_s is not None and d > w.tpot_s:
-            return False
-        if w.ttft_s is not None and tp.max() > w.ttft_s:
-            return False
-        if costed and w.requests_per_s * (shares @ tp + out * d / b) > 1:
-            return False
-        return not (costed and vec[0] > incumbent)
+    def stages_from(hws: Sequence[Hardware], first: int
+                    ) -> tuple[FloatArray, np.ndarray, np.ndarray]:  # fmt: skip
+        key = (id(hws), first)
+        if key not in starts:
+            parts = [(*shape(hws, first, last), last) for last in range(first + 1, n + 1)]
+            starts[key] = (
+                np.concatenate([p[0] for p in parts]).reshape(-1, q),
+                np.concatenate([p[1] for p in parts]).astype(np.intp),
+                np.concatenate([np.full(len(p[0]), p[2]) for p in parts]).astype(np.intp),
+            )
+        return starts[key]
 
-    arriving: dict[tuple[str, int], list[int]] = {
-        (network.source, 0): [labels.add(np.zeros(q), (-1, "", 0, 0, -1))]
-    }
+    def viable(vecs: FloatArray, last: int | np.ndarray) -> np.ndarray:
+        d, tp = vecs[:, 1], vecs[:, 2:]
+        ok = np.ones(len(vecs), dtype=bool)
+        if w.tpot_s is not None:
+            ok &= d <= w.tpot_s
+        if w.ttft_s is not None:
+            ok &= tp.max(axis=1) <= w.ttft_s
+        if costed:
+            ok &= w.requests_per_s * (tp @ shares + out * d / b) <= 1
+            ok &= vecs[:, 0] + rest[last] <= incumbent
+        return ok
+
+    root = labels.add(np.zeros((1, q)), np.array([-1]), "", np.array([0]), 0, np.array([-1]))
+    arriving: dict[tuple[str, int], list[tuple[FloatArray, np.ndarray]]] = {
+        (network.source, 0): [(np.zeros((1, q)), root)]}  # fmt: skip
     out_links: dict[str, list[tuple[str, float, float]]] = {}
     for link in network.links:
         out_links.setdefault(link.source, []).append((link.target, link.capacity, link.delay_s))
     finals: list[int] = []
+    link_cache: dict[tuple[int, float, float], FloatArray] = {}
     for v in _order(network):
         hws = options.get(v, ())
-        departing: dict[int, list[tuple[FloatArray, tuple[int, str, int, int, int]]]] = {}
+        # every label leaving v: [vector | parent, first block, last block, hardware]
+        out_vecs: list[FloatArray] = []
+        out_meta: list[np.ndarray] = []
         for a in range(n + 1):
-            ids = arriving.pop((v, a), [])
-            if not ids:
+            got = arriving.pop((v, a), [])
+            if not got:
                 continue
-            ids = [ids[k] for k in _pareto(np.array([labels.vectors[i] for i in ids]))]
-            for i in ids:
-                base = labels.vectors[i]
-                departing.setdefault(a, []).append((base, (i, v, a, a, -1)))
-                for last in range(a + 1, n + 1):
-                    for h, hw in enumerate(hws):
-                        vec = stage(a, last, hw)
-                        if vec is None:
-                            continue
-                        total = base + vec
-                        if viable(total):
-                            departing.setdefault(last, []).append((total, (i, v, a, last, h)))
-        for last, entries in departing.items():
-            keep = _pareto(np.array([e[0] for e in entries]))
-            ids = [labels.add(*entries[k]) for k in keep]
+            vecs = np.concatenate([g[0] for g in got])
+            parents = np.concatenate([g[1] for g in got])
+            keep = _pareto(vecs)
+            vecs, parents = vecs[keep], parents[keep]
+            m = len(vecs)
+            out_vecs.append(vecs)  # a relay: no blocks
+            out_meta.append(np.column_stack([parents, np.full(m, a), np.full(m, a),
+                                             np.full(m, -1)]))  # fmt: skip
+            if a == n or (whole and a > 0):
+                continue
+            table, hw_ids, lasts = stages_from(hws, a)
+            if whole:
+                table, hw_ids, lasts = table[lasts == n], hw_ids[lasts == n], lasts[lasts == n]
+            if not len(table):
+                continue
+            cand = (vecs[:, None, :] + table[None, :, :]).reshape(-1, q)
+            cand_last = np.tile(lasts, m)
+            ok = viable(cand, cand_last)
+            out_vecs.append(cand[ok])
+            out_meta.append(np.column_stack([np.repeat(parents, len(table))[ok],
+                                             np.full(int(ok.sum()), a), cand_last[ok],
+                                             np.tile(hw_ids, m)[ok]]))  # fmt: skip
+        if not out_vecs:
+            continue
+        all_vecs, meta = np.concatenate(out_vecs), np.concatenate(out_meta)
+        order = np.argsort(meta[:, 2], kind="stable")
+        all_vecs, meta = all_vecs[order], meta[order]
+        bounds = np.flatnonzero(np.diff(meta[:, 2])) + 1
+        for vecs, rows in zip(np.split(all_vecs, bounds), np.split(meta, bounds), strict=True):
+            if not len(vecs):
+                continue
+            last = int(rows[0, 2])
+            keep = _pareto(vecs)
+            vecs, rows = vecs[keep], rows[keep]
+            ids = labels.add(vecs, rows[:, 0], v, rows[:, 1], last, rows[:, 3])
             if v == network.target and last == n:
-                finals.extend(ids)
+                finals.extend(ids.tolist())
             for z, capacity, delay in out_links.get(v, ()):
-                extra = np.concatenate(([0.0], model.link_times(last, capacity, delay)))
-                for i in ids:
-                    total = labels.vectors[i] + extra
-                    if viable(total):
-                        arriving.setdefault((z, last), []).append(
-                            labels.add(total, (i, f"->{z}", last, last, -2))
-                        )
+                key = (last, capacity, delay)
+                if key not in link_cache:
+                    link_cache[key] = np.concatenate(
+                        ([0.0], model.link_times(last, capacity, delay))
+                    )
+                total = vecs + link_cache[key]
+                ok = viable(total, last)
+                if ok.any():
+                    arriving.setdefault((z, last), []).append((total[ok], ids[ok]))
     return labels, finals
 
 
 def _stages(labels: _Labels, label: int, model: _Model,
             options: Mapping[str, Sequence[Hardware]]) -> tuple[ServingStage, ...]:  # fmt: skip
+    """The path's nodes from the last label back to the root, with what each runs."""
     stages: list[ServingStage] = []
+    d = model.decoder
     while label >= 0:
         parent, node, first, last, h = labels.steps[label]
-        if h >= -1 and node:
+        if node:
             hw = options[node][h] if h >= 0 else None
-            if hw is None:
-                secs = [0.0] * (1 + len(model.workload.classes))
-            else:
+            secs = [0.0] * (1 + len(model.workload.classes))
+            if hw is not None:
                 time = Roofline(hw.flops, hw.memory_bandwidth)
                 secs = [time.seconds(work) for work in model.works(first, last)]
-            d = model.decoder
             layers = min(last, d.layers) - min(first, d.layers)
             stages.append(ServingStage(
                 node, first, last, layers, hw, d.weights_bytes(first, last),
                 model.kv_bytes(first, last), secs[0], tuple(secs[1:])))  # fmt: skip
         label = parent
     return tuple(reversed(stages))
-
-
-def _path(labels: _Labels, label: int) -> tuple[str, ...]:
-    nodes: list[str] = []
-    while label >= 0:
-        parent, node, *_ = labels.steps[label]
-        if node and not node.startswith("->") and (not nodes or nodes[-1] != node):
-            nodes.append(node)
-        label = parent
-    return tuple(reversed(nodes))
 
 
 _Best = tuple[float, int, _Labels, int, dict[str, float]]
@@ -371,10 +419,12 @@ def _best(network: Network, decoder: Decoder, workload: Workload,
           batches: Sequence[int], *, memory: bool) -> _Best | None:  # fmt: skip
     """The best label over the batches: (score, batch, labels, label, rate limits)."""
     best: _Best | None = None
-    for b in sorted(set(batches)):
+    # the plans on one node first: their least $/h bounds every search that follows
+    passes = [True, False] if objective == "cost" else [False]
+    for whole, b in itertools.product(passes, sorted(set(batches))):
         model = _Model(decoder, workload, b)
         incumbent = best[0] if best is not None and objective == "cost" else math.inf
-        labels, finals = _search(network, model, options, objective, incumbent, memory)
+        labels, finals = _search(network, model, options, objective, incumbent, memory, whole)
         for label in finals:
             vec = labels.vectors[label]
             limits = rate_limits(workload, b, float(vec[1]), [float(t) for t in vec[2:]])
@@ -486,7 +536,7 @@ def plan_serving(
     tpot, ttft = predictions(workload, b, decode, prefill, rate)
     stages = _stages(labels, label, model, options)
     return ServingPlan(
-        objective=objective, status="optimal", path=_path(labels, label), stages=stages,
+        objective=objective, status="optimal", path=tuple(st.node for st in stages), stages=stages,
         batch=b, requests_per_s=rate, max_requests_per_s=cap,
         tokens_per_s=rate * workload.mean_output_tokens, ttft_s=ttft, tpot_s=tpot,
         decode_step_s=decode,
