@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import time
 
 import numpy as np
@@ -30,7 +31,7 @@ def network(seed: int) -> Network:
     tiers = [["s"], *[[f"n{t}_{k}" for k in range(n)] for t, n in enumerate(TIERS)], ["t"]]
     nodes = [Node(v, 1e12) for tier in tiers for v in tier]
     links = [Link(u, v, float(rng.uniform(10e9, 100e9)), delay_s=float(rng.uniform(5e-6, 5e-5)))
-             for a, b in zip(tiers, tiers[1:], strict=False) for u in a for v in b]  # fmt: skip
+             for a, b in itertools.pairwise(tiers) for u in a for v in b]  # fmt: skip
     return Network(nodes, links, "s", "t")
 
 
@@ -52,8 +53,10 @@ def main() -> None:
             seconds = time.perf_counter() - start
             stages = ", ".join(f"{s.node}:{s.hardware.label}x{s.layers}L"
                                for s in plan.stages if s.hardware)  # fmt: skip
-            print(f"{rate:5g} {seed:4d} {len(net.node_ids):5d} {net.link_tail.size:5d} "
-                  f"{seconds:8.2f} {plan.price_per_hour:7.2f} {plan.batch:5d}  {stages}")  # fmt: skip
+            print(
+                f"{rate:5g} {seed:4d} {len(net.node_ids):5d} {net.link_tail.size:5d} "
+                f"{seconds:8.2f} {plan.price_per_hour:7.2f} {plan.batch:5d}  {stages}"
+            )
 
 
 if __name__ == "__main__":
