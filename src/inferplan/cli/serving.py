@@ -42,15 +42,27 @@ def serve_command(
     ] = "cost",
     batches: Annotated[
         list[int] | None,
-        typer.Option("--batch", help="A decode batch to try (repeatable); 1, 2, 4, ..., 256."),
+        typer.Option(
+            "--batch",
+            metavar="<batch>",
+            help="A decode batch to try (repeatable); powers of 2 up to 256 if none.",
+        ),
     ] = None,
     config: Annotated[
         list[str] | None,
-        typer.Option("--config", help="key=value override of a transformers config field."),
+        typer.Option(
+            "--config",
+            metavar="<key=value>",
+            help="key=value override of a transformers config field.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Plan an LLM service: layout, decode batch and GPUs, with TTFT/TPOT predicted."""
+    """Plan an LLM service: layout, batch, GPUs.
+
+    The path and its layers, the decode batch and the hardware, with the predicted TTFT,
+    TPOT, requests/s and $/h (docs/serving.md).
+    """
     from inferplan.codesign.serving.files import load_catalog, load_decoder, load_workload
     from inferplan.codesign.serving.planner import DEFAULT_BATCHES, plan_serving
     from inferplan.errors import InvalidArgument
