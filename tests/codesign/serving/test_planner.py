@@ -191,3 +191,18 @@ def test_a_class_longer_than_the_context_is_refused() -> None:
     w = Workload(1.0, (RequestClass(60, 10, 1.0),))
     with pytest.raises(InvalidArgument, match="longer than the model's context of 64"):
         plan_serving(network, TINY, w, catalog=Catalog((GpuType("g", 1, 1, 1, 1),)))
+
+
+def test_a_measured_table_times_the_steps() -> None:
+    from inferplan.codesign.serving import MeasuredTable
+
+    table = MeasuredTable.of(decode={1: 1e-3, 4: 2e-3}, prefill={1: 1e-3, 64: 4e-3})
+    hw = Hardware("m", 1e9, 1e9, 10 * WHOLE, time_model=table)
+    w = Workload(1.0, (RequestClass(10, 10, 1.0),))
+    plan = plan_serving(_pair(), TINY, w, hardware={"t": hw}, objective="goodput",
+                        batches=(1, 2, 4))  # fmt: skip
+    (stage,) = [s for s in plan.stages if s.hardware is not None]
+    per_layer = {1: 1e-3, 2: 1e-3 + 1e-3 / 3, 4: 2e-3}[plan.batch]
+    assert math.isclose(stage.decode_s, stage.layers * per_layer)
+    prefill = 1e-3 + 3e-3 * 9 / 63  # 10 tokens, linear between 1 and 64
+    assert math.isclose(stage.prefill_s[0], stage.layers * prefill)

@@ -4,7 +4,8 @@ The model (docs/serving.md states it with its choices):
 
 - The path's nodes run contiguous ranges of the decoder's blocks (a node may run none and
   only relay); each stage's step takes its node's time model
-  (:class:`~inferplan.codesign.serving.timing.Roofline` of the node's hardware) and each link
+  (:class:`~inferplan.codesign.serving.timing.Roofline` of the node's hardware, or the
+  hardware's own ``time_model``) and each link
   of the path ``bits / bandwidth + delay`` for the activations crossing it.
 - A decode step moves the whole batch of ``b`` sequences through the path once: its time ``D``
   is the sum of the stages' and links' times at the steady state's mean context per sequence
@@ -290,7 +291,7 @@ def _search(network: Network, model: _Model, options: Mapping[str, Sequence[Hard
             for h, hw in enumerate(hws):
                 if memory and need > hw.memory:
                     continue
-                time = Roofline(hw.flops, hw.memory_bandwidth)
+                time = hw.time_model or Roofline(hw.flops, hw.memory_bandwidth)
                 rows.append([hw.price_per_hour if costed else 0.0,
                              *(time.seconds(work) for work in works)])  # fmt: skip
                 ids.append(h)
@@ -401,7 +402,7 @@ def _stages(labels: _Labels, label: int, model: _Model,
             hw = options[node][h] if h >= 0 else None
             secs = [0.0] * (1 + len(model.workload.classes))
             if hw is not None:
-                time = Roofline(hw.flops, hw.memory_bandwidth)
+                time = hw.time_model or Roofline(hw.flops, hw.memory_bandwidth)
                 secs = [time.seconds(work) for work in model.works(first, last)]
             layers = min(last, d.layers) - min(first, d.layers)
             stages.append(ServingStage(
