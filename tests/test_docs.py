@@ -96,7 +96,7 @@ def test_every_file_a_command_reads_is_shipped_or_made_before(page):
 
 
 # the commands that answer in a second or two and need no extra
-QUICK = ("throughput", "provision", "frontier", "generate", "coinfer", "profile")
+QUICK = ("throughput", "provision", "frontier", "generate", "coinfer", "profile", "serve")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])

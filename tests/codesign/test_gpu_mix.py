@@ -20,7 +20,7 @@ from scipy.optimize import linprog
 from inferplan.codesign.serving.gpu_mix import (
     GpuMix,
     GpuMixProblem,
-    GpuType,
+    ProfiledGpu,
     solve_gpu_mix,
     tensor_parallel,
 )
@@ -54,7 +54,7 @@ def instances(draw, max_buckets=3, max_types=3, max_slices=2, max_rate=8):
                                     max_size=buckets)))  # fmt: skip
         price = draw(st.sampled_from([0.4, 1.01, 1.5, 2.0, 3.67, 5.0]))
         available = draw(st.one_of(st.none(), st.integers(0, 4)))
-        types.append(GpuType(f"gpu{t}", price, rates, available))
+        types.append(ProfiledGpu(f"gpu{t}", price, rates, available))
     limits = ()
     if draw(st.booleans()):
         types.append(tensor_parallel(types[0], 2, draw(st.sampled_from([1.0, 1.5]))))
@@ -70,7 +70,7 @@ def _exact_load(problem: GpuMixProblem, b: int, t: int) -> Fraction:
     return Fraction(int(problem.bucket_rates[b])) / Fraction(int(problem.types[t].rates[b]))
 
 
-def _limit(gpu: GpuType) -> float:
+def _limit(gpu: ProfiledGpu) -> float:
     return math.inf if gpu.available is None else gpu.available
 
 
@@ -189,8 +189,8 @@ def test_sliced_mix_is_the_brute_force_optimum(problem):
 @example(  # HiGHS leaves crumbs of 1e-15 of a bucket on types that would each cost a GPU
     GpuMixProblem(
         (0.0, 3.0, 1.0),
-        (GpuType("gpu0", 0.4, (0, 1, 0)), GpuType("gpu1", 0.4, (0, 3, 1)),
-         GpuType("gpu0x2", 0.8, (0, 2, 0), gpus=2, kind="gpu0")),
+        (ProfiledGpu("gpu0", 0.4, (0, 1, 0)), ProfiledGpu("gpu1", 0.4, (0, 3, 1)),
+         ProfiledGpu("gpu0x2", 0.8, (0, 2, 0), gpus=2, kind="gpu0")),
         gpu_limits=(("gpu0", 2),),
     )
 )
@@ -213,7 +213,7 @@ def test_more_slices_never_cost_more_than_fewer_that_divide_them():
     # S slices are also 2 S slices taken two by two: the optimum cannot rise
     rng = np.random.default_rng(5)
     for _ in range(20):
-        types = tuple(GpuType(f"g{t}", float(rng.uniform(0.5, 4)), tuple(rng.uniform(0.5, 9, 4)))
+        types = tuple(ProfiledGpu(f"g{t}", float(rng.uniform(0.5, 4)), tuple(rng.uniform(0.5, 9, 4)))
                       for t in range(3))  # fmt: skip
         base = GpuMixProblem(tuple(rng.uniform(0, 20, 4)), types, 1)
         costs = [solve_gpu_mix(GpuMixProblem(base.bucket_rates, types, s)).cost
@@ -236,7 +236,7 @@ def test_a_time_limit_gives_a_mix_that_serves_or_none():
 
 
 def test_a_tensor_parallel_unit_is_k_gpus_priced_and_profiled_as_one():
-    one = GpuType("L4", 0.8, (3.0, 0.0, 1.5), available=7)
+    one = ProfiledGpu("L4", 0.8, (3.0, 0.0, 1.5), available=7)
     four = tensor_parallel(one, 4, 0.75)
     assert (four.name, four.gpus, four.kind, four.available) == ("L4x4", 4, "L4", 1)
     assert four.price_per_hour == pytest.approx(3.2)
@@ -252,9 +252,9 @@ def test_a_kind_limit_holds_over_its_units():
     # H100 20/s at $5. Two pairs ($3, four L4s) are cheapest. With three L4s at most, one pair
     # carries one slice and the other needs two L4s or an H100 (four L4s, or $6.5), and three
     # L4s alone serve 9/s: the H100 alone ($5) is cheapest.
-    one = GpuType("L4", 1.0, (3.0,))
-    pair = GpuType("L4x2", 1.5, (9.0,), gpus=2, kind="L4")
-    big = GpuType("H100", 5.0, (20.0,))
+    one = ProfiledGpu("L4", 1.0, (3.0,))
+    pair = ProfiledGpu("L4x2", 1.5, (9.0,), gpus=2, kind="L4")
+    big = ProfiledGpu("H100", 5.0, (20.0,))
     free = solve_gpu_mix(GpuMixProblem((10.0,), (one, pair, big), slices=2))
     assert free.count_of() == {"L4x2": 2} and free.gpus_of() == {"L4": 4}
     tight = solve_gpu_mix(GpuMixProblem((10.0,), (one, pair, big), slices=2,
@@ -267,18 +267,18 @@ def test_a_kind_limit_holds_over_its_units():
 @pytest.mark.parametrize(
     ("make", "field"),
     [
-        (lambda: GpuType("a", -1.0, (1.0,)), "types['a'].price_per_hour"),
-        (lambda: GpuType("a", 1.0, (math.nan,)), "types['a'].rates[0]"),
-        (lambda: GpuType("a", 1.0, (1.0,), available=-1), "types['a'].available"),
-        (lambda: GpuMixProblem((1.0, 2.0), (GpuType("a", 1.0, (1.0,)),)), "types['a'].rates"),
-        (lambda: GpuMixProblem((-1.0,), (GpuType("a", 1.0, (1.0,)),)), "bucket_rates[0]"),
-        (lambda: GpuMixProblem((1.0,), (GpuType("a", 1.0, (1.0,)),), slices=0), "slices"),
-        (lambda: GpuMixProblem((1.0,), (GpuType("a", 1.0, (1.0,)),) * 2), "types"),
+        (lambda: ProfiledGpu("a", -1.0, (1.0,)), "types['a'].price_per_hour"),
+        (lambda: ProfiledGpu("a", 1.0, (math.nan,)), "types['a'].rates[0]"),
+        (lambda: ProfiledGpu("a", 1.0, (1.0,), available=-1), "types['a'].available"),
+        (lambda: GpuMixProblem((1.0, 2.0), (ProfiledGpu("a", 1.0, (1.0,)),)), "types['a'].rates"),
+        (lambda: GpuMixProblem((-1.0,), (ProfiledGpu("a", 1.0, (1.0,)),)), "bucket_rates[0]"),
+        (lambda: GpuMixProblem((1.0,), (ProfiledGpu("a", 1.0, (1.0,)),), slices=0), "slices"),
+        (lambda: GpuMixProblem((1.0,), (ProfiledGpu("a", 1.0, (1.0,)),) * 2), "types"),
         (lambda: GpuMixProblem((1.0,), ()), "types"),
-        (lambda: GpuType("a", 1.0, (1.0,), gpus=0), "types['a'].gpus"),
-        (lambda: GpuMixProblem((1.0,), (GpuType("a", 1.0, (1.0,)),), gpu_limits=(("b", 1),)),
+        (lambda: ProfiledGpu("a", 1.0, (1.0,), gpus=0), "types['a'].gpus"),
+        (lambda: GpuMixProblem((1.0,), (ProfiledGpu("a", 1.0, (1.0,)),), gpu_limits=(("b", 1),)),
          "gpu_limits['b']"),
-        (lambda: GpuMixProblem((1.0,), (GpuType("a", 1.0, (1.0,)),), gpu_limits=(("a", -1),)),
+        (lambda: GpuMixProblem((1.0,), (ProfiledGpu("a", 1.0, (1.0,)),), gpu_limits=(("a", -1),)),
          "gpu_limits['a']"),
     ],
 )

@@ -18,6 +18,7 @@ def register() -> None:
         frontier,
         profiles,
         run,
+        serving,
         split,
         validate,
     )

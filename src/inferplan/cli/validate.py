@@ -76,6 +76,27 @@ def _plan(path: Path) -> Summary:
             "interval": plan.interval, "status": plan.status}  # fmt: skip
 
 
+def _workload(path: Path) -> Summary:
+    from inferplan.codesign.serving.files import load_workload
+
+    w = load_workload(path)
+    return {"requests_per_s": w.requests_per_s, "classes": len(w.classes),
+            "ttft_s": w.ttft_s, "tpot_s": w.tpot_s}  # fmt: skip
+
+
+def _catalog(path: Path) -> Summary:
+    from inferplan.codesign.serving.files import load_catalog
+
+    return {"gpus": [t.name for t in load_catalog(path).types]}
+
+
+def _decoder(path: Path) -> Summary:
+    from inferplan.codesign.serving.files import load_decoder
+
+    d = load_decoder(str(path))
+    return {"name": d.name, "layers": d.layers, "max_context": d.max_context}
+
+
 # kind, the top-level fields that mark it (any of them), its loader
 KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("sweep", frozenset({"study"}), _sweep),
@@ -84,6 +105,9 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("profile", frozenset({"flops", "activation_bits", "graph"}), _profile),
     ("network", frozenset({"nodes", "links", "edges"}), _network),
     ("plan", frozenset({"partition"}), _plan),
+    ("workload", frozenset({"requests_per_s"}), _workload),
+    ("catalog", frozenset({"gpus"}), _catalog),
+    ("decoder", frozenset({"decoder"}), _decoder),
 )
 
 
@@ -116,6 +140,18 @@ def _describe(kind: str, s: Summary) -> str:
         return f"{len(names)} service{'s' * (len(names) != 1)}: {', '.join(names)}"
     if kind == "sweep":
         return f"study {s['study']}, {s['points']} point{'s' * (s['points'] != 1)}"
+    if kind == "workload":
+        bounds = ", ".join(
+            f"{name} {si(s[key], 's')}"
+            for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+            if s[key] is not None
+        )
+        return (f"{s['requests_per_s']:g} requests/s, {s['classes']} classes"
+                f"{', ' + bounds if bounds else ''}")  # fmt: skip
+    if kind == "catalog":
+        return f"GPU types {', '.join(s['gpus'])}"
+    if kind == "decoder":
+        return f"{s['name']}, {s['layers']} layers, context {s['max_context']}"
     return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {s['cost']:.6g}, "
             f"interval {si(s['interval'], 's')} ({s['status']})")  # fmt: skip
 

@@ -81,6 +81,7 @@ class _NodeEntry(BaseModel):
     memory: Number | None = None
     memory_price: Number | None = None
     memory_cost: _CostEntry | None = None
+    memory_bandwidth: Number | None = None  # bytes/s, for LLM serving's time model
 
 
 class _LinkEntry(BaseModel):
@@ -402,7 +403,9 @@ def network_from_dict(
             link_costs=link_costs,
             **_listed_memory(doc.nodes),
             link_delay=[e.delay_s for e in doc.links],
-        )
+            node_memory_bandwidth=[math.inf if n.memory_bandwidth is None else n.memory_bandwidth
+                                   for n in doc.nodes],
+        )  # fmt: skip
     except InferplanError as exc:
         raise (exc.located(source) if source else exc) from None
 

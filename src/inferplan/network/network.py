@@ -47,7 +47,8 @@ class Node:
     ``cost``, when given, replaces the linear ``price`` with any capacity cost function.
     ``memory`` is the node's memory in bytes (``None``: unlimited); ``memory_price`` the price
     per byte added (``None``: memory cannot be added), or ``memory_cost`` any cost function of
-    the bytes added, as ``cost`` is of the compute.
+    the bytes added, as ``cost`` is of the compute. ``memory_bandwidth`` is the bytes/s its
+    memory moves (``None``: unlimited), which LLM serving's node time model reads.
     """
 
     id: str
@@ -57,6 +58,7 @@ class Node:
     memory: float | None = None
     memory_price: float | None = None
     memory_cost: CapacityCost | None = field(default=None, compare=False)
+    memory_bandwidth: float | None = None
 
     @property
     def capacity_cost(self) -> CapacityCost:
@@ -285,6 +287,8 @@ class Network:
     """Price per byte of memory added of each node, NaN where not given."""
     node_memory_costs: CostColumns
     """The nodes that have a memory cost function, by position."""
+    node_memory_bandwidth: FloatArray
+    """Memory bandwidth of each node (bytes/s), ``inf`` where unlimited (not given)."""
     source: str
     target: str
 
@@ -322,7 +326,9 @@ class Network:
             raw,
             _floats(raw["links.delay_s"]),
             memory,
-        )
+            _floats([math.inf if n.memory_bandwidth is None else n.memory_bandwidth
+                     for n in nodes]),
+        )  # fmt: skip
         self.__dict__["nodes"], self.__dict__["links"] = nodes, links
 
     @classmethod
@@ -344,13 +350,15 @@ class Network:
         node_memory: npt.ArrayLike | None = None,
         node_memory_price: npt.ArrayLike | None = None,
         node_memory_costs: Mapping[int, CapacityCost] | None = None,
+        node_memory_bandwidth: npt.ArrayLike | None = None,
     ) -> Network:
         """A network from columns: one entry per node (``node_*``) and per link (``link_*``,
         endpoints by node id; ``link_delay`` the propagation delays in seconds, all 0 when not
         given), and the cost functions of the elements that have one, by position (a mapping,
         or :class:`~inferplan.network.cost_columns.CostColumns`). ``node_memory`` (bytes,
         ``inf`` for unlimited) and ``node_memory_price`` (per byte, NaN where memory cannot be
-        added) are unlimited and not for sale when not given. Validated as the constructor
+        added) are unlimited and not for sale when not given, ``node_memory_bandwidth``
+        (bytes/s) unlimited. Validated as the constructor
         validates, with the same messages.
 
         Examples
@@ -384,6 +392,8 @@ class Network:
                 else np.asarray(node_memory_price, dtype=np.float64),
                 CostColumns.of(node_memory_costs),
             ),
+            None if node_memory_bandwidth is None
+            else np.asarray(node_memory_bandwidth, dtype=np.float64),
         )  # fmt: skip
         return net
 
@@ -403,6 +413,7 @@ class Network:
         raw: Mapping[str, Sequence[object]],
         link_delay: FloatArray | None = None,
         memory: tuple[FloatArray, FloatArray, CostColumns] | None = None,
+        memory_bandwidth: FloatArray | None = None,
     ) -> None:
         """Validate the columns (the first bad element in file order, checked as one element
         at a time would be) and set them; no ``link_delay`` is no delay on any link."""
@@ -437,14 +448,20 @@ class Network:
         if memory is None:  # unlimited and not for sale
             memory = (np.full(len(ids), np.inf), np.full(len(ids), np.nan), CostColumns.of(None))
         node_memory, node_memory_price, node_memory_costs = memory
+        if memory_bandwidth is None:
+            memory_bandwidth = np.full(len(ids), np.inf)
         if not n == node_capacity.size == node_price.size == node_memory.size == (
-                node_memory_price.size):  # fmt: skip
+                node_memory_price.size) == memory_bandwidth.size:  # fmt: skip
             raise InvalidNetwork("node columns of different lengths", field="nodes")
         _raise_first(n, [
             (n if len(index) == n else _first_repeat(ids),
              lambda k: InvalidNetwork(f"duplicate node id {ids[k]!r}", field=node_where(k))),
             *numbers("nodes", node_where, node_capacity, node_price),
             *_memory_checks(memory, node_where, raw),
+            (_first(np.isnan(memory_bandwidth) | (memory_bandwidth <= 0)),
+             lambda k: InvalidNetwork(
+                 "memory_bandwidth must be a positive number of bytes/s, got "
+                 f"{float(memory_bandwidth[k])!r}", field=f"{node_where(k)}.memory_bandwidth")),
         ])  # fmt: skip
         if link_delay is None:
             link_delay = np.zeros(link_capacity.size)
@@ -493,13 +510,15 @@ class Network:
             "node_memory": node_memory,
             "node_memory_price": node_memory_price,
             "node_memory_costs": node_memory_costs,
+            "node_memory_bandwidth": memory_bandwidth,
             "source": source,
             "target": target,
             "node_position": index,
         }
         self.__dict__.update(values)
         for array in (node_capacity, node_price, tail, head, link_capacity, link_price,
-                      link_delay, node_memory, node_memory_price):  # fmt: skip
+                      link_delay, node_memory, node_memory_price,
+                      memory_bandwidth):  # fmt: skip
             array.flags.writeable = False
         if not self.from_source[index[target]]:
             raise InvalidNetwork(f"target {target!r} is unreachable from source {source!r}",
@@ -534,6 +553,7 @@ class Network:
             node_memory_price=self.node_memory_price,
             node_memory_costs=self.node_memory_costs,
             link_delay=self.link_delay,
+            node_memory_bandwidth=self.node_memory_bandwidth,
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -556,6 +576,7 @@ class Network:
                           "link_capacity", "link_price", "link_delay")
             )
             and np.array_equal(self.node_memory, other.node_memory)
+            and np.array_equal(self.node_memory_bandwidth, other.node_memory_bandwidth)
             and np.array_equal(self.node_memory_price, other.node_memory_price, equal_nan=True)
         )  # fmt: skip
 
@@ -574,10 +595,11 @@ class Network:
             node: Node = self.__dict__["nodes"][k]
             return node
         memory, price = float(self.node_memory[k]), float(self.node_memory_price[k])
+        bandwidth = float(self.node_memory_bandwidth[k])
         return Node(self.node_ids[k], float(self.node_capacity[k]), float(self.node_price[k]),
                     self.node_costs.get(k), None if math.isinf(memory) else memory,
-                    None if math.isnan(price) else price,
-                    self.node_memory_costs.get(k))  # fmt: skip
+                    None if math.isnan(price) else price, self.node_memory_costs.get(k),
+                    None if math.isinf(bandwidth) else bandwidth)  # fmt: skip
 
     def link(self, k: int) -> Link:
         """The link at position ``k`` (file order)."""
@@ -727,6 +749,8 @@ class Network:
             nodes[k]["memory_price"] = float(self.node_memory_price[k])
         for k, cost in self.node_memory_costs.items():
             nodes[k]["memory_cost"] = cost.to_dict()
+        for k in np.flatnonzero(np.isfinite(self.node_memory_bandwidth)).tolist():
+            nodes[k]["memory_bandwidth"] = float(self.node_memory_bandwidth[k])
         for k in np.flatnonzero(self.link_delay).tolist():  # a delay of 0 is the default
             links[k]["delay_s"] = float(self.link_delay[k])
         return {"source": self.source, "target": self.target, "nodes": nodes, "links": links}

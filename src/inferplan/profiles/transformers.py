@@ -24,13 +24,27 @@ from typing import Literal
 from inferplan.errors import InvalidProfile
 from inferplan.profiles.profile import Profile
 
-__all__ = ["decoder_lm", "vit"]
+__all__ = ["decoder_lm", "kv_bytes_per_token", "vit"]
 
 
 def _positive(**values: int) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or value < 1:
             raise InvalidProfile(f"must be a positive integer, got {value!r}", field=name)
+
+
+def kv_bytes_per_token(*, kv_heads: int, head_dim: int, bytes_per_element: int) -> int:
+    """Bytes one token keeps in one layer's KV cache: ``2 x kv_heads x head_dim x bytes``.
+
+    A key and a value vector of ``head_dim`` elements per key/value head; the one place of the
+    formula (the decode profiles' state and the serving planner's KV memory read it here).
+
+    Examples
+    --------
+    >>> kv_bytes_per_token(kv_heads=8, head_dim=128, bytes_per_element=2)  # a LLaMA-70B layer
+    4096
+    """
+    return 2 * kv_heads * head_dim * bytes_per_element
 
 
 def decoder_lm(
@@ -124,7 +138,9 @@ def decoder_lm(
         layer_params += (d + 2 * kv_width) + d + (matrices - 1) * ffn + d
     bits = 8 * bytes_per_element
     # decode: each layer keeps its keys and values of every token of the context (KV cache)
-    kv_bytes = 2 * batch * context * kv_width * bytes_per_element if phase == "decode" else 0
+    per_token = kv_bytes_per_token(kv_heads=kv, head_dim=hidden // heads,
+                                   bytes_per_element=bytes_per_element)  # fmt: skip
+    kv_bytes = batch * context * per_token if phase == "decode" else 0
     return Profile(
         name=name or f"decoder-{layers}x{hidden}-{phase}",
         blocks=("embed+layer1", *(f"layer{k}" for k in range(2, layers + 1)), "norm+head"),

@@ -57,7 +57,7 @@ __all__ = [
     "GpuMix",
     "GpuMixProblem",
     "GpuMixStatus",
-    "GpuType",
+    "ProfiledGpu",
     "gpus_needed",
     "solve_gpu_mix",
     "tensor_parallel",
@@ -97,7 +97,7 @@ def _whole(value: int, what: str, *, least: int) -> None:
 
 
 @dataclass(frozen=True)
-class GpuType:
+class ProfiledGpu:
     """A GPU type of a price list, or a unit of several GPUs of one kind serving as one node.
 
     Parameters
@@ -142,23 +142,23 @@ class GpuType:
         object.__setattr__(self, "kind", self.kind or self.name)
 
 
-def tensor_parallel(gpu: GpuType, k: int, efficiency: float, *, name: str = "") -> GpuType:
+def tensor_parallel(gpu: ProfiledGpu, k: int, efficiency: float, *, name: str = "") -> ProfiledGpu:
     """A unit of ``k`` GPUs of ``gpu``'s kind serving as one node by tensor parallelism.
 
     It costs ``k`` times ``gpu``'s price and sustains ``k * efficiency`` times its rates
     (``efficiency``: the fraction of ``k`` separate GPUs' rate the unit reaches, positive; it
     may pass 1 where the unit's memory holds a larger batch). Sizes ``gpu`` cannot serve stay
-    unserved: give the unit's own profiled rates as a :class:`GpuType` of ``gpus=k`` instead.
+    unserved: give the unit's own profiled rates as a :class:`ProfiledGpu` of ``gpus=k`` instead.
 
     Examples
     --------
-    >>> pair = tensor_parallel(GpuType("A100-80GB", 3.67, (20.0, 40.0)), 2, 0.9)
+    >>> pair = tensor_parallel(ProfiledGpu("A100-80GB", 3.67, (20.0, 40.0)), 2, 0.9)
     >>> pair.name, pair.price_per_hour, pair.rates, pair.gpus, pair.kind
     ('A100-80GBx2', 7.34, (36.0, 72.0), 2, 'A100-80GB')
     """
     _whole(k, "k", least=1)
     scale = _finite(efficiency, "efficiency", positive=True)
-    return GpuType(
+    return ProfiledGpu(
         name or f"{gpu.name}x{k}", k * gpu.price_per_hour, tuple(k * scale * r for r in gpu.rates),
         None if gpu.available is None else gpu.available // k, k * gpu.gpus, gpu.kind,
     )  # fmt: skip
@@ -189,7 +189,7 @@ class GpuMixProblem:
     """
 
     bucket_rates: tuple[float, ...]
-    types: tuple[GpuType, ...]
+    types: tuple[ProfiledGpu, ...]
     slices: int = 1
     bucket_names: tuple[str, ...] = field(default=())
     gpu_limits: tuple[tuple[str, int], ...] = ()
@@ -353,8 +353,8 @@ def solve_gpu_mix(
     --------
     Mélange's example: two types, four buckets of a 30 requests/s workload.
 
-    >>> a10g = GpuType("A10G", 1.01, (2, 1, 5, 2))
-    >>> a100 = GpuType("A100-80GB", 3.67, (20, 20, 40, 20))
+    >>> a10g = ProfiledGpu("A10G", 1.01, (2, 1, 5, 2))
+    >>> a100 = ProfiledGpu("A100-80GB", 3.67, (20, 20, 40, 20))
     >>> problem = GpuMixProblem((6.0, 3.0, 15.0, 6.0), (a10g, a100))
     >>> mix = solve_gpu_mix(problem)
     >>> mix.count_of(), round(mix.cost, 2), mix.status

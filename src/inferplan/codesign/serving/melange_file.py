@@ -25,7 +25,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferplan.codesign.serving.gpu_mix import GpuMixProblem, GpuType
+from inferplan.codesign.serving.gpu_mix import GpuMixProblem, ProfiledGpu
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidFile
 
@@ -109,7 +109,7 @@ def melange_from_dict(data: object, *, source: str | None = None) -> GpuMixProbl
     names = tuple(f"{i},{j}" for i in range(len(shares)) for j in range(columns))
     rates = tuple(share * rate for row in shares for share in row)
     types = tuple(
-        GpuType(name, gpu.cost, tuple(mu for row in gpu.tputs for mu in row))
+        ProfiledGpu(name, gpu.cost, tuple(mu for row in gpu.tputs for mu in row))
         for name, gpu in doc.gpu_info.items()
     )
     return GpuMixProblem(rates, types, doc.slice_factor, names)

@@ -1,0 +1,51 @@
+"""``inferplan serve``: the plan as a table and as JSON, bad input exit 2, infeasible exit 3."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli import app, invoke_json, runner
+
+BASE = ["serve", "examples/gpu-cluster.yaml", "examples/llama-8b.yaml",
+        "--workload", "examples/chat-workload.yaml"]  # fmt: skip
+
+
+def test_cost_plan_as_json_keeps_the_kv_cache_within_memory() -> None:
+    data = invoke_json([*BASE, "--catalog", "examples/gpus.yaml", "--json"])
+    assert data["status"] == "optimal" and data["objective"] == "cost"
+    assert data["requests_per_s"] == 4.0 and data["tpot_s"] <= 0.05
+    assert max(data["ttft_s"]) <= 2.0
+    for stage in data["stages"]:
+        assert stage["weights_bytes"] + stage["kv_cache_bytes"] <= stage["memory"]
+    assert data["price_per_hour"] == sum(s["price_per_hour"] for s in data["stages"])
+
+
+def test_goodput_table() -> None:
+    result = runner.invoke(app, [*BASE, "--objective", "goodput"])
+    assert result.exit_code == 0, result.stderr
+    assert "requests/s" in result.stdout and "gpu1" in result.stdout
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path) -> None:
+    bad = tmp_path / "w.yaml"
+    bad.write_text("requests_per_s: 1\nclasses: [{prompt_tokens: 9000, output_tokens: 1, "
+                   "share: 1}]\n")  # fmt: skip
+    result = runner.invoke(app, ["serve", "examples/gpu-cluster.yaml", "examples/llama-8b.yaml",
+                                 "--workload", str(bad), "--objective", "goodput"])  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "longer than the model's context" in result.stderr
+    assert str(bad) in result.stderr
+    result = runner.invoke(app, BASE)  # the cost objective without a catalog
+    assert result.exit_code == 2 and "--catalog" in result.stderr
+
+
+def test_infeasible_is_exit_3_naming_what_binds(tmp_path) -> None:
+    tight = tmp_path / "w.yaml"
+    tight.write_text("requests_per_s: 1\ntpot_s: 0.0001\n"
+                     "classes: [{prompt_tokens: 100, output_tokens: 10, share: 1}]\n")  # fmt: skip
+    result = runner.invoke(app, [*BASE[:3], "--workload", str(tight), "--catalog",
+                                 "examples/gpus.yaml", "--json"])  # fmt: skip
+    assert result.exit_code == 3
+    data = json.loads(result.stdout)
+    assert data["status"] == "infeasible" and data["binding"] == ["TPOT"]
+    assert "TPOT" in result.stderr
