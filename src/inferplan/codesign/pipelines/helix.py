@@ -88,15 +88,21 @@ class LayoutInstance:
         for n in self.nodes:
             for k, t in n.throughput.items():
                 if not (isinstance(k, int) and 1 <= k <= self.layers):
-                    raise InvalidArgument(f"node {n.name!r}: layer count {k} not in 1..{self.layers}")
+                    raise InvalidArgument(
+                        f"node {n.name!r}: layer count {k} not in 1..{self.layers}"
+                    )
                 if not (math.isfinite(t) and t > 0):
-                    raise InvalidArgument(f"node {n.name!r}: throughput for {k} layers must be positive, got {t}")
+                    raise InvalidArgument(
+                        f"node {n.name!r}: throughput for {k} layers must be positive, got {t}"
+                    )
         known = {*names, SOURCE, SINK}
         for (u, v), c in self.edges.items():
-            if u not in known or v not in known or u == v or u == SINK or v == SOURCE:
+            if u not in known or v not in known or u in (v, SINK) or v == SOURCE:
                 raise InvalidArgument(f"edge {u!r}->{v!r}: not an edge between known nodes")
             if not (c >= 0 and math.isfinite(c)):
-                raise InvalidArgument(f"edge {u!r}->{v!r}: capacity must be finite and >= 0, got {c}")
+                raise InvalidArgument(
+                    f"edge {u!r}->{v!r}: capacity must be finite and >= 0, got {c}"
+                )
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,11 @@ def _classes(instance: LayoutInstance) -> list[list[str]]:
     """Partition the nodes into classes of interchangeable ones (refined until uniform)."""
     cap = {uv: c for uv, c in instance.edges.items() if c > 0}
     key = {
-        n.name: (tuple(sorted(n.throughput.items())), cap.get((SOURCE, n.name), 0.0), cap.get((n.name, SINK), 0.0))
+        n.name: (
+            tuple(sorted(n.throughput.items())),
+            cap.get((SOURCE, n.name), 0.0),
+            cap.get((n.name, SINK), 0.0),
+        )
         for n in instance.nodes
     }
     groups: dict[object, list[str]] = {}
@@ -193,7 +203,10 @@ def _model(instance: LayoutInstance) -> _Model:
     top = [max(t.values()) for t in table]
     cap = instance.edges
     ranges = [
-        (g, s, k, t) for g, tab in enumerate(table) for k, t in sorted(tab.items()) for s in range(instance.layers - k + 1)
+        (g, s, k, t)
+        for g, tab in enumerate(table)
+        for k, t in sorted(tab.items())
+        for s in range(instance.layers - k + 1)
     ]
     pairs = []
     for g, cg in enumerate(classes):
@@ -203,8 +216,16 @@ def _model(instance: LayoutInstance) -> _Model:
             c = 0.0 if w is None else cap.get((u, w), 0.0)
             if c > 0:
                 pairs.append((g, h, c, c >= min(top[g], top[h])))
-    src = [(g, c, c >= top[g]) for g, cg in enumerate(classes) if (c := cap.get((SOURCE, cg[0]), 0.0)) > 0]
-    snk = [(g, c, c >= top[g]) for g, cg in enumerate(classes) if (c := cap.get((cg[0], SINK), 0.0)) > 0]
+    src = [
+        (g, c, c >= top[g])
+        for g, cg in enumerate(classes)
+        if (c := cap.get((SOURCE, cg[0]), 0.0)) > 0
+    ]
+    snk = [
+        (g, c, c >= top[g])
+        for g, cg in enumerate(classes)
+        if (c := cap.get((cg[0], SINK), 0.0)) > 0
+    ]
     return _Model(classes, table, ranges, pairs, src, snk)
 
 
@@ -244,7 +265,15 @@ def _solve_interval(
         row([(i, 1.0) for i, r in enumerate(m.ranges) if r[0] == g], 0.0, len(members))
     # Every layer is covered: one full range, or two ranges that each carry less than F.
     for layer in range(L):
-        row([(i, 2.0 if t >= hi else 1.0) for i, (g, s, k, t) in enumerate(m.ranges) if s <= layer < s + k], 2.0, np.inf)
+        row(
+            [
+                (i, 2.0 if t >= hi else 1.0)
+                for i, (g, s, k, t) in enumerate(m.ranges)
+                if s <= layer < s + k
+            ],
+            2.0,
+            np.inf,
+        )
     inflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
     outflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
     for j, (g, h, c, free) in enumerate(m.pairs):
@@ -253,8 +282,16 @@ def _solve_interval(
             outflow.setdefault((g, p), []).append((col, -1.0))
             inflow.setdefault((h, p), []).append((col, -1.0))
             if not free:
-                row([(col, 1.0)] + [(i, -c * len(m.classes[h])) for i in ends.get((g, p), [])], -np.inf, 0.0)
-                row([(col, 1.0)] + [(i, -c * len(m.classes[g])) for i in starts.get((h, p), [])], -np.inf, 0.0)
+                row(
+                    [(col, 1.0)] + [(i, -c * len(m.classes[h])) for i in ends.get((g, p), [])],
+                    -np.inf,
+                    0.0,
+                )
+                row(
+                    [(col, 1.0)] + [(i, -c * len(m.classes[g])) for i in starts.get((h, p), [])],
+                    -np.inf,
+                    0.0,
+                )
     for j, (g, c, free) in enumerate(m.src):
         inflow.setdefault((g, 0), []).append((os_ + j, -1.0))
         if not free:
@@ -336,12 +373,20 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     (2.0, 'optimal', {'a': (0, 1), 'b': (1, 1)})
     """
     if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
-        raise InvalidArgument(f"`time_limit_s` must be a positive number of seconds, got {time_limit_s}")
+        raise InvalidArgument(
+            f"`time_limit_s` must be a positive number of seconds, got {time_limit_s}"
+        )
     start = time.monotonic()
     m = _model(instance)
     L = instance.layers
     # Every token passes L layers; node v does at most max_k k T_v(k) layer passes per second.
-    trivial = sum(len(c) * max(k * t for k, t in tab.items()) for c, tab in zip(m.classes, m.table)) / L
+    trivial = (
+        sum(
+            len(c) * max(k * t for k, t in tab.items())
+            for c, tab in zip(m.classes, m.table, strict=True)
+        )
+        / L
+    )
     values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
     best_flow, best_layout = 0.0, {}
     bound = 0.0
