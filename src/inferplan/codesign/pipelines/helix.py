@@ -389,6 +389,27 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     )
     values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
     best_flow, best_layout = 0.0, {}
+    # A first layout from the nodes the source and sink reach by free edges, solved alone.
+    if any(not p[3] for p in m.pairs) or any(not e[2] for e in (*m.src, *m.snk)):
+        top = {n.name: max(n.throughput.values()) for n in instance.nodes}
+        near = {
+            v
+            for v, t in top.items()
+            if instance.edges.get((SOURCE, v), 0.0) >= t and instance.edges.get((v, SINK), 0.0) >= t
+        }
+        if 0 < len(near) < len(top):
+            sub = LayoutInstance(
+                L,
+                tuple(n for n in instance.nodes if n.name in near),
+                {
+                    (u, v): c
+                    for (u, v), c in instance.edges.items()
+                    if {u, v} <= near | {SOURCE, SINK}
+                },
+            )
+            first = solve_layout(sub, time_limit_s=time_limit_s / 3)
+            best_layout = dict(first.layout)
+            best_flow = layout_flow(instance, best_layout)
     bound = 0.0
     proven = True
     for i in range(len(values) - 1, 0, -1):
