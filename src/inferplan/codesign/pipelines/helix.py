@@ -1,0 +1,442 @@
+"""Helix's layout problem, solved exactly: nodes with measured throughput tables.
+
+Each node ``v`` sustains ``T_v(k)`` tokens/s when it holds ``k`` consecutive layers (a key of its
+table). A *layout* gives every node one range ``(s, s + k]`` or nothing. Flow runs from the
+source to the sink; an edge ``(u, v)`` carries flow only if ``v``'s range starts where ``u``'s
+ends (the source feeds ranges starting at 0, the sink takes ranges ending at ``L``), within the
+edge's capacity; a node computes every token it receives (no relays). The layout's value is its
+maximum source-sink flow; the solver maximises it. The formulation and the proof that it is exact
+are in docs/pipelines.md; in short:
+
+* Equal nodes (same table, same capacity to and from every other node) form a *class*; the model
+  counts, per class, how many of its nodes hold each range ``(s, s + k]`` -- integer
+  ``n[g, s, k]`` -- and carries flow over layer positions ``0..L`` (a range moves flow from
+  position ``s`` to ``s + k``), so no two equal nodes are ever told apart.
+* The flow ``F`` is searched interval by interval between consecutive table values. Inside one
+  interval each range is either *full* (``T >= hi``: it alone carries the whole flow) or *partial*
+  (``T <= lo < F``: it needs a partner), so every layer is covered by ``2 n_full + n_partial >= 2``
+  -- the cut that closes the integrality gap of the position flow -- and ``f <= min(T, hi) n``.
+* An edge no flow through its ends can fill is *free*; a slower one caps the class-pair transfer
+  at position ``p`` by ``c N_h E[g, p]`` and ``c N_g S[h, p]`` (ends and starts there), exact when
+  the classes are single nodes and a relaxation otherwise. Every layout found is therefore
+  re-valued by an exact max flow over the nodes, and that value -- never the model's -- is the
+  flow returned; the model's values bound it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from inferplan.errors import InvalidArgument
+
+__all__ = [
+    "LayoutInstance",
+    "LayoutNode",
+    "LayoutSolution",
+    "layout_flow",
+    "solve_layout",
+]
+
+SOURCE = "source"
+SINK = "sink"
+_REL = 1e-9
+
+
+@dataclass(frozen=True)
+class LayoutNode:
+    """A compute node and its measured throughput table.
+
+    Parameters
+    ----------
+    name
+        The node's id (not ``"source"`` or ``"sink"``).
+    throughput
+        Tokens/s the node sustains when holding ``k`` consecutive layers, by ``k``.
+    """
+
+    name: str
+    throughput: Mapping[int, float]
+
+
+@dataclass(frozen=True)
+class LayoutInstance:
+    """A cluster: ``layers`` alike layers, the nodes, and directed edges in tokens/s.
+
+    ``edges`` maps ``(tail, head)`` to a capacity; ``"source"`` and ``"sink"`` are the two ends.
+    A missing edge carries nothing.
+    """
+
+    layers: int
+    nodes: tuple[LayoutNode, ...]
+    edges: Mapping[tuple[str, str], float]
+
+    def __post_init__(self) -> None:
+        if self.layers < 1:
+            raise InvalidArgument(f"`layers` must be a positive integer, got {self.layers}")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names) or {SOURCE, SINK} & set(names):
+            raise InvalidArgument("node names must be distinct and not 'source' or 'sink'")
+        for n in self.nodes:
+            for k, t in n.throughput.items():
+                if not (isinstance(k, int) and 1 <= k <= self.layers):
+                    raise InvalidArgument(
+                        f"node {n.name!r}: layer count {k} not in 1..{self.layers}"
+                    )
+                if not (math.isfinite(t) and t > 0):
+                    raise InvalidArgument(
+                        f"node {n.name!r}: throughput for {k} layers must be positive, got {t}"
+                    )
+        known = {*names, SOURCE, SINK}
+        for (u, v), c in self.edges.items():
+            if u not in known or v not in known or u in (v, SINK) or v == SOURCE:
+                raise InvalidArgument(f"edge {u!r}->{v!r}: not an edge between known nodes")
+            if not (c >= 0 and math.isfinite(c)):
+                raise InvalidArgument(
+                    f"edge {u!r}->{v!r}: capacity must be finite and >= 0, got {c}"
+                )
+
+
+@dataclass(frozen=True)
+class LayoutSolution:
+    """The best layout found, its exact max flow, and an upper bound on every layout's.
+
+    ``layout`` maps each node holding layers to ``(first_layer, k)`` (layers ``first+1..first+k``);
+    nodes absent hold nothing. ``status`` is ``"optimal"`` when ``flow`` reaches ``bound``.
+    """
+
+    flow: float
+    bound: float
+    status: Literal["optimal", "time_limit"]
+    seconds: float
+    layout: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        """``(bound - flow) / flow`` (infinite with no flow)."""
+        return (self.bound - self.flow) / self.flow if self.flow > 0 else math.inf
+
+
+def layout_flow(instance: LayoutInstance, layout: Mapping[str, tuple[int, int]]) -> float:
+    """The maximum source-sink flow of ``layout`` under the rules of the module docstring."""
+    table = {n.name: n.throughput for n in instance.nodes}
+    g = nx.DiGraph()
+    for v, (s, k) in layout.items():
+        if k not in table[v] or s < 0 or s + k > instance.layers:
+            raise InvalidArgument(f"node {v!r}: range ({s}, {s + k}] not allowed")
+        g.add_edge(("in", v), ("out", v), capacity=table[v][k])
+    ends = {v: (s, s + k) for v, (s, k) in layout.items()}
+    for (u, v), c in instance.edges.items():
+        if c <= 0:
+            continue
+        if u == SOURCE and v in ends and ends[v][0] == 0:
+            g.add_edge(SOURCE, ("in", v), capacity=c)
+        elif v == SINK and u in ends and ends[u][1] == instance.layers:
+            g.add_edge(("out", u), SINK, capacity=c)
+        elif u in ends and v in ends and ends[u][1] == ends[v][0]:
+            g.add_edge(("out", u), ("in", v), capacity=c)
+    if SOURCE not in g or SINK not in g:
+        return 0.0
+    return float(nx.maximum_flow_value(g, SOURCE, SINK))
+
+
+def _classes(instance: LayoutInstance) -> list[list[str]]:
+    """Partition the nodes into classes of interchangeable ones (refined until uniform)."""
+    cap = {uv: c for uv, c in instance.edges.items() if c > 0}
+    key = {
+        n.name: (
+            tuple(sorted(n.throughput.items())),
+            cap.get((SOURCE, n.name), 0.0),
+            cap.get((n.name, SINK), 0.0),
+        )
+        for n in instance.nodes
+    }
+    groups: dict[object, list[str]] = {}
+    for n in instance.nodes:
+        groups.setdefault(key[n.name], []).append(n.name)
+    classes = list(groups.values())
+    changed = True
+    while changed:
+        changed = False
+        for c_idx, members in enumerate(classes):
+            for v in (w for cl in classes for w in cl):
+                split: dict[tuple[float, float], list[str]] = {}
+                for w in members:
+                    if w != v:
+                        split.setdefault((cap.get((v, w), 0.0), cap.get((w, v), 0.0)), []).append(w)
+                if len(split) > 1:
+                    # v tells members apart: split off one capacity group (v stays where it is).
+                    part = next(iter(split.values()))
+                    rest = [w for w in members if w not in part]
+                    classes[c_idx : c_idx + 1] = [part, rest]
+                    changed = True
+                    break
+            if changed:
+                break
+    return classes
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The position-indexed model's columns, shared by every interval."""
+
+    classes: list[list[str]]
+    table: list[dict[int, float]]
+    ranges: list[tuple[int, int, int, float]]  # (class, first, k, T)
+    pairs: list[tuple[int, int, float, bool]]  # (tail class, head class, capacity, free)
+    src: list[tuple[int, float, bool]]
+    snk: list[tuple[int, float, bool]]
+
+
+def _model(instance: LayoutInstance) -> _Model:
+    classes = _classes(instance)
+    by_name = {n.name: n for n in instance.nodes}
+    table = [dict(by_name[c[0]].throughput) for c in classes]
+    top = [max(t.values()) for t in table]
+    cap = instance.edges
+    ranges = [
+        (g, s, k, t)
+        for g, tab in enumerate(table)
+        for k, t in sorted(tab.items())
+        for s in range(instance.layers - k + 1)
+    ]
+    pairs = []
+    for g, cg in enumerate(classes):
+        for h, ch in enumerate(classes):
+            u = cg[0]
+            w = next((x for x in ch if x != u), None)
+            c = 0.0 if w is None else cap.get((u, w), 0.0)
+            if c > 0:
+                pairs.append((g, h, c, c >= min(top[g], top[h])))
+    src = [
+        (g, c, c >= top[g])
+        for g, cg in enumerate(classes)
+        if (c := cap.get((SOURCE, cg[0]), 0.0)) > 0
+    ]
+    snk = [
+        (g, c, c >= top[g])
+        for g, cg in enumerate(classes)
+        if (c := cap.get((cg[0], SINK), 0.0)) > 0
+    ]
+    return _Model(classes, table, ranges, pairs, src, snk)
+
+
+def _solve_interval(
+    m: _Model, layers: int, lo: float, hi: float, seconds: float
+) -> tuple[float, float, dict[tuple[int, int, int], int] | None, bool]:
+    """Maximise ``F`` in ``[lo, hi]``: (best F, bound, counts of the best, proven)."""
+    nr, npair, L = len(m.ranges), len(m.pairs), layers
+    # columns: n (nr) | f (nr) | x[pair, p] for p in 1..L-1 | xs (src) | xt (snk) | F
+    ox = 2 * nr
+    os_ = ox + npair * (L - 1)
+    ot = os_ + len(m.src)
+    of = ot + len(m.snk)
+    ncol = of + 1
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lb: list[float] = []
+    ub: list[float] = []
+
+    def row(entries: list[tuple[int, float]], low: float, high: float) -> None:
+        r = len(lb)
+        for c, a in entries:
+            rows.append(r)
+            cols.append(c)
+            vals.append(a)
+        lb.append(low)
+        ub.append(high)
+
+    starts: dict[tuple[int, int], list[int]] = {}
+    ends: dict[tuple[int, int], list[int]] = {}
+    for i, (g, s, k, t) in enumerate(m.ranges):
+        row([(nr + i, 1.0), (i, -min(t, hi))], -np.inf, 0.0)
+        starts.setdefault((g, s), []).append(i)
+        ends.setdefault((g, s + k), []).append(i)
+    for g, members in enumerate(m.classes):
+        row([(i, 1.0) for i, r in enumerate(m.ranges) if r[0] == g], 0.0, len(members))
+    # Every layer is covered: one full range, or two ranges that each carry less than F.
+    for layer in range(L):
+        row(
+            [
+                (i, 2.0 if t >= hi else 1.0)
+                for i, (g, s, k, t) in enumerate(m.ranges)
+                if s <= layer < s + k
+            ],
+            2.0,
+            np.inf,
+        )
+    inflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    outflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for j, (g, h, c, free) in enumerate(m.pairs):
+        for p in range(1, L):
+            col = ox + j * (L - 1) + p - 1
+            outflow.setdefault((g, p), []).append((col, -1.0))
+            inflow.setdefault((h, p), []).append((col, -1.0))
+            if not free:
+                row(
+                    [(col, 1.0)] + [(i, -c * len(m.classes[h])) for i in ends.get((g, p), [])],
+                    -np.inf,
+                    0.0,
+                )
+                row(
+                    [(col, 1.0)] + [(i, -c * len(m.classes[g])) for i in starts.get((h, p), [])],
+                    -np.inf,
+                    0.0,
+                )
+    for j, (g, c, free) in enumerate(m.src):
+        inflow.setdefault((g, 0), []).append((os_ + j, -1.0))
+        if not free:
+            row([(os_ + j, 1.0)] + [(i, -c) for i in starts.get((g, 0), [])], -np.inf, 0.0)
+    for j, (g, c, free) in enumerate(m.snk):
+        outflow.setdefault((g, L), []).append((ot + j, -1.0))
+        if not free:
+            row([(ot + j, 1.0)] + [(i, -c) for i in ends.get((g, L), [])], -np.inf, 0.0)
+    for g in range(len(m.classes)):
+        for p in range(L + 1):
+            row([(nr + i, 1.0) for i in starts.get((g, p), [])] + inflow.get((g, p), []), 0.0, 0.0)
+            row([(nr + i, 1.0) for i in ends.get((g, p), [])] + outflow.get((g, p), []), 0.0, 0.0)
+    row([(os_ + j, 1.0) for j in range(len(m.src))] + [(of, -1.0)], 0.0, 0.0)
+
+    a = coo_matrix((vals, (rows, cols)), shape=(len(lb), ncol)).tocsr()
+    c_obj = np.zeros(ncol)
+    c_obj[of] = -1.0
+    lower = np.zeros(ncol)
+    upper = np.full(ncol, np.inf)
+    upper[:nr] = [len(m.classes[g]) for g, *_ in m.ranges]
+    lower[of], upper[of] = lo, hi
+    integrality = np.zeros(ncol)
+    integrality[:nr] = 1
+    res = milp(
+        c_obj,
+        constraints=LinearConstraint(a, lb, ub),
+        integrality=integrality,
+        bounds=Bounds(lower, upper),
+        options={"time_limit": max(seconds, 0.01), "mip_rel_gap": 1e-9, "disp": False},
+    )
+    proven = res.status in (0, 2)  # optimal or infeasible
+    if res.x is None:
+        bound = -math.inf if res.status == 2 else hi
+        return -math.inf, bound, None, proven
+    bound = -float(res.mip_dual_bound) if res.mip_dual_bound is not None else hi
+    counts = {
+        (g, s, k): round(res.x[i])
+        for i, (g, s, k, _) in enumerate(m.ranges)
+        if round(res.x[i]) > 0 and res.x[nr + i] > _REL * max(hi, 1.0)
+    }
+    return -float(res.fun), min(max(bound, -float(res.fun)), hi), counts, proven
+
+
+def _layout(m: _Model, counts: Mapping[tuple[int, int, int], int]) -> dict[str, tuple[int, int]]:
+    free = [sorted(c) for c in m.classes]
+    layout: dict[str, tuple[int, int]] = {}
+    for (g, s, k), n in sorted(counts.items()):
+        for _ in range(n):
+            layout[free[g].pop(0)] = (s, k)
+    return layout
+
+
+def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> LayoutSolution:
+    """The layout of greatest max flow, with a certified bound, within ``time_limit_s``.
+
+    Parameters
+    ----------
+    instance
+        The cluster and its throughput tables.
+    time_limit_s
+        Wall-clock budget in seconds; on expiry the best layout so far is returned with
+        ``status="time_limit"`` and the bound proven so far.
+
+    Returns
+    -------
+    LayoutSolution
+        ``flow`` is the exact max flow of ``layout`` (recomputed over the nodes, not the model's
+        value); ``bound`` is at least every layout's max flow.
+
+    Examples
+    --------
+    >>> two = LayoutInstance(
+    ...     layers=2,
+    ...     nodes=(LayoutNode("a", {1: 3.0, 2: 1.0}), LayoutNode("b", {1: 2.0})),
+    ...     edges={("source", "a"): 9.0, ("a", "b"): 9.0, ("b", "sink"): 9.0, ("a", "sink"): 9.0},
+    ... )
+    >>> best = solve_layout(two, time_limit_s=10)
+    >>> best.flow, best.status, dict(best.layout)
+    (2.0, 'optimal', {'a': (0, 1), 'b': (1, 1)})
+    """
+    if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
+        raise InvalidArgument(
+            f"`time_limit_s` must be a positive number of seconds, got {time_limit_s}"
+        )
+    start = time.monotonic()
+    m = _model(instance)
+    L = instance.layers
+    # Every token passes L layers; node v does at most max_k k T_v(k) layer passes per second.
+    trivial = (
+        sum(
+            len(c) * max(k * t for k, t in tab.items())
+            for c, tab in zip(m.classes, m.table, strict=True)
+        )
+        / L
+    )
+    values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
+    best_flow, best_layout = 0.0, {}
+    # A first layout from the nodes the source and sink reach by free edges, solved alone.
+    if any(not p[3] for p in m.pairs) or any(not e[2] for e in (*m.src, *m.snk)):
+        top = {n.name: max(n.throughput.values()) for n in instance.nodes}
+        near = {
+            v
+            for v, t in top.items()
+            if instance.edges.get((SOURCE, v), 0.0) >= t and instance.edges.get((v, SINK), 0.0) >= t
+        }
+        if 0 < len(near) < len(top):
+            sub = LayoutInstance(
+                L,
+                tuple(n for n in instance.nodes if n.name in near),
+                {
+                    (u, v): c
+                    for (u, v), c in instance.edges.items()
+                    if {u, v} <= near | {SOURCE, SINK}
+                },
+            )
+            first = solve_layout(sub, time_limit_s=time_limit_s / 3)
+            best_layout = dict(first.layout)
+            best_flow = layout_flow(instance, best_layout)
+    bound = 0.0
+    proven = True
+    for i in range(len(values) - 1, 0, -1):
+        lo, hi = values[i - 1], values[i]
+        if hi <= best_flow * (1 + _REL):
+            break
+        left = time_limit_s - (time.monotonic() - start)
+        if left <= 0:
+            bound = max(bound, hi)
+            proven = False
+            break
+        value, ibound, counts, done = _solve_interval(m, L, max(lo, best_flow), hi, left)
+        bound = max(bound, ibound)
+        proven = proven and done
+        if counts is not None:
+            layout = _layout(m, counts)
+            flow = layout_flow(instance, layout)
+            if flow > best_flow:
+                best_flow, best_layout = flow, layout
+            if flow < value * (1 - 1e-7):
+                proven = False  # the model over-valued this layout: its bound stands, not its flow
+    bound = max(bound, best_flow)
+    optimal = bound <= best_flow * (1 + 1e-7) or (proven and best_flow >= bound * (1 - 1e-7))
+    return LayoutSolution(
+        flow=best_flow,
+        bound=best_flow if optimal else bound,
+        status="optimal" if optimal else "time_limit",
+        seconds=time.monotonic() - start,
+        layout=best_layout,
+    )
