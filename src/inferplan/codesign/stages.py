@@ -93,7 +93,10 @@ class Stages:
         delay and every link's propagation delay. At an interval no stage exceeds, with
         deterministic stage times, no inference waits, so each one takes exactly this."""
         compute, transfer = self.delays(capacity, bandwidth, added_capacity, added_bandwidth)
-        return math.fsum([*compute, *transfer, *self.propagation])
+        try:
+            return math.fsum([*compute, *transfer, *self.propagation])
+        except OverflowError:  # non-negative terms: the true sum is beyond floating point
+            return math.inf
 
     def bottleneck(
         self,
