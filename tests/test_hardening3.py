@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import runner, app
+from tests.cli import app, runner
 
 ROOT = Path(__file__).parents[1]
 NETWORK = json.loads((ROOT / "examples" / "network.json").read_text())
@@ -97,8 +97,11 @@ def _wide_profile(tmp: Path, width: int = 40) -> str:
     """A layer graph of ``width`` parallel layers: ``2**width`` ideals."""
     layers = [{"id": f"l{k}", "flops": 1e9, "params": 10, "output_bits": 1e3}
               for k in range(width)]  # fmt: skip
-    doc = {"name": "wide", "input_bits": 1e4,
-           "graph": {"layers": layers, "edges": [["input", f"l{k}"] for k in range(width)]}}
+    doc = {
+        "name": "wide",
+        "input_bits": 1e4,
+        "graph": {"layers": layers, "edges": [["input", f"l{k}"] for k in range(width)]},
+    }
     path = tmp / "wide.json"
     path.write_text(json.dumps(doc))
     return str(path)
@@ -118,3 +121,128 @@ def test_a_planner_of_tables_enumerates_no_more_ideals_than_it_holds(tmp_path, m
     message = _one_error(["provision", net, wide, "--throughput", "1", "--cuts", "graph",
                           "--max-ideals", "1000000", "--method", method], 2)  # fmt: skip
     assert "more than 4096 cuts" in message
+
+
+RUN = ["run", str(ROOT / "examples" / "runtime-network.json"), "tests.runtime.models:mlp",
+       "--input-shape", "1,16"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"),
+    [
+        (["--testbed", "--dilation", "1e6", "--throughput", "1"], "--dilation"),
+        (["--testbed", "--dilation", "1001", "--throughput", "1"], "--dilation"),
+        (["--rate", "--throughput", "1e-300"], "--throughput"),
+        (["--rate", "--interval", "61"], "--throughput"),  # longer than the 60 s timeout
+        (["--rate", "--interval", "5", "--timeout", "4"], "--throughput"),
+    ],
+)
+def test_run_sizes_are_bounded_before_any_rank_starts(extra, option):
+    message = _one_error([*RUN, *extra], 2)
+    assert message.startswith(f"error: {option}:")
+
+
+# --- 3. validation gaps: one set of checks per file kind, run by every reader ---------------
+
+
+def test_a_layer_named_output_is_refused(tmp_path):
+    doc = {"name": "g", "input_bits": 8,
+           "graph": {"layers": [{"id": "a", "flops": 1.0, "output_bits": 8},
+                                {"id": "output", "flops": 1.0, "output_bits": 8}],
+                     "edges": [["input", "a"], ["a", "output"]]}}  # fmt: skip
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(doc))
+    for command in (
+        ["validate", str(path)],
+        ["throughput", str(ROOT / "examples" / "network.json"), str(path)],
+    ):
+        message = _one_error(command, 2)
+        assert "graph.layers[1].id" in message and "'output'" in message
+
+
+def _plan(tmp: Path, **changes: object) -> str:
+    from tests.cli import invoke_json
+
+    net = str(ROOT / "examples" / "runtime-network.json")
+    plan = invoke_json(["provision", net, "mlp-16x4", "--throughput", "1", "--json"])
+    plan.update(changes)
+    path = tmp / "plan.json"
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+def test_validate_refuses_a_plan_run_refuses(tmp_path):
+    from tests.cli import invoke_json
+
+    net = str(ROOT / "examples" / "runtime-network.json")
+    plan = invoke_json(["provision", net, "mlp-16x4", "--throughput", "1", "--json"])
+    for changes in ({"partition": plan["partition"][:-1]},
+                    {"partition": list(reversed(plan["partition"]))},
+                    {"path": [*plan["path"][:1], *plan["path"]]},
+                    {"layers": plan["layers"][:-1]}):  # fmt: skip
+        path = _plan(tmp_path, **changes)
+        validated = _one_error(["validate", path], 2)
+        run = _one_error([*RUN, "--plan", path], 2)
+        field = next(iter(changes))
+        assert validated.startswith(f"error: {path}: {field}:"), validated
+        assert f"{field}:" in run
+
+
+def test_split_refuses_layers_that_contradict_the_partition(tmp_path):
+    pytest.importorskip("torch")
+    plan = {"interval": 1.0, "path": ["s", "t"], "partition": [2, 4]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    split = ["split", "tests.runtime.models:mlp", "--plan", str(tmp_path / "plan.json"),
+             "--input-shape", "1,16", "--json"]  # fmt: skip
+    done = runner.invoke(app, [*split, "-o", str(tmp_path / "a")])
+    assert done.exit_code == 0, done.stderr
+    blocks = json.loads(done.stdout)["blocks"]
+    for layers in ([blocks[:1], blocks[1:]], [blocks[2:], blocks[:2]]):  # partition: [:2], [2:]
+        (tmp_path / "plan.json").write_text(json.dumps({**plan, "layers": layers}))
+        message = _one_error([*split, "-o", str(tmp_path / "b")], 2)
+        assert message.startswith("error: layers:") and "partition" in message
+
+
+def test_run_refuses_a_dilation_without_the_testbed():
+    message = _one_error([*RUN, "--dilation", "2", "--throughput", "1"], 2)
+    assert message.startswith("error: --dilation:") and "--testbed" in message
+
+
+@pytest.mark.parametrize("bytes_per_param", [1.0, 2.0, 0.5])
+def test_a_graph_without_blocks_counts_its_bytes_per_param(tmp_path, bytes_per_param):
+    # Two layers of 1,000 parameters, nodes of 1,500 bytes: each layer fits a node alone at
+    # 1 byte a parameter (or less), neither at 2. The same file with the blocks given beside
+    # the graph is the independent answer.
+    from tests.cli import invoke_json
+
+    layers = [{"id": "a", "flops": 1e9, "params": 1000, "output_bits": 8},
+              {"id": "b", "flops": 1e9, "params": 1000, "output_bits": 8}]  # fmt: skip
+    graph = {"layers": layers, "edges": [["input", "a"], ["a", "b"]]}
+    net = {"source": "s", "target": "t",
+           "nodes": [{"id": v, "capacity": 1e9, "price": 1e-9, "memory": 1500} for v in "st"],
+           "links": [{"source": "s", "target": "t", "capacity": 1e8, "price": 1e-8}]}  # fmt: skip
+    (tmp_path / "net.json").write_text(json.dumps(net))
+    alone = {"name": "g", "input_bits": 8, "bytes_per_param": bytes_per_param,
+             "state_bytes": [10.0, 20.0], "graph": graph}  # fmt: skip
+    beside = {**alone, "flops": [1e9, 1e9], "activation_bits": [8, 8, 8], "params": [1000, 1000],
+              "blocks": ["a", "b"]}  # fmt: skip
+    answers = []
+    for name, doc in (("alone", alone), ("beside", beside)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        result = runner.invoke(app, ["throughput", str(tmp_path / "net.json"),
+                                     str(tmp_path / f"{name}.json"), "--json"])  # fmt: skip
+        answers.append((result.exit_code, result.stdout if result.exit_code == 0 else ""))
+        shown = invoke_json(["profile", str(tmp_path / f"{name}.json"), "--json"])
+        assert shown["bytes_per_param"] == bytes_per_param
+        assert shown["state_bytes"] == [10.0, 20.0]
+    assert answers[0] == answers[1]
+    assert answers[0][0] == (0 if bytes_per_param <= 1 else 3)
+
+
+# --- 5. an unknown dtype ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float99", "Float8", "torch", "int"])
+def test_run_refuses_an_unknown_dtype_in_one_line(dtype):
+    message = _one_error([*RUN, "--dtype", dtype, "--throughput", "1", "--inferences", "10"], 2)
+    assert message.startswith("error: --dtype:")

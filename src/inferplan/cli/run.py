@@ -87,7 +87,8 @@ def _request(
     }  # fmt: skip
     check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
                                         "warmup", "inputs", "outputs", "timeout_s", "emulate",
-                                        "testbed", "dilation")})  # fmt: skip
+                                        "testbed", "dilation", "interval",
+                                        "open_loop")})  # fmt: skip
     return fields
 
 

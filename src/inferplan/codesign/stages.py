@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.profiles.ideals import Cuts
 
 __all__ = ["Stages", "stage_sends", "stage_units", "stages"]
 
@@ -165,14 +166,22 @@ def stages(
     )
 
 
-def stage_units(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+def stage_units(
+    inst: CodesignInstance | Cuts, partition: Sequence[int]
+) -> tuple[tuple[str, ...], ...]:
     """The names of the blocks or layers each path node runs (``partition[l]`` the cut done
-    up to the ``l``-th node), in the model's order; empty for a node that only forwards."""
+    up to the ``l``-th node), in the model's order; empty for a node that only forwards.
+    ``inst`` may be the cuts alone."""
+    cuts = inst if isinstance(inst, Cuts) else inst.cuts
     done = [0, *partition[:-1]]
-    return tuple(inst.cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
+    return tuple(cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
 
 
-def stage_sends(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+def stage_sends(
+    inst: CodesignInstance | Cuts, partition: Sequence[int]
+) -> tuple[tuple[str, ...], ...]:
     """The tensors each path link carries (``partition[l]`` the cut done before it), in the
-    fixed order of :meth:`~inferplan.profiles.ideals.Cuts.boundary`."""
-    return tuple(inst.cuts.boundary(b) for b in partition[:-1])
+    fixed order of :meth:`~inferplan.profiles.ideals.Cuts.boundary`. ``inst`` may be the cuts
+    alone."""
+    cuts = inst if isinstance(inst, Cuts) else inst.cuts
+    return tuple(cuts.boundary(b) for b in partition[:-1])

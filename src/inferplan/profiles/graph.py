@@ -71,9 +71,10 @@ class LayerGraph:
             raise InvalidProfile("must have at least one layer", field="graph.layers")
         index: dict[str, int] = {}
         for k, v in enumerate(layers):
-            if v == INPUT:
+            if v in (INPUT, OUTPUT):
+                what = "input" if v == INPUT else "output (in edges)"
                 raise InvalidProfile(
-                    f"{INPUT!r} names the model's input, not a layer", field=f"graph.layers[{k}].id"
+                    f"{v!r} names the model's {what}, not a layer", field=f"graph.layers[{k}].id"
                 )
             if v in index:
                 raise InvalidProfile(f"duplicate layer id {v!r}", field=f"graph.layers[{k}].id")

@@ -139,9 +139,13 @@ class Cuts:
         sums[~self.subset] = np.inf
         return sums
 
+    def inside(self, i: int, j: int) -> bool:
+        """One entry of :attr:`subset`, formed without the table."""
+        return self.members is None or not bool((self.members[i] & ~self.members[j]).any())
+
     def work(self, i: int, j: int) -> float:
         """One entry of :attr:`work_between`, formed without the table."""
-        if self.members is not None and bool((self.members[i] & ~self.members[j]).any()):
+        if not self.inside(i, j):
             return math.inf
         return ratio(self.exact_work[j] - self.exact_work[i], self.unit)
 

@@ -153,10 +153,18 @@ class Profile:
                 )
 
     @classmethod
-    def from_graph(cls, name: str, graph: LayerGraph) -> Profile:
+    def from_graph(
+        cls,
+        name: str,
+        graph: LayerGraph,
+        *,
+        bytes_per_param: float = 4.0,
+        state_bytes: tuple[float, ...] = (),
+    ) -> Profile:
         """The profile whose blocks are ``graph``'s layers in its topological order (a layer
         without FLOPs joins the next one that has some, trailing ones the last), with the
-        graph beside them.
+        graph beside them; ``bytes_per_param`` and ``state_bytes`` (one per block) as for
+        the class.
 
         Examples
         --------
@@ -184,7 +192,8 @@ class Profile:
             bits.append(graph.boundary_bits(done))
             names.append(graph.layers[max(group, key=lambda v: graph.flops[v])])
             start = end + 1
-        return cls(name, tuple(flops), tuple(bits), tuple(names), tuple(params), graph=graph)
+        return cls(name, tuple(flops), tuple(bits), tuple(names), tuple(params), graph=graph,
+                   bytes_per_param=bytes_per_param, state_bytes=state_bytes)  # fmt: skip
 
     @property
     def n_blocks(self) -> int:

@@ -376,7 +376,8 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
-              dilation=request.dilation)  # fmt: skip
+              dilation=request.dilation, interval=request.interval,
+              open_loop=request.open_loop)  # fmt: skip
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
@@ -779,7 +780,8 @@ def build(request: RunRequest) -> Built:
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
-              dilation=request.dilation)  # fmt: skip
+              dilation=request.dilation, interval=request.interval,
+              open_loop=request.open_loop)  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          granularity=request.granularity,
