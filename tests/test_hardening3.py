@@ -246,3 +246,23 @@ def test_a_graph_without_blocks_counts_its_bytes_per_param(tmp_path, bytes_per_p
 def test_run_refuses_an_unknown_dtype_in_one_line(dtype):
     message = _one_error([*RUN, "--dtype", dtype, "--throughput", "1", "--inferences", "10"], 2)
     assert message.startswith("error: --dtype:")
+
+
+# --- 9. a transformers profile whose tensors overflow ---------------------------------------
+
+
+def test_a_sequence_too_long_for_a_tensor_is_one_line_without_torchs_stack():
+    # torch logs the failing operation's stack before raising: the whole stderr of the
+    # command (not just what an in-process runner captures) is one error line
+    pytest.importorskip("transformers")
+    import subprocess
+    import sys
+
+    args = ["profile", "transformers:GPT2Config", "--config", "n_layer=1", "--config",
+            "n_embd=16", "--config", "n_head=4", "--config", "vocab_size=10", "--seq-len",
+            str(10**9)]  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", "from inferplan.cli.main import main; main()",
+                           *args], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr[-3000:]
+    assert "1000000000" in done.stderr
