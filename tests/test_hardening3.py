@@ -266,3 +266,41 @@ def test_a_sequence_too_long_for_a_tensor_is_one_line_without_torchs_stack():
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr[-3000:]
     assert "1000000000" in done.stderr
+
+
+# --- 10. parameter counts beyond 64 bits --------------------------------------------------------
+
+
+def test_onnx_dims_of_2_62_are_refused_when_profiled(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**62, 4])  # no values
+    graph = h.make_graph(
+        [h.make_node("MatMul", ["x", "w"], ["y"], name="/m/MatMul")], "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2**62])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[weight],
+    )  # fmt: skip
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    message = _one_error(["profile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "p.json")], 2)
+    assert "params" in message and "2**63" in message
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_profile_file_of_more_than_2_63_parameters_is_refused_by_its_readers(tmp_path, graph):
+    counts = [2**62, 2**62]  # each fits 64 bits, their sum does not
+    if graph:
+        doc: dict[str, object] = {"name": "p", "input_bits": 8, "graph": {
+            "layers": [{"id": f"l{k}", "flops": 1e9, "params": c, "output_bits": 8}
+                       for k, c in enumerate(counts)],
+            "edges": [["input", "l0"], ["l0", "l1"]]}}  # fmt: skip
+    else:
+        doc = {"name": "p", "flops": [1e9, 1e9], "activation_bits": [8, 8, 8], "params": counts}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    net = str(ROOT / "examples" / "network.json")
+    for command in (["provision", net, str(path), "--throughput", "1"], ["validate", str(path)],
+                    ["throughput", net, str(path)]):  # fmt: skip
+        assert "2**63" in _one_error(command, 2)

@@ -18,7 +18,16 @@ from typing import Any
 
 from inferplan.errors import InvalidProfile
 
-__all__ = ["INPUT", "OUTPUT", "LayerGraph"]
+__all__ = ["INPUT", "MAX_PARAMS", "OUTPUT", "LayerGraph", "too_many_params"]
+
+MAX_PARAMS = 2**63 - 1
+"""The most parameters a model may have in all (the planners count them in 64-bit integers;
+no machine holds that many bytes)."""
+
+
+def too_many_params() -> str:
+    """The message refusing more parameters than :data:`MAX_PARAMS`."""
+    return f"parameter counts add up to more than 2**63 - 1 ({MAX_PARAMS:.4g}): check the shapes"
 
 INPUT = "input"
 """The name of the model's input tensor in a layer graph's edges."""
@@ -84,6 +93,8 @@ class LayerGraph:
         params = tuple(int(p) for p in self.params) or (0,) * n
         if len(params) != n or any(p < 0 for p in params):
             raise InvalidProfile(f"must give {n} non-negative counts", field="graph.params")
+        if sum(params) > MAX_PARAMS:
+            raise InvalidProfile(too_many_params(), field="graph.params")
         input_bits = float(self.input_bits)
         if not (math.isfinite(input_bits) and input_bits > 0):
             raise InvalidProfile(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.errors import InvalidProfile
-from inferplan.profiles.graph import LayerGraph
+from inferplan.profiles.graph import MAX_PARAMS, LayerGraph, too_many_params
 
 __all__ = ["Profile"]
 
@@ -127,10 +126,8 @@ class Profile:
                 )
         object.__setattr__(self, "bytes_per_param", float(bpp))
         object.__setattr__(self, "state_bytes", state)
-        if any(p > sys.float_info.max for p in params):
-            raise InvalidProfile(
-                f"parameter counts must be below {sys.float_info.max:.4g}", field="params"
-            )
+        if sum(params) > MAX_PARAMS:
+            raise InvalidProfile(too_many_params(), field="params")
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "activation_bits", bits)
         object.__setattr__(self, "blocks", blocks)
