@@ -304,3 +304,18 @@ def test_a_profile_file_of_more_than_2_63_parameters_is_refused_by_its_readers(t
     for command in (["provision", net, str(path), "--throughput", "1"], ["validate", str(path)],
                     ["throughput", net, str(path)]):  # fmt: skip
         assert "2**63" in _one_error(command, 2)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"bytes_per_param": 1e308}, {"state_bytes": [1e308, 1e308]}],
+)
+def test_a_model_whose_memory_is_beyond_floating_point_is_refused(tmp_path, extra):
+    # found by the layer-graph fuzz test: 2 parameters at 1e308 bytes each
+    doc = {"name": "p", "flops": [1e9, 1e9], "activation_bits": [8, 8, 8], "params": [1, 1],
+           **extra}  # fmt: skip
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    net = str(ROOT / "examples" / "network.json")
+    for command in (["throughput", net, str(path)], ["validate", str(path)]):
+        assert "floating point" in _one_error(command, 2)

@@ -128,6 +128,12 @@ class Profile:
         object.__setattr__(self, "state_bytes", state)
         if sum(params) > MAX_PARAMS:
             raise InvalidProfile(too_many_params(), field="params")
+        if not math.isfinite(sum(params) * float(bpp) + sum(state)):  # all the bytes held
+            raise InvalidProfile(
+                f"the model's memory ({sum(params)} parameters at {float(bpp):g} bytes each, "
+                "and its state) is beyond floating point: check the units",
+                field="bytes_per_param",
+            )
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "activation_bits", bits)
         object.__setattr__(self, "blocks", blocks)
