@@ -319,3 +319,24 @@ def test_a_model_whose_memory_is_beyond_floating_point_is_refused(tmp_path, extr
     net = str(ROOT / "examples" / "network.json")
     for command in (["throughput", net, str(path)], ["validate", str(path)]):
         assert "floating point" in _one_error(command, 2)
+
+
+# --- 6. the run's timeout reaches every rank ------------------------------------------------
+
+
+def test_a_launched_rank_without_the_request_waits_the_runs_timeout(tmp_path, monkeypatch):
+    # Ranks but 0 get no request (rank 0 sends them their part); while rank 0 is busy they
+    # wait in the rendezvous and the first broadcast, bounded by the timeout they are given.
+    pytest.importorskip("torch")
+    from inferplan.runtime import pipeline
+
+    seen = []
+
+    def fake_stage(request, *, progress=None, timeout_s=60.0, built=None):
+        seen.append((request, timeout_s))
+
+    monkeypatch.setattr(pipeline, "run_stage", fake_stage)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv(pipeline._TIMEOUT, "3.0")
+    assert pipeline.launched_rank(tmp_path, None) == 0
+    assert seen == [(None, 3.0)]

@@ -105,6 +105,7 @@ Inputs = tuple[torch.Tensor, ...]  # one inference's input tensors
 DATA, ACK = 1, 2  # message tags: activations go down the path, acknowledgements to the source
 DEFAULT_INFERENCES = 40
 _RUN_DIR = "INFERPLAN_RUN_DIR"  # set by run_plan for the ranks it launches
+_TIMEOUT = "INFERPLAN_TIMEOUT_S"  # and the run's timeout, which ranks but 0 have no request for
 
 
 class StageFailed(InferplanError):
@@ -1096,7 +1097,8 @@ def launched_rank(run_dir: Path, request: RunRequest | None, *, built: Built | N
             ticks.write(b"." if done else b"s")
 
         try:
-            report = run_stage(request, progress=tick, built=built)
+            report = run_stage(request, progress=tick, built=built,
+                               timeout_s=float(os.environ.get(_TIMEOUT, "60")))  # fmt: skip
         except StageCancelled:
             return 2
         except InferplanError as exc:
@@ -1204,7 +1206,8 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         if request.testbed:
             host = stack.enter_context(hosting(resolved, run_dir))
         env = {_RUN_DIR: tmp, **host.env, "WORLD_SIZE": str(world),
-               "LOCAL_WORLD_SIZE": str(world)}  # fmt: skip
+               "LOCAL_WORLD_SIZE": str(world),
+               _TIMEOUT: repr(resolved.request.timeout_s)}  # fmt: skip
         enter = host.preexec
 
         def prepare() -> None:
