@@ -340,3 +340,27 @@ def test_a_launched_rank_without_the_request_waits_the_runs_timeout(tmp_path, mo
     monkeypatch.setenv(pipeline._TIMEOUT, "3.0")
     assert pipeline.launched_rank(tmp_path, None) == 0
     assert seen == [(None, 3.0)]
+
+
+# --- 7. more inferences than the address space holds ------------------------------------------
+
+
+def test_inferences_beyond_the_address_space_limit_are_refused_before_any_rank(tmp_path):
+    # Under a 2 GB address-space limit (ulimit -v) 10**8 inferences' outputs and measured
+    # times do not fit: one line before any rank starts, not a stage's MemoryError
+    pytest.importorskip("torch")
+    import resource
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 10**9, resource.RLIM_INFINITY))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from inferplan.cli.main import main; main()", *RUN,
+         "--throughput", "5", "--inferences", str(10**8)],
+        capture_output=True, text=True, timeout=300, preexec_fn=limited, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith("error: --inferences: ") and done.stderr.count("\n") == 1
+    assert "at most" in done.stderr

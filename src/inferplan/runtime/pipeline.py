@@ -399,15 +399,22 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
         count = int(data.shape[0])
     count = DEFAULT_INFERENCES if count is None else count
     check_count(count, request.warmup)
-    _check_memory(count, profile)
+    _check_memory(count, profile, len(plan.path))
     return Resolved(request, profile, plan, node_s, link_s, count, delays, latency)
 
 
-def _check_memory(count: int, profile: Profile) -> None:
+# What a rank keeps of each inference besides its outputs: its times (a dozen Python floats
+# in lists, 32 bytes each with the list's pointer), measured for the report.
+_KEPT_PER_INFERENCE = 400
+
+
+def _check_memory(count: int, profile: Profile, ranks: int) -> None:
     """Refuse ``count`` inferences whose outputs (kept to be compared with the unsplit model's
-    at the end; the inputs are streamed, made again for the comparison) would not fit in this
-    machine's memory, before any process starts."""
-    check_inferences(count, profile.activation_bits[-1] / 8, "outputs")
+    at the end; the inputs are streamed, made again for the comparison) and each rank's
+    times of them would not fit in this machine's memory (or the address space a process may
+    take), before any process starts."""
+    check_inferences(count, profile.activation_bits[-1] / 8 + ranks * _KEPT_PER_INFERENCE,
+                     "outputs and measured times")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the ranks
