@@ -364,3 +364,38 @@ def test_inferences_beyond_the_address_space_limit_are_refused_before_any_rank(t
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.startswith("error: --inferences: ") and done.stderr.count("\n") == 1
     assert "at most" in done.stderr
+
+
+# --- 4. what a testbed run killed outright left is removed by the next run ------------------
+
+
+def test_the_next_testbed_run_removes_what_a_killed_one_left_and_says_so(capsys):
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    from inferplan.cli.run import remove_killed_runs
+    from inferplan.runtime.testbed import leftovers, missing
+
+    if missing():
+        pytest.skip("testbed: " + "; ".join(missing()))
+    child = subprocess.Popen([sys.executable, "-c", """
+import signal
+from inferplan.runtime.testbed import HostSpec, LinkSpec, Testbed, host_address
+bed = Testbed([HostSpec(host_address(0), 0.5), HostSpec(host_address(1))],
+              [LinkSpec(host_address(0), host_address(1), 1e6)])
+bed.setup()
+print(bed.name, flush=True)
+signal.pause()
+"""], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None
+    name = child.stdout.readline().strip()
+    child.kill()  # SIGKILL: no teardown
+    child.wait(10)
+    assert name in {path.name for _, path in leftovers()}
+    removed = remove_killed_runs()
+    assert {f"netns {name}", f"cgroup {name}"} <= set(removed)
+    assert name not in {path.name for _, path in leftovers()}
+    err = capsys.readouterr().err
+    assert err.startswith("note: removed what killed testbed runs left (") and err.count("\n") == 1
+    assert remove_killed_runs() == []
