@@ -371,27 +371,13 @@ def test_inferences_beyond_the_address_space_limit_are_refused_before_any_rank(t
 
 def test_the_next_testbed_run_removes_what_a_killed_one_left_and_says_so(capsys):
     pytest.importorskip("torch")
-    import subprocess
-    import sys
-
     from inferplan.cli.run import remove_killed_runs
     from inferplan.runtime.testbed import leftovers, missing
+    from tests.runtime.testbed_support import killed_testbed
 
     if missing():
         pytest.skip("testbed: " + "; ".join(missing()))
-    child = subprocess.Popen([sys.executable, "-c", """
-import signal
-from inferplan.runtime.testbed import HostSpec, LinkSpec, Testbed, host_address
-bed = Testbed([HostSpec(host_address(0), 0.5), HostSpec(host_address(1))],
-              [LinkSpec(host_address(0), host_address(1), 1e6)])
-bed.setup()
-print(bed.name, flush=True)
-signal.pause()
-"""], stdout=subprocess.PIPE, text=True)  # fmt: skip
-    assert child.stdout is not None
-    name = child.stdout.readline().strip()
-    child.kill()  # SIGKILL: no teardown
-    child.wait(10)
+    name = killed_testbed()  # SIGKILL: no teardown
     assert name in {path.name for _, path in leftovers()}
     removed = remove_killed_runs()
     assert {f"netns {name}", f"cgroup {name}"} <= set(removed)
