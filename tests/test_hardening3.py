@@ -372,7 +372,7 @@ def test_inferences_beyond_the_address_space_limit_are_refused_before_any_rank(t
 def test_the_next_testbed_run_removes_what_a_killed_one_left_and_says_so(capsys):
     pytest.importorskip("torch")
     from inferplan.cli.run import remove_killed_runs
-    from inferplan.runtime.testbed import leftovers, missing
+    from inferplan.runtime.testbed.linux import leftovers, missing
     from tests.runtime.testbed_support import killed_testbed
 
     if missing():

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from inferplan.errors import InvalidArgument
 from inferplan.runtime import testbed as tb
-from inferplan.runtime.testbed import (
+from inferplan.runtime.testbed.linux import (
     MIN_QUOTA_S,
     HostSpec,
     LinkSpec,
@@ -82,7 +82,7 @@ def test_dilation_packs_every_quota_and_transport_onto_a_core_within_four_thirds
 
 
 def test_a_path_whose_links_need_more_cpu_than_its_nodes_is_dilated_for_its_transport():
-    from inferplan.runtime.testbed_run import layout
+    from inferplan.runtime.testbed.run import layout
 
     # a forwarding node between two held ones; 800 Mbit/s links: at 10 ns a byte at each end
     # a link's transfer takes a core at its source and one at its target at the plan's speed
@@ -143,7 +143,7 @@ def test_bad_dilations_are_refused():
 @settings(max_examples=100)
 @given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), max_size=10))
 def test_link_times_are_the_receivers_view_of_a_one_item_server(pairs):
-    from inferplan.runtime.testbed_run import link_times
+    from inferplan.runtime.testbed.run import link_times
 
     sent, gaps = [], []
     clock = 0.0
@@ -298,7 +298,7 @@ def test_a_link_rate_changes_through_netlink_in_milliseconds():
 @settings(max_examples=50)
 @given(count=st.integers(0, 200))
 def test_the_quota_is_set_again_every_round_after_the_first_inference(count):
-    from inferplan.runtime.testbed_run import ROUND, calibrations
+    from inferplan.runtime.testbed.run import ROUND, calibrations
 
     rounds = calibrations(count)
     assert all(1 < b <= count for b in rounds)
@@ -307,7 +307,7 @@ def test_the_quota_is_set_again_every_round_after_the_first_inference(count):
 
 
 def test_a_rank_holds_its_compute_to_the_cpu_of_the_last_round_over_its_planned_time(tmp_path):
-    from inferplan.runtime.testbed_run import ROUND, Placement, SocketLinks
+    from inferplan.runtime.testbed.run import ROUND, Placement, SocketLinks
 
     placement = Placement((host_address(0),), (str(tmp_path),), (0.5,), (None,), str(tmp_path),
                           "v2", 1.0, 0.002, (1,))  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from inferplan.runtime.testbed import leftovers, missing
+from inferplan.runtime.testbed.linux import leftovers, missing
 
 from .models import Broken
 
@@ -80,7 +80,7 @@ def killed_testbed() -> str:
     left, which :func:`leftovers` lists."""
     child = subprocess.Popen([sys.executable, "-c", """
 import signal
-from inferplan.runtime.testbed import HostSpec, LinkSpec, Testbed, host_address
+from inferplan.runtime.testbed.linux import HostSpec, LinkSpec, Testbed, host_address
 bed = Testbed([HostSpec(host_address(0), 0.5), HostSpec(host_address(1))],
               [LinkSpec(host_address(0), host_address(1), 1e6)])
 bed.setup()

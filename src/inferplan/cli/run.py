@@ -95,7 +95,7 @@ def _request(
 def remove_killed_runs() -> list[str]:
     """Remove what testbed runs killed outright left (their namespace and cgroups, found by
     the owner's PID in their names), saying so in one line on stderr; return their names."""
-    from inferplan.runtime.testbed import cleanup
+    from inferplan.runtime.testbed.linux import cleanup
 
     try:
         removed = cleanup()
@@ -342,8 +342,8 @@ def testbed_command(
 
     Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
     """
-    from inferplan.runtime.testbed import cleanup as remove_leftovers
-    from inferplan.runtime.testbed import require
+    from inferplan.runtime.testbed.linux import cleanup as remove_leftovers
+    from inferplan.runtime.testbed.linux import require
 
     require()
     removed = remove_leftovers() if cleanup else []

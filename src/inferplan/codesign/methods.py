@@ -149,7 +149,7 @@ SERVICE_METHODS: Mapping[str, Method] = {
 }  # fmt: skip
 """Every method that plans several services together (``provision_services(...,
 method=name)``, ``provision --services``): a table of its own, since its solvers take a
-:class:`~inferplan.codesign.services.JointProblem` rather than one instance. ``exact`` is
+:class:`~inferplan.codesign.services.joint.JointProblem` rather than one instance. ``exact`` is
 whether its plans are proven optimal; the fast planner's plans carry a proven gap instead."""
 
 

@@ -81,8 +81,8 @@ from inferplan.runtime.emulate import (
 from inferplan.runtime.examples import check_inferences
 from inferplan.runtime.measure import build_model, load_inputs, measure_nodes, stream_inputs
 from inferplan.runtime.split import PlanStage, TensorSpec, TracedModel, run_layer, trace_model
-from inferplan.runtime.testbed import require as require_testbed
-from inferplan.runtime.testbed_run import Hosting, Placement, SocketLinks, hosting, link_times
+from inferplan.runtime.testbed.linux import require as require_testbed
+from inferplan.runtime.testbed.run import Hosting, Placement, SocketLinks, hosting, link_times
 from inferplan.units import listed
 
 __all__ = [

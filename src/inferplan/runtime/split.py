@@ -61,7 +61,7 @@ Tensors = tuple[torch.Tensor, ...]
 def run_layer(stage: Any, values: Tensors, repeats: int = 1) -> Tensors:
     """``stage(*values)``, computed ``repeats`` times, the last result returned (the same each
     time): on the testbed a host runs its work that many times under a quota that many times
-    larger (:func:`~inferplan.runtime.testbed.repeats`).
+    larger (:func:`~inferplan.runtime.testbed.linux.repeats`).
 
     Examples
     --------
