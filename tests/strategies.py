@@ -229,3 +229,111 @@ def with_memory(
         nodes.append(Node(node.id, node.capacity, node.price, node.cost, memory, price, cost))
     return Network(nodes=nodes, links=network.links, source=network.source,
                    target=network.target)  # fmt: skip
+
+
+# --- documents for the command-line fuzz tests: extreme but well-formed values ----------------
+
+extreme_seconds = st.one_of(
+    st.sampled_from(
+        [0.0, 5e-324, 1e-300, 1e-9, 0.5, 1.0, 1e3, 1e300, 1e308, 1.7976931348623157e308]
+    ),
+    st.floats(min_value=0.0, max_value=1e308, allow_nan=False),
+)
+"""Propagation delays and latency bounds anywhere in floating point (non-negative, finite)."""
+
+latency_bounds = st.one_of(
+    extreme_seconds.map(repr),
+    st.sampled_from(["0", "-1", "nan", "inf", "1e400", "x"]),
+)
+"""``--latency`` arguments: any seconds, and some that are no bound at all."""
+
+
+@st.composite
+def delayed_network_docs(draw: st.DrawFn, base: dict) -> dict:
+    """``base`` (a network document) with a drawn ``delay_s`` on each link (often 0, often
+    extreme: their sums may pass floating point)."""
+    doc = {**base, "links": [dict(e) for e in base["links"]]}
+    for link in doc["links"]:
+        if draw(st.booleans()):
+            link["delay_s"] = draw(extreme_seconds)
+    return doc
+
+
+memory_amounts = st.one_of(
+    st.sampled_from([0.0, 1.0, 1500.0, 1e6, 1e9, 1e300, 1e308]),
+    st.floats(min_value=0.0, max_value=1e12, allow_nan=False),
+)
+
+
+@st.composite
+def memory_network_docs(draw: st.DrawFn, base: dict) -> dict:
+    """``base`` with memory on some nodes: a limit, a price, a cost function (modules or
+    tiers), at extreme sizes."""
+    doc = {**base, "nodes": [dict(n) for n in base["nodes"]]}
+    for node in doc["nodes"]:
+        kind = draw(st.sampled_from(["none", "limit", "price", "modules", "tiers"]))
+        if kind == "none":
+            continue
+        node["memory"] = draw(memory_amounts)
+        if kind == "price":
+            node["memory_price"] = draw(st.sampled_from([0.0, 1e-9, 1.0, 1e300]))
+        elif kind == "modules":
+            node["memory_cost"] = {"kind": "modules", "size": draw(memory_amounts) or 1.0,
+                                   "price": draw(st.sampled_from([0.0, 1e-6, 1e300]))}  # fmt: skip
+        elif kind == "tiers":
+            dearer = draw(st.sampled_from([1e-8, 1e300]))
+            node["memory_cost"] = {"kind": "tiers", "upto": [draw(memory_amounts) or 1.0],
+                                   "price": [1e-9, dearer]}  # fmt: skip
+    return doc
+
+
+@st.composite
+def graph_profile_docs(draw: st.DrawFn, max_layers: int = 6) -> dict:
+    """A profile document holding only a layer graph (:func:`layer_graphs`), with a drawn
+    ``bytes_per_param``, sometimes ``state_bytes`` (of a drawn length), huge parameter
+    counts, or a layer named as a reserved tensor."""
+    graph = draw(layer_graphs(max_layers=max_layers))
+    layers = [{"id": v, "flops": f, "params": p, "output_bits": b}
+              for v, f, p, b in zip(graph.layers, graph.flops, graph.params, graph.output_bits,
+                                    strict=True)]  # fmt: skip
+    edges = [list(e) for e in graph.edges]
+    doc: dict = {"name": "fuzz", "input_bits": graph.input_bits,
+                 "graph": {"layers": layers, "edges": edges}}  # fmt: skip
+    if draw(st.booleans()):
+        doc["bytes_per_param"] = draw(st.sampled_from([0.5, 1.0, 2.0, 4.0, 1e-300, 1e308, 0]))
+    if draw(st.booleans()):
+        doc["state_bytes"] = draw(st.lists(memory_amounts, max_size=len(layers) + 1))
+    if draw(st.integers(0, 4)) == 0:
+        layers[draw(st.integers(0, len(layers) - 1))]["params"] = draw(
+            st.sampled_from([2**62, 2**63, 2**64, 10**30])
+        )
+    if draw(st.integers(0, 5)) == 0:
+        k = draw(st.integers(0, len(layers) - 1))
+        old, new = layers[k]["id"], draw(st.sampled_from(["input", "output"]))
+        layers[k]["id"] = new
+        doc["graph"]["edges"] = [[new if t == old else t for t in e] for e in edges]
+    return doc
+
+
+@st.composite
+def channel_docs(draw: st.DrawFn) -> dict:
+    """Well-formed Markov and Gauss-Markov (Rayleigh or Rician) channel documents at extreme
+    but valid values: nearly absorbing states, SNRs near the float range, K factors of 0 to
+    huge, correlations at 0 and near 1."""
+    snr = st.sampled_from([1e-300, 1e-9, 0.5, 3.0, 1e9, 1e300])
+    if draw(st.booleans()):
+        n = draw(st.integers(1, 3))
+        rows = []
+        for _ in range(n):
+            stay = draw(st.sampled_from([1.0, 1 - 1e-15, 0.5, 0.0]))
+            rest = [(1 - stay) / (n - 1)] * (n - 1) if n > 1 else []
+            rows.append([stay, *rest] if n > 1 else [1.0])
+        return {"kind": "markov", "snr": sorted(draw(snr) for _ in range(n)), "transition": rows}
+    doc = {"kind": "gauss-markov", "mean_snr": draw(snr),
+           "rho": draw(st.sampled_from([0.0, 0.5, 0.9999, 1 - 1e-12])),
+           "grid": draw(st.sampled_from([2, 3, 5])),
+           "fading": draw(st.sampled_from(["rayleigh", "rician"]))}  # fmt: skip
+    if doc["fading"] == "rician":
+        doc["k_factor"] = draw(st.sampled_from([0.0, 1e-300, 1.0, 1e6, 1e300]))
+        doc["radii"], doc["phases"] = 2, 2
+    return doc

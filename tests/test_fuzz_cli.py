@@ -102,7 +102,8 @@ def _write(tmp: Path, name: str, doc: Any, as_yaml: bool) -> str:
     return str(path)
 
 
-def _check(args: list[str]) -> None:
+def _check(args: list[str]) -> Any:
+    """Run ``inferplan ARGS`` and require exit 0 or one error line; the result."""
     result = runner.invoke(app, args)
     context = f"args={args}\nstdout={result.stdout[-2000:]}\nstderr={result.stderr[-4000:]}"
     assert result.exception is None or isinstance(result.exception, SystemExit), context
@@ -112,10 +113,11 @@ def _check(args: list[str]) -> None:
         assert not extra, context
         if "--json" in args:
             json.loads(result.stdout)
-        return
+        return result
     assert result.exit_code in (2, 3), context
     assert result.stderr.startswith("error: "), context
     assert result.stderr.count("\n") == 1, context
+    return result
 
 
 codesign_commands = st.sampled_from(
@@ -409,3 +411,75 @@ def test_any_run_options(tmp_path_factory, inputs, inferences, timeout, dtype, s
     _check(["run", str(ROOT / "examples" / "runtime-network.json"), RUN_MODEL, "--input-shape",
             shape, "--dtype", dtype, "--inferences", inferences, "--timeout", timeout, *target,
             "--inputs", str(tmp / "inputs.pt")])  # fmt: skip
+
+
+# --- latency, memory, layer graphs and channels at their extremes --------------------------------
+
+from tests.strategies import (  # noqa: E402
+    channel_docs,
+    delayed_network_docs,
+    graph_profile_docs,
+    latency_bounds,
+    memory_network_docs,
+)
+
+latency_commands = st.sampled_from(
+    [
+        ["provision", "{net}", "alexnet", "--throughput", "1", "--method", "psg", "--json"],
+        ["provision", "{net}", "alexnet", "--throughput", "1", "--method", "milp", "--json"],
+        ["provision", "{net}", "alexnet", "--throughput", "1", "--method", "pfp", "--json"],
+        ["throughput", "{net}", "alexnet", "--json"],
+        ["latency", "{net}", "alexnet", "--json"],
+        ["frontier", "{net}", "alexnet", "--points", "2", "--json"],
+    ]
+)
+
+
+@FUZZ
+@given(doc=delayed_network_docs(NETWORK), command=latency_commands, bound=latency_bounds)
+def test_any_latency(tmp_path_factory, doc, command, bound):
+    net = _write(tmp_path_factory.mktemp("lat"), "net", doc, False)
+    args = _fill(command, net=net)
+    bounded = args[0] == "provision" or (args[0] == "throughput" and "--latency" not in args)
+    if bounded:
+        args = [*args, "--latency", bound]
+    result = _check(args)
+    if result.exit_code == 0 and args[0] == "provision":  # the plan keeps its bound
+        plan = json.loads(result.stdout)
+        assert plan["latency"] <= float(bound) * (1 + 1e-9), (args, plan["latency"])
+
+
+@FUZZ
+@given(doc=memory_network_docs(NETWORK), command=codesign_commands, graph=graph_profile_docs())
+def test_any_memory(tmp_path_factory, doc, command, graph):
+    tmp = tmp_path_factory.mktemp("mem")
+    net = _write(tmp, "net", doc, False)
+    _check(_fill(command, net=net, prof="alexnet"))
+    _check(_fill(command, net=net, prof=_write(tmp, "prof", graph, False)))
+
+
+@st.composite
+def layer_graph_docs(draw: st.DrawFn) -> Any:
+    """A graph-only profile document, well-formed or with values replaced, removed or added."""
+    doc = draw(graph_profile_docs())
+    return draw(mutated(doc)) if draw(st.booleans()) else doc
+
+
+@FUZZ
+@given(doc=layer_graph_docs(), command=codesign_commands, cuts=st.sampled_from(["chain", "graph"]))
+def test_any_layer_graph(tmp_path_factory, doc, command, cuts):
+    tmp = tmp_path_factory.mktemp("graph")
+    prof = _write(tmp, "prof", doc, False)
+    net = str(ROOT / "examples" / "network.json")
+    _check(["validate", prof])
+    _check(["profile", prof, "--json"])
+    _check([*_fill(command, net=net, prof=prof), "--cuts", cuts])
+
+
+@FUZZ
+@given(channel=channel_docs(), command=coinference_commands)
+def test_any_channel_at_its_extremes(tmp_path_factory, channel, command):
+    doc = {**SYSTEM, "channel": channel}
+    system = _write(tmp_path_factory.mktemp("chan"), "sys", doc, True)
+    _check(_fill(command, sys=system))
+    _check(["validate", system])

@@ -187,7 +187,9 @@ def test_the_default_cuts_and_the_refusals(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ideals, "MAX_STATE_CUTS", 100)
     assert compile_instance(net, profile).cuts.kind == "chain"
     assert compile_instance(net, profile, pairs=False).cuts.kind == "graph"
-    big = compile_instance(net, profile, cuts="graph")  # the tables of pairs refuse, T* not
+    with pytest.raises(InvalidArgument, match="more than 100 cuts are more than this planner"):
+        compile_instance(net, profile, cuts="graph")  # a planner of tables: refused at once
+    big = compile_instance(net, profile, cuts="graph", pairs=False)  # the tables refuse, T* not
     with pytest.raises(InvalidArgument, match="256 cuts are more than this planner holds") as err:
         solve_psg(big, 10.0)
     assert err.value.field == "cuts"

@@ -234,7 +234,7 @@ def test_more_inferences_than_memory_holds_are_refused_before_any_process(files)
     line = _fails([str(net), *model_args("mlp"), "--plan", str(plan), "--inferences",
                    str(10**15)])  # fmt: skip
     assert line.startswith(f"error: --inferences: {10**15:,} inferences would keep ")
-    assert "of outputs in memory, more than this machine's" in line
+    assert "of outputs and measured times in memory, more than this machine's" in line
     assert time.monotonic() - started < 60  # refused, not built and streamed
 
 

@@ -268,18 +268,9 @@ def test_set_up_and_teardown_leave_nothing_and_cleanup_removes_what_a_killed_run
         assert shown.count("class htb") == 4
     assert bed.name not in {path.name for _, path in leftovers()}
     # a run killed outright leaves its namespace and cgroups; they go at the next clean-up
-    child = subprocess.Popen([sys.executable, "-c", """
-import signal, sys
-from inferplan.runtime.testbed.linux import HostSpec, LinkSpec, Testbed, host_address
-bed = Testbed([HostSpec(host_address(0), 0.5), HostSpec(host_address(1))],
-              [LinkSpec(host_address(0), host_address(1), 1e6)])
-bed.setup()
-print(bed.name, flush=True)
-signal.pause()
-"""], stdout=subprocess.PIPE, text=True)  # fmt: skip
-    name = child.stdout.readline().strip()
-    child.kill()
-    child.wait(10)
+    from .testbed_support import killed_testbed
+
+    name = killed_testbed()
     assert name in {path.name for _, path in leftovers()}
     from .pipeline_support import ROOT, env
 

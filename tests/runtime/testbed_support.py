@@ -73,3 +73,23 @@ def assert_refused_without_root(args: list[str]) -> None:
 def left_by(pid: int) -> list[Path]:
     """The namespaces and cgroups of the testbed runs launched by process ``pid``."""
     return [path for _, path in leftovers() if path.name.split("-")[2] == str(pid)]
+
+
+def killed_testbed() -> str:
+    """Set a testbed up in a child process and SIGKILL it (no teardown): the name of what it
+    left, which :func:`leftovers` lists."""
+    child = subprocess.Popen([sys.executable, "-c", """
+import signal
+from inferplan.runtime.testbed.linux import HostSpec, LinkSpec, Testbed, host_address
+bed = Testbed([HostSpec(host_address(0), 0.5), HostSpec(host_address(1))],
+              [LinkSpec(host_address(0), host_address(1), 1e6)])
+bed.setup()
+print(bed.name, flush=True)
+signal.pause()
+"""], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None
+    name = child.stdout.readline().strip()
+    child.kill()
+    child.wait(10)
+    child.stdout.close()
+    return name

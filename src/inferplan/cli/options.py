@@ -101,7 +101,7 @@ MaxIdealsOpt = Annotated[
     int | None,
     typer.Option(
         "--max-ideals",
-        help="Refuse layer graphs with more ideals than this (default 100000).",
+        help="Refuse layer graphs with more ideals than this (default 100000, at most 1000000).",
         min=2,
     ),
 ]

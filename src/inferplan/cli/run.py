@@ -25,7 +25,7 @@ from inferplan.cli.options import (
     method_help,
 )
 from inferplan.cli.render import console, plan_lines, plan_upgrades, print_json, table, written
-from inferplan.errors import InvalidArgument, InvalidProfile
+from inferplan.errors import InferplanError, InvalidArgument, InvalidProfile
 from inferplan.units import link_name, listed, si
 
 if TYPE_CHECKING:
@@ -87,8 +87,24 @@ def _request(
     }  # fmt: skip
     check_run(**{k: fields[k] for k in ("network", "model", "plan", "plan_source", "inferences",
                                         "warmup", "inputs", "outputs", "timeout_s", "emulate",
-                                        "testbed", "dilation")})  # fmt: skip
+                                        "testbed", "dilation", "interval",
+                                        "open_loop")})  # fmt: skip
     return fields
+
+
+def remove_killed_runs() -> list[str]:
+    """Remove what testbed runs killed outright left (their namespace and cgroups, found by
+    the owner's PID in their names), saying so in one line on stderr; return their names."""
+    from inferplan.runtime.testbed.linux import cleanup
+
+    try:
+        removed = cleanup()
+    except (OSError, InferplanError):  # not this machine's to clean: the testbed says why
+        return []
+    if removed:
+        typer.echo(f"note: removed what killed testbed runs left ({', '.join(removed)}): their "
+                   "launchers' processes are gone", err=True)  # fmt: skip
+    return removed
 
 
 @app.command("run")
@@ -175,6 +191,8 @@ def run_command(
         raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
                              ) from None  # fmt: skip
     request = None if fields is None else RunRequest(**fields)
+    if testbed and rank == 0:
+        remove_killed_runs()
     from rich.console import Console
     from rich.progress import (
         BarColumn,

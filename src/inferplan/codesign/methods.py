@@ -9,6 +9,7 @@ method with ``tie_break`` fixed, as the studies compare them.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -247,5 +248,20 @@ def solve(inst: CodesignInstance, beta: float, method: str, **options: Any) -> P
             )
     solver = chosen.bounded if "latency" in given else chosen.solve
     assert solver is not None  # a method that takes latency has a bounded solver
+    bound, work = given.get("latency"), inst.work(0, inst.last_cut)
+    if bound is not None and 0 < bound < math.inf and not work / bound < math.inf:
+        raise InvalidArgument(  # within L, some node computes at S_N / L FLOP/s at least
+            f"a latency of {bound:g} s needs capacities beyond floating point (at least "
+            f"{work:g} FLOP in that time): check the units of "
+            "the bound, the profile and the network",
+            field="latency",
+        )
     plan: Plan = solver(inst, beta, **preset, **given)
+    if not math.isfinite(plan.cost):  # a bound so tight its capacities overflow
+        bounded = f" and a latency of {bound:g} s" if bound is not None else ""
+        raise InvalidArgument(
+            f"an interval of {beta:g} s{bounded} needs capacities beyond floating point (the "
+            "cheapest plan costs inf): check the units of the target, the profile and the network",
+            field="latency" if bounded else "interval",
+        )
     return plan

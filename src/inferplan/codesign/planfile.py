@@ -34,10 +34,10 @@ from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
-from inferplan.profiles.ideals import CutKind
+from inferplan.profiles.ideals import CutKind, cuts_of
 from inferplan.profiles.profile import Profile
 
-__all__ = ["check_plan", "load_plan", "plan_from_dict"]
+__all__ = ["check_plan", "check_plan_model", "check_plan_shape", "load_plan", "plan_from_dict"]
 
 Amount = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
@@ -97,7 +97,7 @@ class _PlanFile(BaseModel):
 def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
     """A :class:`Plan` from ``provision --json`` data (unknown keys ignored)."""
     doc = validate_document(_PlanFile, data, source=source, error=InvalidArgument)
-    return Plan(
+    plan = Plan(
         method=doc.method,
         status=doc.status,
         cost=doc.cost,
@@ -115,11 +115,66 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         latency=doc.latency,
         target_latency=doc.target_latency,
     )
+    check_plan_shape(plan, source=source)
+    return plan
 
 
 def load_plan(path: str | Path) -> Plan:
     """Read a plan file (JSON or YAML) that ``provision --json`` wrote."""
     return plan_from_dict(read_document(path), source=str(path))
+
+
+def check_plan_shape(plan: Plan, *, source: str | None = None) -> None:
+    """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` is
+    whole by itself: a path that visits no node twice, one partition entry per path node and
+    not decreasing, and the layers and tensors of each stage (when given) one entry per path
+    node and per path link. Every reader of a plan file runs these (:func:`plan_from_dict`)."""
+    path, partition = plan.path, plan.partition
+    if len(set(path)) != len(path):
+        raise InvalidArgument("visits a node twice", source=source, field="path")
+    if len(partition) != len(path):
+        raise InvalidArgument(f"needs one entry per path node ({len(path)}), got "
+                              f"{len(partition)}", source=source, field="partition")  # fmt: skip
+    if any(b < a for a, b in pairwise(partition)):
+        raise InvalidArgument(f"must not decrease, got {list(partition)}", source=source,
+                              field="partition")  # fmt: skip
+    for name, given, count, each in (("layers", plan.layers, len(path), "node"),
+                                     ("sends", plan.sends, len(path) - 1, "link")):  # fmt: skip
+        if given and len(given) != count:
+            raise InvalidArgument(f"needs one entry per path {each} ({count}), got {len(given)}",
+                                  source=source, field=name)  # fmt: skip
+
+
+def check_plan_model(profile: Profile, plan: Plan, *, source: str | None = None) -> None:
+    """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` cuts
+    ``profile``: its partition ends at the model's last cut and is a chain of its cuts, and
+    the layers and tensors it names for each stage (when given) are those of its partition.
+    :func:`check_plan` runs this, and so does every command that reads a plan and a model."""
+
+    def bad(field: str, message: str) -> InvalidArgument:
+        return InvalidArgument(message, source=source, field=field)
+
+    partition = plan.partition
+    if plan.cuts == "graph" and profile.graph is None:
+        raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
+                          "another model?)")  # fmt: skip
+    cuts = cuts_of(profile, plan.cuts, pairs=False)
+    n = cuts.n_cuts - 1
+    if partition[-1] != n:
+        said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
+                if plan.cuts == "chain" else
+                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
+                f"{n}")  # fmt: skip
+        raise bad("partition", f"{said} (a plan for another model?)")
+    if any(not cuts.inside(a, b) for a, b in pairwise(partition)):
+        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
+                               "layer graph (a plan for another model?)")  # fmt: skip
+    for name, given, found in (
+        ("layers", plan.layers, stage_units(cuts, partition)),
+        ("sends", plan.sends, stage_sends(cuts, partition)),
+    ):
+        if given and given != found:
+            raise bad(name, "not those of the partition (a plan for another model?)")
 
 
 def check_plan(
@@ -144,16 +199,10 @@ def check_plan(
     if path[0] != network.source or path[-1] != network.target:
         raise bad("path", f"must run from the source {network.source!r} to the target "
                           f"{network.target!r}, got {path[0]!r} .. {path[-1]!r}")  # fmt: skip
-    if len(set(path)) != len(path):
-        raise bad("path", "visits a node twice")
     for u, v in pairwise(path):
         if (u, v) not in links:
             raise bad("path", f"the network has no link {u!r} -> {v!r}")
-    if len(partition) != len(path):
-        raise bad("partition", f"needs one entry per path node ({len(path)}), "
-                               f"got {len(partition)}")  # fmt: skip
-    if any(b < a for a, b in pairwise(partition)):
-        raise bad("partition", f"must not decrease, got {list(partition)}")
+    check_plan_shape(plan, source=source)
     for node in plan.node_upgrades:
         if node not in nodes:
             raise bad("node_upgrades", f"node {node!r} is not in the network")
@@ -162,26 +211,8 @@ def check_plan(
             raise bad("link_upgrades", f"the network has no link {up.source!r} -> {up.target!r}")
     if profile is None:
         return
-    if plan.cuts == "graph" and profile.graph is None:
-        raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
-                          "another model?)")  # fmt: skip
+    check_plan_model(profile, plan, source=source)
     inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
-    n = inst.last_cut
-    if partition[-1] != n:
-        said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
-                if plan.cuts == "chain" else
-                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
-                f"{n}")  # fmt: skip
-        raise bad("partition", f"{said} (a plan for another model?)")
-    if any(b >= inst.n_cuts or not inst.cuts.subset[a, b] for a, b in pairwise(partition)):
-        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
-                               "layer graph (a plan for another model?)")  # fmt: skip
-    for name, given, found in (
-        ("layers", plan.layers, stage_units(inst, partition)),
-        ("sends", plan.sends, stage_sends(inst, partition)),
-    ):
-        if given and given != found:
-            raise bad(name, "not those of the partition (a plan for another model?)")
     index = {v: k for k, v in enumerate(inst.node_ids)}
     _, capacity, bandwidth = inst.scalars
     deployment = stages(inst, [index[v] for v in path], partition)

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.profiles.ideals import Cuts
 
 __all__ = ["Stages", "stage_names", "stage_sends", "stage_units", "stages"]
 
@@ -96,7 +97,10 @@ class Stages:
         return self._latency(compute, transfer)
 
     def _latency(self, compute: list[float], transfer: list[float]) -> float:
-        return math.fsum([*compute, *transfer, *self.propagation])
+        try:
+            return math.fsum([*compute, *transfer, *self.propagation])
+        except OverflowError:  # non-negative terms: the true sum is beyond floating point
+            return math.inf
 
     def bottleneck(
         self,
@@ -190,11 +194,15 @@ def stages(
     )
 
 
-def stage_units(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+def stage_units(
+    inst: CodesignInstance | Cuts, partition: Sequence[int]
+) -> tuple[tuple[str, ...], ...]:
     """The names of the blocks or layers each path node runs (``partition[l]`` the cut done
-    up to the ``l``-th node), in the model's order; empty for a node that only forwards."""
+    up to the ``l``-th node), in the model's order; empty for a node that only forwards.
+    ``inst`` may be the cuts alone."""
+    cuts = inst if isinstance(inst, Cuts) else inst.cuts
     done = [0, *partition[:-1]]
-    return tuple(inst.cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
+    return tuple(cuts.units_between(i, j) for i, j in zip(done, partition, strict=True))
 
 
 def stage_names(
@@ -204,7 +212,11 @@ def stage_names(
     return stage_units(inst, partition), stage_sends(inst, partition)
 
 
-def stage_sends(inst: CodesignInstance, partition: Sequence[int]) -> tuple[tuple[str, ...], ...]:
+def stage_sends(
+    inst: CodesignInstance | Cuts, partition: Sequence[int]
+) -> tuple[tuple[str, ...], ...]:
     """The tensors each path link carries (``partition[l]`` the cut done before it), in the
-    fixed order of :meth:`~inferplan.profiles.ideals.Cuts.boundary`."""
-    return tuple(inst.cuts.boundary(b) for b in partition[:-1])
+    fixed order of :meth:`~inferplan.profiles.ideals.Cuts.boundary`. ``inst`` may be the cuts
+    alone."""
+    cuts = inst if isinstance(inst, Cuts) else inst.cuts
+    return tuple(cuts.boundary(b) for b in partition[:-1])

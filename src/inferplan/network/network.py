@@ -490,6 +490,12 @@ class Network:
                 f"{raw['links.delay_s'][k] if 'links.delay_s' in raw else float(link_delay[k])!r}",
                 field=f"{link_where(k)}.delay_s")),
         ])  # fmt: skip
+        with np.errstate(over="ignore"):
+            total_delay = float(np.sum(link_delay))
+        if not math.isfinite(total_delay):  # a path's delays and its latency must add up
+            raise InvalidNetwork(
+                "the links' delay_s add up beyond floating point (above 1.8e308 s): check the "
+                "units", field="links")  # fmt: skip
         for end, name in (("source", source), ("target", target)):
             if name not in index:
                 raise InvalidNetwork(f"{name!r} is not a node of the network", field=end)

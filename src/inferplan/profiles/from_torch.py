@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import warnings
@@ -531,6 +532,11 @@ def export_graph(
     meta = _meta_module(module, float_dtype)
     was_training = meta.training
     meta.eval()
+    # torch logs the stack of an operation that fails on fake tensors (a storage size that
+    # overflows, ...) before raising it: the error below says it in one line
+    fake = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake.level
+    fake.setLevel(logging.CRITICAL)
     try:
         with warnings.catch_warnings():  # advice to the model's author (register_buffer, ...)
             warnings.simplefilter("ignore", UserWarning)
@@ -547,6 +553,7 @@ def export_graph(
         raise InvalidProfile(f"{label} does not run on input shape {_shapes_text(args, kwargs)}"
                              f": {_first_line(exc)}") from None  # fmt: skip
     finally:
+        fake.setLevel(level)
         meta.train(was_training)
 
     signature = program.graph_signature

@@ -18,7 +18,16 @@ from typing import Any
 
 from inferplan.errors import InvalidProfile
 
-__all__ = ["INPUT", "OUTPUT", "LayerGraph"]
+__all__ = ["INPUT", "MAX_PARAMS", "OUTPUT", "LayerGraph", "too_many_params"]
+
+MAX_PARAMS = 2**63 - 1
+"""The most parameters a model may have in all (the planners count them in 64-bit integers;
+no machine holds that many bytes)."""
+
+
+def too_many_params() -> str:
+    """The message refusing more parameters than :data:`MAX_PARAMS`."""
+    return f"parameter counts add up to more than 2**63 - 1 ({MAX_PARAMS:.4g}): check the shapes"
 
 INPUT = "input"
 """The name of the model's input tensor in a layer graph's edges."""
@@ -71,9 +80,10 @@ class LayerGraph:
             raise InvalidProfile("must have at least one layer", field="graph.layers")
         index: dict[str, int] = {}
         for k, v in enumerate(layers):
-            if v == INPUT:
+            if v in (INPUT, OUTPUT):
+                what = "input" if v == INPUT else "output (in edges)"
                 raise InvalidProfile(
-                    f"{INPUT!r} names the model's input, not a layer", field=f"graph.layers[{k}].id"
+                    f"{v!r} names the model's {what}, not a layer", field=f"graph.layers[{k}].id"
                 )
             if v in index:
                 raise InvalidProfile(f"duplicate layer id {v!r}", field=f"graph.layers[{k}].id")
@@ -83,6 +93,8 @@ class LayerGraph:
         params = tuple(int(p) for p in self.params) or (0,) * n
         if len(params) != n or any(p < 0 for p in params):
             raise InvalidProfile(f"must give {n} non-negative counts", field="graph.params")
+        if sum(params) > MAX_PARAMS:
+            raise InvalidProfile(too_many_params(), field="graph.params")
         input_bits = float(self.input_bits)
         if not (math.isfinite(input_bits) and input_bits > 0):
             raise InvalidProfile(

@@ -29,6 +29,7 @@ from inferplan.profiles.profile import Profile
 __all__ = [
     "CUT_KINDS",
     "DEFAULT_MAX_IDEALS",
+    "MAX_IDEALS",
     "MAX_STATE_CUTS",
     "CutKind",
     "Cuts",
@@ -43,6 +44,10 @@ CUT_KINDS: tuple[CutKind, ...] = ("chain", "graph")
 
 DEFAULT_MAX_IDEALS = 100_000
 """How many ideals a layer graph may have before enumerating them is refused."""
+
+MAX_IDEALS = 1_000_000
+"""The most ideals a limit may allow: each one enumerated takes some hundred bytes, and
+T*'s lattice engine sweeps them dozens of times (``max_ideals`` is refused above this)."""
 
 MAX_STATE_CUTS = 4_096
 """How many cuts the planners that hold tables of every pair of cuts take (``K x K`` floats,
@@ -134,9 +139,13 @@ class Cuts:
         sums[~self.subset] = np.inf
         return sums
 
+    def inside(self, i: int, j: int) -> bool:
+        """One entry of :attr:`subset`, formed without the table."""
+        return self.members is None or not bool((self.members[i] & ~self.members[j]).any())
+
     def work(self, i: int, j: int) -> float:
         """One entry of :attr:`work_between`, formed without the table."""
-        if self.members is not None and bool((self.members[i] & ~self.members[j]).any()):
+        if not self.inside(i, j):
             return math.inf
         return ratio(self.exact_work[j] - self.exact_work[i], self.unit)
 
@@ -289,8 +298,7 @@ def graph_cuts(graph: LayerGraph, *, max_ideals: int = DEFAULT_MAX_IDEALS) -> Cu
     >>> cuts.bits.tolist()  # {}: the input; {a}: input + a; {b}: input + b; {a, b}; all
     [16.0, 24.0, 20.0, 12.0, 2.0]
     """
-    if max_ideals < 2:
-        raise InvalidArgument(f"must be at least 2, got {max_ideals}", field="max_ideals")
+    _check_limit(max_ideals)
     enumerated = _enumerate(graph, max_ideals)
     if enumerated is None:
         raise InvalidArgument(
@@ -373,10 +381,22 @@ def cuts_of(
             return graph_cuts(profile.graph, max_ideals=held)
         except InvalidArgument:
             return chain_cuts(profile)
+    if pairs and max_ideals > MAX_STATE_CUTS:  # enumerate no more than the planner holds
+        try:
+            return graph_cuts(profile.graph, max_ideals=MAX_STATE_CUTS)
+        except InvalidArgument:
+            _check_limit(max_ideals)
+            raise _too_many_for_planners(f"more than {MAX_STATE_CUTS}") from None
     return graph_cuts(profile.graph, max_ideals=max_ideals)
 
 
-def _too_many_for_planners(n_cuts: int) -> InvalidArgument:
+def _check_limit(max_ideals: int) -> None:
+    if not 2 <= max_ideals <= MAX_IDEALS:
+        raise InvalidArgument(f"must be from 2 to {MAX_IDEALS:,}, got {max_ideals}",
+                              field="max_ideals")  # fmt: skip
+
+
+def _too_many_for_planners(n_cuts: int | str) -> InvalidArgument:
     return InvalidArgument(
         f"{n_cuts} cuts are more than this planner holds ({MAX_STATE_CUTS}: it keeps a table "
         "of every pair; T*, PFP and PWF without memory limits take more): cut the model "

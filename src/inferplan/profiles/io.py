@@ -71,7 +71,8 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
             for extra in ("blocks", "params", "seconds"):
                 if getattr(doc, extra) is not None:
                     raise InvalidProfile("needs flops and activation_bits beside it", field=extra)
-            return Profile.from_graph(doc.name, graph)
+            return Profile.from_graph(doc.name, graph, bytes_per_param=doc.bytes_per_param,
+                                      state_bytes=tuple(doc.state_bytes or ()))  # fmt: skip
         return Profile(
             name=doc.name,
             flops=tuple(doc.flops),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.errors import InvalidProfile
-from inferplan.profiles.graph import LayerGraph
+from inferplan.profiles.graph import MAX_PARAMS, LayerGraph, too_many_params
 
 __all__ = ["Profile"]
 
@@ -127,9 +126,13 @@ class Profile:
                 )
         object.__setattr__(self, "bytes_per_param", float(bpp))
         object.__setattr__(self, "state_bytes", state)
-        if any(p > sys.float_info.max for p in params):
+        if sum(params) > MAX_PARAMS:
+            raise InvalidProfile(too_many_params(), field="params")
+        if not math.isfinite(sum(params) * float(bpp) + sum(state)):  # all the bytes held
             raise InvalidProfile(
-                f"parameter counts must be below {sys.float_info.max:.4g}", field="params"
+                f"the model's memory ({sum(params)} parameters at {float(bpp):g} bytes each, "
+                "and its state) is beyond floating point: check the units",
+                field="bytes_per_param",
             )
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "activation_bits", bits)
@@ -153,10 +156,18 @@ class Profile:
                 )
 
     @classmethod
-    def from_graph(cls, name: str, graph: LayerGraph) -> Profile:
+    def from_graph(
+        cls,
+        name: str,
+        graph: LayerGraph,
+        *,
+        bytes_per_param: float = 4.0,
+        state_bytes: tuple[float, ...] = (),
+    ) -> Profile:
         """The profile whose blocks are ``graph``'s layers in its topological order (a layer
         without FLOPs joins the next one that has some, trailing ones the last), with the
-        graph beside them.
+        graph beside them; ``bytes_per_param`` and ``state_bytes`` (one per block) as for
+        the class.
 
         Examples
         --------
@@ -184,7 +195,8 @@ class Profile:
             bits.append(graph.boundary_bits(done))
             names.append(graph.layers[max(group, key=lambda v: graph.flops[v])])
             start = end + 1
-        return cls(name, tuple(flops), tuple(bits), tuple(names), tuple(params), graph=graph)
+        return cls(name, tuple(flops), tuple(bits), tuple(names), tuple(params), graph=graph,
+                   bytes_per_param=bytes_per_param, state_bytes=state_bytes)  # fmt: skip
 
     @property
     def n_blocks(self) -> int:

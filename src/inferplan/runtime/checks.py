@@ -18,9 +18,13 @@ from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
 from inferplan.network.network import Network
 from inferplan.profiles.cuts import check_factory
 
-__all__ = ["LAUNCHER_ENV", "check_count", "check_run", "under_launcher"]
+__all__ = ["LAUNCHER_ENV", "MAX_DILATION", "check_count", "check_run", "under_launcher"]
 
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+MAX_DILATION = 1000.0
+"""The most a testbed run's time may be stretched: its stages at a thousandth of their
+planned capacity, a run of seconds taking hours."""
 
 
 def under_launcher() -> bool:
@@ -56,12 +60,15 @@ def check_run(
     emulate: bool | None = None,
     testbed: bool = False,
     dilation: float | None = None,
+    interval: float | None = None,
+    open_loop: bool = False,
 ) -> None:
     """Raise an :class:`~inferplan.errors.InferplanError` for what is wrong with a run that can
     be seen without the model: the model's name (a ``file.py`` or module that is not there),
     the plan
-    against the network (path, upgrades), the counts, the files, the timeout, and the testbed's
-    options (no pacing on it; a dilation of at least 1)."""
+    against the network (path, upgrades), the counts, the files, the timeout, the testbed's
+    options (no pacing on it; a dilation from 1 to :data:`MAX_DILATION`, and only on it), and
+    an open-loop feed (``interval``, the target, or the plan's) slower than the timeout."""
     try:
         check_factory(model)
     except InvalidProfile as exc:
@@ -79,5 +86,15 @@ def check_run(
     if testbed and emulate:
         raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
                               "not both", field="emulate")  # fmt: skip
-    if dilation is not None and not (math.isfinite(dilation) and dilation >= 1):
-        raise InvalidArgument(f"must be at least 1, got {dilation}", field="dilation")
+    if dilation is not None and not testbed:
+        raise InvalidArgument("stretches a testbed run's time: give it with --testbed",
+                              field="dilation")  # fmt: skip
+    if dilation is not None and not (math.isfinite(dilation) and 1 <= dilation <= MAX_DILATION):
+        raise InvalidArgument(f"must be from 1 to {MAX_DILATION:g}, got {dilation}",
+                              field="dilation")  # fmt: skip
+    feed = plan.target_interval if plan is not None else interval
+    if open_loop and feed is not None and not feed * (dilation or 1.0) < timeout_s:
+        raise InvalidArgument(
+            f"feeds one input every {feed * (dilation or 1.0):.3g} s, but a stage waits "
+            f"{timeout_s:g} s for its input (--timeout): give a higher throughput or a longer "
+            "timeout", field="rate")  # fmt: skip

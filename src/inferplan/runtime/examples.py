@@ -48,11 +48,20 @@ __all__ = [
 
 
 def memory_bytes() -> int | None:
-    """This machine's physical memory in bytes (``None`` where the OS does not say)."""
+    """This machine's physical memory in bytes, or this process's address-space limit
+    (``ulimit -v``) where that is less (``None`` where the OS says neither)."""
     try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+        physical: int | None = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, OSError, ValueError):
-        return None
+        physical = None
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        soft = -1
+    limits = [x for x in (physical, soft if soft >= 0 else None) if x is not None]
+    return min(limits) if limits else None
 
 
 def check_inferences(count: int, per_inference: float, what: str) -> None:

@@ -106,6 +106,7 @@ Inputs = tuple[torch.Tensor, ...]  # one inference's input tensors
 DATA, ACK = 1, 2  # message tags: activations go down the path, acknowledgements to the source
 DEFAULT_INFERENCES = 40
 _RUN_DIR = "INFERPLAN_RUN_DIR"  # set by run_plan for the ranks it launches
+_TIMEOUT = "INFERPLAN_TIMEOUT_S"  # and the run's timeout, which ranks but 0 have no request for
 
 
 class StageFailed(InferplanError):
@@ -377,7 +378,8 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
-              dilation=request.dilation)  # fmt: skip
+              dilation=request.dilation, interval=request.interval,
+              open_loop=request.open_loop)  # fmt: skip
     if profile is None:
         profile = _profile(request, load_module_factory(request.model))
     if request.plan is not None:
@@ -398,15 +400,22 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
         count = int(data.shape[0])
     count = DEFAULT_INFERENCES if count is None else count
     check_count(count, request.warmup)
-    _check_memory(count, profile)
+    _check_memory(count, profile, len(plan.path))
     return Resolved(request, profile, plan, node_s, link_s, count, delays, latency)
 
 
-def _check_memory(count: int, profile: Profile) -> None:
+# What a rank keeps of each inference besides its outputs: its times (a dozen Python floats
+# in lists, 32 bytes each with the list's pointer), measured for the report.
+_KEPT_PER_INFERENCE = 400
+
+
+def _check_memory(count: int, profile: Profile, ranks: int) -> None:
     """Refuse ``count`` inferences whose outputs (kept to be compared with the unsplit model's
-    at the end; the inputs are streamed, made again for the comparison) would not fit in this
-    machine's memory, before any process starts."""
-    check_inferences(count, profile.activation_bits[-1] / 8, "outputs")
+    at the end; the inputs are streamed, made again for the comparison) and each rank's
+    times of them would not fit in this machine's memory (or the address space a process may
+    take), before any process starts."""
+    check_inferences(count, profile.activation_bits[-1] / 8 + ranks * _KEPT_PER_INFERENCE,
+                     "outputs and measured times")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the ranks
@@ -780,7 +789,8 @@ def build(request: RunRequest) -> Built:
               plan_source=request.plan_source, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
               timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
-              dilation=request.dilation)  # fmt: skip
+              dilation=request.dilation, interval=request.interval,
+              open_loop=request.open_loop)  # fmt: skip
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          granularity=request.granularity,
@@ -1058,7 +1068,8 @@ def launched_rank(run_dir: Path, request: RunRequest | None, *, built: Built | N
             ticks.write(b"." if done else b"s")
 
         try:
-            report = run_stage(request, progress=tick, built=built)
+            report = run_stage(request, progress=tick, built=built,
+                               timeout_s=float(os.environ.get(_TIMEOUT, "60")))  # fmt: skip
         except StageCancelled:
             return 2
         except InferplanError as exc:
@@ -1166,7 +1177,8 @@ def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunRep
         if request.testbed:
             host = stack.enter_context(hosting(resolved, run_dir))
         env = {_RUN_DIR: tmp, **host.env, "WORLD_SIZE": str(world),
-               "LOCAL_WORLD_SIZE": str(world)}  # fmt: skip
+               "LOCAL_WORLD_SIZE": str(world),
+               _TIMEOUT: repr(resolved.request.timeout_s)}  # fmt: skip
         enter = host.preexec
 
         def prepare() -> None:

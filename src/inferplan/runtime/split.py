@@ -38,9 +38,10 @@ import torch
 from torch.fx import Graph, GraphModule
 
 from inferplan.codesign.plan import Plan
+from inferplan.codesign.planfile import check_plan_model
 from inferplan.errors import InvalidArgument, InvalidProfile
 from inferplan.profiles.cuts import BlockSpec, Granularity, GraphProfile, TensorInfo
-from inferplan.profiles.from_torch import fx_trace, profile_module
+from inferplan.profiles.from_torch import fx_trace, profile_module, torch_dtype
 from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -83,8 +84,8 @@ class TensorSpec:
 
     @property
     def torch_dtype(self) -> Any:
-        """The ``torch.dtype`` of this tensor."""
-        return getattr(torch, self.dtype)
+        """The ``torch.dtype`` of this tensor (an unknown name is refused)."""
+        return torch_dtype(self.dtype)
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,7 @@ class TracedModel:
         InvalidProfile
             For a plan cut at ideals when the profile has no layer graph.
         """
+        check_plan_model(self.profile, plan)  # the layers it names are its partition's
         if plan.cuts == "graph":
             if len(plan.layers) != len(plan.path):
                 raise InvalidArgument("a plan cut at ideals names the layers of each path node",
@@ -293,13 +295,7 @@ class TracedModel:
                           split.crossing(k), split.boundaries[k + 1], split.crossing(k + 1))
                 for k, names in enumerate(plan.layers)
             )  # fmt: skip
-        n, partition = self.profile.n_blocks, plan.partition
-        if partition[-1] != n or any(b < a for a, b in pairwise(partition)):
-            raise InvalidArgument(
-                f"partition {list(partition)} does not cover the model's {n} blocks (it must "
-                f"rise to {n}): the plan was made for another profile",
-                field="partition",
-            )  # fmt: skip
+        partition = plan.partition
         cuts = [0, *sorted(set(partition) - {0})]
         by_first = dict(zip(cuts, self.split(cuts).stages, strict=False))
         stages = []

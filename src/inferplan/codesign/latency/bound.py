@@ -51,6 +51,13 @@ from functools import cached_property
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
+        raise Infeasible(
+            "no deployment runs the model as the network is (its memory fits no path's nodes, "
+            "or every latency is beyond floating point)"
+            if beta is None
+            else f"no deployment reaches an interval of {beta:g} s as the network is"
+        )
+    return build_deployment(inst, path, partition, links=links)
 from inferplan.codesign.engine.psg import (
     Relaxation,
     backtrack,
@@ -310,6 +317,8 @@ def allocate(
     priced per unit, falling tiers at their lowest price), each leaf allocated as convex."""
     if budget < 0 or any(s.need > s.trade.most for s in stage_list):
         return None
+    if budget == 0 and any(s.load > 0 for s in stage_list):
+        return None  # no finite capacity does work in no time
     least = math.fsum(s.load / (s.have + s.trade.most) for s in stage_list if s.load > 0)
     if least > budget:
         return None
@@ -513,8 +522,9 @@ class _Segments:
                   & (self.lo[k] < xs) & (xs < self.b[k]))  # fmt: skip
         sloped = np.sqrt(self.load[inside] * self.p[k[inside]]).tolist()
         room = budget - math.fsum(ds[~inside].tolist())
-        if sloped and room > 0:
-            lam = min(max((math.fsum(sloped) / room) ** 2, below), above)
+        ratio = math.fsum(sloped) / room if sloped and room > 0 else math.inf
+        if ratio * ratio < math.inf:  # a square beyond floating point: search as past the marks
+            lam = min(max(ratio * ratio, below), above)
             for _ in range(4):  # rounding may leave the sum a hair above the budget
                 if at(lam)[2] <= budget:
                     return lam
@@ -1035,7 +1045,12 @@ def least_latency(inst: CodesignInstance, beta: float | None = None) -> Deployme
     inst.check_acyclic("the least-latency deployment")
     _, path, partition, links = least_delay(inst, inst.capacity, inst.bandwidth, beta)
     if not path:
-        raise Infeasible(f"no deployment reaches an interval of {beta:g} s as the network is")
+        raise Infeasible(
+            "no deployment runs the model as the network is (its memory fits no path's nodes, "
+            "or every latency is beyond floating point)"
+            if beta is None
+            else f"no deployment reaches an interval of {beta:g} s as the network is"
+        )
     return build_deployment(inst, path, partition, links=links)
 
 
