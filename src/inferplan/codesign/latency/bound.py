@@ -51,13 +51,6 @@ from functools import cached_property
 import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
-        raise Infeasible(
-            "no deployment runs the model as the network is (its memory fits no path's nodes, "
-            "or every latency is beyond floating point)"
-            if beta is None
-            else f"no deployment reaches an interval of {beta:g} s as the network is"
-        )
-    return build_deployment(inst, path, partition, links=links)
 from inferplan.codesign.engine.psg import (
     Relaxation,
     backtrack,
