@@ -213,8 +213,10 @@ def test_more_slices_never_cost_more_than_fewer_that_divide_them():
     # S slices are also 2 S slices taken two by two: the optimum cannot rise
     rng = np.random.default_rng(5)
     for _ in range(20):
-        types = tuple(ProfiledGpu(f"g{t}", float(rng.uniform(0.5, 4)), tuple(rng.uniform(0.5, 9, 4)))
-                      for t in range(3))  # fmt: skip
+        types = tuple(
+            ProfiledGpu(f"g{t}", float(rng.uniform(0.5, 4)), tuple(rng.uniform(0.5, 9, 4)))
+            for t in range(3)
+        )
         base = GpuMixProblem(tuple(rng.uniform(0, 20, 4)), types, 1)
         costs = [solve_gpu_mix(GpuMixProblem(base.bucket_rates, types, s)).cost
                  for s in (1, 2, 4)]  # fmt: skip
