@@ -38,7 +38,7 @@ from inferplan.cli.render import (
     written,
 )
 from inferplan.errors import InvalidArgument
-from inferplan.units import link_name, si
+from inferplan.units import cost, link_name, si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
@@ -273,8 +273,8 @@ def _drawn_or_json(
 
 def _print_services(plan: ServicesPlan) -> None:
     console.print(
-        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], "
-        f"lower bound {plan.lower_bound:.6g} (gap {plan.gap:.2%})"
+        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{cost(plan.cost)}[/], "
+        f"lower bound {cost(plan.lower_bound)} (gap {plan.gap:.2%})"
     )
     rows = [
         [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),

@@ -158,14 +158,14 @@ def plan_upgrades(plan: Plan) -> dict[str, str]:
 def plan_lines(plan: Plan) -> list[str]:
     """What ``plan`` is, in three lines: its method, status and cost; the interval and latency
     it achieves; its target."""
-    from inferplan.units import si
+    from inferplan.units import cost, si
 
     def rate(interval: float) -> str:
         return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
 
     bound = plan.target_latency
     within = f", latency at most {si(bound, 's')}" if bound is not None else ""
-    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]",
+    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{cost(plan.cost)}[/]",
             f"achieved: {rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}",
             f"target:   {rate(plan.target_interval)}{within}"]  # fmt: skip
 
