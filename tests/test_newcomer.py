@@ -148,3 +148,26 @@ def test_costs_are_printed_with_their_unit() -> None:
     assert result.exit_code == 0, result.stderr
     first = result.stdout.splitlines()[0]
     assert first.endswith("price units"), first
+
+
+ROOT = EXAMPLES.parent
+
+
+def test_the_readme_runs_no_model_of_the_test_suite() -> None:
+    # `tests.runtime.models` imports only from the clone's root: a user's shell is elsewhere
+    commands = [line for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith("$ inferplan")]  # fmt: skip
+    assert commands
+    assert not [line for line in commands if "tests." in line]
+
+
+def test_docs_say_what_docs_figures_holds() -> None:
+    figures = sorted((ROOT / "docs" / "figures").glob("*.png"))
+    text = (ROOT / "docs" / "services.md").read_text()
+    if figures:
+        assert "the docs hold no figures" not in text
+
+
+def test_no_stray_option_line_in_the_codesign_docs() -> None:
+    lines = (ROOT / "docs" / "codesign.md").read_text().splitlines()
+    assert not [line for line in lines if line.strip().startswith("--seed")]
