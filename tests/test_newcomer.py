@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inferplan.units import si
-from tests.cli import app, runner
+from tests.cli import app, invoke_json, runner
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -171,3 +171,91 @@ def test_docs_say_what_docs_figures_holds() -> None:
 def test_no_stray_option_line_in_the_codesign_docs() -> None:
     lines = (ROOT / "docs" / "codesign.md").read_text().splitlines()
     assert not [line for line in lines if line.strip().startswith("--seed")]
+
+
+def _delayed(tmp_path: Path) -> Path:
+    def delays(data: dict) -> None:  # type: ignore[type-arg]
+        for k, link in enumerate(data["links"]):
+            link["delay_s"] = 0.005 * (k + 1)
+
+    return _network(tmp_path, delays)
+
+
+def test_the_latency_is_shown_as_the_sum_of_its_parts(tmp_path: Path) -> None:
+    import inferplan
+
+    path = _delayed(tmp_path)
+    out = invoke_json(["provision", str(path), "vgg16", "--throughput", "30",
+                       "--latency", "0.12", "--json"])  # fmt: skip
+    data = json.loads(path.read_text())
+    delay = {(e["source"], e["target"]): e["delay_s"] for e in data["links"]}
+    hops = list(zip(out["path"], out["path"][1:], strict=False))
+    parts = out["latency_parts"]
+    assert parts["propagation"] == pytest.approx(sum(delay[h] for h in hops), rel=1e-12)
+    # compute: each node's blocks over its capacity after the upgrades, from the files alone
+    flops = inferplan.vgg16().flops
+    capacity = {n["id"]: n["capacity"] for n in data["nodes"]}
+    added = {u["id"]: u["amount"] for u in out.get("node_upgrades_list", [])}
+    added = out["node_upgrades"] if isinstance(out.get("node_upgrades"), dict) else added
+    bounds = [0, *out["partition"]]
+    compute = sum(sum(flops[a:b]) / (capacity[v] + added.get(v, 0.0))
+                  for v, a, b in zip(out["path"], bounds, bounds[1:], strict=False))  # fmt: skip
+    assert parts["compute"] == pytest.approx(compute, rel=1e-9)
+    assert parts["total"] == pytest.approx(out["latency"], rel=1e-12)
+    assert parts["total"] == pytest.approx(
+        parts["compute"] + parts["transfer"] + parts["propagation"], rel=1e-12
+    )
+    result = runner.invoke(app, ["provision", str(path), "vgg16", "--throughput", "30",
+                                 "--latency", "0.12"])  # fmt: skip
+    assert "link delays (bound 120 ms)" in result.stdout
+
+
+def test_the_report_shows_the_bound_memory_delays_and_why_each_upgrade(tmp_path: Path) -> None:
+    path = _delayed(tmp_path)
+    report, dot = tmp_path / "r.html", tmp_path / "r.dot"
+    args = ["provision", str(path), "vgg16", "--throughput", "30", "--report", str(report),
+            "--dot", str(dot), "--json"]  # fmt: skip
+    invoke_json(args)
+    page = report.read_text()
+    assert "latency bound" not in page and "<h2>Memory</h2>" in page
+    assert "link delays" in page and "link delays" in dot.read_text()
+    invoke_json([*args, "--latency", "0.12"])
+    page = report.read_text()
+    assert "<dt>latency bound</dt><dd>120 ms</dd>" in page
+
+
+@pytest.mark.parametrize("bound", [None, 0.11, 0.12, 0.14, 0.2])
+def test_an_upgrade_serves_the_latency_bound_exactly_when_its_stage_beats_the_interval(
+    tmp_path: Path, bound: float | None
+) -> None:
+    import inferplan
+    from inferplan.codesign.breakdown import plan_breakdown
+
+    net, vgg = inferplan.load_network(_delayed(tmp_path)), inferplan.vgg16()
+    try:
+        plan = inferplan.provision(net, vgg, throughput=30, latency=bound)
+    except inferplan.Infeasible:
+        pytest.skip("no plan under this bound")
+    parts = plan_breakdown(net, vgg, plan)
+    fast = {r.id for r in parts.stages
+            if r.added > 0 and r.seconds < plan.target_interval * (1 - 1e-6)}  # fmt: skip
+    assert {u.id for u in parts.upgrades if u.for_latency > 0} == fast
+    for up in parts.upgrades:
+        assert up.for_interval + up.for_latency == pytest.approx(up.amount, rel=1e-12)
+    if bound is None:
+        assert not fast
+
+
+def test_dot_colours_only_the_bottleneck_label_as_the_bottleneck(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    dot = tmp_path / "g.dot"
+    result = runner.invoke(app, ["provision", str(EXAMPLES / "network.json"),
+                                 f"{EXAMPLES / 'mymodels.py'}:make_net", "--input-shape",
+                                 "1,3,32,32", "--cuts", "graph", "--throughput", "400",
+                                 "--dot", str(dot)])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    slow = "#e67e22"
+    labelled = [line for line in dot.read_text().splitlines() if "->" in line and "label=" in line]
+    assert labelled
+    for line in labelled:
+        assert ("bottleneck" in line) == (f'fontcolor="{slow}"' in line), line

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["COST_UNIT", "cost", "link_name", "listed", "si"]
+__all__ = ["COST_UNIT", "cost", "latency_sum", "link_name", "listed", "si"]
 
 
 def si(value: float, unit: str = "") -> str:
@@ -46,6 +46,21 @@ def cost(value: float) -> str:
     ('87.2723 price units', '0 price units')
     """
     return f"{value:.6g} {COST_UNIT}"
+
+
+def latency_sum(
+    total: float, compute: float, transfer: float, propagation: float, bound: float | None
+) -> str:
+    """A latency as the sum of its parts (seconds), and its bound if any.
+
+    Examples
+    --------
+    >>> latency_sum(0.1028, 0.056, 0.0268, 0.02, 0.11)
+    '102.8 ms = 56 ms compute + 26.8 ms transfers + 20 ms link delays (bound 110 ms)'
+    """
+    within = "" if bound is None else f" (bound {si(bound, 's')})"
+    return (f"{si(total, 's')} = {si(compute, 's')} compute + {si(transfer, 's')} transfers + "
+            f"{si(propagation, 's')} link delays{within}")  # fmt: skip
 
 
 def link_name(source: str, target: str | None = None) -> str:

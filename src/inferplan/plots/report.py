@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferplan.codesign.breakdown import PlanBreakdown, StageRow
+from inferplan.codesign.breakdown import PlanBreakdown, StageRow, UpgradeCost
 from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
-from inferplan.units import link_name, listed, si
+from inferplan.units import COST_UNIT, cost, latency_sum, link_name, listed, si
 
 __all__ = ["Measured", "plan_dot", "plan_report_html", "write_plan_report"]
 
@@ -169,6 +169,7 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
             "utilisation", "headroom"]  # fmt: skip
     if measured is not None:
         head += ["measured", "measured / predicted"]
+    head.append("link delay")
     lines = ["<table><thead><tr>", *(f"<th>{h}</th>" for h in head), "</tr></thead><tbody>"]
     for row in parts.stages:
         load, rate = _UNIT[row.kind]
@@ -189,8 +190,33 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
             real = measured.stages.get(row.id)
             ratio = "" if real is None or row.seconds <= 0 else f"{real / row.seconds:.2f}"
             cells += ["" if real is None else si(real, "s"), ratio]
+        cells.append(si(row.delay, "s") if row.kind == "link" else "")
         klass = ' class="slow"' if row.bottleneck else ""
         lines.append(f"<tr{klass}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _bought_for(up: UpgradeCost) -> str:
+    """Which bound an upgrade serves, with the amounts when it serves both."""
+    unit = _UNIT[up.kind][1]
+    if up.for_interval > 0 and up.for_latency > 0:
+        return (
+            f"interval (+{si(up.for_interval, unit)}) + latency bound (+{si(up.for_latency, unit)})"
+        )
+    return "the latency bound" if up.for_latency > 0 else "the target interval"
+
+
+def _memory_table(parts: PlanBreakdown) -> str:
+    """Each path node's memory: what its stage needs, what it has after the upgrades, what
+    the plan adds."""
+    lines = ["<table><thead><tr><th>node</th><th>needs</th><th>has (after upgrades)</th>"
+             "<th>added</th></tr></thead><tbody>"]  # fmt: skip
+    for m in parts.plan.memory:
+        has = "unlimited" if m.memory is None else si(m.memory, "B")
+        added = f'<span class="bought">+{si(m.added, "B")}</span>' if m.added > 0 else "0 B"
+        lines.append(f"<tr><td>{html.escape(m.id)}</td><td>{si(m.need, 'B')}</td>"
+                     f"<td>{has}</td><td>{added}</td></tr>")  # fmt: skip
     lines.append("</tbody></table>")
     return "\n".join(lines)
 
@@ -198,13 +224,14 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
 def _cost_table(parts: PlanBreakdown) -> str:
     if not parts.upgrades:
         return "<p>The plan buys nothing: the network meets the target as it is.</p>"
-    lines = ["<table><thead><tr><th>element</th><th>added</th><th>cost</th><th>share</th>"
-             "</tr></thead><tbody>"]  # fmt: skip
+    lines = [f"<table><thead><tr><th>element</th><th>added</th><th>cost ({COST_UNIT})</th>"
+             "<th>share</th><th>bought for</th></tr></thead><tbody>"]  # fmt: skip
     for up in parts.upgrades:
         name = link_name(up.id) if up.kind == "link" else up.id
         lines.append(
             f"<tr><td>{up.kind} {html.escape(name)}</td><td>+{si(up.amount, _UNIT[up.kind][1])}"
-            f"</td><td>{up.cost:.6g}</td><td>{_bar(up.share, _BOUGHT)}</td></tr>"
+            f"</td><td>{up.cost:.6g}</td><td>{_bar(up.share, _BOUGHT)}</td>"
+            f"<td>{_bought_for(up)}</td></tr>"
         )
     lines.append(f"<tr><th>total</th><td></td><th>{parts.plan.cost:.6g}</th><td></td></tr>")
     lines.append("</tbody></table>")
@@ -255,7 +282,7 @@ def plan_report_html(
     name = title or f"{plan.method} plan"
     facts = [
         ("method", f"{plan.method} ({plan.status})"),
-        ("cost", f"{plan.cost:.6g}"),
+        ("cost", cost(plan.cost)),
         ("interval", f"{si(plan.interval, 's')} ({1 / plan.interval:.4g} inferences/s)"
          if plan.interval > 0 else "0 s"),
         ("target", f"{si(plan.target_interval, 's')} ({1 / plan.target_interval:.4g} "
@@ -266,8 +293,12 @@ def plan_report_html(
          if plan.bottleneck else "none"),
     ]  # fmt: skip
     if plan.latency is not None:
-        facts.append(("latency", si(plan.latency, "s") + " (one inference through the idle "
-                      "pipeline)"))  # fmt: skip
+        split = parts.latency_parts()
+        facts.append(("latency", latency_sum(split.total, split.compute, split.transfer,
+                                             split.propagation, plan.target_latency)
+                      + " (one inference through the idle pipeline)"))  # fmt: skip
+    if plan.target_latency is not None:
+        facts.append(("latency bound", si(plan.target_latency, "s")))
     if measured is not None:
         facts.append(("measured interval", f"{si(measured.interval, 's')} (predicted "
                       f"{si(plan.interval, 's')}, ratio {measured.interval / plan.interval:.2f})"
@@ -296,6 +327,8 @@ def plan_report_html(
         "<p>Each stage's time per inference after the upgrades; utilisation is that time over "
         "the interval, headroom the time it waits per inference.</p>",
         f'<div class="wide">{_stage_table(parts, measured)}</div>',
+        "<h2>Memory</h2>",
+        _memory_table(parts),
         "<h2>Cost</h2>",
         _cost_table(parts),
         "</body></html>",
@@ -323,6 +356,17 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
         return f'"{escaped}"'
 
     lines = ["digraph plan {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];']
+    plan = parts.plan
+    caption = [f"cost {cost(plan.cost)}, interval {si(plan.interval, 's')}"]
+    if plan.latency is not None:
+        split = parts.latency_parts()
+        caption.append(
+            "latency "
+            + latency_sum(
+                split.total, split.compute, split.transfer, split.propagation, plan.target_latency
+            )
+        )
+    lines.append(f"  labelloc=t; label={quoted(chr(10).join(caption))};")
     for node in network.nodes:
         row = stage.get(node.id)
         label = node.id
@@ -350,12 +394,14 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
             colour = _SLOW if row.bottleneck else _PATH
             attrs += [f"color={quoted(colour)}", "penwidth=3"]
             words = [f"+{si(row.added, 'bit/s')}"] if row.added > 0 else []
+            words += [f"delay {si(row.delay, 's')}"] if row.delay > 0 else []
             words += ["bottleneck"] if row.bottleneck else []
             if parts.plan.cuts == "graph":  # what crosses the cut at an ideal, by name
                 words.insert(0, f"sends {_blocks(row, parts)[1]}")
             if words:
                 attrs.append(f"label={quoted(' '.join(words))}")
-                attrs.append(f"fontcolor={quoted(_BOUGHT if row.added > 0 else _SLOW)}")
+                tone = _SLOW if row.bottleneck else _BOUGHT if row.added > 0 else _PATH
+                attrs.append(f"fontcolor={quoted(tone)}")
         else:
             attrs.append(f"color={quoted(_IDLE)}")
         lines.append(f"  {quoted(link.source)} -> {quoted(link.target)} [{', '.join(attrs)}];")
