@@ -259,3 +259,56 @@ def test_dot_colours_only_the_bottleneck_label_as_the_bottleneck(tmp_path: Path)
     assert labelled
     for line in labelled:
         assert ("bottleneck" in line) == (f'fontcolor="{slow}"' in line), line
+
+
+def test_the_shipped_delays_example_teaches_latency() -> None:
+    path = EXAMPLES / "network-delays.json"
+    data = json.loads(path.read_text())
+    assert all(link.get("delay_s", 0) > 0 for link in data["links"])
+    free = invoke_json(["provision", str(path), "vgg16", "--throughput", "30", "--json"])
+    bound = 0.8 * free["latency"]
+    out = invoke_json(["provision", str(path), "vgg16", "--throughput", "30", "--latency",
+                       str(bound), "--json"])  # fmt: skip
+    assert out["latency"] <= bound * (1 + 1e-9) and out["cost"] > free["cost"]
+    assert out["latency_parts"]["propagation"] > 0
+
+
+def test_the_shipped_memory_example_buys_memory() -> None:
+    path = EXAMPLES / "network-memory.json"
+    out = invoke_json(["provision", str(path), "vgg16", "--throughput", "30", "--json"])
+    data = {n["id"]: n for n in json.loads(path.read_text())["nodes"]}
+    for row in out["memory"]:  # bought exactly where a node has less than its stage needs
+        short = row["need"] > data[row["id"]]["memory"]
+        assert (row["added"] > 0) == short
+        assert row["memory"] >= row["need"]
+    assert any(row["added"] > 0 for row in out["memory"])
+
+
+def test_the_shipped_caps_example_is_infeasible_beyond_its_caps() -> None:
+    path = EXAMPLES / "network-caps.json"
+    best = invoke_json(["throughput", str(path), "vgg16", "--json"])
+    # every element capped at twice what it has: T* with everything doubled is the limit
+    data = json.loads(path.read_text())
+    for element in data["nodes"] + data["links"]:
+        assert element["cost"]["max"] == element["capacity"]
+    args = ["provision", str(path), "vgg16", "--json", "--throughput"]
+    assert runner.invoke(app, [*args, str(1.01 * 2 / best["interval"])]).exit_code == 3
+    assert runner.invoke(app, [*args, str(0.99 * 2 / best["interval"])]).exit_code == 0
+
+
+def test_the_example_layer_names_are_not_node_names() -> None:
+    import inferplan
+
+    layers = set(inferplan.load_profile(str(EXAMPLES / "two-branch.yaml")).graph.layers)
+    for network in EXAMPLES.glob("*network*.json"):
+        nodes = {n["id"] for n in json.loads(network.read_text())["nodes"]}
+        assert not layers & nodes, network
+
+
+def test_the_readme_quotes_the_caps_examples_error_as_it_is() -> None:
+    result = runner.invoke(app, ["provision", str(EXAMPLES / "network-caps.json"), "vgg16",
+                                 "--throughput", "30"])  # fmt: skip
+    assert result.exit_code == 3
+    line = result.stderr.strip().splitlines()[0]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert line in readme
