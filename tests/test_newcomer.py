@@ -312,3 +312,34 @@ def test_the_readme_quotes_the_caps_examples_error_as_it_is() -> None:
     line = result.stderr.strip().splitlines()[0]
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert line in readme
+
+
+@pytest.mark.parametrize("netem", [True, False])
+def test_the_testbed_check_names_netem_and_what_needs_it(
+    monkeypatch: pytest.MonkeyPatch, netem: bool
+) -> None:
+    from inferplan.runtime import testbed
+
+    if testbed.missing():
+        pytest.skip("testbed: " + "; ".join(testbed.missing()))
+    monkeypatch.setattr(testbed, "_has_netem", lambda: netem)
+    result = runner.invoke(app, ["testbed"])
+    assert result.exit_code == 0, result.stderr
+    assert f"{'has' if netem else 'lacks'} the netem qdisc" in result.stdout
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == ("testbed: ready" if netem else "testbed: ready for plans without link delays")
+    out = invoke_json(["testbed", "--json"])
+    assert {"name": "the netem qdisc", "has": netem,
+            "needs": "plans whose links have delay_s"} in out["capabilities"]  # fmt: skip
+
+
+def test_without_root_the_check_says_how_to_run_a_venvs_command_under_sudo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inferplan.runtime import testbed
+
+    monkeypatch.setattr(testbed.os, "geteuid", lambda: 1000)
+    first = testbed.missing()[0]
+    assert first.startswith("root") and "sudo .venv/bin/inferplan" in first
+    with pytest.raises(testbed.TestbedUnavailable, match="sudo resets PATH"):
+        testbed.require()
