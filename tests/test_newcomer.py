@@ -343,3 +343,29 @@ def test_without_root_the_check_says_how_to_run_a_venvs_command_under_sudo(
     assert first.startswith("root") and "sudo .venv/bin/inferplan" in first
     with pytest.raises(testbed.TestbedUnavailable, match="sudo resets PATH"):
         testbed.require()
+
+
+def test_a_sweep_reports_its_wall_time_tables_and_figures_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from inferplan.experiments import sweep_summary
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("study: provisioning\nseed: 1\noptions:\n  methods: [psg]\n"
+                    "grid:\n  network: tiered\n  topology: [0]\n  dnn: [vgg16]\n"
+                    "  alpha: [0.5]\n")  # fmt: skip
+    real = sweep_summary.write_sweep_summary
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(1.5)  # a summary figure that takes its time
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sweep_summary, "write_sweep_summary", slow)
+    out = invoke_json(["sweep", str(spec), "--out", str(tmp_path / "o"), "--json"])
+    assert out["wall_seconds"] >= 1.5 > out["seconds"]
+    result = runner.invoke(app, ["sweep", str(spec), "--out", str(tmp_path / "o2")])
+    assert result.exit_code == 0, result.stderr
+    shown = float(result.stdout.split(") in ")[1].split(" s of wall time")[0])
+    assert shown >= 1.5
