@@ -369,3 +369,14 @@ def test_a_sweep_reports_its_wall_time_tables_and_figures_included(
     assert result.exit_code == 0, result.stderr
     shown = float(result.stdout.split(") in ")[1].split(" s of wall time")[0])
     assert shown >= 1.5
+
+
+def test_a_table_of_a_graph_plan_says_what_a_cut_is() -> None:
+    args = ["provision", str(EXAMPLES / "network.json"), str(EXAMPLES / "two-branch.yaml"),
+            "--throughput", "20", "--cuts"]  # fmt: skip
+    graph = runner.invoke(app, [*args, "graph"])
+    assert graph.exit_code == 0, graph.stderr
+    assert "cut (ideal no.)" in graph.stdout and "the k-th ideal of the layer graph" in graph.stdout
+    chain = runner.invoke(app, [*args, "chain"])
+    assert chain.exit_code == 0, chain.stderr
+    assert "ideal" not in chain.stdout

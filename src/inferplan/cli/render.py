@@ -130,9 +130,22 @@ def stages_table(
             rows.append([shown, runs, *([named] if layers else []), *extra,
                          marks.get(stage, "")])  # fmt: skip
         prev = done
-    columns = ["stage", "blocks", *(["layers"] if layers else []),
+    columns = ["stage", "blocks" if numbered else "cut (ideal no.)",
+               *(["layers"] if layers else []),
                *(["added"] if added is not None else []), mark_column]  # fmt: skip
-    return table(title, columns, rows)
+    out = table(title, columns, rows)
+    if not numbered:
+        out.caption = GRAPH_CUT
+        out.caption_justify = "left"
+    return out
+
+
+GRAPH_CUT = (
+    "cut k: the k-th ideal of the layer graph (the set of layers done before that "
+    "point, numbered by the planner), not a block count; the layers column names "
+    "what each node runs"
+)
+"""What a cut of a plan cut at ideals of a layer graph is, under its deployment's table."""
 
 
 def memory_table(memory: Sequence[Any]) -> Table:
