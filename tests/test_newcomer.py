@@ -380,3 +380,36 @@ def test_a_table_of_a_graph_plan_says_what_a_cut_is() -> None:
     chain = runner.invoke(app, [*args, "chain"])
     assert chain.exit_code == 0, chain.stderr
     assert "ideal" not in chain.stdout
+
+
+def _svg_overlaps(page: str) -> list[tuple[str, str]]:
+    """The (label, line) pairs of a report's drawing where a line passes through a label's
+    box (an 11 px label: 0.55 em a character wide, from 9 px above its baseline to 2 below)."""
+    import re
+
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    lines = [tuple(map(float, m)) for m in re.findall(
+        r'<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)"', svg)]  # fmt: skip
+    labels = re.findall(r'<text x="([-\d.]+)" y="([-\d.]+)" text-anchor="middle" '
+                        r'font-size="11"[^>]*>([^<]*)</text>', svg)  # fmt: skip
+    found = []
+    for x, y, text in labels:
+        cx, base, half = float(x), float(y), 0.55 * 11 * len(text) / 2
+        for x0, y0, x1, y1 in lines:
+            for k in range(201):
+                px, py = x0 + (x1 - x0) * k / 200, y0 + (y1 - y0) * k / 200
+                if cx - half <= px <= cx + half and base - 9 <= py <= base + 2:
+                    found.append((text, f"{x0},{y0}->{x1},{y1}"))
+                    break
+    return found
+
+
+@pytest.mark.parametrize("model", ["vgg16", "two-branch"])
+def test_no_label_of_the_report_drawing_is_struck_by_a_line(tmp_path: Path, model: str) -> None:
+    report = tmp_path / "r.html"
+    profile = str(EXAMPLES / "two-branch.yaml") if model == "two-branch" else model
+    for target in ("20", "30", "45"):
+        result = runner.invoke(app, ["provision", str(EXAMPLES / "network.json"), profile,
+                                     "--throughput", target, "--report", str(report)])  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        assert _svg_overlaps(report.read_text()) == []

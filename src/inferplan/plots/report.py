@@ -13,6 +13,8 @@ matplotlib), so the report needs no extra.
 from __future__ import annotations
 
 import html
+import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +98,10 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
           for name, colour in (("idle", _IDLE), ("path", _PATH), ("slow", _SLOW))),
         "</defs>",
     ]  # fmt: skip
+    segments = []
+    for link in network.links:
+        (x0, y0), (x1, y1) = at(link.source), at(link.target)
+        segments.append((x0, y0, x1, y1))
     for link in network.links:
         name = f"{link.source}->{link.target}"
         (x0, y0), (x1, y1) = at(link.source), at(link.target)
@@ -116,9 +122,27 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             labels.append((f"+{si(row.added, 'bit/s')}", _BOUGHT))
         if row is not None and row.bottleneck:
             labels.append(("bottleneck", _SLOW))
-        for k, (text, colour) in enumerate(labels):
-            mx, my = (x0 + x1) / 2, (y0 + y1) / 2 - 8 + 14 * k
-            out.append(_label(mx, my, text, colour))
+        # beside the line, not on it: stacked along its normal, each far enough off that
+        # its box (half its width across a steep line, half its height across a flat one)
+        # clears the line and the label before it
+        nx, ny = (y1 - y0) / length, -(x1 - x0) / length  # a unit normal, pointing up
+        if ny > 0:
+            nx, ny = -nx, -ny
+        # the side (and how far along the line) where no other line strikes the stack
+        for side, along in itertools.product((1.0, -1.0), (0.5, 0.35, 0.65, 0.25, 0.75)):
+            placed, off = [], 4.0
+            for text, colour in labels:
+                half_w = _LABEL_CHAR * len(text) / 2
+                extent = abs(nx) * half_w + abs(ny) * _LABEL_HALF_HEIGHT
+                off += extent
+                cx = x0 + (x1 - x0) * along + side * nx * off
+                cy = y0 + (y1 - y0) * along + side * ny * off
+                placed.append((cx, cy, half_w, text, colour))
+                off += extent + 2.0
+            if not any(_struck(cx, cy, hw, segments) for cx, cy, hw, *_ in placed):
+                break
+        for cx, cy, _, text, colour in placed:
+            out.append(_label(cx, cy + _BASELINE, text, colour))
     for node in network.nodes:
         x, y = at(node.id)
         row = stage.get(node.id)
@@ -149,6 +173,26 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             out.append(_label(x, y + radius + 14 + 14 * k, text, colour))
     out.append("</svg>")
     return "\n".join(out)
+
+
+_LABEL_CHAR = 6.6  # px a character of an 11 px label takes at most (sans-serif, bold digits)
+_LABEL_HALF_HEIGHT = 7.0  # px: half an 11 px label's box, ascenders to descenders
+_BASELINE = 4.0  # px from a label's middle down to its baseline
+
+
+def _struck(
+    cx: float, cy: float, half_w: float, segments: list[tuple[float, float, float, float]]
+) -> bool:
+    """Whether any segment passes through the box of a label centred at ``(cx, cy)``."""
+    left, right = cx - half_w - 1.0, cx + half_w + 1.0
+    top, bottom = cy - _LABEL_HALF_HEIGHT - 1.0, cy + _LABEL_HALF_HEIGHT + 1.0
+    for x0, y0, x1, y1 in segments:
+        steps = max(2, int(math.hypot(x1 - x0, y1 - y0)))
+        for k in range(steps + 1):
+            px, py = x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps
+            if left <= px <= right and top <= py <= bottom:
+                return True
+    return False
 
 
 def _label(x: float, y: float, text: str, colour: str) -> str:
