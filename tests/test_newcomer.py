@@ -413,3 +413,23 @@ def test_no_label_of_the_report_drawing_is_struck_by_a_line(tmp_path: Path, mode
                                      "--throughput", target, "--report", str(report)])  # fmt: skip
         assert result.exit_code == 0, result.stderr
         assert _svg_overlaps(report.read_text()) == []
+
+
+def test_the_report_drawing_has_a_legend_below_the_network() -> None:
+    import re
+
+    import inferplan
+    from inferplan.codesign.breakdown import plan_breakdown
+    from inferplan.plots.report import plan_report_html
+
+    net, vgg = inferplan.load_network(EXAMPLES / "network.json"), inferplan.vgg16()
+    page = plan_report_html(
+        net, plan_breakdown(net, vgg, inferplan.provision(net, vgg, throughput=30))
+    )
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    height = float(re.search(r'viewBox="0 0 [\d.]+ ([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    legend = svg[svg.index('class="legend"') :]
+    assert "bottleneck stage" in legend and "the plan&#x27;s path" in legend
+    circles = [float(y) + 22 for y in re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)"', svg)]
+    ys = [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)"', legend)]
+    assert ys and min(ys) > max(circles) and max(ys) < height

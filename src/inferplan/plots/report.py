@@ -171,8 +171,33 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             below.append(("bottleneck", _SLOW))
         for k, (text, colour) in enumerate(below):
             out.append(_label(x, y + radius + 14 + 14 * k, text, colour))
+    out += _legend(height)
     out.append("</svg>")
-    return "\n".join(out)
+    return "\n".join(out).replace(f'viewBox="0 0 {width} {height}" width="{width}" '
+                                   f'height="{height}"', f'viewBox="0 0 {width} '
+                                   f'{height + _LEGEND_H}" width="{width}" '
+                                   f'height="{height + _LEGEND_H}"', 1)  # fmt: skip
+
+
+_LEGEND_H = 30  # px below the drawing for its legend
+
+
+def _legend(top: float) -> list[str]:
+    """The drawing's legend, in a band of its own under it: what each colour means."""
+    keys = [(_PATH, "line", "the plan's path"), (_SLOW, "line", "bottleneck stage"),
+            (_BOUGHT, "text", "+capacity bought"), (_IDLE, "line", "not used")]  # fmt: skip
+    out, x, y = ['<g class="legend" aria-label="legend">'], 12.0, top + _LEGEND_H / 2
+    for colour, shape, words in keys:
+        if shape == "line":
+            out.append(f'<rect x="{x:.1f}" y="{y - 2:.1f}" width="22" height="4" '
+                       f'fill="{colour}"/>')  # fmt: skip
+        else:
+            out.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" font-size="11" fill="{colour}">+</text>')
+        out.append(f'<text x="{x + 28:.1f}" y="{y + 4:.1f}" font-size="11" fill="#333">'
+                   f"{html.escape(words)}</text>")  # fmt: skip
+        x += 28 + _LABEL_CHAR * len(words) + 18
+    out.append("</g>")
+    return out
 
 
 _LABEL_CHAR = 6.6  # px a character of an 11 px label takes at most (sans-serif, bold digits)
