@@ -433,3 +433,26 @@ def test_the_report_drawing_has_a_legend_below_the_network() -> None:
     circles = [float(y) + 22 for y in re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)"', svg)]
     ys = [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)"', legend)]
     assert ys and min(ys) > max(circles) and max(ys) < height
+
+
+def test_the_docs_transformers_commands_fit_their_configs_positions() -> None:
+    import re
+    import shlex
+
+    transformers = pytest.importorskip("transformers")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for line in page.read_text().splitlines():
+            found = re.match(r"\$ inferplan profile transformers:(\w+) (.*)", line)
+            if not found or "--config" in line:
+                continue
+            args = shlex.split(found.group(2).split("#")[0])
+            seq = int(args[args.index("--seq-len") + 1]) if "--seq-len" in args else None
+            if seq is None:
+                continue
+            config = getattr(transformers, found.group(1))()
+            tokens = seq + ("--decode" in args)
+            assert tokens <= config.max_position_embeddings, (page.name, line)
+            checked += 1
+    assert checked
