@@ -17,8 +17,8 @@ from inferplan.codesign import compile_instance, solve_milp, solve_psg, throughp
 from inferplan.codesign.heuristics import solve_pfp, solve_pwf
 from inferplan.codesign.memory import path_needs
 from inferplan.codesign.planfile import check_plan, plan_from_dict
-from inferplan.codesign.psg import reference_psg
-from inferplan.codesign.throughput_milp import throughput_milp
+from inferplan.codesign.engine.psg import reference_psg
+from inferplan.codesign.milp.throughput import throughput_milp
 from inferplan.errors import Infeasible, InvalidArgument, InvalidProfile
 from inferplan.network.io import network_from_dict
 from inferplan.network.network import Network
@@ -339,7 +339,7 @@ def test_memory_terms_hold_on_ideals(data: st.DataObject, graph: LayerGraph, fac
 
 @pytest.mark.parametrize("method", ["milp", "fast"])
 def test_services_plan_at_ideals_and_say_what_runs_where(method: str) -> None:
-    from inferplan.codesign.services import Service, provision_services
+    from inferplan.codesign.services.joint import Service, provision_services
 
     net = inferplan.load_network(NET)
     two = inferplan.load_profile(TWO)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import Infeasible
 from inferplan.codesign.planfile import plan_from_dict
-from inferplan.codesign.services import Service, provision_services
+from inferplan.codesign.services.joint import Service, provision_services
 from inferplan.errors import InvalidArgument
 from inferplan.network.costs import FunctionCost
 from tests.oracles import (
@@ -154,7 +154,7 @@ def test_the_cli_plans_a_cyclic_network_under_a_latency_bound_or_exits_3(tmp_pat
 
 
 def test_the_latency_milp_stopped_by_its_time_limit_says_so(monkeypatch):
-    import inferplan.codesign.milp_latency as milp_latency
+    import inferplan.codesign.milp.latency as milp_latency
 
     real = milp_latency.highs
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from inferplan.runtime.testbed import leftovers, missing
+from inferplan.runtime.testbed.linux import leftovers, missing
 
 from .models import Broken
 

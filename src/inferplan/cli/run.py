@@ -326,8 +326,8 @@ def testbed_command(
     naming what every run needs and is missing (root, network namespaces, a CPU controller).
     A machine without the netem qdisc is ready for plans without link delays only, and says so.
     """
-    from inferplan.runtime.testbed import capabilities, require
-    from inferplan.runtime.testbed import cleanup as remove_leftovers
+    from inferplan.runtime.testbed.linux import capabilities, require
+    from inferplan.runtime.testbed.linux import cleanup as remove_leftovers
 
     require()
     found = capabilities()

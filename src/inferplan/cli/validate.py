@@ -96,7 +96,7 @@ def _python(path: Path) -> Summary:
 
 
 def _services(path: Path) -> Summary:
-    from inferplan.codesign.servicefile import load_services
+    from inferplan.codesign.services.file import load_services
 
     services = load_services(path)
     return {"services": [s.name for s in services]}

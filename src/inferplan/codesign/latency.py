@@ -65,7 +65,7 @@ from inferplan.codesign.plan import (
     plan_from_path,
     slowest_stage,
 )
-from inferplan.codesign.psg import (
+from inferplan.codesign.engine.psg import (
     Relaxation,
     backtrack,
     by_chunks,

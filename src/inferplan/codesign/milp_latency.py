@@ -3,7 +3,7 @@
 The co-design MILP (:mod:`~inferplan.codesign.milp`) prices each transition at the least
 purchase its interval needs. Under a latency bound ``L`` buying more than that can pay, so
 here the purchases are variables of their own. On the state flow of
-:class:`~inferplan.codesign.milp.StateFlow` each node is entered at most once, so each node
+:class:`~inferplan.codesign.milp.cost.StateFlow` each node is entered at most once, so each node
 and each link runs at most one stage, and every element ``k`` (a node or link that some
 transition loads) gets::
 
@@ -34,7 +34,7 @@ solve_milp`): when its latency meets ``L`` it is the answer. Otherwise the deplo
 least latency at the caps (the state flow weighed by delays) either misses ``L``
 (:class:`~inferplan.errors.Infeasible`, naming that least latency) or gives the first plan.
 Then, round after round, HiGHS solves the relaxation; the deployment it picks is allocated
-exactly (:class:`~inferplan.codesign.latency.LatencyProblem`: the cheapest purchases that
+exactly (:class:`~inferplan.codesign.latency.bound.LatencyProblem`: the cheapest purchases that
 meet both bounds along it) and kept if it is the cheapest plan so far; cuts are added where
 the solution's delays are underestimated and at the best plan's purchases (where the
 relaxation is then exact), and HiGHS solves again. The plan is ``optimal`` when HiGHS's bound,
@@ -55,14 +55,14 @@ from scipy import sparse
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
-from inferplan.codesign.latency import (
+from inferplan.codesign.latency.bound import (
     LatencyProblem,
     Trade,
     check_latency,
     trade_of,
     unreachable,
 )
-from inferplan.codesign.milp import Model, StateFlow, highs, solve_milp
+from inferplan.codesign.milp.cost import Model, StateFlow, highs, solve_milp
 from inferplan.codesign.plan import INTERVAL_RTOL, Plan, PlanStatus, check_scale
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost
@@ -84,7 +84,7 @@ MAX_REFINEMENTS = 60
 ``uncertified``."""
 TOLERANCE = 1e-9
 """HiGHS's feasibility and reduced-cost tolerance: continuous purchases beside binaries, as in
-the joint MILP (:data:`~inferplan.codesign.services_milp.TOLERANCE`)."""
+the joint MILP (:data:`~inferplan.codesign.services.milp.TOLERANCE`)."""
 # Tangent cuts each element starts with, their ratios halving from the largest.
 _FIRST_CUTS = 6
 # A delay variable this far below the true delay of its stage gets a new cut.
