@@ -14,6 +14,7 @@ check keeps a crafted file from exhausting the interpreter's stack anywhere down
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import math
@@ -21,6 +22,7 @@ import os
 import re
 import stat
 import sys
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -422,6 +424,54 @@ def _kind_of(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def _typo_first(errors: Sequence[Any]) -> Any:
+    """The error to report: an unknown field ahead of a missing field of the same mapping
+    (``capcity`` given where ``capacity`` is missing: the typo is the news)."""
+    first = errors[0]
+    if first["type"] == "missing":
+        parent = tuple(first["loc"][:-1])
+        for other in errors:
+            if other["type"] == "extra_forbidden" and tuple(other["loc"][:-1]) == parent:
+                return other
+    return first
+
+
+def _nearest(loc: Sequence[Any], errors: Sequence[Any], model: type[BaseModel]) -> str:
+    """`` (did you mean 'NAME'?)`` for the field of the mapping at ``loc[:-1]`` nearest to the
+    unknown ``loc[-1]``: among the fields missing there, else (top level) the model's."""
+    parent = tuple(loc[:-1])
+    names = [str(e["loc"][-1]) for e in errors
+             if e["type"] == "missing" and tuple(e["loc"][:-1]) == parent]  # fmt: skip
+    here = _model_at(model, parent)
+    if not names and here is not None:
+        names = [info.alias or name for name, info in here.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model of the mapping at ``loc`` (field names and list indices) in a document of
+    ``model``, or ``None`` where it is not one model."""
+    here: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = {} if here is None else here.model_fields
+        info = next((f for name, f in fields.items() if part in (name, f.alias)), None)
+        if info is None:
+            return None
+        here = _inner_model(info.annotation)
+    return here
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    """The one model inside an annotation (``list[M]``, ``M | None``), or ``None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    found = {m for m in map(_inner_model, typing.get_args(annotation)) if m is not None}
+    return found.pop() if len(found) == 1 else None
+
+
 def validate_document(
     model: type[ModelT],
     data: Any,
@@ -433,13 +483,14 @@ def validate_document(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        first = _typo_first(errors)
         loc = _data_path(data, first["loc"])
         kind = first["type"]
         if kind == "missing":
             message = "missing field"
         elif kind == "extra_forbidden":
-            message = "unknown field"
+            message = "unknown field" + _nearest(first["loc"], errors, model)
         elif kind in ("model_type", "dict_type"):
             what = "the top level" if not loc else "it"
             message = f"{what} must be a mapping of fields, got {_kind_of(first.get('input'))}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["link_name", "listed", "si"]
+__all__ = ["COST_UNIT", "cost", "latency_sum", "link_name", "listed", "si"]
 
 
 def si(value: float, unit: str = "") -> str:
@@ -14,17 +14,53 @@ def si(value: float, unit: str = "") -> str:
 
     Examples
     --------
-    >>> si(1.25e9, "FLOP/s"), si(0.0206, "s"), si(0.0)
-    ('1.25 GFLOP/s', '20.6 ms', '0')
+    >>> si(1.25e9, "FLOP/s"), si(0.0206, "s"), si(0.0), si(0.3662, "bit/s")
+    ('1.25 GFLOP/s', '20.6 ms', '0', '0.3662 bit/s')
     """
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}".strip()
-    prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
-                (1e-6, "µ"), (1e-9, "n")]  # fmt: skip
+    prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")]
+    if not unit.startswith(COUNTED):  # no milli-bits: `mbit/s` would read as megabits
+        prefixes += [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
     for scale, prefix in prefixes:
         if abs(value) >= scale:
             return f"{value / scale:.4g} {prefix}{unit}".strip()
     return f"{value:.4g} {unit}".strip()
+
+
+COUNTED = ("bit", "FLOP", "B")
+"""Units of things counted (bits, operations, bytes), never shown with a prefix below one:
+``0.37 bit/s``, not ``366 mbit/s``."""
+
+COST_UNIT = "price units"
+"""The unit of a cost: the unit the network's prices are in (a price of 1e-9 per FLOP/s
+makes 1 GFLOP/s added cost 1)."""
+
+
+def cost(value: float) -> str:
+    """A cost as output shows it, with its unit.
+
+    Examples
+    --------
+    >>> cost(87.27234), cost(0.0)
+    ('87.2723 price units', '0 price units')
+    """
+    return f"{value:.6g} {COST_UNIT}"
+
+
+def latency_sum(
+    total: float, compute: float, transfer: float, propagation: float, bound: float | None
+) -> str:
+    """A latency as the sum of its parts (seconds), and its bound if any.
+
+    Examples
+    --------
+    >>> latency_sum(0.1028, 0.056, 0.0268, 0.02, 0.11)
+    '102.8 ms = 56 ms compute + 26.8 ms transfers + 20 ms link delays (bound 110 ms)'
+    """
+    within = "" if bound is None else f" (bound {si(bound, 's')})"
+    return (f"{si(total, 's')} = {si(compute, 's')} compute + {si(transfer, 's')} transfers + "
+            f"{si(propagation, 's')} link delays{within}")  # fmt: skip
 
 
 def link_name(source: str, target: str | None = None) -> str:

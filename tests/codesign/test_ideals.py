@@ -360,15 +360,15 @@ def test_services_plan_at_ideals_and_say_what_runs_where(method: str) -> None:
 def test_merging_layers_no_cut_should_separate() -> None:
     graph = inferplan.load_profile(TWO).graph
     assert graph is not None
-    merged = graph.merged([["a1", "a2"]])
-    assert merged.layers == ("stem", "a1", "b1", "b2", "join")
+    merged = graph.merged([["left1", "left2"]])
+    assert merged.layers == ("stem", "left1", "right1", "right2", "join")
     assert math.fsum(merged.flops) == math.fsum(graph.flops)
-    assert merged.output_bits[1] == graph.output_bits[graph.index["a2"]]  # a1's stays inside
+    assert merged.output_bits[1] == graph.output_bits[graph.index["left2"]]  # left1's stays inside
     assert len(graph_ideals(merged)) == len(graph_ideals(graph)) - 3 == graph_cuts(merged).n_cuts
     with pytest.raises(InvalidProfile, match="merging these layers the layer graph has a cycle"):
         graph.merged([["stem", "join"]])
     with pytest.raises(InvalidProfile, match="is in two groups"):
-        graph.merged([["a1", "a2"], ["a2", "b1"]])
+        graph.merged([["left1", "left2"], ["left2", "right1"]])
 
 
 def test_a_node_that_only_forwards_holds_its_boundary() -> None:

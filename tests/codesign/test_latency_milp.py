@@ -150,7 +150,7 @@ def test_the_cli_plans_a_cyclic_network_under_a_latency_bound_or_exits_3(tmp_pat
     out = json.loads(result.stdout)
     assert out["status"] == "infeasible" and out["method"] == "milp"
     assert "latency of 0.9 s" in out["message"]
-    assert "least latency within the caps" in out["message"]
+    assert "least latency" in out["message"]  # within the caps, or the delays alone
 
 
 def test_the_latency_milp_stopped_by_its_time_limit_says_so(monkeypatch):

@@ -64,7 +64,8 @@ def assert_refused_without_root(args: list[str]) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "error: --testbed: the testbed needs root (network namespaces, traffic control and "
-        "cgroups need it)"
+        "cgroups need it; sudo resets PATH, so run a venv's command by its path: sudo "
+        ".venv/bin/inferplan ...)"
     ]
     if not lacks:
         assert list(leftovers()) == before

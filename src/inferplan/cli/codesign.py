@@ -3,9 +3,9 @@ planner's commands."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -38,7 +38,7 @@ from inferplan.cli.render import (
     written,
 )
 from inferplan.errors import InvalidArgument
-from inferplan.units import link_name, si
+from inferplan.units import cost, latency_sum, link_name, si
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
@@ -182,11 +182,14 @@ def provision_command(
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit, cuts=cuts, max_ideals=max_ideals,
                          latency=latency)  # fmt: skip
-    if report is not None or dot is not None:
-        from inferplan.codesign.breakdown import plan_breakdown
+    from inferplan.codesign.breakdown import plan_breakdown
+
+    # the latency's parts: wherever links delay or a bound was asked (one more compile)
+    timed = latency is not None or bool(net.link_delay.any())
+    parts = plan_breakdown(net, prof, plan) if timed or report or dot else None
+    if parts is not None and (report is not None or dot is not None):
         from inferplan.plots.report import write_plan_report
 
-        parts = plan_breakdown(net, prof, plan)
         title = f"{prof.name} on {network.name}: {plan.method} plan"
         for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
             written(path)
@@ -195,10 +198,19 @@ def provision_command(
 
         plot_state_graph(net, prof, plan, plot_states)
         written(plot_states)
-    if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks):
+    extra = {"latency_parts": parts.latency_parts().to_dict()} if parts and timed else {}
+    if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks, extra=extra):
         return
     for line in plan_lines(plan):
         console.print(line)
+    if parts is not None and timed:
+        split = parts.latency_parts()
+        console.print(
+            "latency:  "
+            + latency_sum(
+                split.total, split.compute, split.transfer, split.propagation, plan.target_latency
+            )
+        )
     console.print(stages_table("deployment", plan.path, plan.partition,
                                _bottleneck(plan.bottleneck), plan_upgrades(plan),
                                layers=plan.layers, sends=plan.sends, cuts=plan.cuts))  # fmt: skip
@@ -254,9 +266,11 @@ def _drawn_or_json(
     as_json: bool,
     *,
     block_names: Sequence[str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> bool:
     """Draw ``plan`` to ``plot`` if asked (matplotlib only then; a single plan with its
-    ``block_names``), and print it as JSON if ``as_json``; whether it was printed."""
+    ``block_names``), and print it as JSON if ``as_json`` (with the ``extra`` fields);
+    whether it was printed."""
     if plot is not None:
         from inferplan import plots  # matplotlib only when asked for
         from inferplan.codesign.plan import Plan
@@ -267,14 +281,14 @@ def _drawn_or_json(
             plots.plot_services(net, plan, plot)
         written(plot)
     if as_json:
-        print_json(plan.to_dict())
+        print_json({**plan.to_dict(), **(extra or {})})
     return as_json
 
 
 def _print_services(plan: ServicesPlan) -> None:
     console.print(
-        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/], "
-        f"lower bound {plan.lower_bound:.6g} (gap {plan.gap:.2%})"
+        f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{cost(plan.cost)}[/], "
+        f"lower bound {cost(plan.lower_bound)} (gap {plan.gap:.2%})"
     )
     rows = [
         [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -75,6 +76,7 @@ def sweep_command(
     with the current directory first on the import path (as `python -c` would): run only specs
     you trust.
     """
+    started = time.monotonic()  # the command's wall time, the tables and figures included
     from inferplan.experiments.engine import FailedPoints, run_sweep
     from inferplan.experiments.executors import WorkerDied
     from inferplan.experiments.progress import progress_bar
@@ -103,15 +105,18 @@ def sweep_command(
     parquet = write_parquet(outcome.rows, out / "results.parquet")
     notes = [] if parquet is None else [f"results.parquet not written: {parquet}"]
     summary = write_sweep_summary(sweep, outcome.rows, out, notes, title=spec.name)
+    wall = time.monotonic() - started
     if as_json:
-        print_json({**outcome.to_dict(), "out": str(out), "summary": [str(p) for p in summary]})
+        print_json({**outcome.to_dict(), "wall_seconds": wall, "out": str(out),
+                    "summary": [str(p) for p in summary]})  # fmt: skip
     else:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         console.print(
             f"{outcome.points} points ({outcome.ran} run, {outcome.resumed} resumed"
             + (f", {len(outcome.failed)} failed" if outcome.failed else "")
-            + f") in {outcome.seconds:.1f} s: {len(outcome.rows)} rows in {out / 'results.csv'}"
+            + f") in {wall:.1f} s of wall time ({outcome.seconds:.1f} s running the points): "
+            + f"{len(outcome.rows)} rows in {out / 'results.csv'}"
             + (" and results.parquet" if parquet is None else "")
             + (f"; summary in {', '.join(p.name for p in summary)}" if summary else "")
         )

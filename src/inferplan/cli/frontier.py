@@ -24,7 +24,7 @@ from inferplan.cli.options import (
 )
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument
-from inferplan.units import si
+from inferplan.units import COST_UNIT, cost, si
 
 if TYPE_CHECKING:
     from inferplan.profiles.models import ModelOptions
@@ -117,7 +117,7 @@ def frontier_command(
     console.print(
         f"[bold]{front.method}[/]: {len(front.points)} exact solves from "
         f"{show(first.swept)} to {show(last.swept)}{at}, cost "
-        f"{first.cost:.6g} to {last.cost:.6g}"
+        f"{first.cost:.6g} to {cost(last.cost)}"
     )
     starts = [0, *(front.points.index(c.high) for c in front.changes)]
     ranges = [front.points[a:b] for a, b in itertools.pairwise([*starts, len(front.points)])]
@@ -132,8 +132,8 @@ def frontier_command(
         ]
         for run in ranges
     ]  # fmt: skip
-    console.print(table(f"optimal deployment by {what}",
-                        [unit, "cost", "path", "partition", "status"], rows))  # fmt: skip
+    columns = [unit, f"cost ({COST_UNIT})", "path", "partition", "status"]
+    console.print(table(f"optimal deployment by {what}", columns, rows))
 
 
 def _latency_sweep(

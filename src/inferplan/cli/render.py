@@ -130,9 +130,22 @@ def stages_table(
             rows.append([shown, runs, *([named] if layers else []), *extra,
                          marks.get(stage, "")])  # fmt: skip
         prev = done
-    columns = ["stage", "blocks", *(["layers"] if layers else []),
+    columns = ["stage", "blocks" if numbered else "cut (ideal no.)",
+               *(["layers"] if layers else []),
                *(["added"] if added is not None else []), mark_column]  # fmt: skip
-    return table(title, columns, rows)
+    out = table(title, columns, rows)
+    if not numbered:
+        out.caption = GRAPH_CUT
+        out.caption_justify = "left"
+    return out
+
+
+GRAPH_CUT = (
+    "cut k: the k-th ideal of the layer graph (the set of layers done before that "
+    "point, numbered by the planner), not a block count; the layers column names "
+    "what each node runs"
+)
+"""What a cut of a plan cut at ideals of a layer graph is, under its deployment's table."""
 
 
 def memory_table(memory: Sequence[Any]) -> Table:
@@ -158,14 +171,14 @@ def plan_upgrades(plan: Plan) -> dict[str, str]:
 def plan_lines(plan: Plan) -> list[str]:
     """What ``plan`` is, in three lines: its method, status and cost; the interval and latency
     it achieves; its target."""
-    from inferplan.units import si
+    from inferplan.units import cost, si
 
     def rate(interval: float) -> str:
         return f"interval {si(interval, 's')}, {1 / interval:.4g} inferences/s"
 
     bound = plan.target_latency
     within = f", latency at most {si(bound, 's')}" if bound is not None else ""
-    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{plan.cost:.6g}[/]",
+    return [f"[bold]{plan.method}[/] ({plan.status}): cost [bold]{cost(plan.cost)}[/]",
             f"achieved: {rate(plan.interval)}, latency {si(plan.latency or 0.0, 's')}",
             f"target:   {rate(plan.target_interval)}{within}"]  # fmt: skip
 

@@ -340,16 +340,27 @@ def testbed_command(
 
     With --cleanup, remove the namespaces and cgroups that killed runs left.
 
-    Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
+    Every capability a plan may need is listed, each with what needs it; exit 2 with one line
+    naming what every run needs and is missing (root, network namespaces, a CPU controller).
+    A machine without the netem qdisc is ready for plans without link delays only, and says so.
     """
+    from inferplan.runtime.testbed.linux import capabilities, require
     from inferplan.runtime.testbed.linux import cleanup as remove_leftovers
-    from inferplan.runtime.testbed.linux import require
 
     require()
+    found = capabilities()
     removed = remove_leftovers() if cleanup else []
+    short = [c for c in found if not c.has]  # only the optional ones: require() passed
+    status = "ready" if not short else "ready for plans without link delays"
     if as_json:
-        print_json({"status": "ready", "removed": removed})
+        print_json({"status": status, "removed": removed,
+                    "capabilities": [{"name": c.name, "has": c.has, "needs": c.needs}
+                                     for c in found]})  # fmt: skip
         return
     for name in removed:
         console.print(f"removed {name}")
-    console.print("testbed: ready" if not cleanup else f"testbed: ready, {len(removed)} removed")
+    for c in found:
+        console.print(f"{'has' if c.has else 'lacks'} {c.name} ({c.needs}"
+                      + ("" if c.has else f": {c.lacking}") + ")")  # fmt: skip
+    console.print(f"testbed: {status}" if not cleanup else
+                  f"testbed: {status}, {len(removed)} removed")  # fmt: skip

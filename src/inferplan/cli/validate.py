@@ -2,7 +2,9 @@
 
 A file's kind is read off its top-level fields (``study``: a sweep spec, ``services``: a
 services file, ``device``/``edge``: a system, ``flops`` or ``graph``: a profile,
-``nodes``/``links``: a network, ``partition``: a plan); it is then loaded exactly as the
+``nodes``/``links``: a network, ``partition``: a plan, ``kind``: a channel, as
+``coinfer-fit --out`` writes it), or off its suffix (``.onnx``, profiled; ``.py``, whose
+factories are listed without running it); it is then loaded exactly as the
 command that takes it loads it, so a file that validates is one that command accepts.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,7 +21,10 @@ from inferplan.cli.app import EXIT_INVALID, app, friendly_errors, one_line
 from inferplan.cli.options import JsonOpt
 from inferplan.cli.render import print_json
 from inferplan.errors import InferplanError, InvalidFile
-from inferplan.units import si
+from inferplan.units import cost, si
+
+if TYPE_CHECKING:
+    from inferplan.profiles.profile import Profile
 
 Summary = dict[str, Any]
 
@@ -35,7 +40,10 @@ def _network(path: Path) -> Summary:
 def _profile(path: Path) -> Summary:
     from inferplan.profiles import load_profile
 
-    profile = load_profile(path)
+    return _summary(load_profile(path))
+
+
+def _summary(profile: Profile) -> Summary:
     return {"name": profile.name, "blocks": profile.n_blocks, "flops": sum(profile.flops),
             "input_bits": profile.activation_bits[0],
             "measured": bool(profile.seconds)}  # fmt: skip
@@ -52,6 +60,39 @@ def _system(path: Path) -> Summary:
     return {"layers": None if from_model else system.n_layers,
             "device_hz": system.device.cpu_hz, "edge_hz": system.edge.cpu_hz,
             "channel": ", ".join(channels)}  # fmt: skip
+
+
+def _channel(path: Path) -> Summary:
+    from inferplan.coinference.io import load_channel
+
+    channel = load_channel(path)
+    return {"channel": " ".join(filter(None, (getattr(channel, "fading", ""), channel.kind)))}
+
+
+def _onnx(path: Path) -> Summary:
+    from inferplan.profiles.models import model_profile
+
+    return _summary(model_profile(str(path)))
+
+
+def _python(path: Path) -> Summary:
+    """The factories a Python model file defines, read without running it."""
+    import ast
+
+    from inferplan.documents import open_regular
+
+    with open_regular(path) as f:
+        source = f.read()
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InvalidFile(f"not Python{f' (line {line})' if line else ''}: {exc.args[0]}",
+                          source=str(path)) from None  # fmt: skip
+    names = [node.name for node in tree.body
+             if isinstance(node, ast.FunctionDef | ast.ClassDef)
+             and not node.name.startswith("_")]  # fmt: skip
+    return {"factories": names}
 
 
 def _services(path: Path) -> Summary:
@@ -108,12 +149,20 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("workload", frozenset({"requests_per_s"}), _workload),
     ("catalog", frozenset({"gpus"}), _catalog),
     ("decoder", frozenset({"decoder"}), _decoder),
+    ("channel", frozenset({"kind"}), _channel),
 )
+# kinds known by the file's suffix: files that are not documents
+BY_SUFFIX: dict[str, tuple[str, Callable[[Path], Summary]]] = {
+    ".onnx": ("ONNX model", _onnx),
+    ".py": ("Python model file", _python),
+}
 
 
 def _kind(path: Path) -> tuple[str, Callable[[Path], Summary]]:
     from inferplan.documents import read_document
 
+    if path.suffix.lower() in BY_SUFFIX:
+        return BY_SUFFIX[path.suffix.lower()]
     data = read_document(path)
     keys = set(data) if isinstance(data, dict) else set()
     for kind, marks, load in KINDS:
@@ -124,10 +173,18 @@ def _kind(path: Path) -> tuple[str, Callable[[Path], Summary]]:
                       source=str(path))  # fmt: skip
 
 
-def _describe(kind: str, s: Summary) -> str:
+def _describe(kind: str, s: Summary, path: Path) -> str:
     if kind == "network":
         return f"{s['nodes']} nodes, {s['links']} links, {s['source']} -> {s['target']}"
-    if kind == "profile":
+    if kind == "channel":
+        return f"a {s['channel']} channel (a system file's channel)"
+    if kind == "Python model file":
+        names = s["factories"]
+        return (
+            f"defines {', '.join(names) or 'no public function or class'}; not imported "
+            f"(validate runs no code): profile it as {path}:FACTORY with --input-shape"
+        )
+    if kind in ("profile", "ONNX model"):
         measured = ", measured seconds" if s["measured"] else ""
         return (f"{s['name']}, {s['blocks']} blocks, {si(s['flops'], 'FLOP')}, input "
                 f"{si(s['input_bits'], 'bit')}{measured}")  # fmt: skip
@@ -152,7 +209,7 @@ def _describe(kind: str, s: Summary) -> str:
         return f"GPU types {', '.join(s['gpus'])}"
     if kind == "decoder":
         return f"{s['name']}, {s['layers']} layers, context {s['max_context']}"
-    return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {s['cost']:.6g}, "
+    return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {cost(s['cost'])}, "
             f"interval {si(s['interval'], 's')} ({s['status']})")  # fmt: skip
 
 
@@ -165,7 +222,8 @@ def validate_command(
 ) -> None:  # fmt: skip
     """Check input files and say what each is.
 
-    Each FILE is a network, profile, system, services, sweep or plan file (JSON or YAML).
+    Each FILE is a network, profile, system, channel, services, sweep or plan file (JSON or
+    YAML), an ONNX model, or a Python model file (its factories listed, the code not run).
     One line per file: its kind and what it holds, or its error (on stderr, with --json too);
     exit code 2 if any is wrong.
     """
@@ -182,7 +240,7 @@ def validate_command(
         else:
             results.append({"file": str(path), "valid": True, "kind": kind, **summary})
             if not as_json:
-                print(f"{path}: {kind}: {_describe(kind, summary)}")
+                print(f"{path}: {kind}: {_describe(kind, summary, path)}")
         if not results[-1]["valid"]:
             print(f"error: {results[-1]['error']}", file=sys.stderr)
     if as_json:

@@ -16,7 +16,7 @@ from inferplan.codesign.stages import stage_sends, stage_units, stages
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
-__all__ = ["PlanBreakdown", "StageRow", "UpgradeCost", "plan_breakdown"]
+__all__ = ["LatencyParts", "PlanBreakdown", "StageRow", "UpgradeCost", "plan_breakdown"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,26 @@ class StageRow:
     headroom: float
     bottleneck: bool
     units: tuple[str, ...] = ()
+    delay: float = 0.0  # a link's propagation delay (s), on top of ``seconds``
+
+
+@dataclass(frozen=True)
+class LatencyParts:
+    """What one inference's latency is made of (seconds): the nodes' compute, the links'
+    transfers and the links' propagation delays; ``total`` is their sum."""
+
+    compute: float
+    transfer: float
+    propagation: float
+
+    @property
+    def total(self) -> float:
+        return math.fsum([self.compute, self.transfer, self.propagation])
+
+    def to_dict(self) -> dict[str, float]:
+        """The parts and their ``total``, for JSON."""
+        return {"compute": self.compute, "transfer": self.transfer,
+                "propagation": self.propagation, "total": self.total}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,15 @@ class UpgradeCost:
     amount: float
     cost: float
     share: float
+    for_interval: float = 0.0  # of ``amount``: what the stage needs to meet the target interval
+    for_latency: float = 0.0  # the rest: bought to meet the latency bound
+
+    @property
+    def serves(self) -> str:
+        """Which bound the upgrade serves: ``interval``, ``latency`` or both."""
+        parts = [name for name, x in (("interval", self.for_interval),
+                                      ("latency", self.for_latency)) if x > 0]  # fmt: skip
+        return " + ".join(parts) or "nothing"
 
 
 @dataclass(frozen=True)
@@ -68,6 +97,22 @@ class PlanBreakdown:
     block_names: tuple[str, ...]
     stages: tuple[StageRow, ...]
     upgrades: tuple[UpgradeCost, ...]
+
+    def latency_parts(self) -> LatencyParts:
+        """The latency as the sum of its parts, from the stages' own times.
+
+        Examples
+        --------
+        >>> import inferplan
+        >>> net, vgg = inferplan.tiered(seed=1), inferplan.vgg16()
+        >>> parts = plan_breakdown(net, vgg, inferplan.provision(net, vgg, throughput=30))
+        >>> abs(parts.latency_parts().total - parts.plan.latency) < 1e-12
+        True
+        """
+        nodes = [s.seconds for s in self.stages if s.kind == "node"]
+        links = [s for s in self.stages if s.kind == "link"]
+        return LatencyParts(math.fsum(nodes), math.fsum(s.seconds for s in links),
+                            math.fsum(s.delay for s in links))  # fmt: skip
 
 
 def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakdown:
@@ -110,7 +155,8 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
             link = inst.links[e]
             rows.append(_row("link", f"{link.source}->{link.target}", None, done,
                              deployment.bits[k], B[e], link_added.get(e, 0.0), transfer[k],
-                             interval, slowest, sends[k]))  # fmt: skip
+                             interval, slowest, sends[k],
+                             deployment.propagation[k]))  # fmt: skip
         previous = done
     upgrades = [
         *(("node", v, x, network.node_cost(network.node_position[v])) for v, x in
@@ -121,8 +167,20 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
     ]  # fmt: skip
     priced = [(kind, name, x, float(cost(np.array([x]))[0])) for kind, name, x, cost in upgrades]
     total = math.fsum(c for *_, c in priced)
+    row_of = {r.id: r for r in rows}
+
+    def split(name: str, x: float) -> tuple[float, float]:
+        """Of ``x`` bought at ``name``: what the target interval needs, and the rest."""
+        row = row_of.get(name)
+        if row is None:
+            return x, 0.0
+        need = max(0.0, row.load / plan.target_interval - row.capacity)
+        need = x if need >= x * (1 - 1e-9) else need
+        return need, x - need
+
     costs = sorted(
-        (UpgradeCost(kind, name, x, c, c / total if total > 0 else 0.0)  # type: ignore[arg-type]
+        (UpgradeCost(kind, name, x, c, c / total if total > 0 else 0.0,  # type: ignore[arg-type]
+                     *split(name, x))
          for kind, name, x, c in priced),
         key=lambda u: -u.cost,
     )  # fmt: skip
@@ -141,10 +199,11 @@ def _row(
     interval: float,
     slowest: str | None,
     units: tuple[str, ...] = (),
+    delay: float = 0.0,
 ) -> StageRow:
     share = seconds / interval if interval > 0 else 0.0
     return StageRow(kind, name, blocks, after, load, capacity, added, seconds, share,
-                    interval - seconds, name == slowest, units)  # fmt: skip
+                    interval - seconds, name == slowest, units, delay)  # fmt: skip
 
 
 def _link_position(network: Network, source: str, target: str) -> int:

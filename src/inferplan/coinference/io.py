@@ -63,6 +63,7 @@ from inferplan.profiles import Profile, load_profile
 __all__ = [
     "check_system",
     "layer_count_error",
+    "load_channel",
     "load_system",
     "read_trace",
     "save_system",
@@ -437,6 +438,25 @@ def load_system(path: str | Path, *, model: Profile | None = None) -> System:
     """
     path = Path(path)
     return system_from_dict(read_document(path), source=str(path), base=path.parent, model=model)
+
+
+def load_channel(path: str | Path) -> Channel:
+    """Read a channel file, one ``channel`` of a system file on its own (as
+    ``inferplan coinfer-fit --out`` writes it), trace files relative to it.
+
+    Raises
+    ------
+    InvalidSystem
+        For anything a system file's ``channel`` would be refused for, naming the file.
+    """
+    path = Path(path)
+    data = read_document(path)
+    if not isinstance(data, dict):
+        raise InvalidSystem("must be a mapping of fields (a channel)", source=str(path))
+    try:
+        return _channel(data, "channel", path.parent)
+    except InferplanError as exc:
+        raise (exc if exc.source is not None else exc.located(str(path))) from None
 
 
 def save_system(system: System, path: str | Path) -> None:

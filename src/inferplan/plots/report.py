@@ -13,14 +13,16 @@ matplotlib), so the report needs no extra.
 from __future__ import annotations
 
 import html
+import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferplan.codesign.breakdown import PlanBreakdown, StageRow
+from inferplan.codesign.breakdown import PlanBreakdown, StageRow, UpgradeCost
 from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
-from inferplan.units import link_name, listed, si
+from inferplan.units import COST_UNIT, cost, latency_sum, link_name, listed, si
 
 __all__ = ["Measured", "plan_dot", "plan_report_html", "write_plan_report"]
 
@@ -96,6 +98,10 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
           for name, colour in (("idle", _IDLE), ("path", _PATH), ("slow", _SLOW))),
         "</defs>",
     ]  # fmt: skip
+    segments = []
+    for link in network.links:
+        (x0, y0), (x1, y1) = at(link.source), at(link.target)
+        segments.append((x0, y0, x1, y1))
     for link in network.links:
         name = f"{link.source}->{link.target}"
         (x0, y0), (x1, y1) = at(link.source), at(link.target)
@@ -116,9 +122,27 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             labels.append((f"+{si(row.added, 'bit/s')}", _BOUGHT))
         if row is not None and row.bottleneck:
             labels.append(("bottleneck", _SLOW))
-        for k, (text, colour) in enumerate(labels):
-            mx, my = (x0 + x1) / 2, (y0 + y1) / 2 - 8 + 14 * k
-            out.append(_label(mx, my, text, colour))
+        # beside the line, not on it: stacked along its normal, each far enough off that
+        # its box (half its width across a steep line, half its height across a flat one)
+        # clears the line and the label before it
+        nx, ny = (y1 - y0) / length, -(x1 - x0) / length  # a unit normal, pointing up
+        if ny > 0:
+            nx, ny = -nx, -ny
+        # the side (and how far along the line) where no other line strikes the stack
+        for side, along in itertools.product((1.0, -1.0), (0.5, 0.35, 0.65, 0.25, 0.75)):
+            placed, off = [], 4.0
+            for text, colour in labels:
+                half_w = _LABEL_CHAR * len(text) / 2
+                extent = abs(nx) * half_w + abs(ny) * _LABEL_HALF_HEIGHT
+                off += extent
+                cx = x0 + (x1 - x0) * along + side * nx * off
+                cy = y0 + (y1 - y0) * along + side * ny * off
+                placed.append((cx, cy, half_w, text, colour))
+                off += extent + 2.0
+            if not any(_struck(cx, cy, hw, segments) for cx, cy, hw, *_ in placed):
+                break
+        for cx, cy, _, text, colour in placed:
+            out.append(_label(cx, cy + _BASELINE, text, colour))
     for node in network.nodes:
         x, y = at(node.id)
         row = stage.get(node.id)
@@ -147,8 +171,53 @@ def _svg(network: Network, parts: PlanBreakdown) -> str:
             below.append(("bottleneck", _SLOW))
         for k, (text, colour) in enumerate(below):
             out.append(_label(x, y + radius + 14 + 14 * k, text, colour))
+    out += _legend(height)
     out.append("</svg>")
-    return "\n".join(out)
+    return "\n".join(out).replace(f'viewBox="0 0 {width} {height}" width="{width}" '
+                                   f'height="{height}"', f'viewBox="0 0 {width} '
+                                   f'{height + _LEGEND_H}" width="{width}" '
+                                   f'height="{height + _LEGEND_H}"', 1)  # fmt: skip
+
+
+_LEGEND_H = 30  # px below the drawing for its legend
+
+
+def _legend(top: float) -> list[str]:
+    """The drawing's legend, in a band of its own under it: what each colour means."""
+    keys = [(_PATH, "line", "the plan's path"), (_SLOW, "line", "bottleneck stage"),
+            (_BOUGHT, "text", "+capacity bought"), (_IDLE, "line", "not used")]  # fmt: skip
+    out, x, y = ['<g class="legend" aria-label="legend">'], 12.0, top + _LEGEND_H / 2
+    for colour, shape, words in keys:
+        if shape == "line":
+            out.append(f'<rect x="{x:.1f}" y="{y - 2:.1f}" width="22" height="4" '
+                       f'fill="{colour}"/>')  # fmt: skip
+        else:
+            out.append(f'<text x="{x:.1f}" y="{y + 4:.1f}" font-size="11" fill="{colour}">+</text>')
+        out.append(f'<text x="{x + 28:.1f}" y="{y + 4:.1f}" font-size="11" fill="#333">'
+                   f"{html.escape(words)}</text>")  # fmt: skip
+        x += 28 + _LABEL_CHAR * len(words) + 18
+    out.append("</g>")
+    return out
+
+
+_LABEL_CHAR = 6.6  # px a character of an 11 px label takes at most (sans-serif, bold digits)
+_LABEL_HALF_HEIGHT = 7.0  # px: half an 11 px label's box, ascenders to descenders
+_BASELINE = 4.0  # px from a label's middle down to its baseline
+
+
+def _struck(
+    cx: float, cy: float, half_w: float, segments: list[tuple[float, float, float, float]]
+) -> bool:
+    """Whether any segment passes through the box of a label centred at ``(cx, cy)``."""
+    left, right = cx - half_w - 1.0, cx + half_w + 1.0
+    top, bottom = cy - _LABEL_HALF_HEIGHT - 1.0, cy + _LABEL_HALF_HEIGHT + 1.0
+    for x0, y0, x1, y1 in segments:
+        steps = max(2, int(math.hypot(x1 - x0, y1 - y0)))
+        for k in range(steps + 1):
+            px, py = x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps
+            if left <= px <= right and top <= py <= bottom:
+                return True
+    return False
 
 
 def _label(x: float, y: float, text: str, colour: str) -> str:
@@ -169,6 +238,7 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
             "utilisation", "headroom"]  # fmt: skip
     if measured is not None:
         head += ["measured", "measured / predicted"]
+    head.append("link delay")
     lines = ["<table><thead><tr>", *(f"<th>{h}</th>" for h in head), "</tr></thead><tbody>"]
     for row in parts.stages:
         load, rate = _UNIT[row.kind]
@@ -189,8 +259,33 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
             real = measured.stages.get(row.id)
             ratio = "" if real is None or row.seconds <= 0 else f"{real / row.seconds:.2f}"
             cells += ["" if real is None else si(real, "s"), ratio]
+        cells.append(si(row.delay, "s") if row.kind == "link" else "")
         klass = ' class="slow"' if row.bottleneck else ""
         lines.append(f"<tr{klass}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def _bought_for(up: UpgradeCost) -> str:
+    """Which bound an upgrade serves, with the amounts when it serves both."""
+    unit = _UNIT[up.kind][1]
+    if up.for_interval > 0 and up.for_latency > 0:
+        return (
+            f"interval (+{si(up.for_interval, unit)}) + latency bound (+{si(up.for_latency, unit)})"
+        )
+    return "the latency bound" if up.for_latency > 0 else "the target interval"
+
+
+def _memory_table(parts: PlanBreakdown) -> str:
+    """Each path node's memory: what its stage needs, what it has after the upgrades, what
+    the plan adds."""
+    lines = ["<table><thead><tr><th>node</th><th>needs</th><th>has (after upgrades)</th>"
+             "<th>added</th></tr></thead><tbody>"]  # fmt: skip
+    for m in parts.plan.memory:
+        has = "unlimited" if m.memory is None else si(m.memory, "B")
+        added = f'<span class="bought">+{si(m.added, "B")}</span>' if m.added > 0 else "0 B"
+        lines.append(f"<tr><td>{html.escape(m.id)}</td><td>{si(m.need, 'B')}</td>"
+                     f"<td>{has}</td><td>{added}</td></tr>")  # fmt: skip
     lines.append("</tbody></table>")
     return "\n".join(lines)
 
@@ -198,13 +293,14 @@ def _stage_table(parts: PlanBreakdown, measured: Measured | None) -> str:
 def _cost_table(parts: PlanBreakdown) -> str:
     if not parts.upgrades:
         return "<p>The plan buys nothing: the network meets the target as it is.</p>"
-    lines = ["<table><thead><tr><th>element</th><th>added</th><th>cost</th><th>share</th>"
-             "</tr></thead><tbody>"]  # fmt: skip
+    lines = [f"<table><thead><tr><th>element</th><th>added</th><th>cost ({COST_UNIT})</th>"
+             "<th>share</th><th>bought for</th></tr></thead><tbody>"]  # fmt: skip
     for up in parts.upgrades:
         name = link_name(up.id) if up.kind == "link" else up.id
         lines.append(
             f"<tr><td>{up.kind} {html.escape(name)}</td><td>+{si(up.amount, _UNIT[up.kind][1])}"
-            f"</td><td>{up.cost:.6g}</td><td>{_bar(up.share, _BOUGHT)}</td></tr>"
+            f"</td><td>{up.cost:.6g}</td><td>{_bar(up.share, _BOUGHT)}</td>"
+            f"<td>{_bought_for(up)}</td></tr>"
         )
     lines.append(f"<tr><th>total</th><td></td><th>{parts.plan.cost:.6g}</th><td></td></tr>")
     lines.append("</tbody></table>")
@@ -255,7 +351,7 @@ def plan_report_html(
     name = title or f"{plan.method} plan"
     facts = [
         ("method", f"{plan.method} ({plan.status})"),
-        ("cost", f"{plan.cost:.6g}"),
+        ("cost", cost(plan.cost)),
         ("interval", f"{si(plan.interval, 's')} ({1 / plan.interval:.4g} inferences/s)"
          if plan.interval > 0 else "0 s"),
         ("target", f"{si(plan.target_interval, 's')} ({1 / plan.target_interval:.4g} "
@@ -266,8 +362,12 @@ def plan_report_html(
          if plan.bottleneck else "none"),
     ]  # fmt: skip
     if plan.latency is not None:
-        facts.append(("latency", si(plan.latency, "s") + " (one inference through the idle "
-                      "pipeline)"))  # fmt: skip
+        split = parts.latency_parts()
+        facts.append(("latency", latency_sum(split.total, split.compute, split.transfer,
+                                             split.propagation, plan.target_latency)
+                      + " (one inference through the idle pipeline)"))  # fmt: skip
+    if plan.target_latency is not None:
+        facts.append(("latency bound", si(plan.target_latency, "s")))
     if measured is not None:
         facts.append(("measured interval", f"{si(measured.interval, 's')} (predicted "
                       f"{si(plan.interval, 's')}, ratio {measured.interval / plan.interval:.2f})"
@@ -296,6 +396,8 @@ def plan_report_html(
         "<p>Each stage's time per inference after the upgrades; utilisation is that time over "
         "the interval, headroom the time it waits per inference.</p>",
         f'<div class="wide">{_stage_table(parts, measured)}</div>',
+        "<h2>Memory</h2>",
+        _memory_table(parts),
         "<h2>Cost</h2>",
         _cost_table(parts),
         "</body></html>",
@@ -323,6 +425,17 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
         return f'"{escaped}"'
 
     lines = ["digraph plan {", "  rankdir=LR;", '  node [shape=circle, fontname="Helvetica"];']
+    plan = parts.plan
+    caption = [f"cost {cost(plan.cost)}, interval {si(plan.interval, 's')}"]
+    if plan.latency is not None:
+        split = parts.latency_parts()
+        caption.append(
+            "latency "
+            + latency_sum(
+                split.total, split.compute, split.transfer, split.propagation, plan.target_latency
+            )
+        )
+    lines.append(f"  labelloc=t; label={quoted(chr(10).join(caption))};")
     for node in network.nodes:
         row = stage.get(node.id)
         label = node.id
@@ -350,12 +463,14 @@ def plan_dot(network: Network, parts: PlanBreakdown) -> str:
             colour = _SLOW if row.bottleneck else _PATH
             attrs += [f"color={quoted(colour)}", "penwidth=3"]
             words = [f"+{si(row.added, 'bit/s')}"] if row.added > 0 else []
+            words += [f"delay {si(row.delay, 's')}"] if row.delay > 0 else []
             words += ["bottleneck"] if row.bottleneck else []
             if parts.plan.cuts == "graph":  # what crosses the cut at an ideal, by name
                 words.insert(0, f"sends {_blocks(row, parts)[1]}")
             if words:
                 attrs.append(f"label={quoted(' '.join(words))}")
-                attrs.append(f"fontcolor={quoted(_BOUGHT if row.added > 0 else _SLOW)}")
+                tone = _SLOW if row.bottleneck else _BOUGHT if row.added > 0 else _PATH
+                attrs.append(f"fontcolor={quoted(tone)}")
         else:
             attrs.append(f"color={quoted(_IDLE)}")
         lines.append(f"  {quoted(link.source)} -> {quoted(link.target)} [{', '.join(attrs)}];")

@@ -944,7 +944,7 @@ def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Pla
         return replace(cheapest, target_latency=latency)
     least = least_delay(inst, *problem.most(), beta, most_memory(inst))
     if not least[0] <= latency * (1 + INTERVAL_RTOL):
-        raise unreachable(beta, latency, least[0])
+        raise unreachable(beta, latency, least[0], math.fsum(inst.link_delay[least[3]]))
     return problem.search(method, cheapest.cost)
 
 
@@ -957,8 +957,18 @@ def check_latency(latency: float) -> None:
                               field="latency")  # fmt: skip
 
 
-def unreachable(beta: float, latency: float, least: float | None = None) -> Infeasible:
-    """The error every method raises when no plan meets both ``beta`` and ``latency``."""
+def unreachable(
+    beta: float, latency: float, least: float | None = None, floor: float = 0.0
+) -> Infeasible:
+    """The error every method raises when no plan meets both ``beta`` and ``latency``:
+    ``least``, the least latency within the caps, when known, and ``floor``, the propagation
+    delays of that deployment's links; when they are all of ``least`` (every stage takes no
+    time at the caps, as where nothing is capped), the message blames them, not the caps."""
+    if least is not None and least <= floor * (1 + INTERVAL_RTOL):
+        return Infeasible(f"no plan reaches an interval of {beta:g} s and a latency of "
+                          f"{latency:g} s: the least latency is {least:.6g} s, all of it the "
+                          "propagation delays of the links on the way (delay_s), which no "
+                          "capacity bought can shorten")  # fmt: skip
     more = "" if least is None else f" (the least latency within the caps is {least:.6g} s)"
     return Infeasible(f"no plan reaches an interval of {beta:g} s and a latency of "
                       f"{latency:g} s within the capacity caps{more}")  # fmt: skip

@@ -353,7 +353,8 @@ def solve_milp_latency(
         return replace(cheapest, target_latency=latency)
     least, path, partition = _least_latency(inst, problem, left())
     if not least <= slack:
-        raise unreachable(beta, latency, least)
+        links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
+        raise unreachable(beta, latency, least, math.fsum(inst.link_delay[links]))
     milp = _LatencyMilp(inst, beta, latency)
     best = _Incumbent(problem)
     best.consider(milp, path, partition)

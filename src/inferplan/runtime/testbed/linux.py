@@ -61,6 +61,7 @@ from inferplan.errors import InferplanError, InvalidArgument
 
 __all__ = [
     "PREFIX",
+    "Capability",
     "CpuQuota",
     "HostSpec",
     "LinkSpec",
@@ -69,6 +70,7 @@ __all__ = [
     "Testbed",
     "TestbedUnavailable",
     "TransportCost",
+    "capabilities",
     "cfs_period",
     "cleanup",
     "cpu_counts",
@@ -146,30 +148,66 @@ def missing(*, cgroup_root: Path = CGROUP_ROOT) -> list[str]:
     >>> missing(cgroup_root=Path("/nonexistent"))[-1]
     'a CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us under /nonexistent)'
     """
-    lacks = []
-    if os.geteuid() != 0:
-        lacks.append("root (network namespaces, traffic control and cgroups need it)")
-    if not Path("/proc/self/ns/net").exists():
-        lacks.append("network namespaces (/proc/self/ns/net)")
-    if shutil.which("ip") is None:
-        lacks.append("iproute2's ip command")
+    return [c.lacking for c in capabilities(cgroup_root=cgroup_root, delays=False) if not c.has]
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One thing a testbed run may need: its ``name``, whether this machine ``has`` it, what
+    ``needs`` it (``every run``, or the plans that use it) and the words naming it when it is
+    ``lacking``."""
+
+    name: str
+    has: bool
+    needs: str
+    lacking: str
+
+
+def _has_pyroute2() -> bool:
     try:
         import pyroute2  # noqa: F401
     except ImportError:
-        lacks.append("pyroute2 (pip install 'inferplan[testbed]')")
-    if _cpu_controller(cgroup_root) is None:
-        lacks.append(f"a CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us under "
-                     f"{cgroup_root})")  # fmt: skip
-    return lacks
+        return False
+    return True
+
+
+def capabilities(*, cgroup_root: Path = CGROUP_ROOT, delays: bool = True) -> list[Capability]:
+    """Every capability a plan on the testbed may need and whether this machine has it: what
+    every run needs and, with ``delays``, the netem qdisc of links with a propagation delay.
+
+    Examples
+    --------
+    >>> [c.name for c in capabilities(cgroup_root=Path("/nonexistent"))][-2:]
+    ['a CPU controller', 'the netem qdisc']
+    """
+    every = "every run"
+    out = [
+        Capability("root", os.geteuid() == 0, every,
+                   "root (network namespaces, traffic control and cgroups need it; sudo "
+                   "resets PATH, so run a venv's command by its path: sudo "
+                   ".venv/bin/inferplan ...)"),
+        Capability("network namespaces", Path("/proc/self/ns/net").exists(), every,
+                   "network namespaces (/proc/self/ns/net)"),
+        Capability("iproute2's ip", shutil.which("ip") is not None, every,
+                   "iproute2's ip command"),
+        Capability("pyroute2", _has_pyroute2(), every,
+                   "pyroute2 (pip install 'inferplan[testbed]')"),
+        Capability("a CPU controller", _cpu_controller(cgroup_root) is not None, every,
+                   f"a CPU controller (cgroup v2 cpu.max or v1 cpu.cfs_quota_us under "
+                   f"{cgroup_root})"),
+    ]  # fmt: skip
+    if delays:
+        out.append(Capability("the netem qdisc", _has_netem(), "plans whose links have delay_s",
+                              "the netem qdisc for link delays (this kernel is built without "
+                              "CONFIG_NET_SCH_NETEM)"))  # fmt: skip
+    return out
 
 
 def require(*, delays: bool = False, cgroup_root: Path = CGROUP_ROOT) -> None:
     """Raise :class:`TestbedUnavailable` naming what is missing; ``delays``: links with a
     propagation delay, which need the kernel's netem qdisc."""
-    lacks = missing(cgroup_root=cgroup_root)
-    if delays and not _has_netem():
-        lacks.append("the netem qdisc for link delays (this kernel is built without "
-                     "CONFIG_NET_SCH_NETEM)")  # fmt: skip
+    lacks = [c.lacking for c in capabilities(cgroup_root=cgroup_root, delays=delays)
+             if not c.has]  # fmt: skip
     if lacks:
         raise TestbedUnavailable("the testbed needs " + "; ".join(lacks), field="testbed")
 
