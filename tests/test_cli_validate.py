@@ -30,6 +30,7 @@ def test_every_shipped_example_validates_as_its_kind():
     out = [r for r in out if r["valid"]]
     kinds = {Path(r["file"]).name: r["kind"] for r in out}
     assert kinds["network.json"] == "network" and kinds["system.yaml"] == "system"
+    assert kinds["melange-example.json"] == "GPU mix"
     assert kinds["services.yaml"] == "services" and kinds["sweep.yaml"] == "sweep"
     for r in out:  # the numbers are the file's own
         doc = read_document(r["file"])

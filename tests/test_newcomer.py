@@ -318,7 +318,7 @@ def test_the_readme_quotes_the_caps_examples_error_as_it_is() -> None:
 def test_the_testbed_check_names_netem_and_what_needs_it(
     monkeypatch: pytest.MonkeyPatch, netem: bool
 ) -> None:
-    from inferplan.runtime import testbed
+    from inferplan.runtime.testbed import linux as testbed
 
     if testbed.missing():
         pytest.skip("testbed: " + "; ".join(testbed.missing()))
@@ -336,7 +336,7 @@ def test_the_testbed_check_names_netem_and_what_needs_it(
 def test_without_root_the_check_says_how_to_run_a_venvs_command_under_sudo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from inferplan.runtime import testbed
+    from inferplan.runtime.testbed import linux as testbed
 
     monkeypatch.setattr(testbed.os, "geteuid", lambda: 1000)
     first = testbed.missing()[0]

@@ -138,6 +138,14 @@ def _decoder(path: Path) -> Summary:
     return {"name": d.name, "layers": d.layers, "max_context": d.max_context}
 
 
+def _gpu_mix(path: Path) -> Summary:
+    from inferplan.codesign.serving.melange_file import load_melange
+
+    problem = load_melange(path)
+    return {"gpus": [t.name for t in problem.types], "buckets": len(problem.bucket_rates),
+            "requests_per_s": sum(problem.bucket_rates)}  # fmt: skip
+
+
 # kind, the top-level fields that mark it (any of them), its loader
 KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("sweep", frozenset({"study"}), _sweep),
@@ -150,6 +158,7 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("catalog", frozenset({"gpus"}), _catalog),
     ("decoder", frozenset({"decoder"}), _decoder),
     ("channel", frozenset({"kind"}), _channel),
+    ("GPU mix", frozenset({"gpu_info"}), _gpu_mix),
 )
 # kinds known by the file's suffix: files that are not documents
 BY_SUFFIX: dict[str, tuple[str, Callable[[Path], Summary]]] = {
@@ -205,6 +214,9 @@ def _describe(kind: str, s: Summary, path: Path) -> str:
         )
         return (f"{s['requests_per_s']:g} requests/s, {s['classes']} classes"
                 f"{', ' + bounds if bounds else ''}")  # fmt: skip
+    if kind == "GPU mix":
+        return (f"Mélange's format, {s['requests_per_s']:g} requests/s in {s['buckets']} "
+                f"buckets, GPU types {', '.join(s['gpus'])}")  # fmt: skip
     if kind == "catalog":
         return f"GPU types {', '.join(s['gpus'])}"
     if kind == "decoder":
