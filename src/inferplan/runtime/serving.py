@@ -81,8 +81,9 @@ class ServeRequest:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def split_layers(blocks: Sequence[tuple[int, int]], layers: int) -> tuple[tuple[int, int, bool,
-                                                                               bool], ...]:
+def split_layers(
+    blocks: Sequence[tuple[int, int]], layers: int
+) -> tuple[tuple[int, int, bool, bool], ...]:
     """The ranks of a plan whose stages run blocks ``[first, last)`` of ``layers + 1`` (the
     layers, then the final norm and head): ``(first layer, last layer, embed, head)`` for each
     stage that runs any block (a stage with none only relays and gets no rank).
@@ -144,6 +145,12 @@ class _Stage:
     def __init__(self, model: Any, stage: ServeStage) -> None:
         self.inner, self.head_mod, self.stage = model.model, model.lm_head, stage
         self.caches: dict[int, Any] = {}
+        self.lengths: dict[int, int] = {}
+
+    def free(self, seq: int) -> None:
+        """Drop a finished sequence's KV cache."""
+        self.caches.pop(seq, None)
+        self.lengths.pop(seq, None)
 
     def run(self, seq: int, x: Any) -> Any:
         """Token ids (first stage) or hidden states ``[1, L, H]`` through the layers; the
@@ -153,7 +160,8 @@ class _Stage:
 
         cache = self.caches.setdefault(seq, DynamicCache())
         h = self.inner.embed_tokens(x) if self.stage.embed else x
-        past = cache.get_seq_length()
+        past = self.lengths.get(seq, 0)
+        self.lengths[seq] = past + int(h.shape[1])
         pid = torch.arange(past, past + h.shape[1])[None]
         pe = self.inner.rotary_emb(h, pid)
         for i in range(self.stage.first, self.stage.last):
@@ -173,8 +181,16 @@ def _recv(t: Any, src: int, tag: int, timeout_s: float) -> None:
         raise TimeoutError(f"no message from stage {src} for {timeout_s:g} s: {exc}") from None
 
 
-def _step(rank: int, world: int, worker: _Stage, request: ServeRequest, op: int, seqs: list[int],
-          xs: list[Any], kind: int) -> list[int]:
+def _step(
+    rank: int,
+    world: int,
+    worker: _Stage,
+    request: ServeRequest,
+    op: int,
+    seqs: list[int],
+    xs: list[Any],
+    kind: int,
+) -> list[int]:
     """One step at ``rank``: the sequences through its layers, paced when emulating; sends on
     to the next rank; returns the tokens at rank 0 (from the last stage)."""
     import torch
@@ -231,13 +247,13 @@ def _follower(rank: int, world: int, worker: _Stage, request: ServeRequest) -> N
             if rank + 1 < world:
                 _send_header(rank + 1, op, ids, 0, 0)
             for s in ids:
-                worker.caches.pop(s, None)
+                worker.free(s)
             if op == _STOP:
                 return
             continue
         data = torch.zeros(n, length, hidden)
         _recv(data, rank - 1, _DATA, request.timeout_s)
-        _step(rank, world, worker, request, op, ids, [data[i:i + 1] for i in range(n)], kind)
+        _step(rank, world, worker, request, op, ids, [data[i : i + 1] for i in range(n)], kind)
 
 
 def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, Any]:
@@ -280,7 +296,7 @@ def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, A
         if done:
             active = [s for s in active if s not in done]
             for s in done:
-                worker.caches.pop(s, None)
+                worker.free(s)
             if world > 1:
                 _send_header(1, _FREE, done, 0, 0)
     if world > 1:
@@ -307,7 +323,7 @@ def _rank_main(rank: int, world: int, port: int, request: ServeRequest, conn: An
             result = {}
         dist.destroy_process_group()
         conn.send(("ok", result))
-    except BaseException as exc:  # noqa: BLE001 - reported to the launcher
+    except BaseException as exc:
         conn.send(("error", f"stage {rank}: {type(exc).__name__}: {exc}"))
     finally:
         conn.close()
@@ -359,8 +375,9 @@ def _median_p95(values: Sequence[float]) -> tuple[float, float]:
     if not values:
         return math.nan, math.nan
     ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1,
-                                                   math.ceil(0.95 * len(ordered)) - 1)]
+    return statistics.median(ordered), ordered[
+        min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)
+    ]
 
 
 def run_serving(request: ServeRequest) -> dict[str, Any]:
