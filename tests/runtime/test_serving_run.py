@@ -3,6 +3,7 @@ the unsplit model's, continuous batching up to the batch, the command's options 
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing as mp
 import time
@@ -15,14 +16,14 @@ from hypothesis import strategies as st
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from inferplan.runtime.serving import (
+from inferplan.runtime.serving import (  # noqa: E402
     ServeRequest,
     ServeStage,
     ServingFailed,
     run_serving,
     split_layers,
 )
-from tests.cli import app, runner
+from tests.cli import app, runner  # noqa: E402
 
 ROOT = Path(__file__).parents[2]
 NETWORK = ROOT / "examples" / "tiny-serving-network.yaml"
@@ -72,7 +73,7 @@ def test_tokens_match_and_batching(count: int) -> None:
 def test_split_layers_covers_every_layer_once(layers: int, data: st.DataObject) -> None:
     cuts = sorted(data.draw(st.lists(st.integers(0, layers + 1), max_size=4)))
     bounds = [0, *cuts, layers + 1]
-    blocks = list(zip(bounds, bounds[1:], strict=False))
+    blocks = list(itertools.pairwise(bounds))
     ranks = split_layers(blocks, layers)
     seen = [i for first, last, _, _ in ranks for i in range(first, last)]
     assert seen == list(range(layers))

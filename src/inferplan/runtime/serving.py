@@ -106,7 +106,7 @@ def build_model(config: Any, seed: int) -> Any:
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(config).eval()
+    return AutoModelForCausalLM.from_config(config).eval()  # type: ignore[no-untyped-call]
 
 
 def _arrivals(request: ServeRequest) -> list[tuple[float, int, list[int]]]:
@@ -176,7 +176,9 @@ def _recv(t: Any, src: int, tag: int, timeout_s: float) -> None:
     import torch.distributed as dist
 
     try:
-        dist.irecv(t, src, tag=tag).wait(datetime.timedelta(seconds=timeout_s))
+        work = dist.irecv(t, src, tag=tag)
+        if work is not None:
+            work.wait(datetime.timedelta(seconds=timeout_s))
     except RuntimeError as exc:
         raise TimeoutError(f"no message from stage {src} for {timeout_s:g} s: {exc}") from None
 
