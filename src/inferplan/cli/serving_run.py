@@ -19,9 +19,8 @@ def _request(network: Path, model: str, workload: Path, requests: int, config: l
              ) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """The serving plan, what to run and the plan's part of the JSON (checked before any
     rank starts)."""
-    from inferplan.codesign.serving.files import load_decoder, load_workload
+    from inferplan.cli.serving import load_service
     from inferplan.codesign.serving.planner import DEFAULT_BATCHES, plan_serving, predictions
-    from inferplan.network.io import load_network
     from inferplan.runtime.serving import ServeRequest, ServeStage, split_layers
 
     if not model.startswith("transformers:"):
@@ -32,12 +31,7 @@ def _request(network: Path, model: str, workload: Path, requests: int, config: l
     if not (math.isfinite(timeout) and timeout > 0):
         raise InvalidArgument(f"must be a positive number of seconds, got {timeout}",
                               field="timeout")  # fmt: skip
-    net, decoder = load_network(network), load_decoder(model, config)
-    work = load_workload(workload)
-    try:
-        work.check_context(decoder.max_context)
-    except InvalidArgument as exc:
-        raise exc.located(str(workload)) from None
+    net, decoder, work = load_service(network, model, config, workload)
     plan = plan_serving(net, decoder, work, objective="goodput",
                         batches=tuple(batches or DEFAULT_BATCHES))  # fmt: skip
     if work.requests_per_s > plan.max_requests_per_s:
