@@ -1,13 +1,14 @@
 """Benchmark of ``inferplan run --workload``: ``python benchmarks/serving_run.py [--quick]``.
 
 Serving plans of a tiny LLaMA-style decoder (4 layers, hidden 64, random weights) on the
-three-node chain of ``examples/tiny-serving-network.yaml`` with each node's memory set (600, 300 or
-220 kB) so that the plan runs on fewer or more nodes (the stages column: how many it took), at several decode batches and two prompt/output mixes; each
-is served under ``--emulate`` (every stage paced to its planned step) and the table gives the
-measured TPOT (median over the requests) and tokens/s beside the predicted ones, and whether
-every token equals the unsplit model's. tokens/s is measured over the span from the first
-arrival to the last token of a finite run (its ramp-up and drain included); the prediction is
-the workload's rate times the mean output tokens (the steady state). The machine is shared:
+three-node chain of ``examples/tiny-serving-network.yaml`` with each node's memory set (600,
+300 or 220 kB) so that the plan runs on fewer or more nodes (the stages column: how many it
+took), at several decode batches and two prompt/output mixes; each is served under
+``--emulate`` (every stage paced to its planned step) and the table gives the measured TPOT
+(median over the requests) and tokens/s beside the predicted ones, and whether every token
+equals the unsplit model's. tokens/s is measured over the span from the first arrival to the
+last token of a finite run (its ramp-up and drain included); the prediction is the workload's
+rate times the mean output tokens (the steady state). The machine is shared:
 a busy neighbour shows up as a longer TPOT.
 """
 
