@@ -31,14 +31,21 @@ import socket
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from inferplan.errors import InferplanError
 
-__all__ = ["ServeRequest", "ServeStage", "greedy_reference", "run_serving", "split_layers"]
+__all__ = [
+    "ServeRequest",
+    "ServeStage",
+    "ServingFailed",
+    "greedy_reference",
+    "run_serving",
+    "split_layers",
+]
 
 _STOP, _PREFILL, _DECODE, _FREE = 0, 1, 2, 3
 _HEADER, _IDS, _DATA, _TOKENS = 1, 2, 3, 4
@@ -78,7 +85,6 @@ class ServeRequest:
     link_decode_s: float = 0.0
     timeout_s: float = 60.0
     reference: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def split_layers(
