@@ -349,8 +349,8 @@ def testbed_command(
 
     Exit 2 with one line naming what is missing (root, network namespaces, a CPU controller).
     """
-    from inferplan.runtime.testbed import cleanup as remove_leftovers
-    from inferplan.runtime.testbed import require
+    from inferplan.runtime.testbed.linux import cleanup as remove_leftovers
+    from inferplan.runtime.testbed.linux import require
 
     require()
     removed = remove_leftovers() if cleanup else []
