@@ -162,11 +162,36 @@ def run_command(
                          "predicted ones: one self-contained HTML page.")] = None,
     dot: Annotated[Path | None, typer.Option(
         "--dot", help="Also write the plan as GraphViz DOT.")] = None,
+    workload: Annotated[Path | None, typer.Option(
+        "--workload", help="Serve a decoder LM (MODEL transformers:CONFIG_CLASS) by its "
+        "serving plan for this workload file (docs/runtime.md).")] = None,
+    requests: Annotated[int | None, typer.Option(
+        "--requests", help="With --workload: K requests to serve.")] = None,
+    config: Annotated[list[str] | None, typer.Option(
+        "--config", help="With --workload: key=value override of the transformers config.")
+    ] = None,
+    batches: Annotated[list[int] | None, typer.Option(
+        "--batch", help="With --workload: a decode batch the plan may take (repeatable).")
+    ] = None,
 ) -> None:  # fmt: skip
     """Run a plan on a PyTorch model and measure it.
 
     One process per path node, talking through torch.distributed.
     """
+    if workload is not None or requests is not None or config or batches:
+        from inferplan.cli.serving_run import serve_run
+
+        given = {"--input-shape": input_shape, "--blocks": blocks, "--throughput": rate,
+                 "--interval": interval, "--plan": plan, "--inferences": inferences,
+                 "--inputs": inputs, "--outputs": outputs, "--testbed": testbed or None,
+                 "--rate": open_loop or None, "--report": html_report, "--dot": dot,
+                 "--cuts": cuts, "--dilation": dilation}  # fmt: skip
+        if workload is None:
+            raise InvalidArgument("--requests, --config and --batch serve a --workload: give "
+                                  "one", field="workload")  # fmt: skip
+        serve_run(network, model, workload, requests, config, batches, bool(emulate), seed,
+                  timeout, as_json, [k for k, v in given.items() if v])  # fmt: skip
+        return
     from inferplan.runtime.checks import under_launcher
 
     staged = under_launcher()

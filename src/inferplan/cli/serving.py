@@ -4,7 +4,7 @@ decode batch and the GPUs, with the predicted TTFT, TPOT, requests/s and $/h."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -12,6 +12,28 @@ from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, NetworkArg
 from inferplan.cli.render import console, print_json, table
 from inferplan.units import si
+
+if TYPE_CHECKING:
+    from inferplan.codesign.serving.decoder import Decoder
+    from inferplan.codesign.serving.workload import Workload
+    from inferplan.network.network import Network
+
+
+def load_service(network: Path, model: str, config: list[str] | None, workload: Path
+                 ) -> tuple[Network, Decoder, Workload]:  # fmt: skip
+    """The network, the decoder and its workload, the workload's classes checked against the
+    decoder's context (an error located in the workload file)."""
+    from inferplan.codesign.serving.files import load_decoder, load_workload
+    from inferplan.errors import InvalidArgument
+    from inferplan.network.io import load_network
+
+    net, decoder = load_network(network), load_decoder(model, config)
+    work = load_workload(workload)
+    try:
+        work.check_context(decoder.max_context)
+    except InvalidArgument as exc:
+        raise exc.located(str(workload)) from None
+    return net, decoder, work
 
 
 @app.command("serve")
@@ -63,10 +85,9 @@ def serve_command(
     The path and its layers, the decode batch and the hardware, with the predicted TTFT,
     TPOT, requests/s and $/h (docs/serving.md).
     """
-    from inferplan.codesign.serving.files import load_catalog, load_decoder, load_workload
+    from inferplan.codesign.serving.files import load_catalog
     from inferplan.codesign.serving.planner import DEFAULT_BATCHES, plan_serving
     from inferplan.errors import InvalidArgument
-    from inferplan.network.io import load_network
 
     if objective == "cost" and catalog is None:
         raise InvalidArgument("the cost objective buys GPUs from a catalog: give one",
@@ -74,12 +95,7 @@ def serve_command(
     if objective == "goodput" and catalog is not None:
         raise InvalidArgument("goodput plans on the network's own nodes: no catalog",
                               field="catalog")  # fmt: skip
-    net, decoder = load_network(network), load_decoder(model, config)
-    work = load_workload(workload)
-    try:
-        work.check_context(decoder.max_context)
-    except InvalidArgument as exc:
-        raise exc.located(str(workload)) from None
+    net, decoder, work = load_service(network, model, config, workload)
     gpus = None if catalog is None else load_catalog(catalog)
     plan = plan_serving(net, decoder, work, catalog=gpus, objective=objective,
                         batches=tuple(batches or DEFAULT_BATCHES))  # fmt: skip
