@@ -701,9 +701,11 @@ def _layout_lp(
 
 def brute_force_flow(network: Network, profile: Profile) -> float:
     """The largest rate of any flow plan: the best layout's LP."""
-    return max(_layout_lp(network, profile, lay, None) for lay in layouts(network, profile.n_blocks))
+    return max(_layout_lp(network, profile, lay, None)
+               for lay in layouts(network, profile.n_blocks))  # fmt: skip
 
 
 def brute_force_flow_cost(network: Network, profile: Profile, rate: float) -> float:
     """The least upgrade cost of a flow plan of ``rate``: the best layout's LP."""
-    return min(_layout_lp(network, profile, lay, rate) for lay in layouts(network, profile.n_blocks))
+    return min(_layout_lp(network, profile, lay, rate)
+               for lay in layouts(network, profile.n_blocks))  # fmt: skip

@@ -102,8 +102,10 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
 
 
 def _two_ways(cost: object = None) -> Network:
-    nodes = (Node("s", 1.0, 1.0), Node("a", 2.0, 1.0, cost), Node("b", 2.0, 2.0), Node("t", 1.0))  # type: ignore[arg-type]
-    links = tuple(Link(u, v, 10.0, 1.0) for u, v in (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t")))
+    nodes = (Node("s", 1.0, 1.0), Node("a", 2.0, 1.0, cost), Node("b", 2.0, 2.0),  # type: ignore[arg-type]
+             Node("t", 1.0))  # fmt: skip
+    pairs = (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t"))
+    links = tuple(Link(u, v, 10.0, 1.0) for u, v in pairs)
     return Network(nodes=nodes, links=links, source="s", target="t")
 
 
@@ -135,7 +137,10 @@ def test_bad_input_is_refused():
 
 
 def test_beyond_caps_says_what_they_allow():
-    capped = Network(nodes=(Node("s", 1.0, cost=LinearCost(1.0, 1.0)), Node("t", 1.0, cost=LinearCost(1.0, 1.0))),
-                     links=(Link("s", "t", 1.0, cost=LinearCost(1.0, 1.0)),), source="s", target="t")
-    with pytest.raises(Infeasible, match="allow at most 0.5"):
+    """Every element may add 1 at most: 2 FLOP/s run the 8 FLOPs at 0.25/s on one node, on
+    both at 0.5/s; the link (2 bit/s at most) carries 2/s."""
+    cap = LinearCost(1.0, 1.0)
+    capped = Network(nodes=(Node("s", 1.0, cost=cap), Node("t", 1.0, cost=cap)),
+                     links=(Link("s", "t", 1.0, cost=cap),), source="s", target="t")  # fmt: skip
+    with pytest.raises(Infeasible, match=r"allow at most 0\.5 "):
         flow_provision(_instance(capped, PROFILE), 100.0)

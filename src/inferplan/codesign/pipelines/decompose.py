@@ -50,11 +50,11 @@ def pipelines(
             walk.append(nxt)
             state = arcs[nxt].head
             if state in seen:  # a cycle: cancel it and go on from where it began
-                loop = walk[seen[state]:]
+                loop = walk[seen[state] :]
                 least = min(rest[k] for k in loop)
                 for k in loop:
                     rest[k] = rest[k] - least if rest[k] - least > eps else 0.0
-                del walk[seen[state]:]
+                del walk[seen[state] :]
                 seen = {source: 0}
                 for i, k in enumerate(walk):
                     seen[arcs[k].head] = i + 1

@@ -24,10 +24,10 @@ for one path. docs/model.md proves the MILP exact.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import sparse
 
 from inferplan.arrays import FloatArray, IntArray
@@ -73,8 +73,9 @@ def _check_time(time_limit: float | None) -> None:
 
 
 def _columns(
-    model: Model, inst: CodesignInstance, fits: FloatArray, usable: FloatArray
-) -> _Columns:
+    model: Model, inst: CodesignInstance, fits: npt.NDArray[np.bool_],
+    usable: npt.NDArray[np.bool_],
+) -> _Columns:  # fmt: skip
     """The columns of the ranges ``fits[v, a, b]`` (bool) and link states ``usable[e, j]``."""
     N = inst.last_cut
     fits = fits.copy()
@@ -98,11 +99,13 @@ def _structure(model: Model, inst: CodesignInstance, c: _Columns) -> sparse.csr_
     every state as an equality matrix (``A_eq phi-column ... = 0``)."""
     V, W, N = len(inst.node_ids), inst.n_cuts, inst.last_cut
     for v in range(V):
-        cols = (c.x0 + np.flatnonzero(c.rv == v)).tolist()
-        if len(cols) > 1:
-            model.add(cols, [1.0] * len(cols), 1.0)
+        once = (c.x0 + np.flatnonzero(c.rv == v)).tolist()
+        if len(once) > 1:
+            model.add(once, [1.0] * len(once), 1.0)
     n_r, n_g = c.rv.size, c.ge.size
-    rows, cols, vals = [], [], []
+    rows: list[IntArray] = []
+    cols: list[IntArray] = []
+    vals: list[FloatArray] = []
     r = np.arange(n_r)
     # a range takes flow out of (v, a) and into (v, b); a link out of (u, j) into (v, j)
     rows += [c.rv * W + c.rb, c.rv * W + c.ra]
@@ -112,8 +115,8 @@ def _structure(model: Model, inst: CodesignInstance, c: _Columns) -> sparse.csr_
     rows += [inst.link_dst[c.ge] * W + c.gj, inst.link_src[c.ge] * W + c.gj]
     cols += [c.g0 + g, c.g0 + g]
     vals += [np.ones(n_g), -np.ones(n_g)]
-    rows += [np.array([inst.source * W, inst.target * W + N])]
-    cols += [np.array([c.phi, c.phi])]
+    rows += [np.array([inst.source * W, inst.target * W + N], dtype=np.int64)]
+    cols += [np.array([c.phi, c.phi], dtype=np.int64)]
     vals += [np.array([1.0, -1.0])]
     return sparse.csr_array(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
@@ -152,6 +155,11 @@ def _solve(
 def _rate_bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) -> float:
     """An upper bound on any flow's rate: all compute over one inference's work, or all the
     source's out-links over the least activation."""
+    with np.errstate(over="ignore"):
+        return _bound(inst, added, link_added)
+
+
+def _bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) -> float:
     total_work = float(inst.work_between[0, inst.last_cut])
     compute = float((inst.capacity + added).sum()) / total_work if total_work > 0 else math.inf
     least = float(inst.activation_bits.min())
@@ -207,10 +215,10 @@ def flow_throughput(inst: CodesignInstance, *, time_limit: float | None = None) 
     c = _columns(model, inst, fits, usable)
     model.objective[c.phi] = -1.0
     balance = _structure(model, inst, c)
-    for k in range(c.rv.size):
-        share = float(seconds[c.rv[k], c.ra[k], c.rb[k]])
-        model.add([c.f0 + k, c.x0 + k], [max(share, 1.0), -1.0], 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    for k in range(c.rv.size):  # f share <= x, and f <= x (no flow is above R)
+        busy = float(seconds[c.rv[k], c.ra[k], c.rb[k]])
+        model.add([c.f0 + k, c.x0 + k], [max(busy, 1.0), -1.0], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         share = unit * D[None, :] / inst.bandwidth[:, None]
     share[~np.isfinite(share)] = 0.0  # a link without bandwidth carries only what weighs 0
     _link_rows(model, inst, c, share, np.ones(len(inst.links)))
@@ -405,7 +413,7 @@ def _purchases(
                              (inst.bandwidth, carried, inst.link_costs),
                              (inst.memory, need, inst.memory_costs)):  # fmt: skip
         more = np.zeros(have.size)
-        for k in np.flatnonzero(use > have * (1 + 1e-12)):
+        for k in np.flatnonzero(use > have * (1 + 1e-12)).tolist():
             amount = float(use[k] - have[k])
             more[k] = costs[k].purchase(amount)
             total += float(np.asarray(costs[k](np.array([amount])))[0])
@@ -413,13 +421,17 @@ def _purchases(
     return added[0], added[1], added[2], total
 
 
-def _beyond_caps(inst: CodesignInstance, F: float) -> Infeasible:
+def _beyond_caps(inst: CodesignInstance, F: float) -> Infeasible | InvalidArgument:
     """The error when the caps allow no flow of ``F``: what they allow at most."""
     try:
         most = flow_throughput(at_caps(inst)).throughput
     except (Infeasible, InvalidArgument):
         return Infeasible(f"no flow plan reaches {F:g} inferences/s within the capacity caps "
                           "(they allow no flow at all)")  # fmt: skip
+    if most >= F:
+        return InvalidArgument(f"HiGHS found no flow plan of {F:g} inferences/s, which the caps "
+                               f"allow (up to {most:.6g}): the numbers span too many decades",
+                               field="throughput")  # fmt: skip
     return Infeasible(f"no flow plan reaches {F:g} inferences/s within the capacity caps (they "
                       f"allow at most {most:.6g} inferences/s)")  # fmt: skip
 
@@ -473,14 +485,15 @@ def _read(
                 saturated.add((kind, i))
     walks = pipelines(arcs, inst.source * W, inst.target * W + N, rate)
     found = []
-    for walk, r in walks:
-        path, partition = [names[inst.source]], []
-        for k in walk:
-            if arcs[k].element[0] == "link":
-                partition.append(arcs[k].tail % W)
-                path.append(names[arcs[k].head // W])
+    for walk, carried in walks:
+        path: list[str] = [names[inst.source]]
+        partition: list[int] = []
+        for step in walk:
+            if arcs[step].element[0] == "link":
+                partition.append(arcs[step].tail % W)
+                path.append(names[arcs[step].head // W])
         partition.append(N)
-        found.append(Pipeline(tuple(path), tuple(partition), r))
+        found.append(Pipeline(tuple(path), tuple(partition), carried))
     bottleneck = cut(arcs, inst.source * W, saturated, rate)
     labels = sorted(names[i] if kind == "node" else "->".join(_ends(inst, i))
                     for kind, i in bottleneck)  # fmt: skip

@@ -12,12 +12,13 @@ import numpy as np
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance
 
-__all__ = ["range_work", "range_seconds"]
+__all__ = ["range_seconds", "range_work"]
 
 
 def range_work(inst: CodesignInstance) -> FloatArray:
     """``work[a, b]``: what one inference through blocks ``a+1..b`` asks of a node, in units
-    of its capacity (FLOPs; ``inf`` where ``(a, b]`` is empty or no range: cut ``a`` not inside cut ``b``)."""
+    of its capacity (FLOPs; ``inf`` where ``(a, b]`` is empty or no range: cut ``a`` not
+    inside cut ``b``)."""
     work = np.array(inst.work_between, dtype=np.float64)
     np.fill_diagonal(work, np.inf)  # an empty range is no range (relaying costs no time)
     return work
