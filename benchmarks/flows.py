@@ -62,15 +62,20 @@ def main() -> None:
             print(f"seed {seed}: {exc}")
         t_prov.append(time.perf_counter() - start)
     print(f"{args.model} on {args.seeds} tiered networks")
-    print(f"  flow T*:        median {statistics.median(t_flow):.3f} s, max {max(t_flow):.3f} s; "
-          f"flow / one path: median {statistics.median(gain):.3f}, max {max(gain):.3f}")
+    print(
+        f"  flow T*:        median {statistics.median(t_flow):.3f} s, max {max(t_flow):.3f} s; "
+        f"flow / one path: median {statistics.median(gain):.3f}, max {max(gain):.3f}"
+    )
     print(f"  provision 2x:   median {statistics.median(t_prov):.3f} s, max {max(t_prov):.3f} s")
     if not args.large:
         return
     rng = np.random.default_rng(0)
     blocks = 50
-    big = inferplan.Profile("synthetic-50", flops=tuple(rng.uniform(1e8, 1e9, blocks)),
-                            activation_bits=tuple(rng.uniform(1e4, 1e6, blocks + 1)))
+    big = inferplan.Profile(
+        "synthetic-50",
+        flops=tuple(rng.uniform(1e8, 1e9, blocks)),
+        activation_bits=tuple(rng.uniform(1e4, 1e6, blocks + 1)),
+    )
     start = time.perf_counter()
     net = inferplan.layered_dag(1000, 10_000, seed=0)
     inst = compile_instance(net, big, require_acyclic=False)
@@ -83,8 +88,10 @@ def main() -> None:
     except InferplanError as exc:
         said = str(exc)
     total = time.perf_counter() - start
-    print(f"1,000 nodes / 10,000 links / N = {blocks}: compile {compiled:.2f} s, flow T* "
-          f"{total:.2f} s of which HiGHS {sum(spent):.2f} s (building the MILP the rest): {said}")
+    print(
+        f"1,000 nodes / 10,000 links / N = {blocks}: compile {compiled:.2f} s, flow T* "
+        f"{total:.2f} s of which HiGHS {sum(spent):.2f} s (building the MILP the rest): {said}"
+    )
 
 
 if __name__ == "__main__":
