@@ -44,7 +44,7 @@ from inferplan.units import link_name, si
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
-    from inferplan.codesign.services import ServicesPlan
+    from inferplan.codesign.services.joint import ServicesPlan
     from inferplan.network.network import Network
     from inferplan.profiles.models import ModelOptions
 
@@ -230,8 +230,8 @@ def _provision_services(
     single_only: dict[str, object],
 ) -> None:
     """``provision NETWORK --services FILE``: the joint plan of the services in FILE."""
-    from inferplan.codesign.servicefile import load_services
-    from inferplan.codesign.services import check_services, provision_services
+    from inferplan.codesign.services.file import load_services
+    from inferplan.codesign.services.joint import check_services, provision_services
     from inferplan.network.io import load_network
 
     if profile is not None:

@@ -14,7 +14,7 @@ rate otherwise), every rate is a fraction of ``R``::
 
 ``phi`` is the flow's share of ``R``: a variable maximised for the largest rate (no
 purchases), 1 when provisioning, where the purchases ``n, m, k`` are priced exactly by their
-cost kind (:meth:`~inferplan.codesign.milp.Model.purchase`) and their sum minimised. For the
+cost kind (:meth:`~inferplan.codesign.milp.cost.Model.purchase`) and their sum minimised. For the
 largest rate the node rows are one per range, ``f[v, a, b] R W(a, b) / C_v <= x[v, a, b]``,
 which is the aggregate row at ``sum x <= 1`` and no big-M at all. Relays are links in and out
 of a node at the same ``j``. Links into the source and out of the target carry nothing, as
@@ -33,7 +33,7 @@ from scipy import sparse
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import memory_infeasible
-from inferplan.codesign.milp import Model, highs
+from inferplan.codesign.milp.cost import Model, highs
 from inferplan.codesign.pipelines.decompose import Arc, cut, pipelines
 from inferplan.codesign.pipelines.result import FlowPlan, Load, Pipeline
 from inferplan.codesign.pipelines.timing import range_seconds, range_work
