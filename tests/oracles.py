@@ -581,3 +581,131 @@ def graph_memory_cost(
         total += short_memory_price(node, need - (math.inf if node.memory is None else node.memory))
         prev = done
     return total
+
+
+def layouts(network: Network, n_blocks: int) -> Iterator[dict[str, tuple[int, int]]]:
+    """Every layout: each node holds nothing or one range ``(a, b]``, ``0 <= a < b <= N``."""
+    ranges = [None, *itertools.combinations(range(n_blocks + 1), 2)]
+    ids = [n.id for n in network.nodes]
+    for pick in itertools.product(ranges, repeat=len(ids)):
+        yield {v: r for v, r in zip(ids, pick, strict=True) if r is not None}
+
+
+def _layout_lp(
+    network: Network, profile: Profile, layout: dict[str, tuple[int, int]], rate: float | None
+) -> float:
+    """The largest rate (``rate`` None) or the least upgrade cost of ``rate`` for one layout,
+    from the definitions: compute arcs ``(v, a) -> (v, b)`` of the layout's ranges, link arcs
+    ``(u, j) -> (v, j)`` (none into the source or out of the target), balance at every state.
+    Linear, capped and module costs (module counts integral). ``inf`` when infeasible."""
+    from scipy.optimize import LinearConstraint, milp
+
+    N = profile.n_blocks
+    S = [0.0, *itertools.accumulate(profile.flops)]
+    D = profile.activation_bits
+    s, t = network.source, network.target
+    names: list[tuple[str, object]] = []  # variable names
+    arcs: list[tuple[tuple[str, int], tuple[str, int], int]] = []  # tail, head, variable
+    for v, (a, b) in layout.items():
+        names.append(("compute", v))
+        arcs.append(((v, a), (v, b), len(names) - 1))
+    for e in network.links:
+        if e.target == s or e.source == t:
+            continue
+        for j in range(N + 1):
+            names.append(("send", (e.source, e.target, j)))
+            arcs.append(((e.source, j), (e.target, j), len(names) - 1))
+    names.append(("rate", None))
+    f_col = len(names) - 1
+    cost: list[float] = []
+    integral: list[int] = []
+    lower: list[float] = []
+    upper: list[float] = []
+    rows: list[tuple[dict[int, float], float, float]] = []
+
+    def new(c: float, lo: float, hi: float, integer: bool = False) -> int:
+        names.append(("extra", None))
+        cost.append(c)
+        integral.append(int(integer))
+        lower.append(lo)
+        upper.append(hi)
+        return len(names) - 1
+
+    base = len(names)
+    cost += [0.0] * base
+    integral += [0] * base
+    lower += [0.0] * base
+    upper += [math.inf] * base
+    if rate is None:
+        cost[f_col] = -1.0
+    else:
+        lower[f_col] = upper[f_col] = rate
+
+    def bought(price_cost: object) -> tuple[int | None, float]:
+        """A column of capacity added and its most, or ``None`` when nothing can be added."""
+        most = most_added(price_cost)
+        size = getattr(price_cost, "size", None)
+        if rate is None or most <= 0:
+            return None, 0.0
+        if size is None:
+            return new(float(price_cost.price), 0.0, most), 1.0  # type: ignore[attr-defined]
+        count = math.floor(most / size * (1 + 1e-9)) if math.isfinite(most) else math.inf
+        m = new(float(price_cost.price), 0.0, count, True)  # type: ignore[attr-defined]
+        return m, float(size)
+
+    nodes = {n.id: n for n in network.nodes}
+    for v, (a, b) in layout.items():
+        col = next(k for k, (kind, x) in enumerate(names) if kind == "compute" and x == v)
+        row = {col: S[b] - S[a]}
+        extra, size = bought(nodes[v].capacity_cost)
+        if extra is not None:
+            row[extra] = -size
+        rows.append((row, -math.inf, nodes[v].capacity))
+    for e in network.links:
+        row = {k: D[j] for k, (kind, x) in enumerate(names)
+               if kind == "send" and x[:2] == (e.source, e.target) for j in [x[2]]}  # type: ignore[index]
+        if not row:
+            continue
+        extra, size = bought(e.capacity_cost)
+        if extra is not None:
+            row[extra] = -size
+        rows.append((row, -math.inf, e.capacity))
+    states = {st for tail, head, _ in arcs for st in (tail, head)} | {(s, 0), (t, N)}
+    for state in states:
+        row: dict[int, float] = {}
+        for tail, head, k in arcs:
+            if head == state:
+                row[k] = row.get(k, 0.0) + 1.0
+            if tail == state:
+                row[k] = row.get(k, 0.0) - 1.0
+        if state == (s, 0):
+            row[f_col] = row.get(f_col, 0.0) + 1.0
+        if state == (t, N):
+            row[f_col] = row.get(f_col, 0.0) - 1.0
+        rows.append((row, 0.0, 0.0))
+    n = len(names)
+    matrix = np.zeros((len(rows), n))
+    for r, (row, _, _) in enumerate(rows):
+        for k, val in row.items():
+            matrix[r, k] = val
+    result = milp(
+        np.array(cost[:n] + [0.0] * (n - len(cost))),
+        constraints=LinearConstraint(matrix, [lo for _, lo, _ in rows], [hi for _, _, hi in rows]),
+        integrality=np.array(integral),
+        bounds=(np.array(lower), np.array(upper)),
+    )
+    if result.x is None:
+        return math.inf
+    return float(-result.fun) if rate is None else float(result.fun)
+
+
+def brute_force_flow(network: Network, profile: Profile) -> float:
+    """The largest rate of any flow plan: the best layout's LP."""
+    return max(_layout_lp(network, profile, lay, None)
+               for lay in layouts(network, profile.n_blocks))  # fmt: skip
+
+
+def brute_force_flow_cost(network: Network, profile: Profile, rate: float) -> float:
+    """The least upgrade cost of a flow plan of ``rate``: the best layout's LP."""
+    return min(_layout_lp(network, profile, lay, rate)
+               for lay in layouts(network, profile.n_blocks))  # fmt: skip

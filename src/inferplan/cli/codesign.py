@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.flows import PipelinesOpt, refuse_one_path
 from inferplan.cli.options import (
     PROFILE_HELP,
     CutsOpt,
@@ -145,6 +146,7 @@ def provision_command(
     ] = None,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    pipelines: PipelinesOpt = "1",
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -171,7 +173,17 @@ def provision_command(
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
                               field="profile")  # fmt: skip
-    target_interval(interval=interval, throughput=throughput)  # before a model is profiled
+    beta = target_interval(interval=interval, throughput=throughput)  # before profiling
+    if pipelines == "any":
+        from inferplan.cli.flows import flow_provision_command, refuse
+
+        refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
+                "--seed": seed, "--latency": latency, "--plot": plot, "--report": report,
+                "--plot-states": plot_states, "--cuts": cuts,
+                "--max-ideals": max_ideals})  # fmt: skip
+        flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
+                               as_json, time_limit, dot)  # fmt: skip
+        return
     net, prof = load_network(network), model_profile(profile, model_options)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
@@ -327,6 +339,15 @@ def throughput_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    pipelines: PipelinesOpt = "1",
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", help="--pipelines any: seconds the MILP may take."),
+    ] = None,
+    dot: Annotated[
+        Path | None,
+        typer.Option("--dot", help="--pipelines any: also write the flow plan as GraphViz DOT."),
+    ] = None,
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -338,6 +359,15 @@ def throughput_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
+    if pipelines == "any":
+        from inferplan.cli.flows import flow_throughput_command, refuse
+
+        refuse({"--method": method if method != "psg" else None, "--latency": latency,
+                "--cuts": cuts, "--max-ideals": max_ideals})  # fmt: skip
+        flow_throughput_command(network, model_profile(profile, model_options), as_json,
+                                time_limit, dot)  # fmt: skip
+        return
+    refuse_one_path({"--time-limit": time_limit, "--dot": dot})
     net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network):
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,

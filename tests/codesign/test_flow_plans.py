@@ -1,0 +1,146 @@
+"""Flow plans (many pipelines at once) against a brute force over every layout, an LP each."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inferplan
+from inferplan import Link, Network, Node, Profile
+from inferplan.codesign import compile_instance
+from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
+from inferplan.codesign.pipelines.result import FlowPlan
+from inferplan.errors import Infeasible, InvalidArgument
+from inferplan.network.costs import FunctionCost, LinearCost
+from tests.oracles import brute_force_flow, brute_force_flow_cost, brute_force_interval
+from tests.strategies import small_dags, small_networks, small_profiles
+
+PRICED = ("linear", "capped", "modules")
+
+
+def _instance(network: Network, profile: Profile):  # type: ignore[no-untyped-def]
+    return compile_instance(network, profile, require_acyclic=False)
+
+
+def _check_plan(plan: FlowPlan, network: Network, profile: Profile) -> None:
+    """What every flow plan must satisfy, from the definitions: its pipelines are paths of the
+    network whose rates sum to its rate, each node's stage is the range the layout gives it,
+    and no node or link carries more than its capacity after the upgrades."""
+    links = {(e.source, e.target) for e in network.links}
+    N = profile.n_blocks
+    assert math.isclose(sum(p.rate for p in plan.pipelines), plan.throughput, rel_tol=1e-9)
+    computed: dict[str, float] = {}
+    for p in plan.pipelines:
+        assert p.rate > 0
+        assert p.path[0] == network.source and p.path[-1] == network.target
+        assert all((u, v) in links for u, v in zip(p.path, p.path[1:], strict=False))
+        assert p.partition[-1] == N and list(p.partition) == sorted(p.partition)
+        done = 0
+        for v, b in zip(p.path, p.partition, strict=True):
+            if b > done:
+                assert plan.layout[v] == (done, b)
+                computed[v] = computed.get(v, 0.0) + p.rate
+            done = b
+    nodes = {n.id: n for n in network.nodes}
+    S = [0.0, *__import__("itertools").accumulate(profile.flops)]
+    for v, rate in computed.items():
+        a, b = plan.layout[v]
+        added = next((x.added for x in plan.loads if x.kind == "node" and x.id == v), 0.0)
+        assert rate * (S[b] - S[a]) <= (nodes[v].capacity + added) * (1 + 1e-6)
+    for load in plan.loads:
+        assert load.headroom >= -1e-6 * max(load.capacity, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), small=st.booleans())
+def test_largest_flow_equals_brute_force(data, small):
+    """Networks with cycles; every layout's LP against the MILP."""
+    nodes, blocks = (3, 3) if small else (4, 2)
+    network = data.draw(small_networks(max_nodes=nodes))
+    profile = data.draw(small_profiles(max_blocks=blocks))
+    plan = flow_throughput(_instance(network, profile))
+    expected = brute_force_flow(network, profile)
+    assert plan.status == "optimal"
+    assert math.isclose(plan.throughput, expected, rel_tol=1e-6)
+    _check_plan(plan, network, profile)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_flow_is_at_least_one_path(data):
+    """One pipeline is a flow plan: the flow's rate is at least the one path's ``1 / T*``."""
+    network = data.draw(small_dags(max_nodes=5))
+    profile = data.draw(small_profiles(max_blocks=3))
+    plan = flow_throughput(_instance(network, profile))
+    assert plan.throughput >= (1 - 1e-7) / brute_force_interval(network, profile)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), alpha=st.floats(min_value=0.3, max_value=3.0),
+       kind=st.sampled_from(PRICED), small=st.booleans())  # fmt: skip
+def test_flow_provision_equals_brute_force(data, alpha, kind, small):
+    """Linear, capped and module costs: the least cost of every layout's LP (module counts
+    integral) against the MILP; where no layout reaches the rate, both say so."""
+    nodes, blocks = (3, 3) if small else (4, 2)
+    network = data.draw(small_networks(max_nodes=nodes, cost_kinds=(kind,)))
+    profile = data.draw(small_profiles(max_blocks=blocks))
+    rate = alpha * brute_force_flow(network, profile)
+    expected = brute_force_flow_cost(network, profile, rate)
+    inst = _instance(network, profile)
+    if math.isinf(expected):
+        with pytest.raises(Infeasible, match="allow at most"):
+            flow_provision(inst, rate)
+        return
+    plan = flow_provision(inst, rate)
+    assert plan.status == "optimal"
+    assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-7)
+    assert plan.throughput == rate
+    _check_plan(plan, network, profile)
+
+
+def _two_ways(cost: object = None) -> Network:
+    nodes = (Node("s", 1.0, 1.0), Node("a", 2.0, 1.0, cost), Node("b", 2.0, 2.0),  # type: ignore[arg-type]
+             Node("t", 1.0))  # fmt: skip
+    pairs = (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t"))
+    links = tuple(Link(u, v, 10.0, 1.0) for u, v in pairs)
+    return Network(nodes=nodes, links=links, source="s", target="t")
+
+
+PROFILE = Profile("p", flops=(4.0, 4.0), activation_bits=(1.0, 1.0, 1.0))
+
+
+def test_two_equal_nodes_carry_twice_one_path():
+    """Two equal parallel nodes: twice what one path carries, split over both."""
+    network = _two_ways()
+    one = inferplan.throughput(network, PROFILE).throughput
+    plan = flow_throughput(_instance(network, PROFILE))
+    assert plan.throughput > 1.5 * one
+    assert {p.path[1] for p in plan.pipelines} == {"a", "b"}
+    assert plan.bottleneck  # the saturated cut
+    json = plan.to_dict()
+    assert json["layout"] and sum(p["rate"] for p in json["pipelines"]) == pytest.approx(
+        json["throughput"])
+
+
+def test_bad_input_is_refused():
+    inst = _instance(_two_ways(), PROFILE)
+    with pytest.raises(InvalidArgument, match="throughput"):
+        flow_provision(inst, -1.0)
+    with pytest.raises(InvalidArgument, match="time_limit"):
+        flow_throughput(inst, time_limit=0.0)
+    odd = _instance(_two_ways(FunctionCost(lambda x: x**0.5, name="sqrt")), PROFILE)
+    with pytest.raises(InvalidArgument, match="function"):
+        flow_provision(odd, 10.0)
+
+
+def test_beyond_caps_says_what_they_allow():
+    """Every element may add 1 at most: 2 FLOP/s run the 8 FLOPs at 0.25/s on one node, on
+    both at 0.5/s; the link (2 bit/s at most) carries 2/s."""
+    cap = LinearCost(1.0, 1.0)
+    capped = Network(nodes=(Node("s", 1.0, cost=cap), Node("t", 1.0, cost=cap)),
+                     links=(Link("s", "t", 1.0, cost=cap),), source="s", target="t")  # fmt: skip
+    with pytest.raises(Infeasible, match=r"allow at most 0\.5 "):
+        flow_provision(_instance(capped, PROFILE), 100.0)
