@@ -446,3 +446,25 @@ def test_a_latency_bound_anywhere_in_floating_point_gets_the_plan_of_ordinary_un
     assert truth["psg"][:2] == truth[None][:2]
     if truth["psg"][0] == 0 and truth["milp"][0] == 0:
         assert truth["psg"][1] == pytest.approx(truth["milp"][1], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["provision", "{net}", "alexnet", "--throughput", "1", "--latency", "1e-15"],
+        ["frontier", "{net}", "alexnet", "--throughput", "1", "--latency-range", "1e-15",
+         "2e-15", "--points", "2"],
+    ],
+)  # fmt: skip
+def test_the_milps_native_lines_stay_off_the_json(command):
+    # HiGHS prints debugging lines from C++ to descriptor 1 on this bound, whatever its
+    # options: the command's whole stdout (not an in-process runner's) is its JSON alone
+    import subprocess
+    import sys
+
+    net = str(ROOT / "examples" / "network.json")
+    args = [*(part.format(net=net) for part in command), "--method", "milp", "--json"]
+    done = subprocess.run([sys.executable, "-c", "from inferplan.cli.main import main; main()",
+                           *args], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    json.loads(done.stdout)
