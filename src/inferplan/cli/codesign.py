@@ -24,6 +24,7 @@ from inferplan.cli.options import (
     blame_network_file,
     method_help,
     model_flags,
+    native_stdout_muted,
     services_method_help,
     throughput_method_help,
     with_model_options,
@@ -189,7 +190,7 @@ def provision_command(
         from inferplan.plots.pictures import check_drawable
 
         check_drawable(net, prof, cuts, max_ideals=max_ideals)
-    with blame_network_file(network):
+    with blame_network_file(network), native_stdout_muted():
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
                          time_limit=time_limit, cuts=cuts, max_ideals=max_ideals,
@@ -260,7 +261,7 @@ def _provision_services(
     net, listed = load_network(network), load_services(services)
     try:
         check_services(net, listed)
-        with blame_network_file(network):
+        with blame_network_file(network), native_stdout_muted():
             plan = provision_services(net, listed, method=method or "milp", seed=seed,
                                       time_limit=time_limit)  # fmt: skip
     except InvalidArgument as exc:
@@ -369,7 +370,7 @@ def throughput_command(
         return
     refuse_one_path({"--time-limit": time_limit, "--dot": dot})
     net, prof = load_network(network), model_profile(profile, model_options)
-    with blame_network_file(network):
+    with blame_network_file(network), native_stdout_muted():
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,
                                   latency=latency)  # fmt: skip
     if as_json:
@@ -407,7 +408,7 @@ def latency_command(
     from inferplan.profiles.io import load_profile
 
     net, prof = load_network(network), load_profile(profile)
-    with blame_network_file(network):
+    with blame_network_file(network), native_stdout_muted():
         best = latency_optimal(net, prof, interval=interval, throughput=throughput)
     if as_json:
         print_json(best.to_dict())

@@ -20,6 +20,7 @@ from inferplan.cli.options import (
     ProfileArg,
     blame_network_file,
     method_help,
+    native_stdout_muted,
     with_model_options,
 )
 from inferplan.cli.render import console, print_json, table, written
@@ -89,7 +90,7 @@ def frontier_command(
 
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
     net, prof = load_network(network), model_profile(profile, model_options)
-    with blame_network_file(network):
+    with blame_network_file(network), native_stdout_muted():
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
                                 cuts=cuts, max_ideals=max_ideals)  # fmt: skip
         if beta is None:

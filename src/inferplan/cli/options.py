@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -39,6 +41,7 @@ __all__ = [
     "blame_network_file",
     "method_help",
     "model_flags",
+    "native_stdout_muted",
     "services_method_help",
     "throughput_method_help",
     "with_model_options",
@@ -204,6 +207,29 @@ def _model_options(
 
     hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
     return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf, granularity)
+
+
+@contextmanager
+def native_stdout_muted() -> Iterator[None]:
+    """File descriptor 1 on the null device while a solve runs: a native solver's own
+    writes there (HiGHS prints debugging lines from C++ whatever its options say) would
+    corrupt what the command prints on stdout, its ``--json``. Python's ``sys.stdout`` is
+    flushed before and after; nothing the command prints is written meanwhile."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 to mute
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
 
 
 @contextmanager

@@ -99,6 +99,8 @@ MAX_RANKED = 200_000
 _DOUBLINGS, _HALVINGS, _DUAL_HALVINGS = 2_200, 100, 6
 # Stages of a deployment from which their responses are computed with numpy at once.
 _MANY_STAGES = 24
+# Bounds within 2**+-_UNSCALED seconds are solved in seconds; others in a unit of their own size.
+_UNSCALED = 64
 FREE_SHARE = 1e-12
 """The share of the latency bound a stage on capacity that is free without end is sped up to
 (every allocation under a latency bound, single or joint services, uses it)."""
@@ -202,6 +204,15 @@ class Trade:
             return Trade((0.0,), (self.price / self.size,), (0.0,), self.most)
         return Trade((0.0,), (min(self.slopes),), (0.0,), self.cap)
 
+    def scaled(self, unit: float) -> Trade:
+        """The same cost with time in units of ``unit`` seconds: amounts of capacity (work
+        per unit of time) times ``unit``, prices per amount divided by it."""
+        if unit == 1.0:
+            return self
+        return Trade(tuple(a * unit for a in self.starts), tuple(p / unit for p in self.slopes),
+                     self.values, self.cap * unit, self.size * unit, self.price,
+                     self.modules)  # fmt: skip
+
     def pieces(self, need: float, budget: float) -> Iterator[Trade]:
         """The convex pieces of a cost that is not convex, each as a trade of its own: each
         segment, or each module count from the least that meets ``need`` while its cost is
@@ -215,6 +226,18 @@ class Trade:
         while m <= self.modules and self.price * m < budget:  # free modules are convex
             yield Trade((m * self.size,), (0.0,), (self.price * m,), m * self.size)
             m += 1
+
+
+def time_unit(latency: float) -> float:
+    """The unit of time, in seconds, a solve under a bound of ``latency`` seconds works in: the
+    second for bounds of ordinary size, otherwise the power of two nearest the bound. The
+    multiplier is a price per unit of time, about the cost divided by the bound, and the
+    capacities bought are work per unit of time: at a bound of ``1e-200`` s either, in
+    seconds, is beyond floating point (their squares, or their product with a load), in
+    units of the bound they are of the plan's own scale. A power of two, so every quantity
+    rescaled is the same number of seconds exactly."""
+    exponent = math.frexp(latency)[1]
+    return 1.0 if abs(exponent) <= _UNSCALED else math.ldexp(1.0, exponent)
 
 
 def trade_of(cost: CapacityCost) -> Trade:
@@ -248,6 +271,12 @@ class _Stage:
     have: float
     need: float
     trade: Trade
+
+    def scaled(self, unit: float) -> _Stage:
+        """The stage with time in units of ``unit`` seconds (see :meth:`Trade.scaled`)."""
+        if unit == 1.0:
+            return self
+        return _Stage(self.load, self.have * unit, self.need * unit, self.trade.scaled(unit))
 
     def respond(self, lam: float) -> tuple[float, float, float]:
         """The best response at ``lam``: capacity bought, its cost and the delay (plain
@@ -307,7 +336,14 @@ def allocate(
     Convex costs: every stage's best response at the multiplier where the delays just fit.
     Otherwise branch and bound over the pieces of the non-convex stages (each module count,
     each tier), bounded below by the convex relaxation of the stages not yet fixed (modules
-    priced per unit, falling tiers at their lowest price), each leaf allocated as convex."""
+    priced per unit, falling tiers at their lowest price), each leaf allocated as convex.
+    A budget far from a second is allocated in units of its own size (:func:`time_unit`)."""
+    unit = time_unit(budget) if budget > 0 else 1.0
+    if unit != 1.0:
+        in_units = allocate([s.scaled(unit) for s in stage_list], budget / unit, limit)
+        if in_units is None:
+            return None
+        return [x / unit for x in in_units[0]], in_units[1], in_units[2]
     if budget < 0 or any(s.need > s.trade.most for s in stage_list):
         return None
     if budget == 0 and any(s.load > 0 for s in stage_list):
@@ -621,18 +657,31 @@ class _Best:
 class LatencyProblem:
     """One co-design under a latency bound: the instance's trades, each deployment's exact
     allocation (:meth:`allocation`, on any network) and its plan (:meth:`plan`), and the
-    stage tables the relaxation prices at each multiplier (acyclic networks)."""
+    stage tables the relaxation prices at each multiplier (acyclic networks).
+
+    The relaxation works in units of :attr:`unit` seconds (:func:`time_unit`): its
+    multipliers are prices per unit, its tables' capacities work per unit, the bound is
+    :attr:`bound` units; deployments, allocations and plans are in seconds."""
 
     def __init__(self, inst: CodesignInstance, beta: float, latency: float) -> None:
         self.inst, self.beta, self.latency = inst, beta, latency
+        unit = self.unit = time_unit(latency)
+        self.bound = latency / unit
         self.node_trades = [trade_of(inst.node_costs[v]) for v in range(len(inst.node_ids))]
         links = inst.sweep_links
         self.link_trades = [trade_of(inst.link_costs[int(e)]) for e in links]
         self.work = inst.work_or_zero
         self.bits = inst.activation_bits
-        self.need_node = np.maximum(0.0, self.work[None] / beta - inst.capacity[:, None, None])
-        self.need_link = np.maximum(0.0, self.bits[None] / beta - inst.bandwidth[links, None])
+        self.need_node = unit * np.maximum(0.0, self.work[None] / beta
+                                           - inst.capacity[:, None, None])  # fmt: skip
+        self.need_link = unit * np.maximum(0.0, self.bits[None] / beta
+                                           - inst.bandwidth[links, None])  # fmt: skip
         self.delay = inst.link_delay[links]
+        # in units: what the tables price
+        self.unit_trades = ([t.scaled(unit) for t in self.node_trades],
+                            [t.scaled(unit) for t in self.link_trades])  # fmt: skip
+        self.unit_have = (inst.capacity * unit, inst.bandwidth[links] * unit)
+        self.unit_delay = self.delay / unit
         # the extra terms of the transitions (memory, ...): they depend on no capacity bought
         # here, so they add to every multiplier's prices and to a deployment's cost alike
         self.extra_node = inst.terms.node(np.arange(len(inst.node_ids)))
@@ -640,12 +689,11 @@ class LatencyProblem:
         self.node_base = inst.forbidden + self.extra_node
         # the elements of one linear price (capped or not) priced together, the others one at
         # a time, by ``tables``
-        have_link = inst.bandwidth[links]
         self.linear: list[_LinearStages] = []
         self.others: list[list[int]] = []
         for trades, load, have, need in (
-            (self.node_trades, self.work[None], inst.capacity, self.need_node),
-            (self.link_trades, self.bits[None], have_link, self.need_link),
+            (self.unit_trades[0], self.work[None], self.unit_have[0], self.need_node),
+            (self.unit_trades[1], self.bits[None], self.unit_have[1], self.need_link),
         ):  # fmt: skip
             single = [k for k, t in enumerate(trades) if not t.is_modules and len(t.slopes) == 1]
             rows = np.array(single, dtype=np.int64)
@@ -665,16 +713,14 @@ class LatencyProblem:
         return node, link
 
     def tables(self, lam: float) -> tuple[FloatArray, FloatArray]:
-        """Every transition's compute and link parts at multiplier ``lam`` (links in sweep
-        order, with ``lam`` times their propagation delay): the elements of one linear
-        price (capped or not) all at once, the others one at a time."""
-        inst = self.inst
-        have_link = inst.bandwidth[inst.sweep_links]
+        """Every transition's compute and link parts at multiplier ``lam`` (a price per
+        :attr:`unit`; links in sweep order, with ``lam`` times their propagation delay): the
+        elements of one linear price (capped or not) all at once, the others one at a time."""
         out = []
         for trades, load, have, need, linear, others in (
-            (self.node_trades, self.work, inst.capacity, self.need_node, self.linear[0],
+            (self.unit_trades[0], self.work, self.unit_have[0], self.need_node, self.linear[0],
              self.others[0]),
-            (self.link_trades, self.bits, have_link, self.need_link, self.linear[1],
+            (self.unit_trades[1], self.bits, self.unit_have[1], self.need_link, self.linear[1],
              self.others[1]),
         ):  # fmt: skip
             if not others:  # every element linear: the table is theirs, in row order
@@ -692,7 +738,7 @@ class LatencyProblem:
         node += self.node_base
         if lam:
             with np.errstate(invalid="ignore"):
-                link += lam * self.delay[:, None]
+                link += lam * self.unit_delay[:, None]
         link += self.extra_link
         return node, link
 
@@ -735,7 +781,7 @@ class LatencyProblem:
     def search(self, method: str, floor: float) -> Plan:
         """The cheapest plan meeting the bound (the cheapest for the interval alone, of cost
         ``floor``, does not): the multiplier's search, then the ranking of state paths."""
-        bound, best = self.latency, _Best()
+        bound, best = self.bound, _Best()
         lower, lam = floor, 0.0  # the cheapest plan for the interval bounds every other one
         hi = max(floor, 1.0) / bound  # a first multiplier of the plans' own scale
         lo = 0.0
@@ -763,7 +809,7 @@ class LatencyProblem:
                 lo = mid
         lower = max(lower, self.rank(lam, best))
         if best.deployment is None:
-            raise unreachable(self.beta, bound)
+            raise unreachable(self.beta, self.latency)
         certified = best.complete and best.cost <= lower + LATENCY_RTOL * abs(best.cost)
         return self.plan(*best.deployment, method, "optimal" if certified else "uncertified")
 
@@ -790,8 +836,9 @@ class LatencyProblem:
         phi = float(relaxed.stage_min[self.inst.target, -1])
         path, partition, links = backtrack(self.inst, relaxed)
         stage_list, propagation = self.stage_list(path, partition, links)
-        slow = propagation + math.fsum(s.respond(lam)[2] for s in stage_list)
-        return phi - lam * self.latency, slow, (path, partition, links)
+        unit = self.unit
+        slow = propagation / unit + math.fsum(s.scaled(unit).respond(lam)[2] for s in stage_list)
+        return phi - lam * self.bound, slow, (path, partition, links)
 
     def allocation(
         self, path: list[int], partition: list[int], links: list[int]
@@ -820,7 +867,7 @@ class LatencyProblem:
         lower bound proven (``inf`` when no deployment is left). A partial path is dropped
         when even its cheapest completion at the interval's least purchases costs more than
         the best plan, or its fastest completion at the caps is slower than the bound."""
-        inst, bound = self.inst, self.latency
+        inst, bound = self.inst, self.bound
         relaxed, node, link = self.relax(lam)
         cheap, cheap_node, cheap_link = self.relax(0.0)  # the interval's least purchases
         fast, fast_node, fast_link = self.relax_delays()
@@ -837,7 +884,7 @@ class LatencyProblem:
                                       float(cheap_node[t, i, N]), float(fast_node[t, i, N]),
                                       ((t, N, -1),)))  # fmt: skip
         expansions = 0
-        slack = bound * (1 + INTERVAL_RTOL)
+        slack = self.latency * (1 + INTERVAL_RTOL)  # the fastest delays are in seconds
         while heap:
             priority, _, v, i, g, c, d, suffix = heapq.heappop(heap)
             top = best.cost * (1 - LATENCY_RTOL)

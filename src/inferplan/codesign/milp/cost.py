@@ -92,6 +92,8 @@ def highs(
         "mip_feasibility_tolerance": tolerance,
         "dual_feasibility_tolerance": tolerance,
         "primal_feasibility_tolerance": tolerance,
+        "output_flag": False,  # solvers write nothing: HiGHS's log would go to stdout
+        "log_to_console": False,
     }
     if time_limit is not None:
         options["time_limit"] = max(time_limit, 1e-3)
