@@ -108,16 +108,20 @@ def test_sizes_are_checked_before_any_work(args, message):
 
 
 def test_sizes_within_the_limits_run():
-    result = runner.invoke(app, ["profile", "mlp-1000000000000000000000x10000", "--json"])
+    # 1e18 parameters: within the 2**63 - 1 every profile reader holds
+    result = runner.invoke(app, ["profile", "mlp-1000000000x1", "--json"])
     assert result.exit_code == 0, result.stderr
     frontier = runner.invoke(app, ["frontier", NETWORK, "vgg16", "--points", "2", "--json"])
     assert frontier.exit_code == 0, frontier.stderr
 
 
-def test_mlp_whose_flops_overflow_is_refused():
+def test_mlp_whose_size_overflows_is_refused():
     with pytest.raises(InvalidProfile, match="needs more FLOPs than floating point holds"):
         mlp(10**160, 1)
-    assert mlp(10**150, 1).flops[0] == pytest.approx(2e300)
+    # FLOPs within floating point, parameters beyond the 2**63 - 1 profile readers hold
+    with pytest.raises(InvalidProfile, match=r"more than 2\*\*63 - 1"):
+        mlp(10**150, 1)
+    assert mlp(10**9, 1).flops[0] == pytest.approx(2e18)
 
 
 def test_a_key_with_a_line_break_is_quoted_and_the_error_stays_one_line(tmp_path):

@@ -148,7 +148,7 @@ def test_the_run_report_says_which_plan_ran(capsys):
                       latency_median_s=0.1, latency_p95_s=0.1, stages=(), outputs_match=True,
                       max_abs_diff=0.0, mode="emulate"))  # fmt: skip
     out = capsys.readouterr().out
-    assert f"plan: psg (optimal): cost {plan.cost:.6g}\n" in out
+    assert f"plan: psg (optimal): cost {plan.cost:.6g} price units\n" in out
     assert "target:   interval 33.33 ms, 30 inferences/s" in out
     bought = out.split("upgrades: ", 1)[1].splitlines()[0].split(", ")
     assert sorted(bought) == sorted(

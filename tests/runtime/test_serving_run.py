@@ -39,11 +39,21 @@ def _config() -> object:
     return transformers.LlamaConfig(**SHAPE)
 
 
-def _no_children() -> None:
+def _no_children(before: set[int]) -> None:
+    """No process the run started is left (``before``: the pids of children that other tests'
+    pools, as joblib's workers, started before it)."""
     deadline = time.monotonic() + 5
-    while mp.active_children() and time.monotonic() < deadline:
+
+    def started() -> list[object]:
+        return [p for p in mp.active_children() if p.pid not in before]
+
+    while started() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert mp.active_children() == []
+    assert started() == []
+
+
+def _children() -> set[int]:
+    return {p.pid for p in mp.active_children() if p.pid is not None}
 
 
 SPLITS = {
@@ -56,6 +66,7 @@ SPLITS = {
 
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_tokens_match_and_batching(count: int) -> None:
+    before = _children()
     batch = 3
     request = ServeRequest(_config(), SPLITS[count], batch, rate=200.0,
                            classes=((6, 5, 0.5), (12, 7, 0.5)), requests=7, seed=count,
@@ -65,7 +76,7 @@ def test_tokens_match_and_batching(count: int) -> None:
     assert out["requests"] == 7
     assert 1 < out["max_in_flight"] <= batch  # arrivals faster than decoding: they batch
     assert out["tokens"] >= 7 * 5
-    _no_children()
+    _no_children(before)
 
 
 @given(st.integers(1, 6), st.data())
@@ -82,6 +93,7 @@ def test_split_layers_covers_every_layer_once(layers: int, data: st.DataObject) 
 
 
 def test_a_failing_stage_is_reported_not_hung() -> None:
+    before = _children()
     stages = (ServeStage(0, 2, True, False), ServeStage(2, 9, False, True))  # no layer 4..8
     request = ServeRequest(_config(), stages, 2, rate=100.0, classes=((4, 3, 1.0),),
                            requests=2, timeout_s=5)  # fmt: skip
@@ -89,10 +101,11 @@ def test_a_failing_stage_is_reported_not_hung() -> None:
     with pytest.raises(ServingFailed, match="stage"):
         run_serving(request)
     assert time.monotonic() - started < 60
-    _no_children()
+    _no_children(before)
 
 
 def test_command_json_with_emulate() -> None:
+    before = _children()
     result = runner.invoke(app, ["run", str(NETWORK), MODEL, "--workload", str(WORKLOAD),
                                  "--requests", "6", "--emulate", "--json", *CONFIG])  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -113,7 +126,7 @@ def test_command_json_with_emulate() -> None:
             plan["batch"] * context * per_token_layer * layers
         )
     assert 1 <= data["max_in_flight"] <= plan["batch"]
-    _no_children()
+    _no_children(before)
 
 
 def _refused(args: list[str], code: int = 2) -> str:

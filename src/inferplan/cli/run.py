@@ -168,10 +168,12 @@ def run_command(
     requests: Annotated[int | None, typer.Option(
         "--requests", help="With --workload: K requests to serve.")] = None,
     config: Annotated[list[str] | None, typer.Option(
-        "--config", help="With --workload: key=value override of the transformers config.")
+        "--config", metavar="<key=value>",
+        help="With --workload: key=value override of the transformers config.")
     ] = None,
     batches: Annotated[list[int] | None, typer.Option(
-        "--batch", help="With --workload: a decode batch the plan may take (repeatable).")
+        "--batch", metavar="<batch>",
+        help="With --workload: a decode batch the plan may take (repeatable).")
     ] = None,
 ) -> None:  # fmt: skip
     """Run a plan on a PyTorch model and measure it.

@@ -392,6 +392,9 @@ def _ends(inst: CodesignInstance, e: int) -> tuple[str, str]:
     return names[int(inst.link_src[e])], names[int(inst.link_dst[e])]
 
 
+_CAP_RTOL = 1e-9  # a recomputed amount this close above its cap is the cap (HiGHS's tolerance)
+
+
 def _purchases(
     inst: CodesignInstance, c: _Columns, x: FloatArray, F: float
 ) -> tuple[FloatArray, FloatArray, FloatArray, float]:
@@ -414,7 +417,11 @@ def _purchases(
                              (inst.memory, need, inst.memory_costs)):  # fmt: skip
         more = np.zeros(have.size)
         for k in np.flatnonzero(use > have * (1 + 1e-12)).tolist():
-            amount = float(use[k] - have[k])
+            # the MILP keeps the purchase within the cap; the load recomputed from its rates
+            # may pass it by rounding alone, which is no purchase beyond the cap
+            amount = min(float(use[k] - have[k]), costs[k].max_amount) if (
+                use[k] - have[k] <= costs[k].max_amount * (1 + _CAP_RTOL)
+            ) else float(use[k] - have[k])
             more[k] = costs[k].purchase(amount)
             total += float(np.asarray(costs[k](np.array([amount])))[0])
         added.append(more)
