@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inferplan.errors import InvalidArgument
-from inferplan.runtime.testbed.linux import linux as tb
+from inferplan.runtime.testbed import linux as tb
 from inferplan.runtime.testbed.linux import (
     MIN_QUOTA_S,
     HostSpec,
