@@ -91,7 +91,7 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
     expected = brute_force_flow_cost(network, profile, rate)
     inst = _instance(network, profile)
     if math.isinf(expected):
-        with pytest.raises(Infeasible, match="allow (at most|no flow at all)"):
+        with pytest.raises(Infeasible, match=r"allow (at most|no flow at all)"):
             flow_provision(inst, rate)
         return
     plan = flow_provision(inst, rate)

@@ -230,14 +230,15 @@ class Trade:
 
 def time_unit(latency: float) -> float:
     """The unit of time, in seconds, a solve under a bound of ``latency`` seconds works in: the
-    second for bounds of ordinary size, otherwise the power of two nearest the bound. The
+    second for bounds of ordinary size, otherwise the largest power of two not above the bound
+    (so that it is finite for every finite bound, 1e308 s included). The
     multiplier is a price per unit of time, about the cost divided by the bound, and the
     capacities bought are work per unit of time: at a bound of ``1e-200`` s either, in
     seconds, is beyond floating point (their squares, or their product with a load), in
     units of the bound they are of the plan's own scale. A power of two, so every quantity
     rescaled is the same number of seconds exactly."""
     exponent = math.frexp(latency)[1]
-    return 1.0 if abs(exponent) <= _UNSCALED else math.ldexp(1.0, exponent)
+    return 1.0 if abs(exponent) <= _UNSCALED else math.ldexp(1.0, exponent - 1)
 
 
 def trade_of(cost: CapacityCost) -> Trade:
