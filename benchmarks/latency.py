@@ -22,7 +22,8 @@ from functools import partial
 
 import inferplan
 from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
-from inferplan.codesign.latency.bound import least_latency, solve_latency
+from inferplan.codesign.latency.bound import solve_latency
+from inferplan.codesign.latency.least import least_latency
 from run import _profile  # the scaling benchmarks' random profiles (benchmarks/run.py)
 
 

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from inferplan.codesign.frontier import Frontier, cost_frontier, latency_frontier
     from inferplan.codesign.heuristics import solve_pfp, solve_pwf
     from inferplan.codesign.instance import CodesignInstance, compile_instance
-    from inferplan.codesign.latency.bound import least_latency, solve_latency, throughput_within
+    from inferplan.codesign.latency.bound import solve_latency
+    from inferplan.codesign.latency.least import least_latency, throughput_within
     from inferplan.codesign.methods import (
         METHODS,
         SERVICE_METHODS,
@@ -80,7 +81,8 @@ export_lazily(
         ),
         "inferplan.codesign.milp.cost": ("solve_milp",),
         "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
-        "inferplan.codesign.latency.bound": ("least_latency", "solve_latency", "throughput_within"),
+        "inferplan.codesign.latency.bound": ("solve_latency",),
+        "inferplan.codesign.latency.least": ("least_latency", "throughput_within"),
         "inferplan.codesign.provision": (
             "latency_optimal",
             "provision",

@@ -163,7 +163,7 @@ def throughput(
         the other planners hold at most :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS`.
     latency
         Only deployments whose latency is at most this many seconds (``"psg"``; see
-        :func:`~inferplan.codesign.latency.bound.throughput_within`).
+        :func:`~inferplan.codesign.latency.least.throughput_within`).
 
     Raises
     ------
@@ -192,7 +192,7 @@ def throughput(
         if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
                                   field="latency")  # fmt: skip
-        from inferplan.codesign.latency.bound import throughput_within
+        from inferplan.codesign.latency.least import throughput_within
 
         return throughput_within(inst, latency)
     best: Deployment = chosen.throughput(inst)
@@ -223,7 +223,7 @@ def latency_optimal(
     """The deployment of least latency under the existing capacities (acyclic networks),
     among those whose every stage meets ``interval`` (s) or ``throughput`` (inferences/s)
     when one is given: the state graph, min-sum over each transition's compute, transfer and
-    propagation delays (:func:`~inferplan.codesign.latency.bound.least_latency`).
+    propagation delays (:func:`~inferplan.codesign.latency.least.least_latency`).
 
     Raises
     ------
@@ -238,7 +238,7 @@ def latency_optimal(
     >>> fast.latency <= inferplan.throughput(net, vgg).latency
     True
     """
-    from inferplan.codesign.latency.bound import least_latency
+    from inferplan.codesign.latency.least import least_latency
 
     beta = None
     if interval is not None or throughput is not None:

@@ -46,7 +46,7 @@ from scipy import sparse
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.engine.psg import link_cost_table, node_cost_table
-from inferplan.codesign.latency.bound import FREE_SHARE, trade_of
+from inferplan.codesign.latency.trade import FREE_SHARE, trade_of
 from inferplan.codesign.milp.cost import Model, StateFlow, highs
 from inferplan.codesign.milp.latency import DelayTerm, bought
 from inferplan.codesign.plan import INTERVAL_RTOL, PlanStatus, check_scale
