@@ -42,12 +42,25 @@ from inferplan.cli.render import (
 from inferplan.errors import InvalidArgument
 from inferplan.units import cost, latency_sum, link_name, si
 
+NodeTimesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--node-times",
+        help="Seconds each block takes on some nodes, measured there (a JSON or YAML file: "
+        "block_seconds, node id -> one time per block; docs/codesign.md); the other nodes "
+        "keep FLOPs over capacity. Cuts between blocks (chain).",
+    ),
+]
+
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
     from inferplan.codesign.services.joint import ServicesPlan
+    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
     from inferplan.network.network import Network
+    from inferplan.profiles.ideals import CutKind
     from inferplan.profiles.models import ModelOptions
+    from inferplan.profiles.profile import Profile
 
 
 def _default_method(ctx: typer.Context, value: str | None) -> str:
@@ -148,6 +161,7 @@ def provision_command(
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
     pipelines: PipelinesOpt = "1",
+    node_times: NodeTimesOpt = None,
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -169,7 +183,8 @@ def provision_command(
                                             for name in model_options.given()},
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
-                                         "--plot-states": plot_states})  # fmt: skip
+                                         "--plot-states": plot_states,
+                                         "--node-times": node_times})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
@@ -181,11 +196,12 @@ def provision_command(
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
                 "--seed": seed, "--latency": latency, "--plot": plot, "--report": report,
                 "--plot-states": plot_states, "--cuts": cuts,
-                "--max-ideals": max_ideals})  # fmt: skip
+                "--max-ideals": max_ideals, "--node-times": node_times})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
                                as_json, time_limit, dot)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
+    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
@@ -193,13 +209,14 @@ def provision_command(
     with blame_network_file(network), native_stdout_muted():
         plan = provision(net, prof, interval=interval, throughput=throughput,
                          method=method or "psg", tie_break=tie_break, seed=seed,
-                         time_limit=time_limit, cuts=cuts, max_ideals=max_ideals,
-                         latency=latency)  # fmt: skip
+                         time_limit=time_limit, cuts=cut_kind, max_ideals=max_ideals,
+                         latency=latency, node_time=node_time)  # fmt: skip
     from inferplan.codesign.breakdown import plan_breakdown
 
     # the latency's parts: wherever links delay or a bound was asked (one more compile)
     timed = latency is not None or bool(net.link_delay.any())
-    parts = plan_breakdown(net, prof, plan) if timed or report or dot else None
+    parts = (plan_breakdown(net, prof, plan, node_time=node_time)
+             if timed or report or dot else None)  # fmt: skip
     if parts is not None and (report is not None or dot is not None):
         from inferplan.plots.report import write_plan_report
 
@@ -324,6 +341,23 @@ def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
     return {bottleneck.id: "bottleneck"} if bottleneck else {}
 
 
+def _node_times(
+    path: Path | None, net: Network, prof: Profile, cuts: CutKind | None
+) -> tuple[NodeTimeModel | PerNodeTimeModel, CutKind | None]:
+    """The node time model of ``--node-times`` (FLOPs over capacity without it) and the cuts
+    to plan at: a chain's by default when the times are per block."""
+    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
+
+    if path is None:
+        return FLOPS_OVER_CAPACITY, cuts
+    from inferplan.codesign.timing.file import load_measured_blocks
+
+    if cuts == "graph":
+        raise InvalidArgument("the times of --node-times are per block: plan at the chain's "
+                              "cuts (leave out --cuts graph)", field="--cuts")  # fmt: skip
+    return load_measured_blocks(path, net.node_ids, prof.n_blocks), "chain"
+
+
 @app.command("throughput")
 @friendly_errors
 @with_model_options
@@ -345,6 +379,7 @@ def throughput_command(
         float | None,
         typer.Option("--time-limit", help="--pipelines any: seconds the MILP may take."),
     ] = None,
+    node_times: NodeTimesOpt = None,
     dot: Annotated[
         Path | None,
         typer.Option("--dot", help="--pipelines any: also write the flow plan as GraphViz DOT."),
@@ -364,15 +399,18 @@ def throughput_command(
         from inferplan.cli.flows import flow_throughput_command, refuse
 
         refuse({"--method": method if method != "psg" else None, "--latency": latency,
-                "--cuts": cuts, "--max-ideals": max_ideals})  # fmt: skip
+                "--cuts": cuts, "--max-ideals": max_ideals,
+                "--node-times": node_times})  # fmt: skip
         flow_throughput_command(network, model_profile(profile, model_options), as_json,
                                 time_limit, dot)  # fmt: skip
         return
     refuse_one_path({"--time-limit": time_limit, "--dot": dot})
     net, prof = load_network(network), model_profile(profile, model_options)
+    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
     with blame_network_file(network), native_stdout_muted():
-        best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,
-                                  latency=latency)  # fmt: skip
+        best = throughput_optimal(net, prof, method=method, cuts=cut_kind,
+                                  max_ideals=max_ideals, latency=latency,
+                                  node_time=node_time)  # fmt: skip
     if as_json:
         print_json(best.to_dict())
         return

@@ -13,6 +13,7 @@ import numpy as np
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.plan import Plan
 from inferplan.codesign.stages import stage_sends, stage_units, stages
+from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
 from inferplan.network.network import Network
 from inferplan.profiles.profile import Profile
 
@@ -115,8 +116,15 @@ class PlanBreakdown:
                             math.fsum(s.delay for s in links))  # fmt: skip
 
 
-def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakdown:
-    """The stages and upgrade costs of ``plan`` (made for ``network`` and ``profile``).
+def plan_breakdown(
+    network: Network,
+    profile: Profile,
+    plan: Plan,
+    *,
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
+) -> PlanBreakdown:
+    """The stages and upgrade costs of ``plan`` (made for ``network`` and ``profile`` under
+    ``node_time``, how long a stage takes on a node).
 
     Examples
     --------
@@ -128,7 +136,8 @@ def plan_breakdown(network: Network, profile: Profile, plan: Plan) -> PlanBreakd
     >>> round(sum(u.cost for u in parts.upgrades), 9) == round(parts.plan.cost, 9)
     True
     """
-    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts)
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts,
+                            node_time=node_time)  # fmt: skip
     index = {v: k for k, v in enumerate(inst.node_ids)}
     path = [index[v] for v in plan.path]
     deployment = stages(inst, path, plan.partition)

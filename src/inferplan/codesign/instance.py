@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray, range_sums, ratio
-from inferplan.codesign.timing import FLOPS_OVER_CAPACITY, NodeTimeModel
-from inferplan.errors import NetworkHasCycle
+from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
+from inferplan.errors import InvalidArgument, NetworkHasCycle
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost, unit_price
 from inferplan.network.network import Link, Network, adjacency
@@ -287,9 +287,10 @@ class CodesignInstance:
     """Every node's memory cost function by index, in place of the network's."""
     extra_terms: Terms | None = None
     """Extra transition terms besides memory's (see :meth:`with_terms`)."""
-    node_time: NodeTimeModel = FLOPS_OVER_CAPACITY
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY
     """How long a stage takes on a node (:mod:`~inferplan.codesign.timing`): the model
-    :attr:`work_between` is compiled from."""
+    :attr:`node_loads` (and :attr:`work_between`, when every node shares it) is compiled
+    from."""
 
     def priced(
         self,
@@ -471,10 +472,78 @@ class CodesignInstance:
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
     @cached_property
+    def shared_work(self) -> bool:
+        """Whether every node has the same loads (:attr:`work_between`): ``False`` for a
+        :class:`~inferplan.codesign.timing.stage.PerNodeTimeModel`."""
+        return not isinstance(self.node_time, PerNodeTimeModel)
+
+    def refuse_per_node(self, planner: str) -> None:
+        """Refuse a per-node time model in a planner that reads one shared load table.
+
+        Raises
+        ------
+        InvalidArgument
+            If :attr:`node_time` gives each node its own loads.
+        """
+        if not self.shared_work:
+            raise InvalidArgument(
+                f"{planner} reads one load table shared by every node and the node time model "
+                f"gives each node its own (PSG, T*, the MILP, PFP, PWF and the latency bounds "
+                "take it)",
+                field="node_time",
+            )
+
+    @cached_property
     def work_between(self) -> FloatArray:
         """``w(i, j)`` for every pair of cuts (see the class docstring), the load of
-        :attr:`node_time`."""
-        return self.node_time.work_table(self.cuts)
+        :attr:`node_time` every node shares.
+
+        Raises
+        ------
+        InvalidArgument
+            If the model gives each node its own loads (read :attr:`node_loads`).
+        """
+        self.refuse_per_node("this planner")
+        model: NodeTimeModel = self.node_time  # type: ignore[assignment]
+        return model.work_table(self.cuts)
+
+    @cached_property
+    def node_loads(self) -> FloatArray:
+        """``w_v(i, j)`` of every node, to broadcast against a node axis: shape ``(1, K, K)``
+        (:attr:`work_between`) when every node shares it, else ``(V, K, K)``."""
+        if self.shared_work:
+            return self.work_between[None]
+        model: PerNodeTimeModel = self.node_time  # type: ignore[assignment]
+        found = model.node_work_table(
+            self.cuts, self.node_ids, self.network.node_capacity[self.node_positions]
+        )
+        want = (len(self.node_ids), self.n_cuts, self.n_cuts)
+        if found.shape != want or not bool(np.all(np.isinf(found[:, self.no_transition]))):
+            raise InvalidArgument(f"the node time model's loads must have shape {want} and be "
+                                  "inf where no transition goes", field="node_time")  # fmt: skip
+        ok = found[:, ~self.no_transition]
+        if not bool(np.all((ok >= 0) & (ok < np.inf))):
+            raise InvalidArgument("the node time model's loads must be finite and >= 0 where "
+                                  "a transition goes", field="node_time")  # fmt: skip
+        return found
+
+    def loads_of(self, rows: slice | IntArray) -> FloatArray:
+        """:attr:`node_loads` of the nodes ``rows`` (all of it when shared: one row)."""
+        return self.node_loads if self.shared_work else self.node_loads[rows]
+
+    def loads_or_zero_of(self, rows: slice | IntArray) -> FloatArray:
+        """:meth:`loads_of` with 0 where no transition goes."""
+        if self.shared_work:
+            return self.work_or_zero[None]
+        return np.where(self.no_transition, 0.0, self.node_loads[rows])
+
+    @cached_property
+    def most_work(self) -> float:
+        """The largest load of the whole model on any node (the work of the last cut when
+        every node shares the loads)."""
+        if self.shared_work:
+            return self.work(0, self.last_cut)
+        return float(np.max(self.node_loads[:, 0, self.last_cut], initial=0.0))
 
     @cached_property
     def prefix_flops(self) -> FloatArray:
@@ -482,11 +551,18 @@ class CodesignInstance:
         exact, unit = self.cuts.exact_work, self.cuts.unit
         return np.array([ratio(x, unit) for x in exact])
 
-    def work(self, i: int, j: int) -> float:
+    def work(self, i: int, j: int, v: int | None = None) -> float:
         """``w(i, j)``, the FLOPs of cut ``j`` outside cut ``i`` (rounded once): an entry of
-        :attr:`work_between`, formed alone when the table is not (a lattice solver's)."""
+        :attr:`work_between`, formed alone when the table is not (a lattice solver's); node
+        ``v``'s, ``w_v(i, j)`` of :attr:`node_loads`, when the model gives each node its own
+        (``v`` is then needed)."""
+        if not self.shared_work:
+            if v is None:
+                self.refuse_per_node("the load of a stage on no given node")
+            return float(self.node_loads[v, i, j])
         if "work_between" not in self.__dict__ and not self.cuts.is_chain:
-            return self.node_time.work(self.cuts, i, j)
+            model: NodeTimeModel = self.node_time  # type: ignore[assignment]
+            return model.work(self.cuts, i, j)
         return self._work_item(i, j)
 
     @cached_property
@@ -631,7 +707,7 @@ def node_cost_table(
     for ``i > j`` and beyond a cap or a limit). Linear costs are priced in one vectorised
     step, others one node at a time. ``terms``, when given, are the extra node terms of
     ``nodes`` formed beforehand."""
-    rho = np.maximum(0.0, inst.work_or_zero / beta - inst.capacity[nodes][:, None, None])
+    rho = np.maximum(0.0, inst.loads_or_zero_of(nodes) / beta - inst.capacity[nodes][:, None, None])
     cost = inst.node_pricing.cost(nodes, rho, inst.node_costs)
     if terms is not None:  # the extra terms of these nodes, formed once (they keep no beta)
         cost += terms
@@ -725,7 +801,7 @@ def compile_instance(
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
     pairs: bool = True,
-    node_time: NodeTimeModel = FLOPS_OVER_CAPACITY,
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
 
@@ -736,7 +812,8 @@ def compile_instance(
     :func:`~inferplan.profiles.ideals.cuts_of`). The tables of pairs
     (:attr:`~CodesignInstance.work_between` and those made from it) are formed when a solver
     first asks for them, from ``node_time``, how long a stage takes on a node
-    (:mod:`~inferplan.codesign.timing`; by default its FLOPs over the node's capacity).
+    (:mod:`~inferplan.codesign.timing`; by default its FLOPs over the node's capacity; a
+    :class:`~inferplan.codesign.timing.stage.PerNodeTimeModel` gives each node its own).
 
     Raises
     ------

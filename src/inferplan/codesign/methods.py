@@ -248,7 +248,7 @@ def solve(inst: CodesignInstance, beta: float, method: str, **options: Any) -> P
             )
     solver = chosen.bounded if "latency" in given else chosen.solve
     assert solver is not None  # a method that takes latency has a bounded solver
-    bound, work = given.get("latency"), inst.work(0, inst.last_cut)
+    bound, work = given.get("latency"), inst.most_work
     if bound is not None and 0 < bound < math.inf and not work / bound < math.inf:
         raise InvalidArgument(  # within L, some node computes at S_N / L FLOP/s at least
             f"a latency of {bound:g} s needs capacities beyond floating point (at least "

@@ -54,7 +54,8 @@ def _log_counts(
     V, W = len(inst.node_ids), D.size
     limit = interval * (1 + SLACK)
     upper = ~inst.no_transition
-    fits = [upper & (inst.work_between <= limit * capacity[v])
+    loads = inst.node_loads
+    fits = [upper & (loads[v if len(loads) > 1 else 0] <= limit * capacity[v])
             & (inst.memory_need <= memory[v]) for v in range(V)]  # fmt: skip
     log_count = np.full((V, W), -np.inf)
     for v in reversed(range(V)):  # nodes are indexed in topological order

@@ -234,7 +234,7 @@ def check_scale(inst: CodesignInstance, beta: float, cost: float | None = None) 
     if cost is not None and math.isfinite(cost):
         return
     D, _, _ = inst.scalars
-    compute = inst.work(0, inst.last_cut) / beta
+    compute = inst.most_work / beta
     bandwidth = max(D) / beta
     magnitudes = [compute, bandwidth]
     if cost is not None:

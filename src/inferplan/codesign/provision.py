@@ -18,6 +18,7 @@ from inferplan.codesign.methods import (
     throughput_methods,
 )
 from inferplan.codesign.plan import Deployment, Plan, at_caps, beyond_caps
+from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
 from inferplan.profiles.ideals import CutKind
@@ -51,6 +52,7 @@ def provision(
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
     latency: float | None = None,
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> Plan:
     """Plan the cheapest capacity upgrades (and the deployment) that reach a target rate.
 
@@ -82,6 +84,11 @@ def provision(
         (exact, acyclic networks; :mod:`inferplan.codesign.latency.bound`), the MILP (exact on any
         network; :mod:`inferplan.codesign.milp.latency`) and PFP (its frozen deployment,
         allocated exactly) take it.
+    node_time
+        How long a stage takes on a node (:mod:`inferplan.codesign.timing`): by default its
+        FLOPs over the node's capacity; a per-node model such as
+        :class:`~inferplan.codesign.timing.measured.MeasuredBlocks` gives each node its own
+        times (every method reads it but the MILP under a latency bound, which refuses it).
 
     Returns
     -------
@@ -111,7 +118,7 @@ def provision(
     chosen, preset = resolve(method)
     tables = _tables(network, chosen, "solve", latency, tie_break or preset.get("tie_break"))
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals, pairs=tables)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables, node_time=node_time)  # fmt: skip
     try:
         return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
                      latency=latency)  # fmt: skip
@@ -144,6 +151,7 @@ def throughput(
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
     latency: float | None = None,
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> Deployment:
     """The throughput-optimal deployment and its interval ``T*``: the least output interval
     under the existing capacities.
@@ -164,6 +172,8 @@ def throughput(
     latency
         Only deployments whose latency is at most this many seconds (``"psg"``; see
         :func:`~inferplan.codesign.latency.least.throughput_within`).
+    node_time
+        How long a stage takes on a node, as for :func:`provision`.
 
     Raises
     ------
@@ -187,7 +197,7 @@ def throughput(
         )
     tables = _tables(network, chosen, "throughput", latency, None)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals, pairs=tables)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables, node_time=node_time)  # fmt: skip
     if latency is not None:
         if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
@@ -219,11 +229,13 @@ def latency_optimal(
     *,
     interval: float | None = None,
     throughput: float | None = None,
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> Deployment:
     """The deployment of least latency under the existing capacities (acyclic networks),
     among those whose every stage meets ``interval`` (s) or ``throughput`` (inferences/s)
     when one is given: the state graph, min-sum over each transition's compute, transfer and
     propagation delays (:func:`~inferplan.codesign.latency.least.least_latency`).
+    ``node_time``: how long a stage takes on a node, as for :func:`provision`.
 
     Raises
     ------
@@ -243,4 +255,4 @@ def latency_optimal(
     beta = None
     if interval is not None or throughput is not None:
         beta = target_interval(interval=interval, throughput=throughput)
-    return least_latency(compile_instance(network, profile), beta)
+    return least_latency(compile_instance(network, profile, node_time=node_time), beta)

@@ -187,7 +187,7 @@ def stages(
     bits, delay = inst.activation_bits, inst.link_delay
     return Stages(
         nodes=tuple(int(v) for v in path),
-        work=tuple(inst.work(i, j) for i, j in zip(done, partition, strict=True)),
+        work=tuple(inst.work(i, j, int(v)) for i, j, v in zip(done, partition, path, strict=True)),
         links=tuple(int(e) for e in links),
         bits=tuple(float(bits[b]) for b in partition[: len(links)]),
         propagation=tuple(float(delay[e]) for e in links),

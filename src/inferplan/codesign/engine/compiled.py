@@ -94,7 +94,9 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
     has at least :data:`AUTO_STATES` states or the kernels are loaded already. Never for an
     ``inst`` whose cuts are not a chain (the ideals of a layer graph): the kernels' windows
     and stacks need the cuts in one increasing order, and the numpy engine's all-pairs step,
-    ``O(K^2)`` per node for ``K`` cuts, runs instead.
+    ``O(K^2)`` per node for ``K`` cuts, runs instead. Never for an ``inst`` whose node time
+    model gives each node its own loads (the kernels read one shared table): the numpy
+    engine reads them.
 
     Raises
     ------
@@ -111,7 +113,7 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
         raise InvalidArgument(
             "the compiled engine needs numba: pip install 'inferplan[fast]'", field="engine"
         )
-    if inst is not None and not inst.cuts.is_chain:
+    if inst is not None and (not inst.cuts.is_chain or not inst.shared_work):
         return False
     if engine == "auto" and inst is not None and not native.loaded():
         states = (len(inst.node_ids) + inst.n_links) * inst.n_cuts

@@ -270,7 +270,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
     terms = None if inst.terms.empty else [inst.terms.node(np.array([v]))[0] for v in range(V)]
 
     def compute_cost(v: int, i: int, j: int) -> float:
-        rho = max(0.0, inst.work(i, j) / beta - inst.capacity[v])
+        rho = max(0.0, inst.work(i, j, v) / beta - inst.capacity[v])
         extra = 0.0 if terms is None else float(terms[v][i, j])
         return float(inst.node_costs[v](np.array([rho]))[0]) + extra
 
@@ -286,7 +286,7 @@ def reference_psg(inst: CodesignInstance, beta: float) -> Plan:
             for e in inst.out_links[v]:
                 z = int(inst.link_dst[e])
                 for j in range(i, N + 1):  # a cut inside another comes first
-                    if math.isinf(inst.work(i, j)):
+                    if math.isinf(inst.work(i, j, v)):
                         continue
                     sigma = max(0.0, D[j] / beta - inst.bandwidth[e])
                     w = compute_cost(v, i, j) + float(inst.link_costs[e](np.array([sigma]))[0])

@@ -111,14 +111,15 @@ def _vectorised(
     smallest ``i`` attaining it."""
     start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
-    work, need = inst.work_between, inst.memory_need
+    need = inst.memory_need
     limited = bool(np.any(inst.most_need > M))
 
     def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray]:
-        capacity, memory = C[gen.rows], M[gen.rows]
+        capacity, memory, work = C[gen.rows], M[gen.rows], inst.loads_of(gen.rows)
 
         def step(part: slice) -> tuple[FloatArray, IntArray]:
-            delay = np.maximum(labels[part, :, None], work / capacity[part, None, None])
+            load = work[part] if len(work) > 1 else work  # one row when every node shares it
+            delay = np.maximum(labels[part, :, None], load / capacity[part, None, None])
             if limited:
                 delay[need[None] > memory[part, None, None]] = np.inf
             return take_min(delay)

@@ -125,9 +125,10 @@ class LatencyProblem:
         self.node_trades = [trade_of(inst.node_costs[v]) for v in range(len(inst.node_ids))]
         links = inst.sweep_links
         self.link_trades = [trade_of(inst.link_costs[int(e)]) for e in links]
-        self.work = inst.work_or_zero
+        # each node's loads, (1, K, K) when every node shares them (broadcast over nodes)
+        self.work = inst.loads_or_zero_of(slice(None))
         self.bits = inst.activation_bits
-        self.need_node = unit * np.maximum(0.0, self.work[None] / beta
+        self.need_node = unit * np.maximum(0.0, self.work / beta
                                            - inst.capacity[:, None, None])  # fmt: skip
         self.need_link = unit * np.maximum(0.0, self.bits[None] / beta
                                            - inst.bandwidth[links, None])  # fmt: skip
@@ -147,13 +148,13 @@ class LatencyProblem:
         self.linear: list[_LinearStages] = []
         self.others: list[list[int]] = []
         for trades, load, have, need in (
-            (self.unit_trades[0], self.work[None], self.unit_have[0], self.need_node),
+            (self.unit_trades[0], self.work, self.unit_have[0], self.need_node),
             (self.unit_trades[1], self.bits[None], self.unit_have[1], self.need_link),
         ):  # fmt: skip
             single = [k for k, t in enumerate(trades) if not t.is_modules and len(t.slopes) == 1]
             rows = np.array(single, dtype=np.int64)
             self.linear.append(_LinearStages(
-                rows, load, have[rows], need[rows],
+                rows, load if len(load) == 1 else load[rows], have[rows], need[rows],
                 np.array([trades[k].slopes[0] for k in single], dtype=np.float64),
                 np.array([trades[k].cap for k in single], dtype=np.float64),
             ))  # fmt: skip
@@ -175,8 +176,8 @@ class LatencyProblem:
         for trades, load, have, need, linear, others in (
             (self.unit_trades[0], self.work, self.unit_have[0], self.need_node, self.linear[0],
              self.others[0]),
-            (self.unit_trades[1], self.bits, self.unit_have[1], self.need_link, self.linear[1],
-             self.others[1]),
+            (self.unit_trades[1], self.bits[None], self.unit_have[1], self.need_link,
+             self.linear[1], self.others[1]),
         ):  # fmt: skip
             if not others:  # every element linear: the table is theirs, in row order
                 table = linear.value(lam)
@@ -185,7 +186,8 @@ class LatencyProblem:
                 if linear.rows.size:
                     table[linear.rows] = linear.value(lam)
                 for k in others:
-                    _, f, d = trades[k].response(load, float(have[k]), need[k], lam)
+                    own = load[k if len(load) > 1 else 0]  # its loads, or the shared ones
+                    _, f, d = trades[k].response(own, float(have[k]), need[k], lam)
                     with np.errstate(invalid="ignore"):  # 0 * inf where nothing fits: inf below
                         table[k] = np.where(np.isfinite(f), f + lam * d, np.inf)
             out.append(table)
@@ -208,9 +210,9 @@ class LatencyProblem:
         inst = self.inst
         node_most, link_most = self.most()
         with np.errstate(divide="ignore", invalid="ignore"):
-            node = self.work[None] / node_most[:, None, None]
+            node = self.work / node_most[:, None, None]
             link = self.bits[None] / link_most[inst.sweep_links, None]
-        node = np.where(self.work[None] > 0, node, 0.0)
+        node = np.where(self.work > 0, node, 0.0)
         limit = self.beta * (1 + INTERVAL_RTOL)
         node[node > limit] = np.inf
         link[link > limit] = np.inf

@@ -65,17 +65,19 @@ def least_delay(
     need = inst.memory_need
     memory = inst.memory if memory is None else memory
     limited = bool(np.isfinite(memory).any())
-    work, forbidden = inst.work_or_zero, inst.forbidden
+    forbidden = inst.forbidden
     limit = math.inf if beta is None else beta * (1 + INTERVAL_RTOL)
 
     def stage(gen: Generation, dist: FloatArray) -> tuple[FloatArray, IntArray]:
         have, room = capacity[gen.rows], memory[gen.rows]
+        loads, work = inst.loads_of(gen.rows), inst.loads_or_zero_of(gen.rows)
 
         def step(part: slice) -> tuple[FloatArray, IntArray]:
+            one = len(loads) == 1  # every node shares the loads (or one node)
             if np.isfinite(have[part]).all():  # inf / C is inf where i > j: one pass less
-                delay = inst.work_between[None] / have[part, None, None]
+                delay = (loads if one else loads[part]) / have[part, None, None]
             else:  # 0 where no work, even at an unbounded capacity
-                delay = work[None] / have[part, None, None]
+                delay = (work if one else work[part]) / have[part, None, None]
                 delay += forbidden
             if limited:
                 delay[need[None] > room[part, None, None]] = np.inf
@@ -160,7 +162,8 @@ def throughput_within(inst: CodesignInstance, latency: float) -> Deployment:
         raise Infeasible(f"no deployment has a latency of {latency:g} s as the network is "
                          f"(the least is {fastest:.6g} s)")  # fmt: skip
     with np.errstate(divide="ignore", invalid="ignore"):
-        node = np.where(inst.work_or_zero[None] > 0, inst.work_or_zero[None] / C[:, None, None], 0)
+        work = inst.loads_or_zero_of(slice(None))
+        node = np.where(work > 0, work / C[:, None, None], 0)
     candidates = np.unique(np.concatenate((
         node[:, ~inst.no_transition].ravel(),
         (inst.activation_bits[None, :] / B[:, None]).ravel(),

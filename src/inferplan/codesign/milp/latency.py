@@ -333,6 +333,7 @@ def solve_milp_latency(
     >>> plan.status, abs(plan.cost - exact.cost) <= 1e-8 * exact.cost
     ('optimal', True)
     """
+    inst.refuse_per_node("the MILP under a latency bound")
     check_latency(latency)
     check_scale(inst, beta)
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):

@@ -58,7 +58,7 @@ def throughput_milp(inst: CodesignInstance, *, time_limit: float | None = None) 
                               field="time_limit")  # fmt: skip
     deadline = None if time_limit is None else time.monotonic() + time_limit
     with np.errstate(over="ignore", divide="ignore"):
-        node_delay = inst.work_between[None, :, :] / inst.capacity[:, None, None]
+        node_delay = inst.node_loads / inst.capacity[:, None, None]
         link_delay = inst.activation_bits[None, :] / inst.bandwidth[:, None]
     limited = bool(np.any(inst.memory < inst.most_need))
     if limited:  # only the transitions that fit today's memory

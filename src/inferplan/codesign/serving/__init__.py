@@ -26,8 +26,8 @@ if TYPE_CHECKING:
         network_hardware,
         plan_serving,
     )
-    from inferplan.codesign.serving.timing import MeasuredTable, NodeTimeModel, Roofline, StepWork
     from inferplan.codesign.serving.workload import RequestClass, Workload
+    from inferplan.codesign.timing.step import MeasuredTable, Roofline, StepTimeModel, StepWork
 
 __all__ = [
     "DEFAULT_BATCHES",
@@ -39,12 +39,12 @@ __all__ = [
     "GpuType",
     "Hardware",
     "MeasuredTable",
-    "NodeTimeModel",
     "ProfiledGpu",
     "RequestClass",
     "Roofline",
     "ServingPlan",
     "ServingStage",
+    "StepTimeModel",
     "StepWork",
     "Workload",
     "load_melange",
@@ -75,12 +75,12 @@ export_lazily(
             "network_hardware",
             "plan_serving",
         ),
-        "inferplan.codesign.serving.timing": (
+        "inferplan.codesign.serving.workload": ("RequestClass", "Workload"),
+        "inferplan.codesign.timing.step": (
             "MeasuredTable",
-            "NodeTimeModel",
             "Roofline",
+            "StepTimeModel",
             "StepWork",
         ),
-        "inferplan.codesign.serving.workload": ("RequestClass", "Workload"),
     },
 )

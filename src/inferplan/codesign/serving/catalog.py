@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from inferplan.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from inferplan.codesign.serving.timing import NodeTimeModel
+    from inferplan.codesign.timing.step import StepTimeModel
 
 __all__ = ["Catalog", "GpuType", "Hardware"]
 
@@ -27,7 +27,7 @@ class Hardware:
     """What one node runs on: FLOP/s, memory bandwidth (bytes/s), memory (bytes), $/h, and a
     label (``2xA100``, or the node's id when the hardware is the network's). ``time_model``,
     when given, times its steps instead of the roofline of its FLOP/s and bandwidth (e.g. a
-    :class:`~inferplan.codesign.serving.timing.MeasuredTable`)."""
+    :class:`~inferplan.codesign.timing.step.MeasuredTable`)."""
 
     label: str
     flops: float
@@ -36,7 +36,7 @@ class Hardware:
     price_per_hour: float = 0.0
     gpu: str | None = None
     units: int = 0
-    time_model: NodeTimeModel | None = field(default=None, compare=False)
+    time_model: StepTimeModel | None = field(default=None, compare=False)
 
 
 def _positive(value: object, where: str) -> float:

@@ -4,7 +4,7 @@ The model (docs/serving.md states it with its choices):
 
 - The path's nodes run contiguous ranges of the decoder's blocks (a node may run none and
   only relay); each stage's step takes its node's time model
-  (:class:`~inferplan.codesign.serving.timing.Roofline` of the node's hardware, or the
+  (:class:`~inferplan.codesign.timing.step.Roofline` of the node's hardware, or the
   hardware's own ``time_model``) and each link
   of the path ``bits / bandwidth + delay`` for the activations crossing it.
 - A decode step moves the whole batch of ``b`` sequences through the path once: its time ``D``
@@ -42,8 +42,8 @@ import numpy as np
 from inferplan.arrays import FloatArray
 from inferplan.codesign.serving.catalog import Catalog, Hardware
 from inferplan.codesign.serving.decoder import Decoder
-from inferplan.codesign.serving.timing import Roofline, StepWork
 from inferplan.codesign.serving.workload import Workload
+from inferplan.codesign.timing.step import Roofline, StepWork
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
 

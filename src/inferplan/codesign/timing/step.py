@@ -1,4 +1,4 @@
-"""Node time models of a serving step: how long a node takes to run its stage once.
+"""Step time models: how long a node takes to run one step of a serving stage (by batch).
 
 A :class:`StepWork` is what one step of a stage asks of its node: FLOPs, bytes moved through
 its memory (the weights it reads, the KV cache it reads or writes, its activations in and out),
@@ -9,7 +9,10 @@ its layers and the tokens or sequences it handles. A time model maps it to secon
   tokens), as Helix's ``decode_bs2time`` / ``prompt_bs2time`` profiles; linear between the
   measured batches, the stage's time that per layer times its layers.
 
-Both satisfy :class:`NodeTimeModel`, the small interface the planner calls.
+Both satisfy :class:`StepTimeModel`, the small interface the serving planner
+(:mod:`inferplan.codesign.serving.planner`) calls; a catalog's GPU type holds one
+(:class:`~inferplan.codesign.serving.catalog.GpuType`), a node type's measured table. The
+co-design planners' models, by cuts rather than by batch, are :mod:`.stage`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Literal, Protocol
 
 from inferplan.errors import InvalidArgument
 
-__all__ = ["MeasuredTable", "NodeTimeModel", "Roofline", "StepWork"]
+__all__ = ["MeasuredTable", "Roofline", "StepTimeModel", "StepWork"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class StepWork:
     batch: float
 
 
-class NodeTimeModel(Protocol):
+class StepTimeModel(Protocol):
     """Seconds a node takes for one step of its stage."""
 
     def seconds(self, work: StepWork) -> float: ...
