@@ -15,7 +15,7 @@ from inferplan import Profile
 from inferplan.codesign import compile_instance, throughput_optimal
 from inferplan.codesign.engine.lattice import Lattice, lattice_throughput
 from inferplan.codesign.engine.throughput import LATTICE_CUTS, lattice_engine
-from inferplan.codesign.plan import slowest_stage
+from inferplan.codesign.plan import build_deployment
 from inferplan.codesign.stages import stage_units
 from inferplan.network.io import network_from_dict
 from inferplan.network.network import Network
@@ -39,7 +39,7 @@ def test_lattice_tstar_equals_the_all_pairs_engine_and_the_brute_force(
     inst = compile_instance(network, Profile.from_graph("random", graph), cuts="graph")
     assume(inst.n_cuts <= 200)
     path, partition = lattice_throughput(inst, inst.capacity, inst.bandwidth)
-    interval, _ = slowest_stage(inst, path, partition)
+    interval = build_deployment(inst, path, partition).interval
     dense = throughput_optimal(inst, engine="numpy")
     assert interval == dense.interval  # bit for bit
     _, least = _brute(network, graph, math.inf)
@@ -65,7 +65,7 @@ def test_lattice_tstar_on_a_path_graph_is_the_chain_planners(
                              cuts="graph")  # fmt: skip
     chain = throughput_optimal(compile_instance(network, profile, cuts="chain"))
     path, partition = lattice_throughput(graph, graph.capacity, graph.bandwidth)
-    assert slowest_stage(graph, path, partition)[0] == chain.interval
+    assert build_deployment(graph, path, partition).interval == chain.interval
 
 
 def test_lattice_work_is_exact_beside_a_much_larger_layer() -> None:

@@ -32,10 +32,8 @@ __all__ = [
     "build_plan",
     "caps_allow",
     "check_scale",
-    "deployment_latency",
     "infeasible",
     "plan_from_path",
-    "slowest_stage",
 ]
 
 
@@ -354,26 +352,6 @@ def beyond_caps(
                       details=allowed.details())  # fmt: skip
 
 
-def slowest_stage(
-    inst: CodesignInstance,
-    path: Sequence[int],
-    partition: Sequence[int],
-    capacity: Sequence[float] | FloatArray | None = None,
-    bandwidth: Sequence[float] | FloatArray | None = None,
-    *,
-    links: Sequence[int] | None = None,
-    added_capacity: Mapping[int, float] | None = None,
-    added_bandwidth: Mapping[int, float] | None = None,
-) -> tuple[float, Bottleneck]:
-    """The output interval of ``partition`` along ``path`` (``links`` its links, when known)
-    under ``capacity`` and ``bandwidth`` (the instance's own when not given) plus any
-    ``added_capacity`` and ``added_bandwidth`` (by node and link index), and the stage that
-    sets it, by name (see :meth:`~inferplan.codesign.stages.Stages.bottleneck`)."""
-    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
-    interval = deployment.interval(C, B, added_capacity, added_bandwidth)
-    return interval, _named(inst, *deployment.bottleneck(C, B, added_capacity, added_bandwidth))
-
-
 def _named(inst: CodesignInstance, kind: str, k: int) -> Bottleneck:
     """The bottleneck stage ``k`` of ``kind`` (``"node"`` or ``"link"``) by name."""
     if kind == "node":
@@ -410,23 +388,6 @@ def build_deployment(
         sends=sends,
         cuts=inst.cuts.kind,
     )
-
-
-def deployment_latency(
-    inst: CodesignInstance,
-    path: Sequence[int],
-    partition: Sequence[int],
-    capacity: Sequence[float] | FloatArray | None = None,
-    bandwidth: Sequence[float] | FloatArray | None = None,
-    *,
-    links: Sequence[int] | None = None,
-    added_capacity: Mapping[int, float] | None = None,
-    added_bandwidth: Mapping[int, float] | None = None,
-) -> float:
-    """The latency (s) of ``partition`` along ``path``, its arguments as for
-    :func:`slowest_stage` (see :meth:`~inferplan.codesign.stages.Stages.latency`)."""
-    deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
-    return deployment.latency(C, B, added_capacity, added_bandwidth)
 
 
 def _evaluated(

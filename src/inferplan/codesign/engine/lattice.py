@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray, ratio
 from inferplan.codesign.instance import CodesignInstance
+from inferplan.codesign.stages import stages
 
 __all__ = ["Lattice", "lattice_throughput"]
 
@@ -176,13 +177,11 @@ def lattice_throughput(
 ) -> tuple[list[int], list[int]]:
     """The path and partition of a T*-optimal deployment under ``C`` and ``B`` (the module
     docstring): bisection over the floats' bits with a reachability sweep at each."""
-    from inferplan.codesign.plan import slowest_stage  # plan imports the solvers' modules
-
     lattice = Lattice(inst)
     found = _sweep(lattice, C, B, np.inf)
     assert found is not None  # positive capacities: every deployment meets an infinite beta
     best = found
-    high = _bits(slowest_stage(inst, *best, C, B)[0])
+    high = _bits(stages(inst, *best).interval(C, B))
     low = -1  # no interval known to be out of reach
     while high - low > 1:
         middle = (low + high) // 2
@@ -191,7 +190,7 @@ def lattice_throughput(
             low = middle
         else:
             best = found
-            high = _bits(slowest_stage(inst, *best, C, B)[0])
+            high = _bits(stages(inst, *best).interval(C, B))
     return best
 
 
