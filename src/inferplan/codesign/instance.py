@@ -534,8 +534,12 @@ class CodesignInstance:
     def loads_or_zero_of(self, rows: slice | IntArray) -> FloatArray:
         """:meth:`loads_of` with 0 where no transition goes."""
         if self.shared_work:
-            return self.work_or_zero[None]
+            return self._shared_or_zero
         return np.where(self.no_transition, 0.0, self.node_loads[rows])
+
+    @cached_property
+    def _shared_or_zero(self) -> FloatArray:
+        return self.work_or_zero[None]
 
     @cached_property
     def most_work(self) -> float:

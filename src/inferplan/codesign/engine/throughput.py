@@ -111,14 +111,16 @@ def _vectorised(
     smallest ``i`` attaining it."""
     start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
-    need = inst.memory_need
+    need, shared = inst.memory_need, inst.shared_work
+    loads = inst.work_between if shared else inst.node_loads  # (K, K), or (V, K, K) by node
     limited = bool(np.any(inst.most_need > M))
 
     def stage(gen: Generation, labels: FloatArray) -> tuple[FloatArray, IntArray]:
-        capacity, memory, work = C[gen.rows], M[gen.rows], inst.loads_of(gen.rows)
+        capacity, memory = C[gen.rows], M[gen.rows]
+        work = loads if shared else loads[gen.rows]
 
         def step(part: slice) -> tuple[FloatArray, IntArray]:
-            load = work[part] if len(work) > 1 else work  # one row when every node shares it
+            load = work if shared else work[part]
             delay = np.maximum(labels[part, :, None], load / capacity[part, None, None])
             if limited:
                 delay[need[None] > memory[part, None, None]] = np.inf

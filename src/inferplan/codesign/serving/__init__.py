@@ -1,5 +1,7 @@
 """Serving LLMs: requests of tokens, prefill and decode, the KV cache, TTFT/TPOT and the GPUs
-to buy (docs/serving.md)."""
+to buy (docs/serving.md). How long a node takes for a step (the roofline, measured tables by
+batch) is the node time seam's, :mod:`inferplan.codesign.timing.step`; its names are exported
+here too."""
 
 from __future__ import annotations
 
