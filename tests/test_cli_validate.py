@@ -32,6 +32,7 @@ def test_every_shipped_example_validates_as_its_kind():
     assert kinds["network.json"] == "network" and kinds["system.yaml"] == "system"
     assert kinds["melange-example.json"] == "GPU mix"
     assert kinds["services.yaml"] == "services" and kinds["sweep.yaml"] == "sweep"
+    assert kinds["node-times.yaml"] == "node times"
     for r in out:  # the numbers are the file's own
         doc = read_document(r["file"])
         if r["kind"] == "network":
@@ -39,6 +40,9 @@ def test_every_shipped_example_validates_as_its_kind():
             assert (r["source"], r["target"]) == (doc["source"], doc["target"])
         if r["kind"] == "services":
             assert r["services"] == [s["name"] for s in doc["services"]]
+        if r["kind"] == "node times":
+            assert r["nodes"] == list(doc["block_seconds"])
+            assert r["blocks"] == sorted({len(t) for t in doc["block_seconds"].values()})
         if r["kind"] == "system":
             assert r["device_hz"] == doc["device"]["cpu_hz"]
             assert r["edge_hz"] == doc["edge"]["cpu_hz"]

@@ -2,7 +2,8 @@
 
 A file's kind is read off its top-level fields (``study``: a sweep spec, ``services``: a
 services file, ``device``/``edge``: a system, ``flops`` or ``graph``: a profile,
-``nodes``/``links``: a network, ``partition``: a plan, ``kind``: a channel, as
+``nodes``/``links``: a network, ``partition``: a plan, ``block_seconds``: node times,
+``kind``: a channel, as
 ``coinfer-fit --out`` writes it), or off its suffix (``.onnx``, profiled; ``.py``, whose
 factories are listed without running it); it is then loaded exactly as the
 command that takes it loads it, so a file that validates is one that command accepts.
@@ -146,6 +147,14 @@ def _gpu_mix(path: Path) -> Summary:
             "requests_per_s": sum(problem.bucket_rates)}  # fmt: skip
 
 
+def _node_times(path: Path) -> Summary:
+    from inferplan.codesign.timing.file import read_measured_blocks
+
+    seconds = read_measured_blocks(path).seconds
+    return {"nodes": [node for node, _ in seconds],
+            "blocks": sorted({len(times) for _, times in seconds})}  # fmt: skip
+
+
 # kind, the top-level fields that mark it (any of them), its loader
 KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("sweep", frozenset({"study"}), _sweep),
@@ -159,6 +168,7 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("decoder", frozenset({"decoder"}), _decoder),
     ("channel", frozenset({"kind"}), _channel),
     ("GPU mix", frozenset({"gpu_info"}), _gpu_mix),
+    ("node times", frozenset({"block_seconds"}), _node_times),
 )
 # kinds known by the file's suffix: files that are not documents
 BY_SUFFIX: dict[str, tuple[str, Callable[[Path], Summary]]] = {
@@ -221,6 +231,10 @@ def _describe(kind: str, s: Summary, path: Path) -> str:
         return f"GPU types {', '.join(s['gpus'])}"
     if kind == "decoder":
         return f"{s['name']}, {s['layers']} layers, context {s['max_context']}"
+    if kind == "node times":
+        blocks = "/".join(map(str, s["blocks"]))
+        return (f"seconds per block on {', '.join(s['nodes'])} ({blocks} blocks; checked "
+                "against the network and the model by provision and throughput --node-times)")
     return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {cost(s['cost'])}, "
             f"interval {si(s['interval'], 's')} ({s['status']})")  # fmt: skip
 

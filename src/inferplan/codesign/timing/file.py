@@ -13,7 +13,7 @@ from inferplan.codesign.timing.measured import MeasuredBlocks
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InvalidArgument, InvalidFile
 
-__all__ = ["load_measured_blocks"]
+__all__ = ["load_measured_blocks", "read_measured_blocks"]
 
 
 def load_measured_blocks(path: str | Path, node_ids: Sequence[str], blocks: int) -> MeasuredBlocks:
@@ -35,10 +35,9 @@ def load_measured_blocks(path: str | Path, node_ids: Sequence[str], blocks: int)
     >>> load_measured_blocks(f, ["s", "a1", "t"], 2).seconds
     (('a1', (0.5, 0.25)),)
     """
-    source = str(path)
-    doc = validate_document(_NodeTimesFile, read_document(path), source=source, error=InvalidFile)
-    known = set(node_ids)
-    for node, times in doc.block_seconds.items():
+    source, known = str(path), set(node_ids)
+    model = read_measured_blocks(path)
+    for node, times in model.seconds:
         where = f"block_seconds.{node}"
         if node not in known:
             raise InvalidFile(f"unknown node {node!r} (not in the network)", source=source,
@@ -46,6 +45,21 @@ def load_measured_blocks(path: str | Path, node_ids: Sequence[str], blocks: int)
         if len(times) != blocks:
             raise InvalidFile(f"{len(times)} block times given, the model has {blocks} blocks",
                               source=source, field=where)  # fmt: skip
+    return model
+
+
+def read_measured_blocks(path: str | Path) -> MeasuredBlocks:
+    """A node times file's times, checked on their own (every time a finite number of
+    seconds ``>= 0``; :func:`load_measured_blocks` checks them against a network and a model
+    too).
+
+    Raises
+    ------
+    InvalidFile
+        Naming the file and the field.
+    """
+    source = str(path)
+    doc = validate_document(_NodeTimesFile, read_document(path), source=source, error=InvalidFile)
     try:
         return MeasuredBlocks.of(doc.block_seconds)
     except InvalidArgument as error:
