@@ -2,19 +2,28 @@
 
 Serving plans of a tiny LLaMA-style decoder (4 layers, hidden 64, random weights) on the
 three-node chain of ``examples/tiny-serving-network.yaml`` with each node's memory set (600,
-300 or 175 kB) so that the plan runs on fewer or more nodes (the stages column: how many it
-took), at several decode batches and two prompt/output mixes; each is served under
-``--emulate`` (every stage paced to its planned step) and the table gives the measured TPOT
-(median over the requests) and tokens/s beside the predicted ones, and whether every token
-equals the unsplit model's. tokens/s is measured over the span from the first arrival to the
-last token of a finite run (its ramp-up and drain included); the prediction is the workload's
-rate times the mean output tokens (the steady state). The machine is shared:
-a busy neighbour shows up as a longer TPOT.
+300 or 175 kB) so that the plan runs on one, two or three nodes (the stages column: how many
+it took), at decode batches 2 to 8 and three prompt/output mixes; each is served under
+``--emulate`` (every stage paced to its planned step).
+
+Per plan the table gives the measured TPOT (the mean over output tokens after each request's
+first) and tokens/s (over the span from the first arrival to the last token) beside the
+predicted ones for the run (``predicted_run``: the plan's schedule replayed on the run's own
+arrivals, :mod:`inferplan.codesign.serving.replay`), the planner's steady-state TPOT at the
+workload's rate (``steady``), and the terms they are made of, measured and predicted: the
+arrival rate the run's requests came at (``run``), the sequences per decode step, the decode
+step (rank 0's wall time per step against the plan's ``D``), the stages' time in sends
+(``send``), the share of time in prefills (``rho``), the sequences in flight a prefill holds up
+(``pf n``) and the TPOT the measured steps make (``TPOT s``). ``ok`` says whether both TPOT and
+tokens/s are within 10 % of the run's predictions; ``--json`` prints every run's record. The
+machine is shared: a busy neighbour shows up as a longer step.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -34,33 +43,44 @@ MIXES = {
              "  - {{prompt_tokens: 32, output_tokens: 16, share: 0.4}}\n",
     "long-out": "requests_per_s: {rate}\nclasses:\n"
                 "  - {{prompt_tokens: 8, output_tokens: 24, share: 1.0}}\n",
+    "long-in": "requests_per_s: {rate}\nclasses:\n"
+               "  - {{prompt_tokens: 96, output_tokens: 6, share: 1.0}}\n",
 }  # fmt: skip
 MEMORY = {1: "600e3", 2: "300e3", 3: "175e3"}
+CASES = [  # (nodes' memory setting, batch, mix, requests/s)
+    (1, 4, "short", 2.0), (2, 4, "short", 2.0), (3, 2, "short", 1.5),
+    (1, 8, "short", 3.0), (2, 8, "short", 3.0), (3, 2, "short", 1.0),
+    (1, 8, "long-out", 2.0), (2, 4, "long-out", 1.0), (3, 2, "long-out", 1.0),
+    (1, 4, "long-in", 1.0), (2, 2, "long-in", 1.0), (1, 2, "long-in", 0.8),
+]  # fmt: skip
+
+
+def within(measured: float, predicted: float, tolerance: float = 0.10) -> bool:
+    """Whether ``measured`` is within ``tolerance`` of ``predicted`` (relative)."""
+    return abs(measured / predicted - 1) <= tolerance
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--requests", type=int, default=16)
-    parser.add_argument(
-        "--memory",
-        type=int,
-        choices=sorted(MEMORY),
-        help="Only the cases of this memory setting (1, 2 or 3).",
-    )
+    parser.add_argument("--quick", action="store_true", help="The first two plans only.")
+    parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--json", action="store_true", help="Every run's record, one a line.")
+    parser.add_argument("--memory", type=int, choices=sorted(MEMORY),
+                        help="Only the plans of this memory setting (1, 2 or 3).")  # fmt: skip
+    parser.add_argument("--only", help="Only these plans, by their 0-based index (1,4,5).")
     args = parser.parse_args()
-    cases = [(1, 4, "short", 2.0), (2, 4, "short", 2.0), (2, 8, "short", 3.0),
-             (3, 2, "short", 1.0), (2, 4, "long-out", 1.0), (1, 8, "long-out", 2.0),
-             (3, 2, "long-out", 1.0)]  # fmt: skip
-    if args.memory is not None:
-        cases = [c for c in cases if c[0] == args.memory]
+    picked = range(len(CASES)) if args.only is None else [int(k) for k in args.only.split(",")]
+    cases = [CASES[k] for k in picked if args.memory is None or CASES[k][0] == args.memory]
     if args.quick:
         cases = cases[:2]
     base = (ROOT / "examples" / "tiny-serving-network.yaml").read_text()
-    print(
-        f"{'memory':>6} {'batch':>5} {'mix':>8} {'rate':>5} {'stages':>6} {'TPOT meas':>10} "
-        f"{'TPOT pred':>10} {'gap':>6} {'tok/s meas':>10} {'tok/s pred':>10} {'match':>5}"
-    )
+    print(f"load average {os.getloadavg()[0]:.1f}, {args.requests} requests a plan")
+    print(f"{'st':>2} {'b':>2} {'mix':>8} {'rate':>4} {'run':>4} {'batch':>5} "
+          f"{'D meas':>7} {'D pred':>7} {'send':>6} {'rho m':>5} {'rho p':>5} "
+          f"{'TPOT m':>7} {'TPOT p':>7} {'gap':>5} {'steady':>7} "
+          f"{'tok/s m':>7} {'tok/s p':>7} {'gap':>5} "
+          f"{'pf n':>4} {'TPOT s':>6} {'ok':>3} match")  # fmt: skip
+    hits = 0
     with tempfile.TemporaryDirectory() as tmp:
         for nodes, batch, mix, rate in cases:
             net = Path(tmp) / f"net{nodes}.yaml"
@@ -68,14 +88,30 @@ def main() -> None:
             work = Path(tmp) / f"{mix}-{rate}.yaml"
             work.write_text(MIXES[mix].format(rate=rate))
             _, run, summary = _request(net, "transformers:LlamaConfig", work, args.requests,
-                                       SHAPE, [batch], True, 0, 120.0)  # fmt: skip
+                                       SHAPE, [batch], True, 0, 180.0)  # fmt: skip
             out = run_serving(run)
-            gap = out["tpot"] / summary["predicted_tpot"] - 1
-            print(f"{MEMORY[nodes]:>6} {batch:>5} {mix:>8} {rate:>5g} {len(run.stages):>6} "
-                  f"{out['tpot'] * 1e3:>8.1f}ms {summary['predicted_tpot'] * 1e3:>8.1f}ms "
-                  f"{gap:>+6.0%} {out['tokens_per_s']:>10.1f} "
-                  f"{summary['predicted_tokens_per_s']:>10.1f} {out['tokens_match']!s:>5}",
-                  flush=True)  # fmt: skip
+            pred, steps = summary["predicted_run"], out["steps"]
+            tpot_gap = out["tpot_mean"] / pred["tpot"] - 1
+            tok_gap = out["tokens_per_s"] / pred["tokens_per_s"] - 1
+            ok = within(out["tpot_mean"], pred["tpot"]) and within(
+                out["tokens_per_s"], pred["tokens_per_s"]
+            )
+            hits += ok
+            ms = 1e3
+            print(f"{len(run.stages):>2} {batch:>2} {mix:>8} {rate:>4g} "
+                  f"{out['arrival_rate']:>4.2f} "
+                  f"{steps['decode_batch']:>5.2f} {steps['decode_step_s'] * ms:>5.1f}ms "
+                  f"{pred['decode_step_s'] * ms:>5.1f}ms {steps['send_s'] * ms:>4.1f}ms "
+                  f"{steps['prefill_busy']:>5.2f} {pred['prefill_busy']:>5.2f} "
+                  f"{out['tpot_mean'] * ms:>5.1f}ms {pred['tpot'] * ms:>5.1f}ms {tpot_gap:>+5.0%} "
+                  f"{summary['predicted_tpot'] * ms:>5.1f}ms "
+                  f"{out['tokens_per_s']:>7.1f} {pred['tokens_per_s']:>7.1f} {tok_gap:>+5.0%} "
+                  f"{steps['prefill_in_flight']:>4.2f} {steps['tpot_from_steps'] * ms:>4.1f}ms "
+                  f"{'yes' if ok else 'no':>3} {out['tokens_match']}", flush=True)  # fmt: skip
+            if args.json:
+                print(json.dumps({"case": [nodes, batch, mix, rate], "measured": out,
+                                  "predicted_run": pred}, default=str))  # fmt: skip
+    print(f"{hits} of {len(cases)} plans within 10 % on TPOT and tokens/s")
 
 
 if __name__ == "__main__":

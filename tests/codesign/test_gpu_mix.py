@@ -194,6 +194,18 @@ def test_sliced_mix_is_the_brute_force_optimum(problem):
         gpu_limits=(("gpu0", 2),),
     )
 )
+@example(  # HiGHS at a tolerance of 1e-10 proved (0, 1, 1) at $1.41/h optimal, its bound too
+    GpuMixProblem(
+        (0.0, 1.0, 1.0),
+        (ProfiledGpu("gpu0", 1.01, (0, 1, 0)), ProfiledGpu("gpu1", 1.01, (0, 0, 3)),
+         ProfiledGpu("gpu2", 0.4, (0, 1, 1))),
+    )
+)
+@example(  # and 2 + 2 GPUs at $5.02/h where 1 + 3 carry a free split at $4.53/h
+    GpuMixProblem(
+        (3.0, 4.0), (ProfiledGpu("gpu0", 1.5, (2, 0)), ProfiledGpu("gpu1", 1.01, (1, 2)))
+    )
+)
 def test_fractional_mix_is_the_least_counts_a_free_split_fits(problem):
     sliced = solve_gpu_mix(problem)
     split = solve_gpu_mix(problem, fractional=True)
@@ -207,6 +219,49 @@ def test_fractional_mix_is_the_least_counts_a_free_split_fits(problem):
         assert split.cost <= sliced.cost + 1e-9  # a free split can do what slices do
     # no counts cheaper than the mix's admit a free split, and the mix's own do
     assert math.isclose(brute_fractional(problem, split.cost), split.cost, rel_tol=1e-9)
+
+
+def test_a_free_split_of_the_pinned_problem_is_two_of_the_cheapest_gpus():
+    # the relaxation may not cost more than the sliced problem: gpu2 serves both buckets
+    gpus = (ProfiledGpu("gpu0", 1.01, (0, 1, 0)), ProfiledGpu("gpu1", 1.01, (0, 0, 3)),
+            ProfiledGpu("gpu2", 0.4, (0, 1, 1)))  # fmt: skip
+    problem = GpuMixProblem((0.0, 1.0, 1.0), gpus)
+    sliced, split = solve_gpu_mix(problem), solve_gpu_mix(problem, fractional=True)
+    assert sliced.counts == split.counts == (0, 0, 2)
+    assert split.status == "optimal" and math.isclose(split.cost, 0.8)
+    assert math.isclose(split.lower_bound, 0.8)
+
+
+@st.composite
+def plain_instances(draw):
+    """Two or three buckets and types without limits, prices among a few, rates small
+    integers: where HiGHS's bounds went wrong at a tolerance of 1e-10."""
+    buckets, types = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    gpus = tuple(
+        ProfiledGpu(f"gpu{t}", draw(st.sampled_from([0.4, 1.01, 1.5, 2.0, 3.67])),
+                    tuple(draw(st.lists(st.sampled_from([0, 1, 2, 3, 5]), min_size=buckets,
+                                        max_size=buckets))))
+        for t in range(types)
+    )  # fmt: skip
+    rates = draw(st.lists(st.integers(0, 4), min_size=buckets, max_size=buckets))
+    return GpuMixProblem(tuple(float(r) for r in rates), gpus)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plain_instances())
+def test_free_split_and_slices_are_their_brute_forces_and_in_order(problem):
+    sliced, split = solve_gpu_mix(problem), solve_gpu_mix(problem, fractional=True)
+    best_sliced, best_split = brute_sliced(problem), brute_fractional(problem, math.inf)
+    assert (best_sliced is None) == (sliced.status == "infeasible")
+    assert (best_split is None) == (split.status == "infeasible")
+    if best_sliced is None or best_split is None:
+        assert best_sliced is None and best_split is None  # one type serving a size suffices
+        return
+    check_serves(problem, sliced)
+    check_serves(problem, split)
+    assert math.isclose(sliced.cost, best_sliced, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(split.cost, best_split, rel_tol=1e-9, abs_tol=1e-9)
+    assert split.cost <= sliced.cost + 1e-9
 
 
 def test_more_slices_never_cost_more_than_fewer_that_divide_them():

@@ -76,6 +76,34 @@ def test_tokens_match_and_batching(count: int) -> None:
     assert out["requests"] == 7
     assert 1 < out["max_in_flight"] <= batch  # arrivals faster than decoding: they batch
     assert out["tokens"] >= 7 * 5
+    steps = out["steps"]
+    # every request is prefilled once; a decode step moves 1..batch sequences, and the tokens
+    # after each request's first are the sequences the decode steps moved
+    assert steps["prefills"] == 7 and len(steps["stages"]) == count
+    assert 1 <= steps["decode_batch"] <= batch
+    assert steps["decode_steps"] * steps["decode_batch"] == pytest.approx(out["tokens"] - 7)
+    for row in steps["stages"]:  # compute, then pacing (none here), then the sends
+        assert 0 < row["decode_compute_s"] <= row["decode_paced_s"] <= row["decode_step_s"]
+    _no_children(before)
+
+
+def test_emulated_steps_keep_the_schedule() -> None:
+    # two stages of 30 and 20 ms a decode step, 40 ms of links: no step's stages end before
+    # its start plus their planned times, so the decode steps take 90 ms on average or more
+    # and a request's output tokens after its first no less
+    before = _children()
+    stages = (ServeStage(0, 2, True, False, decode_s=0.03, prefill_s=(0.05,)),
+              ServeStage(2, 4, False, True, decode_s=0.02, prefill_s=(0.05,)))  # fmt: skip
+    request = ServeRequest(_config(), stages, 2, rate=50.0, classes=((4, 4, 1.0),),
+                           requests=3, emulate=True, link_decode_s=0.04, timeout_s=60,
+                           reference=False)  # fmt: skip
+    out = run_serving(request)
+    steps = out["steps"]
+    first, _ = steps["stages"]
+    assert first["decode_paced_s"] >= 0.03 * 0.95
+    assert steps["decode_step_s"] >= 0.09 * 0.95
+    assert out["tpot_mean"] >= 0.09 * 0.95
+    assert steps["prefill_s"] >= 0.10 * 0.95
     _no_children(before)
 
 
@@ -126,6 +154,10 @@ def test_command_json_with_emulate() -> None:
             plan["batch"] * context * per_token_layer * layers
         )
     assert 1 <= data["max_in_flight"] <= plan["batch"]
+    run = data["predicted_run"]  # the plan's schedule replayed on these arrivals
+    assert run["decode_step_s"] == pytest.approx(plan["decode_step_s"])
+    assert run["tpot"] >= plan["decode_step_s"] and run["tokens_per_s"] > 0
+    assert data["arrival_rate"] > 0 and data["steps"]["decode_steps"] > 0
     _no_children(before)
 
 

@@ -21,7 +21,8 @@ def _request(network: Path, model: str, workload: Path, requests: int, config: l
     rank starts)."""
     from inferplan.cli.serving import load_service
     from inferplan.codesign.serving.planner import DEFAULT_BATCHES, plan_serving, predictions
-    from inferplan.runtime.serving import ServeRequest, ServeStage, split_layers
+    from inferplan.codesign.serving.replay import replay_run
+    from inferplan.runtime.serving import ServeRequest, ServeStage, request_arrivals, split_layers
 
     if not model.startswith("transformers:"):
         raise InvalidArgument("serving runs a model built from a transformers config: give "
@@ -53,7 +54,12 @@ def _request(network: Path, model: str, workload: Path, requests: int, config: l
                        tuple((c.prompt_tokens, c.output_tokens, c.share) for c in work.classes),
                        requests, seed=seed, emulate=emulate, link_decode_s=max(0.0, links),
                        timeout_s=timeout)  # fmt: skip
+    came = [(a, k) for a, k, _ in request_arrivals(run)]
     summary = {
+        "predicted_run": {
+            **replay_run(work, plan.batch, plan.decode_step_s, prefill, came).to_dict(),
+            "decode_step_s": plan.decode_step_s, "stage_decode_s": [s.decode_s for s in kept],
+        },
         "predicted_ttft": math.fsum(s * t for s, t in zip(shares, ttft, strict=True)),
         "predicted_ttft_per_class": list(ttft), "predicted_tpot": tpot,
         "predicted_tokens_per_s": work.requests_per_s * work.mean_output_tokens,

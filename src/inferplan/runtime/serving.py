@@ -43,12 +43,14 @@ __all__ = [
     "ServeStage",
     "ServingFailed",
     "greedy_reference",
+    "request_arrivals",
     "run_serving",
     "split_layers",
+    "step_record",
 ]
 
 _STOP, _PREFILL, _DECODE, _FREE = 0, 1, 2, 3
-_HEADER, _IDS, _DATA, _TOKENS = 1, 2, 3, 4
+_HEADER, _TOKENS = 1, 4
 
 
 class ServingFailed(InferplanError):
@@ -115,7 +117,7 @@ def build_model(config: Any, seed: int) -> Any:
     return AutoModelForCausalLM.from_config(config).eval()  # type: ignore[no-untyped-call]
 
 
-def _arrivals(request: ServeRequest) -> list[tuple[float, int, list[int]]]:
+def request_arrivals(request: ServeRequest) -> list[tuple[float, int, list[int]]]:
     """``(arrival s, class, prompt ids)`` of each request, seeded."""
     rng = np.random.default_rng(request.seed)
     shares = np.array([c[2] for c in request.classes])
@@ -152,6 +154,8 @@ class _Stage:
         self.inner, self.head_mod, self.stage = model.model, model.lm_head, stage
         self.caches: dict[int, Any] = {}
         self.lengths: dict[int, int] = {}
+        # per step: (op, sequences, compute s, compute and pacing s, step s to the last send)
+        self.log: list[tuple[int, int, float, float, float]] = []
 
     def free(self, seq: int) -> None:
         """Drop a finished sequence's KV cache."""
@@ -198,9 +202,16 @@ def _step(
     seqs: list[int],
     xs: list[Any],
     kind: int,
+    begun: float,
 ) -> list[int]:
     """One step at ``rank``: the sequences through its layers, paced when emulating; sends on
-    to the next rank; returns the tokens at rank 0 (from the last stage)."""
+    to the next rank; returns the tokens at rank 0 (from the last stage).
+
+    ``begun`` is when rank 0 began the step (``time.monotonic``, one clock for every rank of
+    the machine). Emulating, a stage's step ends no earlier than ``begun`` plus the planned
+    times of the stages up to it (the links' with the last stage's decode step): the step
+    keeps the plan's schedule, and the real sends between stages take from the planned time
+    of the links and stages after them rather than adding to it."""
     import torch
     import torch.distributed as dist
 
@@ -209,20 +220,31 @@ def _step(
     started = time.monotonic()
     with torch.no_grad():
         outs = [worker.run(s, x) for s, x in zip(seqs, xs, strict=True)]
+    computed = time.monotonic()
     if request.emulate:
-        st = worker.stage
-        planned = st.decode_s if op == _DECODE else (st.prefill_s[kind] if st.prefill_s else 0)
-        if st.head and op == _DECODE:
+        planned = math.fsum(
+            st.decode_s if op == _DECODE else (st.prefill_s[kind] if st.prefill_s else 0.0)
+            for st in request.stages[: rank + 1]
+        )
+        if worker.stage.head and op == _DECODE:
             planned += request.link_decode_s
-        pace(started, planned)
+        pace(begun, planned)
+    paced = time.monotonic()
+
+    def record() -> None:
+        worker.log.append((op, len(seqs), computed - started, paced - started,
+                           time.monotonic() - started))  # fmt: skip
+
     if worker.stage.head:
         tokens = torch.cat([o.reshape(1) for o in outs]).to(torch.int64)
         if rank != 0:
             dist.send(tokens, 0, tag=_TOKENS)
+            record()
             return []
+        record()
         return [int(t) for t in tokens]
-    _send_header(rank + 1, op, seqs, outs[0].shape[1], kind)
-    dist.send(torch.cat(outs).contiguous(), rank + 1, tag=_DATA)
+    _send_message(rank + 1, request, op, seqs, kind, begun, torch.cat(outs))
+    record()
     if rank == 0:
         tokens = torch.zeros(len(seqs), dtype=torch.int64)
         _recv(tokens, world - 1, _TOKENS, request.timeout_s)
@@ -230,52 +252,91 @@ def _step(
     return []
 
 
-def _send_header(dst: int, op: int, seqs: list[int], length: int, kind: int) -> None:
+_HEAD = 5  # a message's header: op, sequences, tokens each, class, begun (ns)
+
+
+def _message_size(request: ServeRequest) -> int:
+    """A message's float64s: the header, a sequence id per slot of the batch, and the hidden
+    states of a decode step (batch x 1 token) or of a prefill (1 x the longest prompt)."""
+    longest = max(c[0] for c in request.classes)
+    hidden = int(request.config.hidden_size)
+    return _HEAD + request.batch + max(request.batch, longest) * hidden
+
+
+def _send_message(dst: int, request: ServeRequest, op: int, seqs: list[int], kind: int = 0,
+                  begun: float = 0.0, data: Any = None) -> None:  # fmt: skip
+    """One message to the next stage: what to do, the sequences and their hidden states, all
+    in one float64 tensor of :func:`_message_size` (ids, counts and nanoseconds below 2**53
+    are exact in float64, and so are float32 hidden states): one send per hop, since every
+    send waits for the receiver, which a busy machine schedules late."""
     import torch
     import torch.distributed as dist
 
-    dist.send(torch.tensor([op, len(seqs), length, kind], dtype=torch.int64), dst, tag=_HEADER)
+    message = torch.zeros(_message_size(request), dtype=torch.float64)
+    length = 0 if data is None else int(data.shape[1])
+    message[:_HEAD] = torch.tensor([op, len(seqs), length, kind, round(begun * 1e9)],
+                                   dtype=torch.float64)  # fmt: skip
     if seqs:
-        dist.send(torch.tensor(seqs, dtype=torch.int64), dst, tag=_IDS)
+        message[_HEAD : _HEAD + len(seqs)] = torch.tensor(seqs, dtype=torch.float64)
+    if data is not None:
+        flat = data.reshape(-1).to(torch.float64)
+        start = _HEAD + request.batch
+        message[start : start + flat.numel()] = flat
+    dist.send(message, dst, tag=_HEADER)
 
 
 def _follower(rank: int, world: int, worker: _Stage, request: ServeRequest) -> None:
     import torch
 
     hidden = int(request.config.hidden_size)
+    message = torch.zeros(_message_size(request), dtype=torch.float64)
     while True:
-        header = torch.zeros(4, dtype=torch.int64)
-        _recv(header, rank - 1, _HEADER, request.timeout_s)
-        op, n, length, kind = (int(v) for v in header)
-        seqs = torch.zeros(n, dtype=torch.int64)
-        if n:
-            _recv(seqs, rank - 1, _IDS, request.timeout_s)
-        ids = [int(s) for s in seqs]
+        _recv(message, rank - 1, _HEADER, request.timeout_s)
+        op, n, length, kind, begun_ns = (int(v) for v in message[:_HEAD])
+        ids = [int(s) for s in message[_HEAD : _HEAD + n]]
         if op in (_STOP, _FREE):
             if rank + 1 < world:
-                _send_header(rank + 1, op, ids, 0, 0)
+                _send_message(rank + 1, request, op, ids)
             for s in ids:
                 worker.free(s)
             if op == _STOP:
                 return
             continue
-        data = torch.zeros(n, length, hidden)
-        _recv(data, rank - 1, _DATA, request.timeout_s)
-        _step(rank, world, worker, request, op, ids, [data[i : i + 1] for i in range(n)], kind)
+        start = _HEAD + request.batch
+        data = message[start : start + n * length * hidden].reshape(n, length, hidden)
+        data = data.to(torch.float32)
+        _step(rank, world, worker, request, op, ids, [data[i : i + 1] for i in range(n)], kind,
+              begun_ns / 1e9)  # fmt: skip
 
 
 def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, Any]:
     """Rank 0: arrivals, prefills first while the batch has room, decode steps, the record."""
     import torch
 
-    arrivals = _arrivals(request)
+    arrivals = request_arrivals(request)
     outputs: dict[int, list[int]] = {i: [] for i in range(len(arrivals))}
     times: dict[int, list[float]] = {i: [] for i in range(len(arrivals))}
     active: list[int] = []
     waiting = 0  # the next request not yet prefilled
     in_flight: list[int] = []
+    # (op, sequences in flight, s from its start to its tokens): a decode step moves those
+    # sequences, a prefill interrupts them
+    walls: list[tuple[int, int, float]] = []
     t0 = time.monotonic()
     deadline = t0 + request.timeout_s
+    scheduled = -math.inf  # emulating: when the last step ends on the plan's schedule
+    decode_planned = math.fsum(st.decode_s for st in request.stages) + request.link_decode_s
+
+    def begin(ready: float, planned: float) -> tuple[float, float]:
+        """The moment now and the step's start on the schedule: a step that follows another
+        at once starts when that one ends on the schedule (a late wake-up delays one step,
+        not every later one), one after a wait when it is ready; never later than now."""
+        nonlocal scheduled
+        now = time.monotonic()
+        start = min(now, max(ready, scheduled)) if request.emulate else now
+        scheduled = start + planned
+        return now, start
+
     while waiting < len(arrivals) or active:
         now = time.monotonic() - t0
         if time.monotonic() > deadline:
@@ -284,15 +345,21 @@ def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, A
             _, kind, prompt = arrivals[waiting]
             seq = waiting
             waiting += 1
+            planned = math.fsum(st.prefill_s[kind] if st.prefill_s else 0.0
+                                for st in request.stages)  # fmt: skip
+            began, start = begin(t0 + arrivals[seq][0], planned)
             tok = _step(0, world, worker, request, _PREFILL, [seq], [torch.tensor([prompt])],
-                        kind)[0]  # fmt: skip
+                        kind, start)[0]  # fmt: skip
+            walls.append((_PREFILL, len(active), time.monotonic() - began))
             outputs[seq].append(tok)
             times[seq].append(time.monotonic() - t0)
             active.append(seq)
         elif active:
             in_flight.append(len(active))
             xs = [torch.tensor([[outputs[s][-1]]]) for s in active]
-            toks = _step(0, world, worker, request, _DECODE, active, xs, 0)
+            began, start = begin(-math.inf, decode_planned)
+            toks = _step(0, world, worker, request, _DECODE, active, xs, 0, start)
+            walls.append((_DECODE, len(active), time.monotonic() - began))
             stamp = time.monotonic() - t0
             for s, tok in zip(active, toks, strict=True):
                 outputs[s].append(tok)
@@ -306,11 +373,11 @@ def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, A
             for s in done:
                 worker.free(s)
             if world > 1:
-                _send_header(1, _FREE, done, 0, 0)
+                _send_message(1, request, _FREE, done)
     if world > 1:
-        _send_header(1, _STOP, [], 0, 0)
+        _send_message(1, request, _STOP, [])
     return {"arrivals": [(a, k, p) for a, k, p in arrivals], "outputs": outputs,
-            "times": times, "in_flight": in_flight}  # fmt: skip
+            "times": times, "in_flight": in_flight, "walls": walls}  # fmt: skip
 
 
 def _rank_main(rank: int, world: int, port: int, request: ServeRequest, conn: Any) -> None:
@@ -329,6 +396,7 @@ def _rank_main(rank: int, world: int, port: int, request: ServeRequest, conn: An
         else:
             _follower(rank, world, worker, request)
             result = {}
+        result["log"] = worker.log
         dist.destroy_process_group()
         conn.send(("ok", result))
     except BaseException as exc:
@@ -376,7 +444,7 @@ def _launch(request: ServeRequest) -> dict[str, Any]:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGKILL)
                 p.join(timeout=2)
-    return dict(results[0])
+    return {**results[0], "logs": [r["log"] for r in results]}
 
 
 def _median_p95(values: Sequence[float]) -> tuple[float, float]:
@@ -388,10 +456,51 @@ def _median_p95(values: Sequence[float]) -> tuple[float, float]:
     ]
 
 
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else math.nan
+
+
+def step_record(raw: dict[str, Any], span: float) -> dict[str, Any]:
+    """What the steps took: at rank 0 the decode steps' and prefills' wall time (from the
+    step's start to its tokens back), the sequences per decode step, the sequences in flight
+    a prefill interrupts, the share of ``span`` spent in prefills and ``tpot_from_steps``,
+    the mean time per output token these steps make (each decode step's time counted once
+    per sequence it moves, each prefill's once per sequence it holds up, over the sequences
+    moved: what the measured TPOT is, but for the scheduler's gaps); per stage the mean
+    compute, compute with pacing and whole step (to its last send) of its decode steps and
+    prefills; and ``send_s``, the time a decode step's stages spent in their sends, summed
+    over the stages (emulating, the schedule absorbs it as long as the stages after a send
+    have planned time to spare)."""
+    walls = raw["walls"]
+    decode = [w for op, _, w in walls if op == _DECODE]
+    prefill = [w for op, _, w in walls if op == _PREFILL]
+    stages = []
+    for log in raw["logs"]:
+        row: dict[str, float] = {}
+        for name, op in (("decode", _DECODE), ("prefill", _PREFILL)):
+            steps = [entry for entry in log if entry[0] == op]
+            row[f"{name}_compute_s"] = _mean([e[2] for e in steps])
+            row[f"{name}_paced_s"] = _mean([e[3] for e in steps])
+            row[f"{name}_step_s"] = _mean([e[4] for e in steps])
+        stages.append(row)
+    sends = math.fsum(row["decode_step_s"] - row["decode_paced_s"] for row in stages)
+    return {
+        "decode_steps": len(decode), "decode_step_s": _mean(decode),
+        "decode_batch": _mean([n for op, n, _ in walls if op == _DECODE]),
+        "prefills": len(prefill), "prefill_s": _mean(prefill),
+        "prefill_in_flight": _mean([n for op, n, _ in walls if op == _PREFILL]),
+        "tpot_from_steps": math.fsum(n * w for _, n, w in walls)
+        / max(1, sum(n for op, n, _ in walls if op == _DECODE)),
+        "prefill_busy": math.fsum(prefill) / span if span > 0 else math.nan,
+        "send_s": sends if decode else math.nan, "stages": stages,
+    }  # fmt: skip
+
+
 def run_serving(request: ServeRequest) -> dict[str, Any]:
     """Serve ``request.requests`` requests through the stages; the measured TTFT and TPOT
-    (median and p95 over the requests), tokens/s, the decode batches seen and whether every
-    generated token equals the unsplit model's greedy decoding."""
+    (median and p95 over the requests), tokens/s, the decode batches seen, whether every
+    generated token equals the unsplit model's greedy decoding, the arrival rate the run's
+    requests came at and, under ``steps``, what its steps took (:func:`step_record`)."""
     raw = _launch(request)
     arrivals, outputs, times = raw["arrivals"], raw["outputs"], raw["times"]
     ttft = [times[i][0] - arrivals[i][0] for i in range(len(arrivals))]
@@ -407,8 +516,18 @@ def run_serving(request: ServeRequest) -> dict[str, Any]:
     in_flight = raw["in_flight"]
     ttft_m, ttft_p = _median_p95(ttft)
     tpot_m, tpot_p = _median_p95(tpot)
+    # the mean over output tokens after each request's first (what D / (1 - rho_p) predicts)
+    gaps = [len(times[i]) - 1 for i in range(len(arrivals))]
+    tpot_mean = (math.fsum(times[i][-1] - times[i][0] for i in range(len(arrivals)))
+                 / sum(gaps)) if sum(gaps) else math.nan  # fmt: skip
+    ttft_mean = _mean(ttft)
     return {"ttft": ttft_m, "ttft_p95": ttft_p, "tpot": tpot_m, "tpot_p95": tpot_p,
+            "ttft_mean": ttft_mean, "tpot_mean": tpot_mean,
             "tokens_per_s": tokens / span if span > 0 else math.nan, "tokens": tokens,
             "requests": len(arrivals), "tokens_match": match,
             "max_in_flight": max(in_flight, default=0),
-            "mean_in_flight": statistics.fmean(in_flight) if in_flight else 0.0}  # fmt: skip
+            "mean_in_flight": statistics.fmean(in_flight) if in_flight else 0.0,
+            "arrival_rate": ((len(arrivals) - 1) / (arrivals[-1][0] - arrivals[0][0])
+                             if len(arrivals) > 1 and arrivals[-1][0] > arrivals[0][0]
+                             else math.nan),
+            "steps": step_record(raw, span)}  # fmt: skip
