@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 __all__ = [
     "PipelinesOpt",
     "flow_provision_command",
+    "flow_run_command",
     "flow_throughput_command",
     "refuse",
+    "refuse_in_run",
     "refuse_one_path",
 ]
 
@@ -42,6 +44,16 @@ def refuse(given: Mapping[str, object]) -> None:
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
                                   "--interval, --time-limit, --json and --dot)",
+                                  field=flag)  # fmt: skip
+
+
+def refuse_in_run(given: Mapping[str, object]) -> None:
+    """One line naming the first option given that a flow run does not take."""
+    for flag, value in given.items():
+        if value not in (None, False, ()):
+            raise InvalidArgument("not with --pipelines any (a flow run plans its flow from "
+                                  "--throughput or --interval, or the largest flow without "
+                                  "either, and runs it closed loop on this machine)",
                                   field=flag)  # fmt: skip
 
 
@@ -131,3 +143,79 @@ def flow_dot(plan: FlowPlan) -> str:
         lines.append(f'  "{u}" -> "{v}" [label="{r:.4g}/s", penwidth={width:.2f}{colour}];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def flow_run_command(
+    network: Path, model: str, shapes: list[str], blocks: str | None, granularity: str | None,
+    dtype: str, rate: float | None, interval: float | None, inferences: int | None,
+    warmup: int, inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
+    timeout: float, as_json: bool, dot: Path | None,
+) -> None:  # fmt: skip
+    """``inferplan run --pipelines any``: plan a flow (the cheapest for the target, or the
+    largest without one), run it on this machine and print what it measured."""
+    import sys
+
+    import typer
+
+    from inferplan.codesign.provision import target_interval
+    from inferplan.errors import InvalidProfile
+    from inferplan.network.io import load_network
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
+    from inferplan.runtime.checks import under_launcher
+
+    if under_launcher():
+        raise InvalidArgument("a flow run starts its ranks itself: run it without torchrun",
+                              field="pipelines")  # fmt: skip
+    target = None
+    if rate is not None or interval is not None:
+        target = 1.0 / target_interval(interval=interval, throughput=rate)
+    if not shapes:
+        raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
+    parsed = [parse_shape(s) for s in shapes]
+    net = load_network(network)
+    try:
+        from inferplan.runtime.flows import run_flow
+        from inferplan.runtime.pipeline import RunRequest, StageFailed
+    except ImportError:
+        raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
+                             ) from None  # fmt: skip
+    request = RunRequest(network=net, model=model, input_shapes=tuple(s for s, _ in parsed),
+                         input_dtypes=tuple(d for _, d in parsed),
+                         blocks=parse_block_spec(blocks),
+                         granularity=parse_granularity(granularity), dtype=dtype,
+                         inferences=inferences, warmup=warmup,
+                         inputs=str(inputs) if inputs is not None else None,
+                         outputs=str(outputs) if outputs is not None else None,
+                         emulate=emulate, seed=seed, timeout_s=timeout)  # fmt: skip
+    try:
+        report = run_flow(request, rate=target)
+    except StageFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    if dot is not None:
+        dot.write_text(flow_dot(report.plan))
+        written(dot)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        plan = report.plan
+        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
+        console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+        console.print(table("pipelines", ["path", "partition", "dispatched", "predicted (inf/s)",
+                                          "measured (inf/s)"],
+                            [[" > ".join(p.path), " ".join(map(str, p.partition)), str(d),
+                              f"{p.rate:.4g}", f"{m:.4g}"]
+                             for p, m, d in zip(plan.pipelines, report.pipeline_measured,
+                                                report.dispatched, strict=True)]))  # fmt: skip
+        console.print(table("nodes", ["node", "blocks", "planned", "measured", "real work"],
+                            [[n["id"], f"{n['blocks'][0] + 1}..{n['blocks'][1]}",
+                              si(n["planned_s"], "s"), si(n["measured_s"], "s"),
+                              si(n["real_s"], "s")] for n in report.nodes]))  # fmt: skip
+        gap = report.measured_throughput / report.predicted_throughput - 1
+        console.print(f"throughput: predicted {report.predicted_throughput:.4g} inferences/s, "
+                      f"measured {report.measured_throughput:.4g} ({gap:+.1%})")  # fmt: skip
+        verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
+        console.print(f"outputs {verdict} the unsplit model's (max abs diff "
+                      f"{report.max_abs_diff:.3g})")  # fmt: skip
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
