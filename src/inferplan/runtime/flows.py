@@ -76,8 +76,9 @@ HEAD, DATA, ACK = 11, 12, 13  # message tags
 def weighted_round_robin(rates: Sequence[float], count: int) -> list[int]:
     """The pipeline of each of ``count`` inferences, by smooth weighted round robin: every
     pick adds each pipeline's rate to its credit, takes the pipeline of most credit (the first
-    of equals) and takes the sum of the rates off its credit. Over any ``n`` picks pipeline
-    ``p`` gets ``n r_p / sum r`` of them, give or take one per pipeline, spread evenly.
+    of equals) and takes the sum of the rates off its credit. Of the first ``n`` picks
+    pipeline ``p`` gets ``n r_p / sum r``, within one per other pipeline, spread evenly (and
+    integer rates exactly, every ``sum r`` picks).
 
     Examples
     --------
@@ -159,8 +160,10 @@ class FlowRunReport:
     """A flow plan run and measured (``to_dict()`` is ``inferplan run --pipelines any
     --json``).
 
-    ``measured_throughput`` counts the outputs after the warm-up over the time they took on
-    the target's clock; each pipeline's the same for the inferences it carried. ``nodes`` and
+    Each pipeline's measured throughput is its outputs of the inferences dispatched after the
+    warm-up, ``n - 1`` over the time from its first to its last on the target's clock (a
+    stream's own rate, which the bursts of parallel pipelines do not skew);
+    ``measured_throughput`` is their sum. ``nodes`` and
     ``links`` give each element's planned and measured (median) seconds per inference or
     message. ``dispatched`` is how many inferences each pipeline was given.
     """
@@ -543,19 +546,22 @@ def run_flow(request: RunRequest, *, rate: float | None = None,
     return _report(plan, setup, gathered, model, list(inputs()), request)
 
 
+def _rate(ends: Sequence[float]) -> float:
+    """Outputs per second of a stream that ended at ``ends`` (sorted): ``n - 1`` over the
+    time from the first to the last (0 for fewer than two)."""
+    if len(ends) < 2 or ends[-1] <= ends[0]:
+        return 0.0
+    return (len(ends) - 1) / (ends[-1] - ends[0])
+
+
 def _report(plan: FlowPlan, setup: _FlowSetup, gathered: Sequence[_FlowMeasured], model: Any,
             inputs: Sequence[tuple[torch.Tensor, ...]], request: RunRequest) -> FlowRunReport:  # fmt: skip
     target = next(h.rank for h in setup.hops[0] if h.next_rank is None)
     done = gathered[target].done_at
-    ends = sorted(done.values())
     warmup = setup.warmup
-    span = ends[-1] - ends[warmup]
-    measured = (len(ends) - 1 - warmup) / span if span > 0 else math.inf
-    start = ends[warmup]
-    per = []
-    for p in range(len(plan.pipelines)):
-        n = sum(1 for i, t in done.items() if setup.schedule[i] == p and t > start)
-        per.append(n / span if span > 0 else math.inf)
+    per = [_rate(sorted(t for i, t in done.items() if i >= warmup and setup.schedule[i] == p))
+           for p in range(len(plan.pipelines))]  # fmt: skip
+    measured = math.fsum(per)
     dispatched = tuple(Counter(setup.schedule)[p] for p in range(len(plan.pipelines)))
     nodes, links, warnings = [], [], []
     for k, m in enumerate(gathered):
