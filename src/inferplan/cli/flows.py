@@ -24,6 +24,7 @@ __all__ = [
     "flow_run_command",
     "flow_throughput_command",
     "refuse",
+    "refuse_in_frontier",
     "refuse_in_run",
     "refuse_one_path",
 ]
@@ -45,6 +46,15 @@ def refuse(given: Mapping[str, object]) -> None:
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
                                   "--interval, --time-limit, --json and --dot)",
                                   field=flag)  # fmt: skip
+
+
+def refuse_in_frontier(given: Mapping[str, object]) -> None:
+    """One line naming the first option given that a flow frontier does not take."""
+    for flag, value in given.items():
+        if value not in (None, False, ()):
+            raise InvalidArgument("not with --pipelines any (a flow frontier sweeps the target "
+                                  "throughput, --from to --to, cut between blocks; no latency "
+                                  "bound holds for flow plans)", field=flag)  # fmt: skip
 
 
 def refuse_in_run(given: Mapping[str, object]) -> None:

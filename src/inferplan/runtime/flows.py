@@ -150,6 +150,7 @@ class _FlowMeasured:
     node_busy: list[float] = field(default_factory=list)
     node_real: list[float] = field(default_factory=list)
     link_busy: dict[int, list[float]] = field(default_factory=dict)
+    link_planned: dict[int, list[float]] = field(default_factory=dict)
     done_at: dict[int, float] = field(default_factory=dict)  # the target: each inference's end
     outputs: dict[int, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     latency: dict[int, float] = field(default_factory=dict)  # the source
@@ -370,13 +371,16 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
         threads.append(_thread(f"{label}, from rank {src}", receive))
     for dst in heads:
         mine.link_busy[dst] = []
+        mine.link_planned[dst] = []
 
         def send(dst: int = dst) -> None:
             link = Server(None)
             seconds = setup.link_s[rank, dst]
             for _ in range(setup.messages(rank, dst)):
                 at, i, p, h, values = outboxes[dst].get()
-                link.seconds = seconds[setup.hops[p][h].first] if emulate else None
+                planned = seconds[setup.hops[p][h].first]
+                mine.link_planned[dst].append(planned)
+                link.seconds = planned if emulate else None
                 start = link.start(at)
                 if emulate:  # the data leaves when the emulated transfer is over
                     link.finish(start)
@@ -581,7 +585,9 @@ def _report(plan: FlowPlan, setup: _FlowSetup, gathered: Sequence[_FlowMeasured]
                                           "with --no-emulate"))  # fmt: skip
         for dst, busy in sorted(m.link_busy.items()):
             steady = busy[warmup:] or busy
+            planned = m.link_planned[dst][warmup:] or m.link_planned[dst]
             links.append({"id": f"{v}->{setup.nodes[dst]}", "messages": len(busy),
+                          "planned_s": statistics.median(planned) if planned else 0.0,
                           "measured_s": statistics.median(steady) if steady else 0.0})  # fmt: skip
     outputs = [gathered[target].outputs[i] for i in range(setup.inferences)]
     match, worst = _compare(model, inputs, outputs)
