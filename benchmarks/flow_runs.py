@@ -29,6 +29,7 @@ import os
 import random
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +90,13 @@ def network(kind: str, seed: int, profile: Any) -> dict[str, Any]:
         links += [_link(rng, "s", v, bits) for v in middle]
         links += [_link(rng, v, "t", bits) for v in middle]
     elif kind == "replicated":
+        for end in nodes:  # the source and the target only send and receive
+            end["memory"] = 1.0
         wide = [f"b{k}" for k in range(rng.randint(2, 3))]
-        part = rng.uniform(0.3, 0.6)
+        part = rng.uniform(0.35, 0.45)
         nodes += [_node(rng, "a", work, need * part, slow=(0.003, 0.01)),
                   _node(rng, "c", work, need * part, slow=(0.003, 0.01))]  # fmt: skip
-        nodes += [_node(rng, v, work, need * rng.uniform(0.3, 0.6), slow=(0.03, 0.08))
+        nodes += [_node(rng, v, work, need * rng.uniform(0.35, 0.5), slow=(0.03, 0.08))
                   for v in wide]  # fmt: skip
         links += [_link(rng, "s", "a", bits), _link(rng, "c", "t", bits)]
         links += [_link(rng, "a", v, bits) for v in wide] + [_link(rng, v, "c", bits)
@@ -156,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             report = run_flow(request)
             error = report.measured_throughput / report.predicted_throughput - 1
             used = sum(1 for d in report.dispatched if d)
+            held = Counter(report.plan.layout.values())
+            replicated = sum(1 for n in held.values() if n > 1)
             row = {"plan": f"{kind}-{number}", "kind": kind, "nodes": len(raw["nodes"]),
-                   "pipelines": used, "one_path": one, "predicted": report.predicted_throughput,
+                   "pipelines": used, "replicated_ranges": replicated, "one_path": one, "predicted": report.predicted_throughput,
                    "measured": report.measured_throughput, "error": error,
                    "outputs_match": report.outputs_match,
                    "explained": _explain(report) if abs(error) > 0.10 else []}  # fmt: skip
@@ -165,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
-                print(f"{row['plan']:>14} {row['nodes']:>2} nodes {used:>2} pipelines  one path "
+                print(f"{row['plan']:>14} {row['nodes']:>2} nodes {used:>2} pipelines "
+                      f"{replicated} replicated  one path "
                       f"{one:8.2f}  flow {row['predicted']:8.2f}  measured "
                       f"{row['measured']:8.2f} ({error:+.1%})  outputs "
                       f"{'match' if row['outputs_match'] else 'DIFFER'}"

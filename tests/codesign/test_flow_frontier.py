@@ -116,3 +116,23 @@ def test_time_limit_is_only_for_flow_frontiers(tmp_path):
     net, prof = _files(tmp_path)
     result = invoke(["frontier", net, prof, "--time-limit", "5"])
     assert result.exit_code == 2 and "--time-limit" in result.stderr
+
+
+def test_services_with_flows_are_refused_in_one_line(tmp_path):
+    net, _ = _files(tmp_path)
+    services = tmp_path / "services.json"
+    services.write_text("{}")
+    result = invoke(["provision", net, "--services", str(services), "--pipelines", "any"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error:") and result.stderr.count("\n") == 1
+    assert "--services" in result.stderr and "--pipelines any" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["provision", "--throughput", "1"], ["throughput"]])
+def test_a_latency_bound_with_flows_is_refused_in_one_line(tmp_path, command):
+    net, prof = _files(tmp_path)
+    result = invoke([command[0], net, prof, *command[1:], "--latency", "1",
+                     "--pipelines", "any"])  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error:") and result.stderr.count("\n") == 1
+    assert "--latency" in result.stderr

@@ -160,6 +160,10 @@ def provision_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
+    if services is not None and pipelines == "any":
+        raise InvalidArgument("not with --pipelines any: services share one path each (a flow "
+                              "plan per service is not planned; docs/pipelines.md)",
+                              field="services")  # fmt: skip
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
@@ -179,11 +183,11 @@ def provision_command(
         from inferplan.cli.flows import flow_provision_command, refuse
 
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
-                "--seed": seed, "--latency": latency, "--plot": plot, "--report": report,
+                "--seed": seed, "--latency": latency, "--plot": plot,
                 "--plot-states": plot_states, "--cuts": cuts,
                 "--max-ideals": max_ideals})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
-                               as_json, time_limit, dot)  # fmt: skip
+                               as_json, time_limit, dot, report)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
     if plot_states is not None:  # refused before solving when too large to draw
@@ -349,6 +353,11 @@ def throughput_command(
         Path | None,
         typer.Option("--dot", help="--pipelines any: also write the flow plan as GraphViz DOT."),
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="--pipelines any: also write the flow plan report, one "
+                     "self-contained HTML page (the pipelines drawn by rate)."),
+    ] = None,
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -366,9 +375,9 @@ def throughput_command(
         refuse({"--method": method if method != "psg" else None, "--latency": latency,
                 "--cuts": cuts, "--max-ideals": max_ideals})  # fmt: skip
         flow_throughput_command(network, model_profile(profile, model_options), as_json,
-                                time_limit, dot)  # fmt: skip
+                                time_limit, dot, report)  # fmt: skip
         return
-    refuse_one_path({"--time-limit": time_limit, "--dot": dot})
+    refuse_one_path({"--time-limit": time_limit, "--dot": dot, "--report": report})
     net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network), native_stdout_muted():
         best = throughput_optimal(net, prof, method=method, cuts=cuts, max_ideals=max_ideals,

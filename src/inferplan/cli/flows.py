@@ -16,6 +16,7 @@ from inferplan.units import si
 
 if TYPE_CHECKING:
     from inferplan.codesign.pipelines.result import FlowPlan
+    from inferplan.network.network import Network
     from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -44,7 +45,7 @@ def refuse(given: Mapping[str, object]) -> None:
     for flag, value in given.items():
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
-                                  "--interval, --time-limit, --json and --dot)",
+                                  "--interval, --time-limit, --json, --dot and --report)",
                                   field=flag)  # fmt: skip
 
 
@@ -75,7 +76,8 @@ def refuse_one_path(given: Mapping[str, object]) -> None:
 
 
 def flow_throughput_command(
-    network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None
+    network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None,
+    report: Path | None = None,
 ) -> None:
     """The largest flow on the network as it is."""
     from inferplan.codesign.instance import compile_instance
@@ -83,10 +85,10 @@ def flow_throughput_command(
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
-        inst = compile_instance(load_network(network), profile, require_acyclic=False,
-                                cuts="chain")  # fmt: skip
+        net = load_network(network)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
         plan = flow_throughput(inst, time_limit=time_limit)
-    _show(plan, as_json, dot)
+    _show(plan, as_json, dot, report, net, profile.name)
 
 
 def flow_provision_command(
@@ -96,6 +98,7 @@ def flow_provision_command(
     as_json: bool,
     time_limit: float | None,
     dot: Path | None,
+    report: Path | None = None,
 ) -> None:
     """The cheapest upgrades for a flow of ``rate``."""
     from inferplan.codesign.instance import compile_instance
@@ -103,13 +106,18 @@ def flow_provision_command(
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
-        inst = compile_instance(load_network(network), profile, require_acyclic=False,
-                                cuts="chain")  # fmt: skip
+        net = load_network(network)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
         plan = flow_provision(inst, rate, time_limit=time_limit)
-    _show(plan, as_json, dot)
+    _show(plan, as_json, dot, report, net, profile.name)
 
 
-def _show(plan: FlowPlan, as_json: bool, dot: Path | None) -> None:
+def _show(plan: FlowPlan, as_json: bool, dot: Path | None, report: Path | None = None,
+          network: Network | None = None, name: str = "") -> None:  # fmt: skip
+    if report is not None and network is not None:
+        from inferplan.plots.flow_report import write_flow_report
+
+        written(write_flow_report(report, network, plan, title=f"{name}: {plan.method} plan"))
     if dot is not None:
         dot.write_text(flow_dot(plan))
         written(dot)
@@ -159,7 +167,7 @@ def flow_run_command(
     network: Path, model: str, shapes: list[str], blocks: str | None, granularity: str | None,
     dtype: str, rate: float | None, interval: float | None, inferences: int | None,
     warmup: int, inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
-    timeout: float, as_json: bool, dot: Path | None,
+    timeout: float, as_json: bool, dot: Path | None, report_path: Path | None = None,
 ) -> None:  # fmt: skip
     """``inferplan run --pipelines any``: plan a flow (the cheapest for the target, or the
     largest without one), run it on this machine and print what it measured."""
@@ -205,6 +213,16 @@ def flow_run_command(
     if dot is not None:
         dot.write_text(flow_dot(report.plan))
         written(dot)
+    if report_path is not None:
+        from inferplan.plots.flow_report import FlowMeasured, write_flow_report
+
+        verdict = "match" if report.outputs_match else "DIFFER from"
+        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
+        measured = FlowMeasured(report.measured_throughput, report.pipeline_measured,
+                                f"{report.inferences} inferences ({report.warmup} warm-up), "
+                                f"{mode}; outputs {verdict} the unsplit model's")  # fmt: skip
+        written(write_flow_report(report_path, net, report.plan, measured=measured,
+                                  title=f"{model.rpartition(':')[2]}: flow plan, run"))  # fmt: skip
     if as_json:
         print_json(report.to_dict())
     else:

@@ -200,13 +200,13 @@ def run_command(
         from inferplan.cli.flows import flow_run_command, refuse_in_run
 
         refuse_in_run({"--plan": plan, "--testbed": testbed or None, "--rate": open_loop or None,
-                       "--dilation": dilation, "--report": html_report, "--cuts": cuts,
+                       "--dilation": dilation, "--cuts": cuts,
                        "--max-ideals": max_ideals,
                        "--method": method if method != "psg" else None})  # fmt: skip
         with blame_network_file(network):
             flow_run_command(network, model, input_shape or [], blocks, granularity, dtype, rate,
                              interval, inferences, warmup, inputs, outputs, emulate, seed,
-                             timeout, as_json, dot)  # fmt: skip
+                             timeout, as_json, dot, html_report)  # fmt: skip
         return
     from inferplan.runtime.checks import under_launcher
 
