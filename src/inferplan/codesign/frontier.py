@@ -278,7 +278,7 @@ def flow_cost_frontier(
     >>> import inferplan
     >>> from inferplan.codesign import compile_instance
     >>> from inferplan.codesign.frontier import flow_cost_frontier
-    >>> net = inferplan.load_network("examples/network.json")
+    >>> net = inferplan.load_network("examples/runtime-network.json")
     >>> inst = compile_instance(net, inferplan.load_profile("vgg16"), require_acyclic=False,
     ...                         cuts="chain")
     >>> front = flow_cost_frontier(inst, points=3)
