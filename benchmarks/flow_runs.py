@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             held = Counter(report.plan.layout.values())
             replicated = sum(1 for n in held.values() if n > 1)
             row = {"plan": f"{kind}-{number}", "kind": kind, "nodes": len(raw["nodes"]),
-                   "pipelines": used, "replicated_ranges": replicated, "one_path": one, "predicted": report.predicted_throughput,
+                   "pipelines": used, "replicated_ranges": replicated, "one_path": one,
+                   "predicted": report.predicted_throughput,
                    "measured": report.measured_throughput, "error": error,
                    "outputs_match": report.outputs_match,
                    "explained": _explain(report) if abs(error) > 0.10 else []}  # fmt: skip

@@ -161,7 +161,7 @@ def test_a_relay_and_a_split_model_run_and_match(tmp_path):
                                   ["--report", "r.html"], ["--dilation", "2"]])  # fmt: skip
 def test_what_a_flow_run_does_not_take_is_refused_in_one_line(tmp_path, flag):
     net = write(tmp_path / "net.json", _network({"a": 1e6}, [("s", "a"), ("a", "t")]))
-    code, out, err, _ = run(["run", str(net), *model_args("mlp"), "--pipelines", "any", *flag])
+    code, _, err, _ = run(["run", str(net), *model_args("mlp"), "--pipelines", "any", *flag])
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error:") and flag[0] in err, err
 
@@ -171,7 +171,7 @@ def test_a_rank_that_raises_ends_the_run_with_one_line_and_leaves_nothing(tmp_pa
     net = write(tmp_path / "net.json",
                 _network({"a": 40.0 * sum(flops), "b": 40.0 * sum(flops)},
                          [("s", "a"), ("s", "b"), ("a", "t"), ("b", "t")]))  # fmt: skip
-    code, out, err, mark = run(["run", str(net), *model_args("broken"), "--pipelines", "any",
+    code, _, err, mark = run(["run", str(net), *model_args("broken"), "--pipelines", "any",
                                 "--inferences", "10", "--timeout", "20"])  # fmt: skip
     assert code == 1, err
     lines = err.strip().splitlines()

@@ -187,8 +187,9 @@ def flow_report_html(network: Network, plan: FlowPlan, *, title: str | None = No
         unit = _UNIT[x.kind]
         share = x.load / x.capacity if x.capacity > 0 else 0.0
         slow = x.id in plan.bottleneck
-        loads.append(f"<tr><td>{x.kind} {html.escape(link_name(x.id) if x.kind == 'link' else x.id)}"
-                     f"</td><td>{si(x.load, unit)}</td><td>{si(x.capacity, unit)}</td>"
+        label = link_name(x.id) if x.kind == "link" else x.id
+        loads.append(f"<tr><td>{x.kind} {html.escape(label)}</td>"
+                     f"<td>{si(x.load, unit)}</td><td>{si(x.capacity, unit)}</td>"
                      f"<td>{_bar(share, _SLOW if slow else _PATH)}</td>"
                      f"<td>{si(x.headroom, unit)}</td><td>{si(x.added, unit)}</td>"
                      f"<td>{'bottleneck' if slow else ''}</td></tr>")  # fmt: skip

@@ -194,11 +194,16 @@ class FlowRunReport:
             "inferences": self.inferences,
             "warmup": self.warmup,
             "mode": self.mode,
-            "throughput": {"predicted": self.predicted_throughput,
-                           "measured": self.measured_throughput},  # fmt: skip
-            "pipelines": [{**p.to_dict(), "predicted": p.rate, "measured": m, "dispatched": d}
-                          for p, m, d in zip(self.plan.pipelines, self.pipeline_measured,
-                                             self.dispatched, strict=True)],  # fmt: skip
+            "throughput": {
+                "predicted": self.predicted_throughput,
+                "measured": self.measured_throughput,
+            },
+            "pipelines": [
+                {**p.to_dict(), "predicted": p.rate, "measured": m, "dispatched": d}
+                for p, m, d in zip(
+                    self.plan.pipelines, self.pipeline_measured, self.dispatched, strict=True
+                )
+            ],
             "nodes": list(self.nodes),
             "links": list(self.links),
             "latency_s": {"median": self.latency_median_s, "p95": self.latency_p95_s},
@@ -229,9 +234,9 @@ def _setup(plan: FlowPlan, inst: CodesignInstance, traced: TracedModel, count: i
     for p in plan.pipelines:
         nodes += [v for v in p.path if v not in nodes]
     rank = {v: k for k, v in enumerate(nodes)}
-    hops = []
+    hops: list[tuple[_Hop, ...]] = []
     for p in plan.pipelines:
-        steps = []
+        steps: list[_Hop] = []
         for h, v in enumerate(p.path):
             first = p.partition[h - 1] if h else 0
             last = p.partition[h]
@@ -252,17 +257,17 @@ def _setup(plan: FlowPlan, inst: CodesignInstance, traced: TracedModel, count: i
     links = {f"{e.source}->{e.target}": e for e in network.links}
     link_s: dict[tuple[int, int], tuple[float, ...]] = {}
     delay_s: dict[tuple[int, int], float] = {}
-    for steps in hops:
-        for h in steps:
-            if h.next_rank is None or (h.rank, h.next_rank) in link_s:
+    for route in hops:
+        for hop in route:
+            if hop.next_rank is None or (hop.rank, hop.next_rank) in link_s:
                 continue
-            name = f"{nodes[h.rank]}->{nodes[h.next_rank]}"
+            name = f"{nodes[hop.rank]}->{nodes[hop.next_rank]}"
             bandwidth = capacity.get(name, links[name].capacity)
             with_bits = [float(d) / bandwidth if d > 0 else 0.0 for d in bits]
-            link_s[h.rank, h.next_rank] = tuple(with_bits)
-            delay_s[h.rank, h.next_rank] = float(links[name].delay_s)
+            link_s[hop.rank, hop.next_rank] = tuple(with_bits)
+            delay_s[hop.rank, hop.next_rank] = float(links[name].delay_s)
     schedule = weighted_round_robin([p.rate for p in plan.pipelines], count)
-    stages = sum(2 * len(steps) - 1 for steps in hops)
+    stages = sum(2 * len(route) - 1 for route in hops)
     specs = tuple(traced.crossing(j) for j in range(inst.last_cut + 1))
     emulate = True if request.emulate is None else request.emulate
     return _FlowSetup(tuple(nodes), tuple(hops), tuple(schedule), tuple(node_s), link_s,
@@ -559,7 +564,8 @@ def _rate(ends: Sequence[float]) -> float:
 
 
 def _report(plan: FlowPlan, setup: _FlowSetup, gathered: Sequence[_FlowMeasured], model: Any,
-            inputs: Sequence[tuple[torch.Tensor, ...]], request: RunRequest) -> FlowRunReport:  # fmt: skip
+            inputs: Sequence[tuple[torch.Tensor, ...]],
+            request: RunRequest) -> FlowRunReport:  # fmt: skip
     target = next(h.rank for h in setup.hops[0] if h.next_rank is None)
     done = gathered[target].done_at
     warmup = setup.warmup
