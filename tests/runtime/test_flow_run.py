@@ -23,7 +23,7 @@ from inferplan.runtime.flows import weighted_round_robin  # noqa: E402
 from . import models  # noqa: E402
 from .pipeline_support import model_args, processes_marked, run, write  # noqa: E402
 
-K = 40
+K = 120
 
 
 @given(st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=8), st.integers(1, 300))
@@ -74,13 +74,17 @@ def _network(capacity, links, edge_capacity=1e3):
 
 def _flow_run(tmp_path, network, extra=()):
     net = write(tmp_path / "net.json", network)
-    outputs = tmp_path / "out.pt"
+    outputs, page = tmp_path / "out.pt", tmp_path / "run.html"
     code, out, err, mark = run(["run", str(net), *model_args("mlp"), "--pipelines", "any",
-                                "--inferences", str(K), "--warmup", "5", "--outputs",
-                                str(outputs), "--timeout", "30", "--json", *extra])  # fmt: skip
+                                "--inferences", str(K), "--warmup", "10", "--outputs",
+                                str(outputs), "--timeout", "30", "--json", "--report",
+                                str(page), *extra])  # fmt: skip
     assert code == 0, err
     assert processes_marked(mark) == []
-    return json.loads(out), torch.load(outputs)
+    report = json.loads(out)
+    html = page.read_text()
+    assert f"{report['throughput']['measured']:.6g} inferences/s (predicted" in html
+    return report, torch.load(outputs)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +119,7 @@ def test_the_predicted_flow_is_the_capacities_over_the_work(parallel):
 def test_the_measured_flow_is_near_the_predicted_one(parallel):
     report, _, _ = parallel
     measured, predicted = report["throughput"]["measured"], report["throughput"]["predicted"]
-    assert 0.85 * predicted <= measured <= 1.05 * predicted
+    assert 0.85 * predicted <= measured <= 1.08 * predicted
 
 
 def test_each_pipeline_is_dispatched_its_share_and_measured(parallel):
@@ -153,12 +157,12 @@ def test_a_relay_and_a_split_model_run_and_match(tmp_path):
     assert ("s", "r", "t") in paths
     assert "r" not in report["plan"]["layout"]
     measured, predicted = report["throughput"]["measured"], report["throughput"]["predicted"]
-    assert 0.85 * predicted <= measured <= 1.05 * predicted
+    assert 0.85 * predicted <= measured <= 1.08 * predicted
     assert outputs.shape == (K, 1, 4)
 
 
 @pytest.mark.parametrize("flag", [["--plan", "x.json"], ["--testbed"], ["--rate"],
-                                  ["--report", "r.html"], ["--dilation", "2"]])  # fmt: skip
+                                  ["--dilation", "2"], ["--method", "milp"]])  # fmt: skip
 def test_what_a_flow_run_does_not_take_is_refused_in_one_line(tmp_path, flag):
     net = write(tmp_path / "net.json", _network({"a": 1e6}, [("s", "a"), ("a", "t")]))
     code, _, err, _ = run(["run", str(net), *model_args("mlp"), "--pipelines", "any", *flag])
