@@ -164,6 +164,15 @@ def _check(method: str, points: int, takes: str | None = None) -> None:
         )
 
 
+def _check_rates(low: float, high: float) -> None:
+    if not (0 < low < high and math.isfinite(high)):
+        raise InvalidArgument(
+            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
+            "inferences/s",
+            field="low",
+        )
+
+
 def _trace(
     probe: Callable[[float], FrontierPoint], low: float, high: float, points: int, tol: float
 ) -> tuple[tuple[FrontierPoint, ...], tuple[FrontierChange, ...]]:
@@ -243,12 +252,7 @@ def cost_frontier(
         base = 1.0 / best.interval
     low = base if low is None else low
     high = 4.0 * base if high is None else high
-    if not (0 < low < high and math.isfinite(high)):
-        raise InvalidArgument(
-            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
-            "inferences/s",
-            field="low",
-        )
+    _check_rates(low, high)
     solver = METHODS[method].solve
     found, changes = _trace(lambda rate: _point(solver, inst, rate), low, high, points, tol)
     return Frontier(method=method, points=found, changes=changes)
@@ -295,12 +299,7 @@ def flow_cost_frontier(
         base = flow_throughput(roomy, time_limit=time_limit).throughput
     low = base if low is None else low
     high = 4.0 * base if high is None else high
-    if not (0 < low < high and math.isfinite(high)):
-        raise InvalidArgument(
-            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
-            "inferences/s",
-            field="low",
-        )
+    _check_rates(low, high)
 
     def probe(rate: float) -> FrontierPoint:
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from inferplan.codesign.pipelines.result import FlowPlan
 from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
-from inferplan.plots.report import _BOUGHT, _IDLE, _PATH, _SLOW, _STYLE, _bar, _label
+from inferplan.plots.report import _BOUGHT, _IDLE, _PATH, _SLOW, _bar, _label, html_page
 from inferplan.units import cost, link_name, si
 
 __all__ = ["FlowMeasured", "flow_report_html", "write_flow_report"]
@@ -165,7 +165,6 @@ def flow_report_html(network: Network, plan: FlowPlan, *, title: str | None = No
                                   f"{plan.throughput:.6g}, ratio {ratio:.3f})"))  # fmt: skip
         if measured.note:
             facts.append(("run", measured.note))
-    summary = "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)
     heads = ["", "path", "partition", "rate (inferences/s)", "share"]
     if measured is not None:
         heads.append("measured (inferences/s)")
@@ -194,13 +193,7 @@ def flow_report_html(network: Network, plan: FlowPlan, *, title: str | None = No
                      f"<td>{si(x.headroom, unit)}</td><td>{si(x.added, unit)}</td>"
                      f"<td>{'bottleneck' if slow else ''}</td></tr>")  # fmt: skip
     loads.append("</table>")
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(name)}</h1>",
-        f"<dl>{summary}</dl>",
+    return html_page(name, facts, [
         "<h2>The flow on the network</h2>",
         "<p>Each link as wide as the inferences/s it carries; the bottleneck cut in orange.</p>",
         f"<figure>{_network_svg(network, plan)}</figure>",
@@ -215,8 +208,6 @@ def flow_report_html(network: Network, plan: FlowPlan, *, title: str | None = No
         "<p>What each node (FLOP/s) and link (bit/s) carries at the plan's rate, after the "
         "upgrades.</p>",
         f'<div class="wide">{"".join(loads)}</div>',
-        "</body></html>",
-        "",
     ])  # fmt: skip
 
 

@@ -32,11 +32,9 @@ import os
 import pickle
 import queue
 import statistics
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -50,13 +48,14 @@ from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
 from inferplan.codesign.pipelines.result import FlowPlan
 from inferplan.errors import InvalidArgument
-from inferplan.runtime.checks import check_count, check_run
+from inferplan.runtime.checks import check_run
 from inferplan.runtime.emulate import Server, overrun
 from inferplan.runtime.measure import build_model
 from inferplan.runtime.pipeline import (
     _RUN_DIR,
     RunRequest,
     StageFailed,
+    _check_memory,
     _compare,
     _Forked,
     _free_port,
@@ -64,6 +63,8 @@ from inferplan.runtime.pipeline import (
     _load_inputs,
     _percentile,
     _thread,
+    fork_rank,
+    input_count,
 )
 from inferplan.runtime.ranks import die_with_parent, stop_ranks
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
@@ -434,34 +435,19 @@ def _child(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
 def _fork(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
           inputs: Callable[[], Iterator[tuple[torch.Tensor, ...]]], run_dir: Path,
           env: dict[str, str]) -> _Forked:  # fmt: skip
-    log = os.open(run_dir / f"log-{rank}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    pid = os.fork()
-    if pid:
-        os.close(log)
-        return _Forked(pid)
-    code = 1
-    try:
-        os.setsid()
-        die_with_parent()
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-        code = _child(rank, setup, module, inputs, run_dir, env)
-    except BaseException as exc:
-        traceback.print_exc()
-        with contextlib.suppress(OSError):
-            first = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
-            (run_dir / f"error-{rank}.txt").write_text(f"rank {rank} failed: {first}")
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+    """Rank ``rank`` forked (:func:`~inferplan.runtime.pipeline.fork_rank`); a failure leaves
+    one line in ``RUN_DIR/error-RANK.txt``."""
+
+    def body() -> int:
+        try:
+            return _child(rank, setup, module, inputs, run_dir, env)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                first = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+                (run_dir / f"error-{rank}.txt").write_text(f"rank {rank} failed: {first}")
+            raise
+
+    return fork_rank(run_dir / f"log-{rank}.txt", die_with_parent, body)
 
 
 def _watch(procs: Sequence[_Forked], run_dir: Path, timeout_s: float, nodes: Sequence[str]
@@ -522,14 +508,8 @@ def run_flow(request: RunRequest, *, rate: float | None = None,
                             cuts="chain")  # fmt: skip
     plan = flow_plan_for(inst, rate, time_limit)
     data = _load_inputs(request)
-    count = request.inferences
-    if data is not None:
-        if count is not None and count != data.shape[0]:
-            raise InvalidArgument(f"{count} inferences asked for but the inputs file holds "
-                                  f"{data.shape[0]} inputs", field="inferences")  # fmt: skip
-        count = int(data.shape[0])
-    count = 40 if count is None else count
-    check_count(count, request.warmup)
+    count = input_count(request, data)
+    _check_memory(count, traced.profile, len(plan.layout) + 2)
     setup = _setup(plan, inst, traced, count, request)
     modules: list[torch.nn.Module | None] = []
     for v in setup.nodes:
