@@ -181,3 +181,34 @@ def test_a_rank_that_raises_ends_the_run_with_one_line_and_leaves_nothing(tmp_pa
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: rank ") and "failed" in lines[0], err
     assert processes_marked(mark) == []
+
+
+def test_a_target_rate_is_bought_and_run_at_that_rate(tmp_path):
+    """Two nodes of 40 inferences/s each side by side, and a target of 120: the cheapest
+    upgrades reach it, and the run, paced to the upgraded capacities, measures it."""
+    flops = _mlp_flops()
+    capacity = 40.0 * sum(flops)
+    network = _network({"a": capacity, "b": capacity},
+                       [("s", "a"), ("s", "b"), ("a", "t"), ("b", "t")], edge_capacity=1.0)
+    report, _ = _flow_run(tmp_path, network, ["--throughput", "120"])
+    assert report["plan"]["cost"] > 0
+    assert report["throughput"]["predicted"] == pytest.approx(120.0)
+    assert 0.85 * 120 <= report["throughput"]["measured"] <= 1.08 * 120
+    assert report["outputs_match"] is True
+
+
+@pytest.mark.parametrize(("rate", "code", "words"), [("-1", 2, "throughput"),
+                                                     ("1e9", 3, "allow")])  # fmt: skip
+def test_a_bad_or_unreachable_target_is_one_line(tmp_path, rate, code, words):
+    flops = _mlp_flops()
+    network = _network({"a": 40.0 * sum(flops)}, [("s", "a"), ("a", "t")])
+    for node in network["nodes"]:  # at most twice each capacity
+        node["cost"] = {"kind": "linear", "price": 1e-6, "max": node.pop("capacity")}
+        node["capacity"] = node["cost"]["max"] / 2
+        node.pop("price")
+    net = write(tmp_path / "net.json", network)
+    got, _, err, mark = run(["run", str(net), *model_args("mlp"), "--pipelines", "any",
+                             "--throughput", rate])  # fmt: skip
+    assert got == code, err
+    assert err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert processes_marked(mark) == []
