@@ -174,6 +174,10 @@ def provision_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
+    if services is not None and pipelines == "any":
+        raise InvalidArgument("not with --pipelines any: services share one path each (a flow "
+                              "plan per service is not planned; docs/pipelines.md)",
+                              field="services")  # fmt: skip
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
                             seed=seed, time_limit=time_limit,
@@ -194,11 +198,11 @@ def provision_command(
         from inferplan.cli.flows import flow_provision_command, refuse
 
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
-                "--seed": seed, "--latency": latency, "--plot": plot, "--report": report,
+                "--seed": seed, "--latency": latency, "--plot": plot,
                 "--plot-states": plot_states, "--cuts": cuts,
                 "--max-ideals": max_ideals, "--node-times": node_times})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
-                               as_json, time_limit, dot)  # fmt: skip
+                               as_json, time_limit, dot, report)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
     node_time, cut_kind = _node_times(node_times, net, prof, cuts)
@@ -384,6 +388,11 @@ def throughput_command(
         Path | None,
         typer.Option("--dot", help="--pipelines any: also write the flow plan as GraphViz DOT."),
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="--pipelines any: also write the flow plan report, one "
+                     "self-contained HTML page (the pipelines drawn by rate)."),
+    ] = None,
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -402,9 +411,9 @@ def throughput_command(
                 "--cuts": cuts, "--max-ideals": max_ideals,
                 "--node-times": node_times})  # fmt: skip
         flow_throughput_command(network, model_profile(profile, model_options), as_json,
-                                time_limit, dot)  # fmt: skip
+                                time_limit, dot, report)  # fmt: skip
         return
-    refuse_one_path({"--time-limit": time_limit, "--dot": dot})
+    refuse_one_path({"--time-limit": time_limit, "--dot": dot, "--report": report})
     net, prof = load_network(network), model_profile(profile, model_options)
     node_time, cut_kind = _node_times(node_times, net, prof, cuts)
     with blame_network_file(network), native_stdout_muted():

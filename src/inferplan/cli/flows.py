@@ -16,13 +16,17 @@ from inferplan.units import si
 
 if TYPE_CHECKING:
     from inferplan.codesign.pipelines.result import FlowPlan
+    from inferplan.network.network import Network
     from inferplan.profiles.profile import Profile
 
 __all__ = [
     "PipelinesOpt",
     "flow_provision_command",
+    "flow_run_command",
     "flow_throughput_command",
     "refuse",
+    "refuse_in_frontier",
+    "refuse_in_run",
     "refuse_one_path",
 ]
 
@@ -41,7 +45,26 @@ def refuse(given: Mapping[str, object]) -> None:
     for flag, value in given.items():
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
-                                  "--interval, --time-limit, --json and --dot)",
+                                  "--interval, --time-limit, --json, --dot and --report)",
+                                  field=flag)  # fmt: skip
+
+
+def refuse_in_frontier(given: Mapping[str, object]) -> None:
+    """One line naming the first option given that a flow frontier does not take."""
+    for flag, value in given.items():
+        if value not in (None, False, ()):
+            raise InvalidArgument("not with --pipelines any (a flow frontier sweeps the target "
+                                  "throughput, --from to --to, cut between blocks; no latency "
+                                  "bound holds for flow plans)", field=flag)  # fmt: skip
+
+
+def refuse_in_run(given: Mapping[str, object]) -> None:
+    """One line naming the first option given that a flow run does not take."""
+    for flag, value in given.items():
+        if value not in (None, False, ()):
+            raise InvalidArgument("not with --pipelines any (a flow run plans its flow from "
+                                  "--throughput or --interval, or the largest flow without "
+                                  "either, and runs it closed loop on this machine)",
                                   field=flag)  # fmt: skip
 
 
@@ -53,7 +76,8 @@ def refuse_one_path(given: Mapping[str, object]) -> None:
 
 
 def flow_throughput_command(
-    network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None
+    network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None,
+    report: Path | None = None,
 ) -> None:
     """The largest flow on the network as it is."""
     from inferplan.codesign.instance import compile_instance
@@ -61,10 +85,10 @@ def flow_throughput_command(
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
-        inst = compile_instance(load_network(network), profile, require_acyclic=False,
-                                cuts="chain")  # fmt: skip
+        net = load_network(network)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
         plan = flow_throughput(inst, time_limit=time_limit)
-    _show(plan, as_json, dot)
+    _show(plan, as_json, dot, report, net, profile.name)
 
 
 def flow_provision_command(
@@ -74,6 +98,7 @@ def flow_provision_command(
     as_json: bool,
     time_limit: float | None,
     dot: Path | None,
+    report: Path | None = None,
 ) -> None:
     """The cheapest upgrades for a flow of ``rate``."""
     from inferplan.codesign.instance import compile_instance
@@ -81,13 +106,18 @@ def flow_provision_command(
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
-        inst = compile_instance(load_network(network), profile, require_acyclic=False,
-                                cuts="chain")  # fmt: skip
+        net = load_network(network)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
         plan = flow_provision(inst, rate, time_limit=time_limit)
-    _show(plan, as_json, dot)
+    _show(plan, as_json, dot, report, net, profile.name)
 
 
-def _show(plan: FlowPlan, as_json: bool, dot: Path | None) -> None:
+def _show(plan: FlowPlan, as_json: bool, dot: Path | None, report: Path | None = None,
+          network: Network | None = None, name: str = "") -> None:  # fmt: skip
+    if report is not None and network is not None:
+        from inferplan.plots.flow_report import write_flow_report
+
+        written(write_flow_report(report, network, plan, title=f"{name}: {plan.method} plan"))
     if dot is not None:
         dot.write_text(flow_dot(plan))
         written(dot)
@@ -131,3 +161,89 @@ def flow_dot(plan: FlowPlan) -> str:
         lines.append(f'  "{u}" -> "{v}" [label="{r:.4g}/s", penwidth={width:.2f}{colour}];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def flow_run_command(
+    network: Path, model: str, shapes: list[str], blocks: str | None, granularity: str | None,
+    dtype: str, rate: float | None, interval: float | None, inferences: int | None,
+    warmup: int, inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
+    timeout: float, as_json: bool, dot: Path | None, report_path: Path | None = None,
+) -> None:  # fmt: skip
+    """``inferplan run --pipelines any``: plan a flow (the cheapest for the target, or the
+    largest without one), run it on this machine and print what it measured."""
+    import sys
+
+    import typer
+
+    from inferplan.codesign.provision import target_interval
+    from inferplan.errors import InvalidProfile
+    from inferplan.network.io import load_network
+    from inferplan.profiles.cuts import parse_block_spec, parse_granularity, parse_shape
+    from inferplan.runtime.checks import under_launcher
+
+    if under_launcher():
+        raise InvalidArgument("a flow run starts its ranks itself: run it without torchrun",
+                              field="pipelines")  # fmt: skip
+    target = None
+    if rate is not None or interval is not None:
+        target = 1.0 / target_interval(interval=interval, throughput=rate)
+    if not shapes:
+        raise InvalidProfile("give the shape of each input (--input-shape)", field="input-shape")
+    parsed = [parse_shape(s) for s in shapes]
+    net = load_network(network)
+    try:
+        from inferplan.runtime.flows import run_flow
+        from inferplan.runtime.pipeline import RunRequest, StageFailed
+    except ImportError:
+        raise InvalidProfile("running a plan needs torch (pip install 'inferplan[torch]')"
+                             ) from None  # fmt: skip
+    request = RunRequest(network=net, model=model, input_shapes=tuple(s for s, _ in parsed),
+                         input_dtypes=tuple(d for _, d in parsed),
+                         blocks=parse_block_spec(blocks),
+                         granularity=parse_granularity(granularity), dtype=dtype,
+                         inferences=inferences, warmup=warmup,
+                         inputs=str(inputs) if inputs is not None else None,
+                         outputs=str(outputs) if outputs is not None else None,
+                         emulate=emulate, seed=seed, timeout_s=timeout)  # fmt: skip
+    try:
+        report = run_flow(request, rate=target)
+    except StageFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    if dot is not None:
+        dot.write_text(flow_dot(report.plan))
+        written(dot)
+    if report_path is not None:
+        from inferplan.plots.flow_report import FlowMeasured, write_flow_report
+
+        verdict = "match" if report.outputs_match else "DIFFER from"
+        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
+        measured = FlowMeasured(report.measured_throughput, report.pipeline_measured,
+                                f"{report.inferences} inferences ({report.warmup} warm-up), "
+                                f"{mode}; outputs {verdict} the unsplit model's")  # fmt: skip
+        written(write_flow_report(report_path, net, report.plan, measured=measured,
+                                  title=f"{model.rpartition(':')[2]}: flow plan, run"))  # fmt: skip
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        plan = report.plan
+        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
+        console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+        console.print(table("pipelines", ["path", "partition", "dispatched", "predicted (inf/s)",
+                                          "measured (inf/s)"],
+                            [[" > ".join(p.path), " ".join(map(str, p.partition)), str(d),
+                              f"{p.rate:.4g}", f"{m:.4g}"]
+                             for p, m, d in zip(plan.pipelines, report.pipeline_measured,
+                                                report.dispatched, strict=True)]))  # fmt: skip
+        console.print(table("nodes", ["node", "blocks", "planned", "measured", "real work"],
+                            [[n["id"], f"{n['blocks'][0] + 1}..{n['blocks'][1]}",
+                              si(n["planned_s"], "s"), si(n["measured_s"], "s"),
+                              si(n["real_s"], "s")] for n in report.nodes]))  # fmt: skip
+        gap = report.measured_throughput / report.predicted_throughput - 1
+        console.print(f"throughput: predicted {report.predicted_throughput:.4g} inferences/s, "
+                      f"measured {report.measured_throughput:.4g} ({gap:+.1%})")  # fmt: skip
+        verdict = "match" if report.outputs_match else "[bold red]DIFFER[/]"
+        console.print(f"outputs {verdict} the unsplit model's (max abs diff "
+                      f"{report.max_abs_diff:.3g})")  # fmt: skip
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.flows import PipelinesOpt, refuse_one_path
 from inferplan.cli.options import (
     CutsOpt,
     JsonOpt,
@@ -74,6 +75,11 @@ def frontier_command(
     as_json: JsonOpt = False,
     cuts: CutsOpt = None,
     max_ideals: MaxIdealsOpt = None,
+    pipelines: PipelinesOpt = "1",
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", help="--pipelines any: seconds each point's MILP may take."),
+    ] = None,
     *,
     model_options: ModelOptions,
 ) -> None:
@@ -88,16 +94,32 @@ def frontier_command(
     from inferplan.network.io import load_network
     from inferplan.profiles.models import model_profile
 
+    if pipelines == "any":
+        from inferplan.cli.flows import refuse_in_frontier
+
+        refuse_in_frontier({"--latency-range": latency_range, "--interval": interval,
+                            "--throughput": throughput, "--cuts": cuts,
+                            "--max-ideals": max_ideals,
+                            "--method": method if method != "psg" else None})  # fmt: skip
+    else:
+        refuse_one_path({"--time-limit": time_limit})
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
     net, prof = load_network(network), model_profile(profile, model_options)
     with blame_network_file(network), native_stdout_muted():
-        inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
-                                cuts=cuts, max_ideals=max_ideals)  # fmt: skip
-        if beta is None:
-            front = cost_frontier(inst, low=low, high=high, points=points, method=method)
+        if pipelines == "any":
+            from inferplan.codesign.frontier import flow_cost_frontier
+
+            inst = compile_instance(net, prof, require_acyclic=False, cuts="chain")
+            front = flow_cost_frontier(inst, low=low, high=high, points=points,
+                                       time_limit=time_limit)  # fmt: skip
         else:
-            front = latency_frontier(inst, beta, latency_range=latency_range, points=points,
-                                     method=method)  # fmt: skip
+            inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
+                                    cuts=cuts, max_ideals=max_ideals)  # fmt: skip
+            if beta is None:
+                front = cost_frontier(inst, low=low, high=high, points=points, method=method)
+            else:
+                front = latency_frontier(inst, beta, latency_range=latency_range,
+                                         points=points, method=method)  # fmt: skip
     if plot is not None:
         from inferplan.plots import plot_frontier  # matplotlib only when asked for
 
@@ -122,6 +144,15 @@ def frontier_command(
     )
     starts = [0, *(front.points.index(c.high) for c in front.changes)]
     ranges = [front.points[a:b] for a, b in itertools.pairwise([*starts, len(front.points)])]
+    if pipelines == "any":
+        rows = [[f"{show(run[0].swept)} .. {show(run[-1].swept)}",
+                 f"{run[0].cost:.6g} .. {run[-1].cost:.6g}" if math.isfinite(run[-1].cost)
+                 else "infeasible",
+                 " ".join(f"{v}:{a + 1}..{b}" for v, a, b in run[0].layout) or "-",
+                 ", ".join(dict.fromkeys(p.status for p in run))] for run in ranges]  # fmt: skip
+        console.print(table(f"optimal layout by {what}",
+                            [unit, f"cost ({COST_UNIT})", "layout", "status"], rows))  # fmt: skip
+        return
     rows = [
         [
             f"{show(run[0].swept)} .. {show(run[-1].swept)}",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from inferplan.cli.app import app, friendly_errors
+from inferplan.cli.flows import PipelinesOpt
 from inferplan.cli.options import (
     BlocksOpt,
     CutsOpt,
@@ -175,6 +176,7 @@ def run_command(
         "--batch", metavar="<batch>",
         help="With --workload: a decode batch the plan may take (repeatable).")
     ] = None,
+    pipelines: PipelinesOpt = "1",
 ) -> None:  # fmt: skip
     """Run a plan on a PyTorch model and measure it.
 
@@ -193,6 +195,18 @@ def run_command(
                                   "one", field="workload")  # fmt: skip
         serve_run(network, model, workload, requests, config, batches, bool(emulate), seed,
                   timeout, as_json, [k for k, v in given.items() if v])  # fmt: skip
+        return
+    if pipelines == "any":
+        from inferplan.cli.flows import flow_run_command, refuse_in_run
+
+        refuse_in_run({"--plan": plan, "--testbed": testbed or None, "--rate": open_loop or None,
+                       "--dilation": dilation, "--cuts": cuts,
+                       "--max-ideals": max_ideals,
+                       "--method": method if method != "psg" else None})  # fmt: skip
+        with blame_network_file(network):
+            flow_run_command(network, model, input_shape or [], blocks, granularity, dtype, rate,
+                             interval, inferences, warmup, inputs, outputs, emulate, seed,
+                             timeout, as_json, dot, html_report)  # fmt: skip
         return
     from inferplan.runtime.checks import under_launcher
 

@@ -46,6 +46,7 @@ __all__ = [
     "FrontierChange",
     "FrontierPoint",
     "cost_frontier",
+    "flow_cost_frontier",
     "latency_frontier",
 ]
 
@@ -70,6 +71,9 @@ class FrontierPoint:
     status: str = "optimal"
     latency: float | None = None
     target_latency: float | None = None
+    layout: tuple[tuple[str, int, int], ...] = ()
+    """On a flow frontier: each node holding blocks ``a+1..b`` as ``(node, a, b)`` (the path
+    and partition are then empty)."""
 
     @property
     def interval(self) -> float:
@@ -82,11 +86,12 @@ class FrontierPoint:
         return self.throughput if self.target_latency is None else self.target_latency
 
     @property
-    def deployment(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        return self.path, self.partition
+    def deployment(self) -> tuple[tuple[Any, ...], ...]:
+        """What changes mark along a frontier: the path and partition, or a flow's layout."""
+        return self.layout if self.layout else (self.path, self.partition)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "throughput": self.throughput,
             "interval": self.interval,
             "status": self.status,
@@ -96,6 +101,9 @@ class FrontierPoint:
             "path": list(self.path),
             "partition": list(self.partition),
         }
+        if self.layout:
+            out["layout"] = {v: [a, b] for v, a, b in self.layout}
+        return out
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,10 @@ class FrontierChange:
     high: FrontierPoint
 
     def to_dict(self) -> dict[str, Any]:
+        if self.low.layout or self.high.layout:  # a flow frontier's change of layout
+            return {"between": [self.low.swept, self.high.swept],
+                    "before": {"layout": self.low.to_dict().get("layout", {})},
+                    "after": {"layout": self.high.to_dict().get("layout", {})}}  # fmt: skip
         return {
             "between": [self.low.swept, self.high.swept],
             "before": {"path": list(self.low.path), "partition": list(self.low.partition)},
@@ -149,6 +161,15 @@ def _check(method: str, points: int, takes: str | None = None) -> None:
         raise InvalidArgument(
             f"must be at least 2 and at most {MAX_POINTS} (one exact solve each), got {points}",
             field="points",
+        )
+
+
+def _check_rates(low: float, high: float) -> None:
+    if not (0 < low < high and math.isfinite(high)):
+        raise InvalidArgument(
+            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
+            "inferences/s",
+            field="low",
         )
 
 
@@ -231,15 +252,65 @@ def cost_frontier(
         base = 1.0 / best.interval
     low = base if low is None else low
     high = 4.0 * base if high is None else high
-    if not (0 < low < high and math.isfinite(high)):
-        raise InvalidArgument(
-            f"the range of rates must be positive and increasing, got {low!r} to {high!r} "
-            "inferences/s",
-            field="low",
-        )
+    _check_rates(low, high)
     solver = METHODS[method].solve
     found, changes = _trace(lambda rate: _point(solver, inst, rate), low, high, points, tol)
     return Frontier(method=method, points=found, changes=changes)
+
+
+def flow_cost_frontier(
+    inst: CodesignInstance,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    points: int = 101,
+    time_limit: float | None = None,
+) -> Frontier:
+    """The least cost of a flow plan (many pipelines,
+    :func:`~inferplan.codesign.pipelines.flow.flow_provision`) for each target throughput from
+    ``low`` to ``high`` (inferences/s), each point one exact MILP (``time_limit`` seconds
+    each; a point stopped by it has status ``"time_limit"`` and its incumbent's cost).
+
+    ``low`` and ``high`` default to the largest flow on the network as it is (with the most
+    memory the nodes can have) and four times that. The changes of the layout are located
+    between neighbouring points and not narrowed by bisection: equal-cost layouts are many
+    (equal nodes swap their ranges), so a layout "change" there need not be a change of cost,
+    and each probe would be a MILP.
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> from inferplan.codesign import compile_instance
+    >>> from inferplan.codesign.frontier import flow_cost_frontier
+    >>> net = inferplan.load_network("examples/runtime-network.json")
+    >>> inst = compile_instance(net, inferplan.load_profile("vgg16"), require_acyclic=False,
+    ...                         cuts="chain")
+    >>> front = flow_cost_frontier(inst, points=3)
+    >>> costs = [p.cost for p in front.points]
+    >>> costs[0] < 1e-9 and costs == sorted(costs)
+    True
+    """
+    from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
+
+    _check("psg", points)
+    base = 0.0
+    if low is None or high is None:
+        roomy = inst.with_memory(most_memory(inst))
+        base = flow_throughput(roomy, time_limit=time_limit).throughput
+    low = base if low is None else low
+    high = 4.0 * base if high is None else high
+    _check_rates(low, high)
+
+    def probe(rate: float) -> FrontierPoint:
+        try:
+            plan = flow_provision(inst, rate, time_limit=time_limit)
+        except Infeasible:
+            return FrontierPoint(rate, math.inf, (), (), "infeasible")
+        held = tuple((v, a, b) for v, (a, b) in sorted(plan.layout.items()))
+        return FrontierPoint(rate, plan.cost, (), (), plan.status, layout=held)
+
+    found, changes = _trace(probe, low, high, points, math.inf)
+    return Frontier(method="flow-provision", points=found, changes=changes)
 
 
 def latency_frontier(

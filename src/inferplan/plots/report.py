@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
 from inferplan.units import COST_UNIT, cost, latency_sum, link_name, listed, si
 
-__all__ = ["Measured", "plan_dot", "plan_report_html", "write_plan_report"]
+__all__ = ["Measured", "html_page", "plan_dot", "plan_report_html", "write_plan_report"]
 
 _PATH, _IDLE, _BOUGHT, _SLOW = "#1f77b4", "#9a9a9a", "#c0392b", "#e67e22"
 _UNIT = {"node": ("FLOP", "FLOP/s"), "link": ("bit", "bit/s")}
@@ -382,14 +382,7 @@ def plan_report_html(
             facts.append(("queueing", measured.queueing))
         if measured.note:
             facts.append(("run", measured.note))
-    summary = "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(name)}</h1>",
-        f"<dl>{summary}</dl>",
+    return html_page(name, facts, [
         "<h2>The plan on the network</h2>",
         f"<figure>{_svg(network, parts)}</figure>",
         "<h2>Stages</h2>",
@@ -400,6 +393,21 @@ def plan_report_html(
         _memory_table(parts),
         "<h2>Cost</h2>",
         _cost_table(parts),
+    ])  # fmt: skip
+
+
+def html_page(name: str, facts: Sequence[tuple[str, str]], body: Sequence[str]) -> str:
+    """A self-contained report page: its title ``name``, the ``facts`` as a list of terms and
+    values, then the ``body``'s HTML."""
+    summary = "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in facts)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(name)}</h1>",
+        f"<dl>{summary}</dl>",
+        *body,
         "</body></html>",
         "",
     ])  # fmt: skip

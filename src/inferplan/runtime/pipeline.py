@@ -370,6 +370,21 @@ def _inputs(request: RunRequest, count: int, data: torch.Tensor | None) -> Itera
                          input_dtypes=request.input_dtypes)  # fmt: skip
 
 
+def input_count(request: RunRequest, data: torch.Tensor | None) -> int:
+    """How many inferences ``request`` streams: those of its inputs file's tensor ``data``
+    (refused if ``inferences`` says otherwise), else ``inferences``, else
+    :data:`DEFAULT_INFERENCES`; checked against the warm-up."""
+    count = request.inferences
+    if data is not None:
+        if count is not None and count != data.shape[0]:
+            raise InvalidArgument(f"{count} inferences asked for but the inputs file holds "
+                                  f"{data.shape[0]} inputs", field="inferences")  # fmt: skip
+        count = int(data.shape[0])
+    count = DEFAULT_INFERENCES if count is None else count
+    check_count(count, request.warmup)
+    return count
+
+
 def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
     """Check ``request`` and plan it: profile the model (on the meta device, unless its
     ``profile`` is given), read or make the plan, and count the inputs. Raises
@@ -391,15 +406,7 @@ def resolve(request: RunRequest, *, profile: Profile | None = None) -> Resolved:
                          max_ideals=request.max_ideals)  # fmt: skip
     node_s, link_s = planned_times(request.network, profile, plan)
     latency, delays = planned_latency(request.network, profile, plan)
-    data = _load_inputs(request)
-    count = request.inferences
-    if data is not None:
-        if count is not None and count != data.shape[0]:
-            raise InvalidArgument(f"{count} inferences asked for but the inputs file holds "
-                                  f"{data.shape[0]} inputs", field="inferences")  # fmt: skip
-        count = int(data.shape[0])
-    count = DEFAULT_INFERENCES if count is None else count
-    check_count(count, request.warmup)
+    count = input_count(request, _load_inputs(request))
     _check_memory(count, profile, len(plan.path))
     return Resolved(request, profile, plan, node_s, link_s, count, delays, latency)
 
@@ -1082,12 +1089,12 @@ def launched_rank(run_dir: Path, request: RunRequest | None, *, built: Built | N
     return 0
 
 
-def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], None],
-          request: RunRequest, built: list[Built]) -> _Forked:  # fmt: skip
-    """Rank ``rank`` as a child of this process, which has torch and the model loaded: it
-    starts at once. Rank 0 takes ``built``; the others drop it (they get their stage from
-    rank 0, as under torchrun), so that only what a rank holds counts as its memory."""
-    log = os.open(run_dir / f"log-{rank}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def fork_rank(log_path: Path, prepare: Callable[[], None], body: Callable[[], int]) -> _Forked:
+    """A rank as a child of this process, which has torch and the model loaded: it starts at
+    once, in a session of its own, ``prepare()`` first, its output to ``log_path``, the
+    signals as a fresh interpreter takes them; it ends with ``body()``'s exit status (1 and
+    the traceback in its log if it raised)."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
         with contextlib.suppress(Exception):
             stream.flush()
@@ -1105,17 +1112,10 @@ def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], N
         # streams of their own: the launcher's may be mid-write in another thread
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-        os.environ.update(env)
-        os.environ.pop("TORCHELASTIC_RUN_ID", None)
         # the signals as a fresh interpreter takes them, not as the launcher traps them
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        mine = built[0] if rank == 0 else None
-        built.clear()
-        gc.collect()
-        gc.freeze()  # what the launcher left is never collected here: its pages stay shared
-        _reset_peak_rss()
-        code = launched_rank(run_dir, request if rank == 0 else None, built=mine)
+        code = body()
     except BaseException:  # reported in the rank's log, which the launcher reads
         traceback.print_exc()
     finally:
@@ -1123,6 +1123,25 @@ def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], N
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _fork(rank: int, env: dict[str, str], run_dir: Path, prepare: Callable[[], None],
+          request: RunRequest, built: list[Built]) -> _Forked:  # fmt: skip
+    """Rank ``rank`` forked (:func:`fork_rank`). Rank 0 takes ``built``; the others drop it
+    (they get their stage from rank 0, as under torchrun), so that only what a rank holds
+    counts as its memory."""
+
+    def body() -> int:
+        os.environ.update(env)
+        os.environ.pop("TORCHELASTIC_RUN_ID", None)
+        mine = built[0] if rank == 0 else None
+        built.clear()
+        gc.collect()
+        gc.freeze()  # what the launcher left is never collected here: its pages stay shared
+        _reset_peak_rss()
+        return launched_rank(run_dir, request if rank == 0 else None, built=mine)
+
+    return fork_rank(run_dir / f"log-{rank}.txt", prepare, body)
 
 
 def run_plan(request: RunRequest, *, progress: Progress | None = None) -> RunReport:
