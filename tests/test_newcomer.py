@@ -456,3 +456,40 @@ def test_the_docs_transformers_commands_fit_their_configs_positions() -> None:
             assert tokens <= config.max_position_embeddings, (page.name, line)
             checked += 1
     assert checked
+
+
+# --- item 2: joint services under latency bounds buy no rounding dust ------------------------
+
+BOUNDED_SERVICES = (
+    "services:\n"
+    "  - {name: cams, profile: resnet50, source: s, target: t, throughput: 10, latency: 0.3}\n"
+    "  - {name: detect, profile: vgg16, source: s, target: t, interval: 0.2, latency: 0.5}\n"
+    "  - {name: classify, profile: alexnet, source: s, target: t, throughput: 40, latency: 0.1}\n"
+)
+
+
+def _dust(capacity: dict[object, float], load: dict[object, float],
+          bought: dict[object, float]) -> dict[object, float]:  # fmt: skip
+    """The purchases beyond an element's throughput need by at most a millionth of what it
+    has: rounding, not purchases."""
+    return {k: x for k, x in bought.items()
+            if x - max(0.0, load.get(k, 0.0) - capacity[k]) <= 1e-6 * capacity[k]
+            and x > max(0.0, load.get(k, 0.0) - capacity[k]) * (1 + 1e-12)}  # fmt: skip
+
+
+def test_joint_services_under_latency_bounds_buy_no_dust(tmp_path: Path) -> None:
+    path = tmp_path / "services.yaml"
+    path.write_text(BOUNDED_SERVICES)
+    net = json.loads((EXAMPLES / "network.json").read_text())
+    out = invoke_json(["provision", str(EXAMPLES / "network.json"), "--services", str(path),
+                       "--json"])  # fmt: skip
+    nodes = {n["id"]: n["capacity"] for n in net["nodes"]}
+    links = {(e["source"], e["target"]): e["capacity"] for e in net["links"]}
+    link_loads = {(e["source"], e["target"]): e["load"] for e in out["loads"]["links"]}
+    link_bought = {(e["source"], e["target"]): e["amount"] for e in out["link_upgrades"]}
+    assert out["node_upgrades"] and link_bought  # the bounds buy something real
+    assert _dust(nodes, out["loads"]["nodes"], out["node_upgrades"]) == {}
+    assert _dust(links, link_loads, link_bought) == {}
+    for served in out["services"]:  # the snapped plan still meets every bound, exactly
+        assert served["latency"] <= served["target_latency"]
+        assert served["interval"] <= served["target_interval"] * (1 + 1e-9)
