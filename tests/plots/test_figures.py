@@ -202,8 +202,8 @@ def test_the_services_figures_keep_their_legends_off_bands_and_points(drawn, tmp
 
 
 def test_a_sweep_summary_figure_tells_its_groups_apart(drawn, tmp_path):
-    rows = [{"parameter": "alpha", "value": a, "group": g, "metric": "ratio", "median": m,
-             "q25": m - 0.1, "q75": m + 0.1}
+    rows = [{"parameter": "alpha", "kind": "number", "value": a, "group": g, "metric": "ratio",
+             "median": m, "q25": m - 0.1, "q75": m + 0.1}
             for a in (0.3, 0.6) for g, m in (("pfp", 2.0), ("pwf", 2.0), ("psg", 1.0))]  # fmt: skip
     plot_sweep_summary(rows, tmp_path / "s.png")
     (fig,) = drawn
@@ -224,3 +224,87 @@ def test_the_latency_study_keeps_its_labels_and_legend_clear(drawn, tmp_path):
     entries = [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
     assert sorted(entries) == ["resnet50, alpha 0.3", "resnet50, alpha 0.6", "vgg16, alpha 0.3",
                                "vgg16, alpha 0.6"]  # fmt: skip
+
+
+# --- sweep summaries: each parameter drawn as its kind -------------------------------------
+
+
+def _sweep_figure(drawn, tmp_path, spec: str):
+    """The summary figure ``inferplan sweep`` draws for ``spec`` (of the test point function
+    ``draw``, whose metric is ``value``), each panel by its x label."""
+    from tests.cli import app, runner
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("study: tests.experiments.points:draw\nmetric: value\n" + spec)
+    result = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "out"), "-q",
+                                 "-j", "1"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    (fig,) = drawn
+    FigureCanvasAgg(fig).draw()
+    return {ax.get_xlabel(): ax for ax in fig.axes if ax.get_visible() and ax.axison}
+
+
+def _trends(ax) -> list[Line2D]:
+    """The lines that join two or more values of the axis."""
+    return [
+        line
+        for line in ax.lines
+        if line.get_linestyle() not in ("None", "", " ") and len(line.get_xdata()) > 1
+    ]
+
+
+def _number(text: str) -> bool:
+    text = text.replace("−", "-").replace("$\\mathdefault{", "").replace("}$", "")
+    text = text.replace("10^{", "1e").replace("}", "")
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_sweep_summary_draws_categories_as_bars_numbers_on_a_numeric_axis(drawn, tmp_path):
+    panels = _sweep_figure(
+        drawn,
+        tmp_path,
+        "replicates: [rep]\ngrid:\n  x: [1, 2, 8]\n"
+        "  mode: [fast, slow, exact]\n  rep: {range: [0, 4]}\n",
+    )
+    assert set(panels) == {"x", "mode"}  # the replicate index is no axis
+    categories = panels["mode"]
+    assert [t.get_text() for t in categories.get_xticklabels()] == ["exact", "fast", "slow"]
+    assert _trends(categories) == []  # no line over values that have no order
+    assert len(categories.patches) == 3  # a bar per category
+    numbers = panels["x"]
+    assert numbers.get_xscale() == "linear"
+    (line,) = _trends(numbers)
+    assert list(line.get_xdata()) == [1.0, 2.0, 8.0]  # at the values, not at their indices
+    # each value's spread is over the 3 modes x 4 replicates x 2 rows of the draw
+    labels = [t.get_text() for t in numbers.get_xticklabels() if t.get_text()]
+    assert labels and all(_number(t) for t in labels)
+
+
+def test_a_sampled_sweeps_floats_are_on_a_numeric_axis_with_readable_ticks(drawn, tmp_path):
+    panels = _sweep_figure(
+        drawn,
+        tmp_path,
+        "sample:\n  size: 12\n  parameters:\n    x: {log_uniform: [1.0e9, 3.0e12]}\n",
+    )
+    assert set(panels) == {"x"}  # `sample`, the point's index, is a replicate
+    ax = panels["x"]
+    assert ax.get_xscale() == "log"  # the draws span three decades
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all(_number(t) and len(t) <= 24 for t in labels)
+    (line,) = _trends(ax)
+    xs = list(line.get_xdata())
+    assert xs == sorted(xs) and len(xs) == 12 and min(xs) >= 1e9
+
+
+def test_a_sweep_of_replicates_alone_shows_their_spread_not_a_trend(drawn, tmp_path):
+    panels = _sweep_figure(
+        drawn, tmp_path, "replicates: [rep]\ngrid:\n  x: [2]\n  rep: {range: [0, 6]}\n"
+    )
+    ((label, ax),) = panels.items()
+    assert "rep" in label and "replicates" in label and label != "rep"
+    assert _trends(ax) == [] and len(ax.patches) == 1  # one bar: the spread over them
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["all"]

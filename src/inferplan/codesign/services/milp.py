@@ -596,8 +596,10 @@ def _snapped(
     if sped is None or sped[0].cost > plan.cost * (1 + SNAP_RTOL):
         return plan
     snapped = sped[0]
-    if any(served.interval > service.interval * (1 + INTERVAL_RTOL)
-           for service, served in zip(problem.services, snapped.services, strict=True)):
+    if any(
+        served.interval > service.interval * (1 + INTERVAL_RTOL)
+        for service, served in zip(problem.services, snapped.services, strict=True)
+    ):
         return plan  # fmt: skip
     return snapped
 
