@@ -43,7 +43,8 @@ def drawn(monkeypatch):
 
 
 def _segments(fig):
-    """Every straight piece of every line and arrow, in pixels."""
+    """Every straight piece of every line and arrow, in pixels, with whether it is faint
+    background (translucent) and its artist's z-order."""
     out = []
     for ax in fig.axes:
         for artist in [*ax.lines, *ax.patches, *ax.texts]:
@@ -56,7 +57,9 @@ def _segments(fig):
             else:
                 continue
             for points in pieces:
-                out += [(a, b) for a, b in itertools.pairwise(np.asarray(points, dtype=float))
+                alpha = artist.get_alpha()
+                out += [(alpha is not None and alpha < 1, artist.get_zorder(), a, b)
+                        for a, b in itertools.pairwise(np.asarray(points, dtype=float))
                         if np.isfinite(a).all() and np.isfinite(b).all()]  # fmt: skip
     return out
 
@@ -70,25 +73,34 @@ def _crosses(box, a, b) -> bool:
     return False
 
 
+def _hides(text: Text) -> float:
+    """The z-order below which ``text`` hides what it sits on (its box opaque), or -inf."""
+    patch = text.get_bbox_patch()
+    if patch is None or not patch.get_fill() or to_rgba(patch.get_facecolor())[3] < 1:
+        return -np.inf
+    return text.get_zorder()
+
+
 def problems(fig: Figure) -> list[str]:
-    """What a reader would trip over: text boxes (legends as one box) crossing a line or
-    each other."""
+    """What a reader would trip over: text boxes (legends as one box) crossing a line or each
+    other. A text on an opaque box may hide the faint (translucent) background lines drawn
+    below it, never a solid line."""
     FigureCanvasAgg(fig).draw()
     renderer = fig.canvas.get_renderer()
     legends = [a for a in fig.findobj(Legend)]
     inside = {id(t) for legend in legends for t in legend.findobj(Text)}
     ticks = {id(t) for ax in fig.axes for t in [*ax.get_xticklabels(), *ax.get_yticklabels()]}
-    boxes = [(f"text {t.get_text()!r}", t.get_window_extent(renderer))
+    boxes = [(f"text {t.get_text()!r}", t.get_window_extent(renderer), _hides(t))
              for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
              and id(t) not in inside and id(t) not in ticks]  # fmt: skip
-    boxes += [(f"legend {[t.get_text() for t in lg.get_texts()]}", lg.get_window_extent(renderer))
-              for lg in legends]  # fmt: skip
+    boxes += [(f"legend {[t.get_text() for t in lg.get_texts()]}", lg.get_window_extent(renderer),
+               -np.inf) for lg in legends]  # fmt: skip
     found = []
     segments = _segments(fig)
-    for name, box in boxes:
-        if any(_crosses(box, a, b) for a, b in segments):
+    for name, box, hidden in boxes:
+        if any(_crosses(box, a, b) for faint, z, a, b in segments if not faint or z >= hidden):
             found.append(f"{name} crosses a line")
-    for (n1, b1), (n2, b2) in itertools.combinations(boxes, 2):
+    for (n1, b1, _), (n2, b2, _) in itertools.combinations(boxes, 2):
         if b1.overlaps(b2):
             found.append(f"{n1} overlaps {n2}")
     return found
@@ -113,6 +125,21 @@ def indistinct_legend_entries(fig: Figure) -> list[str]:
             if l1 == l2:
                 found.append(f"{n1!r} looks like {n2!r}")
     return found
+
+
+def test_an_opaque_label_hides_faint_lines_below_it_not_solid_ones_nor_those_above():
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0.5, 0.5], color="0.6", alpha=0.35, zorder=1)
+    ax.text(0.5, 0.5, "above", zorder=3, bbox={"facecolor": "white", "edgecolor": "none"})
+    assert problems(fig) == []
+    ax.plot([0.5, 0.5], [0, 1], color="0.6", alpha=0.35, zorder=4)
+    assert problems(fig) == ["text 'above' crosses a line"]
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0.5, 0.5], color="C0", zorder=1)  # solid: a path, not background
+    ax.text(0.5, 0.5, "on it", zorder=3, bbox={"facecolor": "white", "edgecolor": "none"})
+    assert problems(fig) == ["text 'on it' crosses a line"]
 
 
 def test_the_checks_see_a_label_on_a_line_and_two_entries_alike():
@@ -308,3 +335,40 @@ def test_a_sweep_of_replicates_alone_shows_their_spread_not_a_trend(drawn, tmp_p
     assert "rep" in label and "replicates" in label and label != "rep"
     assert _trends(ax) == [] and len(ax.patches) == 1  # one bar: the spread over them
     assert [t.get_text() for t in ax.get_xticklabels()] == ["all"]
+
+
+# --- the services plot and --plot-states: labels clear of lines ---------------------------
+
+
+def test_the_services_plot_keeps_its_purchase_labels_off_the_arrows(drawn, tmp_path):
+    from inferplan.codesign.services.file import load_services
+
+    net = inferplan.load_network("examples/network.json")
+    plan = provision_services(net, load_services("examples/services.yaml"))
+    assert plan.link_upgrades and plan.node_upgrades  # labels on links and nodes
+    plot_services(net, plan, tmp_path / "p.png")
+    for seed in (1, 3):
+        net = inferplan.tiered(seed=seed)
+        plan = provision_services(net, [Service("a", inferplan.vgg16(), "s", "t", 0.1),
+                                        Service("b", inferplan.alexnet(), "s", "t", 0.02)])  # fmt: skip
+        plot_services(net, plan, tmp_path / f"p{seed}.png")
+    assert len(drawn) == 3
+    for fig in drawn:
+        assert problems(fig) == []
+
+
+@pytest.mark.parametrize(("profile", "throughput"), [("alexnet", 30.0), ("alexnet", 80.0),
+                                                     ("mlp-64x4", 50.0)])  # fmt: skip
+def test_the_state_graph_keeps_its_step_labels_off_the_path(drawn, tmp_path, profile,
+                                                            throughput):  # fmt: skip
+    from inferplan.plots.pictures import plot_state_graph
+
+    net = inferplan.load_network("examples/network.json")
+    prof = inferplan.load_profile(profile)
+    plan = inferplan.provision(net, prof, throughput=throughput)
+    plot_state_graph(net, prof, plan, tmp_path / "s.png")
+    (fig,) = drawn
+    assert problems(fig) == []
+    (ax,) = fig.axes
+    steps = [t for t in ax.texts if t.get_text()]
+    assert len(steps) == len(plan.path)  # a label per step of the path, none dropped
