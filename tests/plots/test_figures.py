@@ -349,8 +349,9 @@ def test_the_services_plot_keeps_its_purchase_labels_off_the_arrows(drawn, tmp_p
     plot_services(net, plan, tmp_path / "p.png")
     for seed in (1, 3):
         net = inferplan.tiered(seed=seed)
-        plan = provision_services(net, [Service("a", inferplan.vgg16(), "s", "t", 0.1),
-                                        Service("b", inferplan.alexnet(), "s", "t", 0.02)])  # fmt: skip
+        services = [Service("a", inferplan.vgg16(), "s", "t", 0.1),
+                    Service("b", inferplan.alexnet(), "s", "t", 0.02)]  # fmt: skip
+        plan = provision_services(net, services)
         plot_services(net, plan, tmp_path / f"p{seed}.png")
     assert len(drawn) == 3
     for fig in drawn:
