@@ -23,7 +23,7 @@ from inferplan.cli.options import (
     native_stdout_muted,
     with_model_options,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, print_json, table, working, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import COST_UNIT, cost, si
 
@@ -90,7 +90,8 @@ def frontier_command(
 
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
     net, prof = load_network(network), model_profile(profile, model_options)
-    with blame_network_file(network), native_stdout_muted():
+    what = f"{'latency' if beta is not None else 'cost'} frontier of {points} points"
+    with blame_network_file(network), native_stdout_muted(), working(what):
         inst = compile_instance(net, prof, require_acyclic=get_method(method).acyclic_only,
                                 cuts=cuts, max_ideals=max_ideals)  # fmt: skip
         if beta is None:
