@@ -456,3 +456,120 @@ def test_the_docs_transformers_commands_fit_their_configs_positions() -> None:
             assert tokens <= config.max_position_embeddings, (page.name, line)
             checked += 1
     assert checked
+
+
+# --- item 2: joint services under latency bounds buy no rounding dust ------------------------
+
+BOUNDED_SERVICES = (
+    "services:\n"
+    "  - {name: cams, profile: resnet50, source: s, target: t, throughput: 10, latency: 0.3}\n"
+    "  - {name: detect, profile: vgg16, source: s, target: t, interval: 0.2, latency: 0.5}\n"
+    "  - {name: classify, profile: alexnet, source: s, target: t, throughput: 40, latency: 0.1}\n"
+)
+
+
+def _dust(capacity: dict[object, float], load: dict[object, float],
+          bought: dict[object, float]) -> dict[object, float]:  # fmt: skip
+    """The purchases beyond an element's throughput need by at most a millionth of what it
+    has: rounding, not purchases."""
+    return {k: x for k, x in bought.items()
+            if x - max(0.0, load.get(k, 0.0) - capacity[k]) <= 1e-6 * capacity[k]
+            and x > max(0.0, load.get(k, 0.0) - capacity[k]) * (1 + 1e-12)}  # fmt: skip
+
+
+def test_joint_services_under_latency_bounds_buy_no_dust(tmp_path: Path) -> None:
+    path = tmp_path / "services.yaml"
+    path.write_text(BOUNDED_SERVICES)
+    net = json.loads((EXAMPLES / "network.json").read_text())
+    out = invoke_json(["provision", str(EXAMPLES / "network.json"), "--services", str(path),
+                       "--json"])  # fmt: skip
+    nodes = {n["id"]: n["capacity"] for n in net["nodes"]}
+    links = {(e["source"], e["target"]): e["capacity"] for e in net["links"]}
+    link_loads = {(e["source"], e["target"]): e["load"] for e in out["loads"]["links"]}
+    link_bought = {(e["source"], e["target"]): e["amount"] for e in out["link_upgrades"]}
+    assert out["node_upgrades"] and link_bought  # the bounds buy something real
+    assert _dust(nodes, out["loads"]["nodes"], out["node_upgrades"]) == {}
+    assert _dust(links, link_loads, link_bought) == {}
+    for served in out["services"]:  # the snapped plan still meets every bound, exactly
+        assert served["latency"] <= served["target_latency"]
+        assert served["interval"] <= served["target_interval"] * (1 + 1e-9)
+
+
+# --- item 8: long commands say so on stderr, stdout stays the result -------------------------
+
+
+def _one_service(tmp_path: Path) -> Path:
+    path = tmp_path / "one.yaml"
+    path.write_text("services:\n  - {name: a, profile: alexnet, source: s, target: t, "
+                    "throughput: 40, latency: 0.1}\n")  # fmt: skip
+    return path
+
+
+LONG_COMMANDS = [
+    ("services", lambda tmp: ["provision", str(EXAMPLES / "network.json"), "--services",
+                              str(_one_service(tmp)), "--json"], "planning 1 services (milp)"),
+    ("frontier", lambda tmp: ["frontier", str(EXAMPLES / "network.json"), "alexnet", "--points",
+                              "5", "--json"], "cost frontier of 5 points"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "args", "what"), LONG_COMMANDS, ids=[c[0] for c in LONG_COMMANDS])
+def test_a_long_step_shows_a_spinner_on_a_terminals_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: object, what: str
+) -> None:
+    import inferplan.cli.render as render
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws as on a terminal
+    monkeypatch.setattr(render, "PROGRESS_AFTER_S", 0.0)  # every step is a long one here
+    result = runner.invoke(app, args(tmp_path))  # type: ignore[operator]
+    assert result.exit_code == 0, result.stderr
+    json.loads(result.stdout)  # stdout: the one JSON object, nothing else
+    assert what in result.stderr  # the spinner's line
+    assert f"{what}: " in result.stderr and " s wall time" in result.stderr
+
+
+@pytest.mark.parametrize(("name", "args", "what"), LONG_COMMANDS, ids=[c[0] for c in LONG_COMMANDS])
+def test_a_long_step_says_one_line_into_a_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: object, what: str
+) -> None:
+    import inferplan.cli.render as render
+
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.setattr(render, "PROGRESS_AFTER_S", 0.0)
+    result = runner.invoke(app, args(tmp_path))  # type: ignore[operator]
+    assert result.exit_code == 0, result.stderr
+    json.loads(result.stdout)
+    lines = result.stderr.splitlines()
+    assert f"{what} ..." in lines
+    (took,) = [line for line in lines if line.startswith(f"{what}: ")]
+    seconds = float(took.removeprefix(f"{what}: ").removesuffix(" s wall time"))
+    assert 0 <= seconds < 300
+
+
+def test_a_short_step_says_nothing_into_a_log(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["frontier", str(EXAMPLES / "network.json"), "alexnet",
+                                 "--points", "3", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    # (quick here: under a second, so no line; a slow machine may take longer)
+    assert all("wall time" in line or line.endswith(" ...")
+               for line in result.stderr.splitlines())  # fmt: skip
+
+
+# --- item 10: co-inference costs are printed with their unit ---------------------------------
+
+
+def test_coinference_costs_name_their_unit() -> None:
+    import yaml
+
+    weight = yaml.safe_load((EXAMPLES / "system.yaml").read_text()).get("energy_weight", 0.5)
+    system = str(EXAMPLES / "system.yaml")
+    for args in (["coinfer", system], ["coinfer-simulate", system, "--inferences", "200"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.stderr
+        assert "ETC units" in result.stdout
+        unit = f"ETC units: {1 - weight:.4g} x seconds + {weight:.4g} x joules"
+        assert unit in result.stdout
+    result = runner.invoke(app, ["coinfer", str(EXAMPLES / "system.yaml")])
+    (first,) = [line for line in result.stdout.splitlines() if "expected cost" in line]
+    assert "ETC units per inference" in first

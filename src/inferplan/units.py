@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["COST_UNIT", "cost", "latency_sum", "link_name", "listed", "si"]
+__all__ = ["COST_UNIT", "ETC_UNIT", "cost", "etc", "etc_unit", "latency_sum", "link_name",
+           "listed", "si"]  # fmt: skip
 
 
 def si(value: float, unit: str = "") -> str:
@@ -46,6 +47,34 @@ def cost(value: float) -> str:
     ('87.2723 price units', '0 price units')
     """
     return f"{value:.6g} {COST_UNIT}"
+
+
+ETC_UNIT = "ETC units"
+"""The unit of a co-inference cost, the energy-time cost (ETC): ``beta_t`` times its seconds
+plus ``beta_e`` times its joules (:func:`etc_unit` says so with the system's weights)."""
+
+
+def etc(value: float) -> str:
+    """A co-inference cost (ETC) as output shows it, with its unit.
+
+    Examples
+    --------
+    >>> etc(0.1222594), etc(0.0)
+    ('0.122259 ETC units', '0 ETC units')
+    """
+    return f"{value:.6g} {ETC_UNIT}"
+
+
+def etc_unit(energy_weight: float) -> str:
+    """What an ETC unit is, for a system of energy weight ``beta_e``.
+
+    Examples
+    --------
+    >>> etc_unit(0.2)
+    'ETC units: 0.8 x seconds + 0.2 x joules (beta_t = 1 - beta_e, beta_e = 0.2)'
+    """
+    return (f"{ETC_UNIT}: {1 - energy_weight:.4g} x seconds + {energy_weight:.4g} x joules "
+            f"(beta_t = 1 - beta_e, beta_e = {energy_weight:.4g})")  # fmt: skip
 
 
 def latency_sum(

@@ -263,6 +263,15 @@ def test_joint_plans_meet_every_latency_bound_re_priced_and_tighter_bounds_cost_
         if service.latency is not None:
             assert latency <= service.latency * (1 + 1e-9)
         assert served.interval <= service.interval * (1 + 1e-9)
+    # no rounding dust: what is bought beyond the throughput need is a real purchase
+    for kind, elements, bought, loads in (
+        ("node", {n.id: n.capacity for n in net.nodes}, plan.node_upgrades, plan.node_loads),
+        ("link", {(e.source, e.target): e.capacity for e in net.links}, plan.link_upgrades,
+         plan.link_loads),
+    ):  # fmt: skip
+        for k, x in bought.items():
+            need = max(0.0, loads.get(k, 0.0) - elements[k])
+            assert x <= need * (1 + 1e-12) or x - need > 1e-6 * elements[k], (kind, k, x, need)
     looser = [s if s.latency is None else replace(s, latency=1.5 * s.latency) for s in bounded]
     assert provision_services(net, looser).cost <= plan.cost * (1 + 1e-6) + 1e-9
 

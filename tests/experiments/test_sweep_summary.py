@@ -111,3 +111,18 @@ def test_a_local_dask_cluster_keeps_its_scratch_space_in_the_sweep_and_removes_i
     assert not list(system_tmp.rglob("dask-scratch-space"))
     assert not (out / "dask-scratch-space").exists() and not (out / "sweep.lock").exists()
     assert (out / "results.csv").exists()
+
+
+def test_replicates_are_pooled_into_the_spread_and_a_wrong_one_is_named(tmp_path):
+    out = _sweep(tmp_path, f"study: {DRAW}\nmetric: value\nreplicates: [r]\n"
+                 "grid:\n  x: [1, 2]\n  r: [0, 1, 2]\n")  # fmt: skip
+    with (out / "summary.csv").open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    assert {(r["parameter"], r["kind"]) for r in table} == {("x", "number")}
+    assert [r["count"] for r in table] == ["6", "6"]  # 3 replicates x 2 rows each
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"study: {DRAW}\nreplicates: [nope]\ngrid: {{x: [1, 2]}}\n")
+    result = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "bad"), "-q"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: {path}: replicates[0]: 'nope' is not a parameter "
+                                     "of this sweep")  # fmt: skip

@@ -641,3 +641,40 @@ def test_device_run_refuses_to_download_beyond_the_device_memory(tmp_path):
         # a planner places only what fits, and the run downloads it
         run = run_device(small, layered, edge.url, method="optimal", inferences=2, emulate=False)
         assert system.placement_needs[run.plan.placement] <= 0.5 * need
+
+
+def test_device_run_shows_progress_on_stderr_and_costs_with_their_unit(tmp_path, monkeypatch):
+    import inferplan.cli.render as render
+
+    path = write_system(tmp_path / "system.json")
+    (tmp_path / "token").write_text("tok")
+    monkeypatch.setattr(render, "PROGRESS_AFTER_S", 0.0)  # every step is a long one here
+    with running_edge(tmp_path, token="tok") as (edge, _):
+        args = [
+            "device",
+            "run",
+            str(path),
+            MLP,
+            "--input-shape",
+            "1,16",
+            "--edge",
+            edge.url,
+            "--token-file",
+            str(tmp_path / "token"),
+            "--inferences",
+            "3",
+            "--no-emulate",
+        ]
+        monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws as on a terminal
+        result = _cli([*args, "--json"])
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["inferences"] == 3  # stdout: the JSON object alone
+        what = f"device run: 3 inferences against {edge.url}"
+        assert what in result.stderr and f"{what}: " in result.stderr
+        monkeypatch.delenv("TTY_COMPATIBLE")
+        result = _cli(args)
+        assert result.exit_code == 0, result.stderr
+        assert f"{what} ..." in result.stderr.splitlines()  # into a log: one line
+    (row,) = [line for line in result.stdout.splitlines() if "cost per inference" in line]
+    assert "(ETC units)" in row
+    assert "ETC units: 0.5 x seconds + 0.5 x joules" in result.stdout

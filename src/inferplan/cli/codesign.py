@@ -37,6 +37,7 @@ from inferplan.cli.render import (
     print_json,
     stages_table,
     table,
+    working,
     written,
 )
 from inferplan.errors import InvalidArgument
@@ -282,7 +283,8 @@ def _provision_services(
     net, listed = load_network(network), load_services(services)
     try:
         check_services(net, listed)
-        with blame_network_file(network), native_stdout_muted():
+        what = f"planning {len(listed)} services ({method or 'milp'})"
+        with blame_network_file(network), native_stdout_muted(), working(what):
             plan = provision_services(net, listed, method=method or "milp", seed=seed,
                                       time_limit=time_limit)  # fmt: skip
     except InvalidArgument as exc:

@@ -13,7 +13,7 @@ from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES, planner_names
-from inferplan.units import si
+from inferplan.units import etc, etc_unit, si
 
 if TYPE_CHECKING:
     from inferplan.arrays import FloatArray
@@ -85,23 +85,25 @@ def coinfer_command(
         return
     console.print(
         f"[bold]{plan.method}[/]: place [bold]{plan.placement}[/] of {sys_.n_layers} layers, "
-        f"expected cost [bold]{plan.expected_cost:.6g}[/] per inference "
+        f"expected cost [bold]{etc(plan.expected_cost)}[/] per inference "
         f"({plan.stage_evaluations} stage expectations)"
     )
     c = sys_.placement_costs
     rows = []
     for m, z in enumerate(plan.costs):
         mark = "*" if m == plan.placement else ""
-        etc = z - c[m] if math.isfinite(z) else math.nan
+        expected = z - c[m] if math.isfinite(z) else math.nan
         rows.append(
             [
                 f"{m}{mark}",
                 f"{c[m]:.6g}",
-                "-" if math.isnan(etc) else f"{etc:.6g}",
+                "-" if math.isnan(expected) else f"{expected:.6g}",
                 "pruned" if math.isnan(z) else f"{z:.6g}",
             ]
         )
-    console.print(table("cost per inference by placement M", ["M", "c(M)", "E[ETC]", "Z(M)"], rows))
+    console.print(table("cost per inference by placement M, in ETC units",
+                        ["M", "c(M)", "E[ETC]", "Z(M)"], rows))  # fmt: skip
+    console.print(etc_unit(sys_.energy_weight))
     names, channels = sys_.layers.names, sys_.channels
     split = plan.solution.split_probabilities
     curve = None
@@ -188,11 +190,12 @@ def coinfer_simulate_command(
         )
     console.print(
         table(
-            f"realised cost per inference ({result.confidence:.0%} CI)",
+            f"realised cost per inference, in ETC units ({result.confidence:.0%} CI)",
             ["strategy", "M", "expected", "mean", "CI", "p95", "top split"],
             rows,
         )
     )
+    console.print(etc_unit(sys_.energy_weight))
 
 
 @app.command("coinfer-fit")

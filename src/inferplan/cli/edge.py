@@ -15,9 +15,10 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import BlocksOpt, DtypeOpt, RunShapesOpt
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, working
 from inferplan.coinference.strategies import FIXED_PREFIX, STRATEGIES
 from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
+from inferplan.units import etc_unit
 
 if TYPE_CHECKING:
     from inferplan.runtime.device import DeviceRun
@@ -321,18 +322,21 @@ def run_command(
                     source=str(snr_trace),
                 )
             snr, phase = snr[:, :stages], snr[:, stages:]
+    where = "on the testbed" if edge is None else f"against {edge}"
     try:
-        if edge is None:
-            from inferplan.runtime.testbed.pair import run_on_testbed
+        with working(f"device run: {count} inferences {where}"):
+            if edge is None:
+                from inferplan.runtime.testbed.pair import run_on_testbed
 
-            run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype), method=method,
-                                 inferences=count, seed=seed, inputs=given, snr=snr,
-                                 phase=phase, at_least=dilation or 1.0,
-                                 timeout_s=timeout)  # fmt: skip
-        else:
-            run = run_device(sys_, layered, edge, method=method, inferences=count, seed=seed,
-                             inputs=given, snr=snr, phase=phase, emulate=emulate is not False,
-                             token=token, timeout_s=timeout, retries=retries)  # fmt: skip
+                run = run_on_testbed(sys_, _spec(model, input_shape, blocks, dtype),
+                                     method=method, inferences=count, seed=seed, inputs=given,
+                                     snr=snr, phase=phase, at_least=dilation or 1.0,
+                                     timeout_s=timeout)  # fmt: skip
+            else:
+                run = run_device(sys_, layered, edge, method=method, inferences=count,
+                                 seed=seed, inputs=given, snr=snr, phase=phase,
+                                 emulate=emulate is not False, token=token, timeout_s=timeout,
+                                 retries=retries)  # fmt: skip
     except KeyboardInterrupt:  # the testbed (if any) is already down: say so, as run does
         print("error: interrupted: the run was stopped", file=sys.stderr)
         raise typer.Exit(130) from None
@@ -343,7 +347,7 @@ def run_command(
     if as_json:
         print_json(run.to_dict())
     else:
-        _print(run)
+        _print(run, sys_.energy_weight)
     for warning in run.warnings:  # on stderr, with --json too
         print(f"warning: {warning}", file=sys.stderr)
     if run.failed:
@@ -368,7 +372,7 @@ def _check_testbed(edge: str | None, token_file: Path | None, emulate: bool | No
     require()
 
 
-def _print(run: DeviceRun) -> None:
+def _print(run: DeviceRun, energy_weight: float) -> None:
     d = run.to_dict()
 
     def g(value: Any) -> str:
@@ -380,10 +384,11 @@ def _print(run: DeviceRun) -> None:
         f"{d['completed']} of {d['inferences']} inferences completed"
     )
     rows = [
-        ["cost per inference (ETC)", g(d["mean_cost"]), g(d["expected_cost"]),
+        ["cost per inference (ETC units)", g(d["mean_cost"]), g(d["expected_cost"]),
          f"[{g(low)}, {g(high)}]"],
-        ["with download (Z)", g(d["mean_total_cost"]), g(d["expected_total_cost"]), ""],
-        ["modelled cost of these draws", g(d["modelled_cost"]), "", ""],
+        ["with download (Z, ETC units)", g(d["mean_total_cost"]), g(d["expected_total_cost"]),
+         ""],
+        ["modelled cost of these draws (ETC units)", g(d["modelled_cost"]), "", ""],
         ["latency (s)", g(d["mean_latency_s"]), "", ""],
         ["energy (J)", g(d["mean_energy_j"]), "", ""],
         ["latency over the model (s)", g(d["overhead_s"]), "", ""],
@@ -392,6 +397,7 @@ def _print(run: DeviceRun) -> None:
     ]  # fmt: skip
     console.print(table("measured beside expected", ["", "measured", "expected", "95 % CI"],
                         rows))  # fmt: skip
+    console.print(etc_unit(energy_weight))
     splits = ", ".join(f"{n}: {c}" for n, c in d["splits"].items()) or "none"
     console.print(f"split stages: {splits}")
     match = {True: "yes", False: "NO", None: "not checked"}[d["outputs_match"]]

@@ -24,7 +24,7 @@ from inferplan.cli.options import (
     native_stdout_muted,
     with_model_options,
 )
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.render import console, print_json, table, working, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import COST_UNIT, cost, si
 
@@ -105,7 +105,8 @@ def frontier_command(
         refuse_one_path({"--time-limit": time_limit})
     beta = _latency_sweep(latency_range, interval, throughput, low, high)
     net, prof = load_network(network), model_profile(profile, model_options)
-    with blame_network_file(network), native_stdout_muted():
+    what = f"{'latency' if beta is not None else 'cost'} frontier of {points} points"
+    with blame_network_file(network), native_stdout_muted(), working(what):
         if pipelines == "any":
             from inferplan.codesign.frontier import flow_cost_frontier
 

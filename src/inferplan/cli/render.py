@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +33,7 @@ __all__ = [
     "print_json",
     "stages_table",
     "table",
+    "working",
     "written",
 ]
 
@@ -55,6 +59,52 @@ UNWRAPPED = 100_000
 
 
 console = _Console()
+
+PROGRESS_AFTER_S = 1.0
+"""A step that runs longer than this (wall time) says so on stderr."""
+
+
+@contextmanager
+def working(what: str) -> Iterator[None]:
+    """Progress on stderr while a long step (``what``: ``solving the joint MILP``) runs, so
+    that stdout stays the result (a table, or ``--json``'s one object). On a terminal a
+    spinner with the time elapsed, gone when the step ends; elsewhere (a pipe, a log) the line
+    ``what ...`` once the step has taken :data:`PROGRESS_AFTER_S`. A step that took that long
+    ends with the line ``what: N s wall time``. Rich is loaded only for a terminal."""
+    start = time.monotonic()
+    if _terminal_stderr():
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as bar:  # fmt: skip
+            bar.add_task(what, total=None)
+            yield
+    else:
+        timer = threading.Timer(PROGRESS_AFTER_S, _say, (f"{what} ...",))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+    took = time.monotonic() - start
+    if took >= PROGRESS_AFTER_S:
+        _say(f"{what}: {took:.1f} s wall time")
+
+
+def _terminal_stderr() -> bool:
+    """Whether stderr is a terminal (or rich is told to treat it as one: ``FORCE_COLOR``,
+    ``TTY_COMPATIBLE=1``)."""
+    import os
+
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stderr.isatty()
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _finite(value: Any) -> Any:

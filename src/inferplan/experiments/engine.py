@@ -161,7 +161,10 @@ class Sweep:
 
     ``study`` and ``seed_from`` only describe the sweep (they go into ``sweep.json``); each
     point already carries its seed. ``metric`` and ``group_by`` say what its summary reports
-    (:mod:`~inferplan.experiments.sweep_summary`; ``metric`` ``None``: every numeric column).
+    (:mod:`~inferplan.experiments.sweep_summary`; ``metric`` ``None``: every numeric column);
+    ``replicates`` the parameters that only index repeats of one setting (a random network's
+    ``topology``, a sampled point's ``sample``): the summary shows them as spread, never as an
+    axis.
     """
 
     function: str
@@ -172,6 +175,7 @@ class Sweep:
     seed_from: tuple[str, ...] | None = None
     metric: str | None = None
     group_by: str | None = None
+    replicates: tuple[str, ...] = ()
 
     def manifest(self) -> dict[str, Any]:
         """What identifies the sweep on disk: resuming needs the same manifest.

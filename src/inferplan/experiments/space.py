@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "MAX_POINTS",
+    "SAMPLE_INDEX",
     "Distribution",
     "Point",
     "canonical_json",
@@ -181,19 +182,23 @@ def linspace(start: float, stop: float, count: int) -> list[float]:
     return [2.0 * float(x) for x in np.linspace(start / 2, stop / 2, count)]
 
 
+SAMPLE_INDEX = "sample"
+"""The parameter that carries a sampled point's index: a replicate, never an axis."""
+
+
 def sample_points(
     distributions: Mapping[str, Distribution], size: int, *, seed: int
 ) -> list[dict[str, Scalar]]:
     """``size`` parameter sets drawn from ``distributions`` with ``default_rng(seed)``.
 
-    Each set also carries its index as ``sample`` so that equal draws stay distinct points.
-    Draws are made point by point, parameters in the given order, so a larger ``size`` extends
-    a smaller one.
+    Each set also carries its index as :data:`SAMPLE_INDEX` so that equal draws stay distinct
+    points. Draws are made point by point, parameters in the given order, so a larger ``size``
+    extends a smaller one.
     """
     rng = np.random.default_rng(seed)
     out = []
     for k in range(size):
-        params: dict[str, Scalar] = {"sample": k}
+        params: dict[str, Scalar] = {SAMPLE_INDEX: k}
         for name, dist in distributions.items():
             params[name] = dist.draw(rng)
         out.append(params)

@@ -7,6 +7,7 @@ A spec is a YAML (or JSON) document::
     seed_from: [topology]      # parameters a point's seed depends on (default: the study's)
     metric: ratio              # what summary.csv and summary.png report (default: the study's)
     group_by: method           # the column that splits the summary (default: the study's)
+    replicates: [topology]     # parameters that only index repeats (default: the study's)
     options: {methods: [psg, pfp, pwf]}
     grid:                      # a cartesian product (first axis varies slowest) ...
       topology: {range: [0, 20]}
@@ -41,6 +42,7 @@ from inferplan.errors import InferplanError, InvalidFile
 from inferplan.experiments.engine import Sweep, resolve_function
 from inferplan.experiments.space import (
     MAX_POINTS,
+    SAMPLE_INDEX,
     Distribution,
     Scalar,
     grid_points,
@@ -70,6 +72,7 @@ class SweepSpec(BaseModel):
     seed_from: list[str] | None = None
     metric: str | None = None
     group_by: str | None = None
+    replicates: list[str] | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Any] | None = None
     sample: _Sample | None = None
@@ -347,9 +350,14 @@ def _sweep(spec: SweepSpec) -> Sweep:
     names = {k for p in params for k in p}
     if study is not None:
         names |= set(study.parameters.model_fields)
-    for k, name in enumerate(seed_from or []):
-        if name not in names:
-            raise InvalidFile(f"{name!r} is not a parameter of this sweep", field=f"seed_from[{k}]")
+    for key, listed in (("seed_from", seed_from), ("replicates", spec.replicates)):
+        for k, name in enumerate(listed or []):
+            if name not in names:
+                raise InvalidFile(f"{name!r} is not a parameter of this sweep",
+                                  field=f"{key}[{k}]")  # fmt: skip
+    replicates = spec.replicates
+    if replicates is None:
+        replicates = list(study.replicates) if study is not None else []
     points = make_points(params, sweep_seed=spec.seed, seed_from=seed_from)
     return Sweep(
         function=function,
@@ -360,6 +368,7 @@ def _sweep(spec: SweepSpec) -> Sweep:
         seed_from=tuple(seed_from) if seed_from is not None else None,
         metric=spec.metric or (study.metric if study is not None else None),
         group_by=spec.group_by or (study.group_by if study is not None else None),
+        replicates=tuple(dict.fromkeys([*replicates, SAMPLE_INDEX])),
     )
 
 

@@ -45,6 +45,10 @@ class Study:
     metric, group_by
         The column a sweep's summary reports per swept parameter (its median and spread), and
         the column that splits its rows into groups (``None``: one group).
+    replicates
+        The parameters that only index repeats of one setting (a random network's
+        ``topology``): a summary pools them into the spread (``sample``, a sampled point's
+        index, always is one).
     report
         Called as ``report(rows, out, notes)`` after every sweep of the study, beside its
         summary: writes the study's own tables and figures into ``out`` and returns them
@@ -60,6 +64,7 @@ class Study:
     summary: str = ""
     metric: str | None = None
     group_by: str | None = None
+    replicates: tuple[str, ...] = ()
     report: Callable[[Sequence[Mapping[str, Any]], Path, list[str]], list[Path]] | None = None
 
 
@@ -82,6 +87,7 @@ register_study(
         summary="co-design methods (PSG, PFP, PWF, ...) over networks, DNNs and targets",
         metric="ratio",
         group_by="method",
+        replicates=("topology",),
     )
 )
 register_study(
@@ -106,6 +112,7 @@ register_study(
         check_value=services.check_values,
         summary="several services on one network: joint plan vs each planned alone",
         metric="saving",
+        replicates=("topology",),
     )
 )
 register_study(
@@ -119,6 +126,7 @@ register_study(
         summary="what a latency bound below the cheapest plan's latency costs (PSG, exact)",
         metric="cost_ratio",
         group_by="dnn",
+        replicates=("topology",),
         report=latency.latency_report,
     )
 )

@@ -2,7 +2,12 @@
 median and a spread (quartiles, extremes, count), split by a group column when the study has one
 (the provisioning study's ``method``), written as ``summary.csv`` and drawn as ``summary.png``.
 
-A swept parameter is one that takes more than one value across the sweep's points. The metric
+A swept parameter is one that takes more than one value across the sweep's points; each has a
+kind: ``number`` (every value a number: a numeric axis), ``category`` (any other: one group of
+bars per value). Replicates (a random network's ``topology``, a sampled point's ``sample``: the
+sweep's ``replicates``) are never summarised by value: they are the spread of every other
+parameter's values, and when nothing else is swept, the one summary row of kind ``replicates``
+(value ``all``) holds the spread over them. The metric
 is the study's (``ratio`` for provisioning, ``saving`` for services and co-inference), or a
 spec's ``metric``; a study named by its function alone summarises every numeric column of its
 rows that is not a parameter.
@@ -12,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +26,13 @@ import numpy as np
 if TYPE_CHECKING:
     from inferplan.experiments.engine import Sweep
 
-__all__ = ["SUMMARY_COLUMNS", "SummaryRow", "summarise", "write_sweep_summary"]
+__all__ = ["KINDS", "SUMMARY_COLUMNS", "SummaryRow", "summarise", "write_sweep_summary"]
 
-SUMMARY_COLUMNS = ["parameter", "value", "group", "metric", "count", "median", "q25", "q75",
-                   "min", "max"]  # fmt: skip
+KINDS = ("number", "category", "replicates")
+"""What a summarised parameter is (see the module docstring)."""
+
+SUMMARY_COLUMNS = ["parameter", "kind", "value", "group", "metric", "count", "median", "q25",
+                   "q75", "min", "max"]  # fmt: skip
 """The columns of ``summary.csv``."""
 
 _ENGINE = {"point", "seed"}  # the columns the engine adds in front of every row
@@ -34,9 +42,10 @@ _ENGINE = {"point", "seed"}  # the columns the engine adds in front of every row
 class SummaryRow:
     """The ``metric`` over the rows where ``parameter`` is ``value`` (and the group column is
     ``group``, ``""`` without one): ``count`` finite values, their median, quartiles and
-    extremes."""
+    extremes. ``kind``: the parameter's, one of :data:`KINDS`."""
 
     parameter: str
+    kind: str
     value: Any
     group: str
     metric: str
@@ -69,8 +78,14 @@ def metrics_of(rows: Sequence[Mapping[str, Any]], parameters: Sequence[str]) -> 
             and any(_number(r.get(c)) is not None for r in rows)]  # fmt: skip
 
 
+def kind_of(values: Sequence[Any]) -> str:
+    """``"number"`` when every one of ``values`` is a finite number (not a bool), else
+    ``"category"``."""
+    return "number" if all(_number(v) is not None for v in values) else "category"
+
+
 def _order(values: list[Any]) -> list[Any]:
-    if all(_number(v) is not None for v in values):
+    if kind_of(values) == "number":
         return sorted(values)
     return sorted(values, key=repr)
 
@@ -80,10 +95,13 @@ def summarise(
     parameters: Sequence[str],
     metrics: Sequence[str],
     group_by: str | None = None,
+    replicates: Sequence[str] = (),
 ) -> list[SummaryRow]:
-    """For each swept parameter of ``parameters``, each of its values (in order) and each
-    group, the median and spread of each of ``metrics`` over the rows (non-numbers and
-    non-finite values left out, a value with none left out too).
+    """For each swept parameter of ``parameters`` (but ``replicates``), each of its values (in
+    order) and each group, the median and spread of each of ``metrics`` over the rows
+    (non-numbers and non-finite values left out, a value with none left out too); with only
+    replicates swept, the spread over them as one row per group and metric (kind
+    ``replicates``, value ``all``).
 
     Examples
     --------
@@ -91,10 +109,28 @@ def summarise(
     ...         [(0.5, "pfp", 1.0), (0.5, "pfp", 3.0), (0.9, "pfp", 2.0), (0.9, "pwf", 4.0)]]
     >>> [(s.value, s.group, s.median) for s in summarise(rows, ["alpha"], ["ratio"], "method")]
     [(0.5, 'pfp', 2.0), (0.9, 'pfp', 2.0), (0.9, 'pwf', 4.0)]
+    >>> reps = [{"topology": t, "alpha": a, "ratio": t + a} for t in (0, 1, 2) for a in (0.5, 0.9)]
+    >>> [(s.parameter, s.kind, s.value, s.count)
+    ...  for s in summarise(reps, ["topology", "alpha"], ["ratio"], replicates=["topology"])]
+    [('alpha', 'number', 0.5, 3), ('alpha', 'number', 0.9, 3)]
     """
+    varied = swept(rows, parameters)
+    axes = [p for p in varied if p not in replicates]
+    if not axes and varied:  # only replicates: the spread over them
+        pooled = [{**r, "\0": "all"} for r in rows]
+        return [replace(s, parameter=", ".join(varied), kind="replicates")
+                for s in _summarise(pooled, ["\0"], metrics, group_by)]  # fmt: skip
+    return _summarise(rows, axes, metrics, group_by)
+
+
+def _summarise(
+    rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metrics: Sequence[str],
+    group_by: str | None,
+) -> list[SummaryRow]:  # fmt: skip
     out = []
-    for parameter in swept(rows, parameters):
+    for parameter in axes:
         values = _order(list({repr(r.get(parameter)): r.get(parameter) for r in rows}.values()))
+        kind = kind_of(values)
         groups = _order(list(dict.fromkeys(str(r.get(group_by, "")) for r in rows))) if group_by \
             else [""]  # fmt: skip
         for value in values:
@@ -107,7 +143,7 @@ def summarise(
                         continue
                     q25, median, q75 = np.quantile(numbers, [0.25, 0.5, 0.75]).tolist()
                     spread = (median, q25, q75, min(numbers), max(numbers))
-                    out.append(SummaryRow(parameter, value, group, metric, len(numbers),
+                    out.append(SummaryRow(parameter, kind, value, group, metric, len(numbers),
                                           *spread))  # fmt: skip
     return out
 
@@ -139,7 +175,7 @@ def _write_summary(
 
     parameters = list(dict.fromkeys(k for p in sweep.points for k in p.params))
     metrics = [sweep.metric] if sweep.metric else metrics_of(rows, parameters)
-    table = summarise(rows, parameters, metrics, sweep.group_by)
+    table = summarise(rows, parameters, metrics, sweep.group_by, sweep.replicates)
     if not table:
         if rows:  # (a sweep whose every point failed has nothing to summarise, nor to say)
             notes.append("no summary: no parameter takes more than one value, or no metric "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,9 +73,12 @@ def drawn(figure: Any) -> Any:
     return figure.canvas.get_renderer()
 
 
-def drawn_segments(figure: Any) -> list[tuple[float, float, float, float]]:
-    """Every straight piece of every line and arrow drawn in ``figure``'s axes, in display
-    coordinates (the figure must have been drawn: ``figure.canvas.draw()``)."""
+def drawn_segments(
+    figure: Any, above: float = -math.inf
+) -> list[tuple[float, float, float, float]]:
+    """Every straight piece of every line and arrow drawn in ``figure``'s axes (of those
+    drawn at a z-order of at least ``above``), in display coordinates (the figure must have
+    been drawn: ``figure.canvas.draw()``)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch
 
@@ -82,6 +86,8 @@ def drawn_segments(figure: Any) -> list[tuple[float, float, float, float]]:
     parts: Any
     for ax in figure.axes:
         for artist in [*ax.lines, *ax.patches, *ax.texts]:
+            if artist.get_zorder() < above:
+                continue
             if isinstance(artist, Line2D) and artist.get_visible():
                 parts = [artist.get_transform().transform(artist.get_xydata())]
             elif isinstance(artist, FancyArrowPatch) and artist.get_visible():
@@ -113,12 +119,17 @@ def hits(box: Any, segments: Sequence[tuple[float, float, float, float]], pad: f
     return False
 
 
-def place_clear(figure: Any, labels: Sequence[tuple[Any, Sequence[tuple[float, float]]]]) -> None:
+def place_clear(
+    figure: Any,
+    labels: Sequence[tuple[Any, Sequence[tuple[float, float]]]],
+    above: float = -math.inf,
+) -> None:
     """Move each label (an annotation placed in offset points) to the first of its candidate
-    offsets where its box crosses no drawn line or arrow and no label placed before it; a label
-    with no clear candidate keeps its first."""
+    offsets where its box crosses no drawn line or arrow (of those drawn at a z-order of at
+    least ``above``: labels on an opaque box hide the ones below) and no label placed before
+    it; a label with no clear candidate keeps its first."""
     renderer = drawn(figure)
-    segments = drawn_segments(figure)
+    segments = drawn_segments(figure, above)
     placed: list[Any] = []
     for label, candidates in labels:
         for offset in candidates:
@@ -129,3 +140,16 @@ def place_clear(figure: Any, labels: Sequence[tuple[Any, Sequence[tuple[float, f
         else:
             label.xyann = candidates[0]
         placed.append(label.get_window_extent(renderer))
+
+
+# Where a label may sit (offset points from its node or its arrow's middle), first choice first.
+BESIDE_NODE = [(0.0, 27.0), (0.0, -27.0), (0.0, 38.0), (0.0, -38.0), (34.0, 24.0),
+                (-34.0, 24.0), (34.0, -24.0), (-34.0, -24.0)]  # fmt: skip
+BELOW_NODE = [BESIDE_NODE[1], BESIDE_NODE[0], *BESIDE_NODE[2:]]
+
+
+def beside_arrow(dx: float, dy: float) -> list[tuple[float, float]]:
+    """Offsets (points) from an arrow's middle to either side of it, nearest first."""
+    length = math.hypot(dx, dy) or 1.0
+    nx, ny = -dy / length, dx / length
+    return [(side * d * nx, side * d * ny) for d in (10.0, 16.0, 24.0, 32.0) for side in (1, -1)]

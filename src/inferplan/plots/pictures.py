@@ -13,7 +13,7 @@ import numpy as np
 from inferplan.codesign.plan import Plan
 from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
-from inferplan.plots._mpl import styled_figure
+from inferplan.plots._mpl import beside_arrow, place_clear, styled_figure
 from inferplan.plots.plan import layered_positions
 from inferplan.profiles import Profile
 from inferplan.profiles.ideals import CutKind, Cuts, count_ideals, cuts_of
@@ -34,6 +34,7 @@ MAX_TRANSITIONS = 600
 """The most transitions it draws: beyond, the lines merge into a grey area."""
 
 _WORK, _DATA, _PATH, _EDGE = "#4c72b0", "#dd8452", "#c0392b", "#9a9a9a"
+_PATH_Z, _LABEL_Z = 4, 5  # the plan's path above the grey transitions, its labels above it
 
 
 def _targets(paths: str | Path | Sequence[str | Path]) -> list[str | Path]:
@@ -198,15 +199,27 @@ def plot_state_graph(
         points = [(float(i), y[v]) for i, v in states] + [terminal]
         ends = [*(i for i, _ in states[1:]), n]
         arrow = {"arrowstyle": "-|>", "color": _PATH, "linewidth": 1.6}
+        labels = []  # beside their steps, clear of the path and each other (place_clear)
         for (a, b), (i, v), j in zip(itertools.pairwise(points), states, ends, strict=True):
-            ax.annotate("", xy=b, xytext=a, zorder=4, arrowprops=arrow)
+            ax.annotate("", xy=b, xytext=a, zorder=_PATH_Z, arrowprops=arrow)
             if graph:
                 text = f"{v}: {listed(cuts.units_between(i, j), shown=2) or 'forward'}"
             else:
                 text = {0: f"{v}: forward", 1: f"{v}: block {j}"}.get(j - i, f"{v}: {i + 1}..{j}")
-            ax.annotate(text, xy=((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), xytext=(0, 4),
-                        textcoords="offset points", ha="center", fontsize=6, color=_PATH,
-                        zorder=5)  # fmt: skip
+            # on an opaque box above the grey transitions, which it hides where it sits
+            label = ax.annotate(
+                text,
+                xy=((a[0] + b[0]) / 2, (a[1] + b[1]) / 2),
+                xytext=(0, 0),
+                textcoords="offset points",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color=_PATH,
+                zorder=_LABEL_Z,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6},
+            )
+            labels.append((label, beside_arrow(b[0] - a[0], b[1] - a[1])))
         ax.set_yticks([y[v] for v in rows], rows)
         ax.set_xticks([*range(n + 1), terminal[0]], [*map(str, range(n + 1)), "end"])
         ax.set_xlim(-0.5, n + 1.5)
@@ -217,3 +230,4 @@ def plot_state_graph(
         ax.set_ylabel("node v")
         ax.set_title(f"state graph (v, {'J' if graph else 'i'}) of {profile.name}: "
                      f"{transitions} transitions, the plan's path in red")  # fmt: skip
+        place_clear(fig, labels, above=_PATH_Z)

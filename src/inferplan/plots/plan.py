@@ -3,7 +3,6 @@ and the capacity bought."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import networkx as nx
 
 from inferplan.codesign.plan import Plan
 from inferplan.network.network import Network
-from inferplan.plots._mpl import place_clear, styled_figure
+from inferplan.plots._mpl import BELOW_NODE, BESIDE_NODE, beside_arrow, place_clear, styled_figure
 from inferplan.units import si
 
 __all__ = ["layered_positions", "plot_plan"]
@@ -107,7 +106,7 @@ def plot_plan(
                                     xytext=(0, 0), textcoords="offset points", ha="center",
                                     va="center", fontsize=6.5, zorder=3,
                                     color=_BOUGHT if amount else _SLOW)  # fmt: skip
-                labels.append((label, _beside_arrow(x1 - x0, y1 - y0)))
+                labels.append((label, beside_arrow(x1 - x0, y1 - y0)))
         for node in network.nodes:
             x, y = pos[node.id]
             chosen = node.id in blocks
@@ -118,9 +117,9 @@ def plot_plan(
                     color="white" if chosen else "0.3", fontweight="bold")  # fmt: skip
             amount = plan.node_upgrades.get(node.id)
             for text, colour, places in (
-                (blocks.get(node.id), _PATH, _BESIDE_NODE),
-                (amount and f"+{si(amount, 'FLOP/s')}", _BOUGHT, _BELOW_NODE),
-                (node.id == slowest and "bottleneck", _SLOW, _BELOW_NODE),
+                (blocks.get(node.id), _PATH, BESIDE_NODE),
+                (amount and f"+{si(amount, 'FLOP/s')}", _BOUGHT, BELOW_NODE),
+                (node.id == slowest and "bottleneck", _SLOW, BELOW_NODE),
             ):  # fmt: skip
                 if text:
                     label = ax.annotate(text, xy=(x, y), xytext=places[0],
@@ -137,19 +136,6 @@ def plot_plan(
             f"(target {si(plan.target_interval, 's')})"
         )
         place_clear(fig, labels)
-
-
-# Where a label may sit (offset points from its node or its arrow's middle), first choice first.
-_BESIDE_NODE = [(0.0, 27.0), (0.0, -27.0), (0.0, 38.0), (0.0, -38.0), (34.0, 24.0),
-                (-34.0, 24.0), (34.0, -24.0), (-34.0, -24.0)]  # fmt: skip
-_BELOW_NODE = [_BESIDE_NODE[1], _BESIDE_NODE[0], *_BESIDE_NODE[2:]]
-
-
-def _beside_arrow(dx: float, dy: float) -> list[tuple[float, float]]:
-    """Offsets (points) from an arrow's middle to either side of it, nearest first."""
-    length = math.hypot(dx, dy) or 1.0
-    nx, ny = -dy / length, dx / length
-    return [(side * d * nx, side * d * ny) for d in (10.0, 16.0, 24.0, 32.0) for side in (1, -1)]
 
 
 def _runs(plan: Plan, block_names: Sequence[str] | None, shown: int = 3) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from inferplan.codesign.services.joint import ServicesPlan
 from inferplan.network.network import Network
-from inferplan.plots._mpl import styled_figure
+from inferplan.plots._mpl import BELOW_NODE, beside_arrow, place_clear, styled_figure
 from inferplan.plots.plan import layered_positions
 from inferplan.units import si
 
@@ -67,11 +67,13 @@ def plot_services(
                                         "shrinkA": 11, "shrinkB": 11,
                                         "mutation_scale": 9})  # fmt: skip
             ax.plot([], [], color=colour, lw=1.8, label=service.name)
+        labels = []  # beside the arrows they name, clear of every line (place_clear)
         for (u, v), amount in plan.link_upgrades.items():
             (x0, y0), (x1, y1) = pos[u], pos[v]
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"+{si(amount, 'bit/s')}", color=_BOUGHT,
-                    ha="center", va="center", fontsize=6.5, zorder=4,
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})  # fmt: skip
+            label = ax.annotate(f"+{si(amount, 'bit/s')}", xy=((x0 + x1) / 2, (y0 + y1) / 2),
+                                xytext=(0, 0), textcoords="offset points", color=_BOUGHT,
+                                ha="center", va="center", fontsize=6.5, zorder=4)  # fmt: skip
+            labels.append((label, _beside_bundle(x1 - x0, y1 - y0, count)))
         used = {v for s in plan.services for v in s.path}
         for node in network.nodes:
             x, y = pos[node.id]
@@ -80,8 +82,10 @@ def plot_services(
             ax.text(x, y, node.id, ha="center", va="center", zorder=5, fontsize=7, color="0.2")
             added = plan.node_upgrades.get(node.id, 0.0)
             if added > 0:
-                ax.text(x, y - 0.24, f"+{si(added, 'FLOP/s')}", ha="center", va="top",
-                        fontsize=6.5, color=_BOUGHT)  # fmt: skip
+                label = ax.annotate(f"+{si(added, 'FLOP/s')}", xy=(x, y), xytext=BELOW_NODE[0],
+                                    textcoords="offset points", ha="center", va="center",
+                                    fontsize=6.5, color=_BOUGHT, zorder=4)  # fmt: skip
+                labels.append((label, BELOW_NODE))
         ax.set_xlim(-0.5, columns - 0.5)
         ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
         ax.set_axis_off()
@@ -91,6 +95,13 @@ def plot_services(
             or f"{len(plan.services)} services, {plan.method}: cost {plan.cost:.4g} "
             f"({plan.status}, gap {plan.gap:.2%})"
         )
+        place_clear(fig, labels)
+
+
+def _beside_bundle(dx: float, dy: float, count: int) -> list[tuple[float, float]]:
+    """Offsets (points) from a link's middle to either side of the bundle of ``count``
+    services' arrows drawn side by side along it, nearest first."""
+    return [(x * (1 + count / 2), y * (1 + count / 2)) for x, y in beside_arrow(dx, dy)]
 
 
 def plot_services_study(

@@ -469,7 +469,8 @@ def _repaired(
 ) -> ServicesPlan | None:
     """The joint plan of ``choices`` buying at least ``added`` (compute, bandwidth), each
     service that misses its latency bound then sped up on every stage by the factor it misses
-    by (capacity only helps the others): ``None`` when the caps do not allow it."""
+    by (capacity only helps the others), and its rounding dust snapped to nothing
+    (:func:`_snapped`): ``None`` when the caps do not allow it."""
     try:
         plan = problem.plan("milp", "optimal", choices, 0.0, added)
     except Infeasible:
@@ -485,23 +486,58 @@ def _repaired(
         for k, load in _loaded(problem, s, served):  # free capacity: the stage next to nothing
             if _free_beyond(costs[k], amounts[k]):
                 more[k] = max(more[k], load / (FREE_SHARE * service.latency) - have[k])
+    asked = [*_listed(added[0], len(problem.capacity)), *_listed(added[1], len(problem.bandwidth))]
     if more != amounts:
         replanned = _buying(problem, choices, more)
         if replanned is None:
             return None
-        plan, amounts = replanned, list(more)
-    most = [c.max_amount for c in costs]
+        plan, amounts, asked = replanned, list(more), list(more)
+    sped = _sped_up(problem, choices, plan, asked, frozenset())
+    if sped is None:
+        return None
+    return _snapped(problem, choices, *sped)
+
+
+SNAP_RTOL = 1e-6
+"""A purchase for the latency bounds of at most this fraction of what its element has is
+rounding, not a purchase: HiGHS's amounts are good to its tolerance (:data:`TOLERANCE`, in
+units of what each element has), and speeding a stage up by the factor its service misses
+its bound by adds that factor's rounding to every element of the path. :func:`_snapped`
+drops such dust when the plan without it still meets every bound."""
+
+
+def _listed(amounts: dict[int, float], size: int) -> list[float]:
+    return [amounts.get(k, 0.0) for k in range(size)]
+
+
+def _sped_up(
+    problem: JointProblem,
+    choices: list[Choice],
+    plan: ServicesPlan,
+    asked: list[float],
+    frozen: frozenset[int],
+    rtol: float = INTERVAL_RTOL,
+) -> tuple[ServicesPlan, list[float]] | None:
+    """``plan`` (of ``choices``, buying at least ``asked``), each service that misses its
+    latency bound by more than ``rtol`` sped up on every stage it loads outside ``frozen``
+    (nor at its cap) by the factor it misses by: the plan and what it asks for, ``None`` when
+    none meets the bounds."""
+    have = np.concatenate((problem.capacity, problem.bandwidth))
+    most = [c.max_amount for c in costs_of(problem)]
+    node, link = _bought(problem, plan)
+    amounts = [*node, *link]
+    more = list(amounts)
     for _ in range(3):  # stages at their caps cannot help: the others take their share
         for s, (service, served) in enumerate(zip(problem.services, plan.services, strict=True)):
             bound, got = service.latency, served.latency
-            if bound is None or got is None or got <= bound * (1 + INTERVAL_RTOL):
+            if bound is None or got is None or got <= bound * (1 + rtol):
                 continue
             inst = problem.instances[s]
             path, partition = choices[s]
             fixed = math.fsum(stages(inst, path, partition).propagation)
             growing = []
             for k, load in _loaded(problem, s, served):
-                if amounts[k] >= most[k] * (1 - 1e-12):
+                if k in frozen or amounts[k] >= most[k] * (1 - 1e-12):
                     fixed += load / (have[k] + amounts[k])
                 else:
                     growing.append(k)
@@ -515,18 +551,57 @@ def _repaired(
         replanned = _buying(problem, choices, more)
         if replanned is None:
             return None
-        plan = replanned
+        plan, asked = replanned, [max(a, m) for a, m in zip(asked, more, strict=True)]
         node, link = _bought(problem, plan)
         amounts = [*node, *link]
         more = list(amounts)
-    for service, served in zip(problem.services, plan.services, strict=True):
-        if (
-            service.latency is not None
-            and served.latency is not None
-            and (served.latency > service.latency * (1 + INTERVAL_RTOL))
-        ):
-            return None
-    return plan
+    if not _meets_bounds(problem, plan, rtol):
+        return None
+    return plan, asked
+
+
+def _meets_bounds(problem: JointProblem, plan: ServicesPlan, rtol: float) -> bool:
+    """Whether every service of ``plan`` meets its latency bound (to ``rtol``)."""
+    return all(
+        service.latency is None
+        or (served.latency is not None and served.latency <= service.latency * (1 + rtol))
+        for service, served in zip(problem.services, plan.services, strict=True)
+    )
+
+
+def _snapped(
+    problem: JointProblem, choices: list[Choice], plan: ServicesPlan, asked: list[float]
+) -> ServicesPlan:
+    """``plan`` without its dust: every purchase asked for beyond the services' shared need
+    by at most :data:`SNAP_RTOL` of what its element has is dropped, and the stages of a
+    service that then misses its bound sped up instead on the elements that keep a real
+    purchase for the bounds (on any other, the speed-up would be dust again). The snapped
+    plan is re-priced and re-checked (every interval, every latency bound exactly, the caps);
+    it replaces ``plan`` when it passes and costs no more than ``plan`` plus its rounding."""
+    have = np.concatenate((problem.capacity, problem.bandwidth))
+    node, link = problem.loads(choices)
+    V = len(problem.capacity)
+    need = [max(0.0, node.get(k, 0.0) - have[k]) for k in range(V)]
+    need += [max(0.0, link.get(k, 0.0) - have[V + k]) for k in range(len(problem.bandwidth))]
+    extra = [a - n for a, n in zip(asked, need, strict=True)]
+    if not any(0 < x <= SNAP_RTOL * h for x, h in zip(extra, have, strict=True)):
+        return plan
+    # only the elements that keep a real purchase for the bounds take the speed-up
+    unreal = frozenset(k for k, x in enumerate(extra) if x <= SNAP_RTOL * have[k])
+    clean = [0.0 if k in unreal else a for k, a in enumerate(asked)]
+    replanned = _buying(problem, choices, clean)
+    if replanned is None:
+        return plan
+    sped = _sped_up(problem, choices, replanned, clean, unreal, rtol=0.0)
+    if sped is None or sped[0].cost > plan.cost * (1 + SNAP_RTOL):
+        return plan
+    snapped = sped[0]
+    if any(
+        served.interval > service.interval * (1 + INTERVAL_RTOL)
+        for service, served in zip(problem.services, snapped.services, strict=True)
+    ):
+        return plan  # fmt: skip
+    return snapped
 
 
 def costs_of(problem: JointProblem) -> tuple[CapacityCost, ...]:
