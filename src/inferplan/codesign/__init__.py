@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.milp.cost import solve_milp
     from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
     from inferplan.codesign.provision import (
+        explain,
         latency_optimal,
         provision,
         target_interval,
@@ -45,6 +46,7 @@ __all__ = [
     "ServicesPlan",
     "compile_instance",
     "cost_frontier",
+    "explain",
     "get_method",
     "latency_frontier",
     "latency_optimal",
@@ -82,6 +84,7 @@ export_lazily(
         "inferplan.codesign.plan": ("STATUSES", "Deployment", "LinkUpgrade", "Plan"),
         "inferplan.codesign.latency.bound": ("least_latency", "solve_latency", "throughput_within"),
         "inferplan.codesign.provision": (
+            "explain",
             "latency_optimal",
             "provision",
             "target_interval",

@@ -37,7 +37,7 @@ from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import METHODS, get_method, solve
 from inferplan.codesign.milp.throughput import throughput_milp
-from inferplan.codesign.plan import Plan
+from inferplan.codesign.plan import Plan, cut_lists
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = [
@@ -61,15 +61,18 @@ class FrontierPoint:
     plan meets the rate (and the bound) within the capacity caps (then ``cost`` is ``inf``,
     the path empty and ``latency`` ``None``). ``latency`` is the plan's (seconds);
     ``target_latency`` the bound it was solved under (``None`` on a cost-throughput
-    frontier)."""
+    frontier). ``partition`` and ``ideals`` as in :class:`~inferplan.codesign.plan.Plan`
+    (block counts on a chain; ideal numbers, and no partition, at ideals of a layer
+    graph)."""
 
     throughput: float
     cost: float
     path: tuple[str, ...]
-    partition: tuple[int, ...]
+    partition: tuple[int, ...] | None
     status: str = "optimal"
     latency: float | None = None
     target_latency: float | None = None
+    ideals: tuple[int, ...] | None = None
 
     @property
     def interval(self) -> float:
@@ -83,7 +86,7 @@ class FrontierPoint:
 
     @property
     def deployment(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
-        return self.path, self.partition
+        return self.path, self.partition if self.partition is not None else self.ideals or ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +97,7 @@ class FrontierPoint:
             "latency": self.latency,
             "target_latency": self.target_latency,
             "path": list(self.path),
-            "partition": list(self.partition),
+            **cut_lists(self.partition, self.ideals),
         }
 
 
@@ -109,8 +112,10 @@ class FrontierChange:
     def to_dict(self) -> dict[str, Any]:
         return {
             "between": [self.low.swept, self.high.swept],
-            "before": {"path": list(self.low.path), "partition": list(self.low.partition)},
-            "after": {"path": list(self.high.path), "partition": list(self.high.partition)},
+            "before": {"path": list(self.low.path),
+                       **cut_lists(self.low.partition, self.low.ideals)},
+            "after": {"path": list(self.high.path),
+                      **cut_lists(self.high.partition, self.high.ideals)},
             "path_changes": self.low.path != self.high.path,
         }
 
@@ -180,7 +185,8 @@ def _point(solver: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
         plan: Plan = solver(inst, 1.0 / rate)
     except Infeasible:
         return FrontierPoint(rate, math.inf, (), (), "infeasible")
-    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency)
+    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency,
+                         ideals=plan.ideals)  # fmt: skip
 
 
 def cost_frontier(
@@ -307,7 +313,7 @@ def latency_frontier(
         except Infeasible:
             return FrontierPoint(rate, math.inf, (), (), "infeasible", target_latency=bound)
         return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status,
-                             plan.latency, bound)  # fmt: skip
+                             plan.latency, bound, plan.ideals)  # fmt: skip
 
     found, changes = _trace(probe, low, high, points, tol)
     return Frontier(method=method, points=found, changes=changes, sweep="latency")
