@@ -15,12 +15,19 @@ import inferplan
 from inferplan import LinearCost, Link, Network, Node, Profile
 from inferplan.codesign import compile_instance, solve_psg, throughput_optimal
 from inferplan.codesign.explain import explain_plan
+from inferplan.codesign.latency.bound import solve_latency
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.profiles.graph import LayerGraph
 
 from ..cli import app, invoke_json, runner
-from ..oracles import deployments, evaluate, evaluate_graph, graph_deployments
-from ..strategies import layer_graphs, small_dags, small_profiles
+from ..oracles import (
+    brute_force_latency_cost,
+    deployments,
+    evaluate,
+    evaluate_graph,
+    graph_deployments,
+)
+from ..strategies import COST_KINDS, layer_graphs, small_dags, small_profiles
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -32,7 +39,7 @@ def _close(found: float, expected: float) -> bool:
 
 
 @settings(max_examples=80)
-@given(network=small_dags(max_nodes=5, cost_kinds=("linear", "module", "tiered")),
+@given(network=small_dags(max_nodes=5, cost_kinds=COST_KINDS),
        profile=small_profiles(max_blocks=4),
        factor=st.floats(min_value=0.1, max_value=1.2))  # fmt: skip
 def test_the_runners_up_are_the_best_on_another_path_and_on_other_cuts(
@@ -62,6 +69,38 @@ def test_the_runners_up_are_the_best_on_another_path_and_on_other_cuts(
     if why.other_cuts.plan is not None:
         assert why.other_cuts.plan.path == plan.path
         assert why.other_cuts.plan.partition != plan.partition
+
+
+@settings(max_examples=40)
+@given(network=small_dags(max_nodes=4, cost_kinds=("linear", "capped", "tiers", "modules"),
+                         delays=True),
+       profile=small_profiles(max_blocks=3), factor=st.floats(min_value=0.2, max_value=1.2),
+       share=st.floats(min_value=0.3, max_value=1.0))  # fmt: skip
+def test_the_runners_up_under_a_latency_bound_are_the_best_within_it(
+    network: Network, profile: Profile, factor: float, share: float
+) -> None:
+    inst = compile_instance(network, profile, cuts="chain")
+    beta = factor * throughput_optimal(inst).interval
+    try:
+        free = solve_psg(inst, beta)
+        assert free.latency is not None
+        plan = solve_latency(inst, beta, latency=share * free.latency)
+    except Infeasible:
+        assume(False)
+        return
+    bound = share * free.latency
+    assume(plan.status == "optimal")
+    why = explain_plan(inst, plan)
+    for alternative, keep in (
+        (why.other_path, lambda path, _: path != plan.path),
+        (why.other_cuts, lambda path, cut: path == plan.path and cut != plan.partition),
+    ):
+        expected = brute_force_latency_cost(network, profile, beta, bound, keep=keep)
+        found = math.inf if alternative.plan is None else alternative.plan.cost
+        if alternative.plan is not None and alternative.plan.status != "optimal":
+            continue  # a ranking stopped at its limit claims no optimum
+        assert found == pytest.approx(expected, rel=1e-6, abs=1e-9) or (
+            math.isinf(expected) and math.isinf(found))
 
 
 @settings(max_examples=30)

@@ -82,8 +82,9 @@ class Alternative:
         p = self.plan
         cut = (f"partition {','.join(map(str, p.partition))}" if p.partition is not None
                else f"ideals {','.join(map(str, p.ideals or ()))}")  # fmt: skip
-        return (f"best on {what}: {' -> '.join(p.path)}, {cut}: {cost(p.cost)} "
-                f"({self.extra_cost:+.4g} against this plan)")
+        tie = self.extra_cost <= 1e-9 * max(1.0, abs(self.optimum))
+        more = "as cheap: a tie" if tie else f"{self.extra_cost:+.4g} against this plan"
+        return f"best on {what}: {' -> '.join(p.path)}, {cut}: {cost(p.cost)} ({more})"
 
     def to_dict(self) -> dict[str, Any]:
         if self.plan is None:
@@ -157,10 +158,11 @@ class Explanation:
     @property
     def how(self) -> str:
         """How the margins were computed, in words."""
+        bound = any(c.kind == "latency" for c in self.binding)
         return (f"forward differences of exact {self.method} re-solves: the target at "
                 f"(1 + {self.eps:g}) x its throughput, each binding cap raised by {self.eps:g} "
-                f"of itself (one module for capacity sold in modules), the latency bound by "
-                f"{self.eps:g} of itself")  # fmt: skip
+                "of itself (one module for capacity sold in modules)"
+                + (f", the latency bound loosened by {self.eps:g} of itself" if bound else ""))
 
     def lines(self) -> list[str]:
         """The explanation as lines of text: the runners-up, the binding constraints, the
