@@ -235,3 +235,12 @@ def test_provision_explains_in_the_table_the_json_and_the_report(tmp_path: Path)
     assert runner.invoke(app, [*args, "--report", str(report)]).exit_code == 0
     page = report.read_text()
     assert "<h2>Why this plan</h2>" in page and "best on other cuts" in page
+
+
+def test_explain_is_for_one_plan_of_one_path() -> None:
+    for extra in (["--services", str(EXAMPLES / "services.yaml")],
+                  ["vgg16", "--throughput", "30", "--pipelines", "any"]):  # fmt: skip
+        result = runner.invoke(app, ["provision", str(EXAMPLES / "network.json"), *extra,
+                                     "--explain"])  # fmt: skip
+        assert result.exit_code == 2
+        assert result.stderr.count("\n") == 1 and "--explain" in result.stderr
