@@ -110,3 +110,17 @@ def test_a_joint_plan_of_graph_services_says_ideals(tmp_path: Path) -> None:
     assert one["cuts"] == "graph" and one["partition"] is None and one["ideals"][-1] == 10
     table = runner.invoke(app, ["provision", str(NETWORK), "--services", str(services)])
     assert table.exit_code == 0 and "ideals " in table.stdout
+
+
+def test_what_the_caps_allow_a_graph_says_in_ideals() -> None:
+    caps = inferplan.load_network(EXAMPLES / "network-caps.json")
+    with pytest.raises(inferplan.Infeasible) as err:
+        inferplan.provision(caps, inferplan.load_profile(TWO), throughput=1000)
+    best = err.value.details["at_caps"]
+    assert best["cuts"] == "graph" and best["partition"] is None and best["ideals"][-1] == 10
+    result = runner.invoke(app, ["provision", str(EXAMPLES / "network-caps.json"), str(TWO),
+                                 "--throughput", "1000"])  # fmt: skip
+    assert result.exit_code == 3
+    shown = result.stdout + result.stderr
+    assert "ideal (layers done)" in shown
+    assert f"ideal {best['ideals'][-2]}" in shown
