@@ -244,3 +244,29 @@ def test_explain_is_for_one_plan_of_one_path() -> None:
                                      "--explain"])  # fmt: skip
         assert result.exit_code == 2
         assert result.stderr.count("\n") == 1 and "--explain" in result.stderr
+
+
+def _with_memory(memory: float, cap: float) -> Network:
+    return Network(
+        nodes=(Node("s", 1e-3, 1e6, LinearCost(1e6, 0.0)),
+               Node("t", 1.0, 1.0, memory=memory, memory_cost=LinearCost(1.0, cap))),
+        links=(Link("s", "t", 1.0, 1.0),), source="s", target="t",
+    )  # fmt: skip
+
+
+def test_memory_a_plan_fills_binds_and_so_does_its_cap_when_bought_up_to_it() -> None:
+    heavy = Profile("heavy", flops=(1.0,), activation_bits=(1.0, 1e-9), params=(1000,))
+    plan = inferplan.provision(_with_memory(100.0, 1e9), heavy, interval=10.0, cuts="chain")
+    need = {m.id: m.need for m in plan.memory}["t"]
+    assert need > 100.0  # t must buy memory: it ends full, its cap far
+    why = inferplan.explain(_with_memory(100.0, 1e9), heavy, plan)
+    assert [(c.kind, c.id) for c in why.binding if "memory" in c.kind] == [("memory", "t")]
+    capped = _with_memory(100.0, need - 100.0)  # the cap is what the plan buys
+    plan = inferplan.provision(capped, heavy, interval=10.0, cuts="chain")
+    why = inferplan.explain(capped, heavy, plan)
+    found = {c.kind: c for c in why.binding if "memory" in c.kind}
+    assert set(found) == {"memory", "memory cap"}
+    assert found["memory"].used == pytest.approx(need)
+    assert found["memory"].limit == pytest.approx(need)
+    # no latency bound: more memory for sale opens no cheaper plan
+    assert found["memory cap"].marginal == pytest.approx(0.0, abs=1e-9)
