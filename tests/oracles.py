@@ -432,17 +432,26 @@ def _allocated(
 
 
 def brute_force_latency_cost(
-    network: Network, profile: Profile, beta: float, latency: float, *, memory: bool = False
+    network: Network,
+    profile: Profile,
+    beta: float,
+    latency: float,
+    *,
+    memory: bool = False,
+    keep: Callable[[tuple[str, ...], tuple[int, ...]], bool] | None = None,
 ) -> float:
     """The least cost of a plan whose stages all take at most ``beta`` and whose latency is
     at most ``latency``: every simple path (cycles or not) and partition, allocated exactly
-    (``inf`` when none can be); with ``memory``, each deployment's memory priced too."""
+    (``inf`` when none can be); with ``memory``, each deployment's memory priced too; with
+    ``keep``, only the deployments ``(path, partition)`` it keeps."""
     nodes = {n.id: n for n in network.nodes}
     links = {(e.source, e.target): e for e in network.links}
     S = [0.0, *itertools.accumulate(profile.flops)]
     D = profile.activation_bits
     best = math.inf
     for path, partition in deployments(network, profile.n_blocks):
+        if keep is not None and not keep(path, partition):
+            continue
         stages, propagation, prev = [], 0.0, 0
         for k, v in enumerate(path):
             b = partition[k]

@@ -20,12 +20,12 @@ def test_provision_json_contract(method):
     out = _json(["provision", str(EXAMPLE), "vgg16", "--throughput", "30", "--method", method,
                  "--json"])  # fmt: skip
     assert set(out) == {"method", "status", "cost", "interval", "target_interval", "latency",
-                        "target_latency", "path", "partition", "cuts", "layers", "sends",
-                        "node_upgrades", "link_upgrades", "bottleneck", "memory_upgrades",
+                        "target_latency", "path", "partition", "ideals", "cuts", "layers",
+                        "sends", "node_upgrades", "link_upgrades", "bottleneck", "memory_upgrades",
                         "memory"}  # fmt: skip
     assert out["latency"] >= out["interval"] and out["target_latency"] is None
     assert set(out["bottleneck"]) == {"kind", "id"}
-    assert out["cuts"] == "chain"
+    assert out["cuts"] == "chain" and out["ideals"] is None
     assert [name for names in out["layers"] for name in names] == list(inferplan.vgg16().blocks)
     assert [m["id"] for m in out["memory"]] == out["path"]
     assert all(set(m) == {"id", "need", "memory", "added"} and m["need"] > 0
@@ -46,8 +46,8 @@ def test_provision_json_contract(method):
 
 def test_throughput_json_contract():
     out = _json(["throughput", str(EXAMPLE), "resnet50", "--json"])
-    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "cuts",
-                        "layers", "sends", "bottleneck"}  # fmt: skip
+    assert set(out) == {"interval", "throughput", "latency", "path", "partition", "ideals",
+                        "cuts", "layers", "sends", "bottleneck"}  # fmt: skip
     assert out["latency"] >= out["interval"]
     assert out["throughput"] == pytest.approx(1 / out["interval"])
 

@@ -152,12 +152,14 @@ def test_a_path_graph_plans_as_its_chain(
     assert (graph.work_between == chain.work_between).all()
     assert (graph.activation_bits == chain.activation_bits).all()
     a, b = throughput_optimal(chain, engine=engine), throughput_optimal(graph, engine=engine)
-    assert (a.interval, a.path, a.partition) == (b.interval, b.path, b.partition)
+    # a path graph's ideals are the chain's prefixes, numbered alike: its ideals, no partition
+    assert (a.interval, a.path, a.partition) == (b.interval, b.path, b.ideals)
+    assert b.partition is None and a.ideals is None
     beta = factor * a.interval
     for solver in (solve_psg, solve_milp, solve_pfp, solve_pwf):
         p, q = solver(chain, beta), solver(graph, beta)
         assert (p.cost, p.interval, p.path, p.partition) == (q.cost, q.interval, q.path,
-                                                             q.partition)  # fmt: skip
+                                                             q.ideals)  # fmt: skip
         assert [len(x) for x in p.layers] == [len(x) for x in q.layers]
 
 
@@ -219,7 +221,7 @@ def test_plans_say_what_runs_where_in_the_json_the_table_and_the_plan_file() -> 
     check_plan(inferplan.load_network(NET), inferplan.load_profile(TWO), plan)
     wrong = {"layers": [["stem"]] * len(out["path"]), "sends": [["join"]] * len(out["sends"])}
     for field, value in wrong.items():
-        with pytest.raises(InvalidArgument, match="not those of the partition") as err:
+        with pytest.raises(InvalidArgument, match="not those of the ideals") as err:
             check_plan(inferplan.load_network(NET), inferplan.load_profile(TWO),
                        plan_from_dict({**out, field: value}))  # fmt: skip
         assert err.value.field == field
@@ -389,4 +391,4 @@ def test_a_node_that_only_forwards_holds_its_boundary() -> None:
         assert best.interval == 2.0
         assert best.layers == (("a", "x"), (), ("b", "y"))
         path = [inst.node_ids.index(v) for v in best.path]
-        assert max(path_needs(inst, path, list(best.partition))) <= 2e5
+        assert max(path_needs(inst, path, list(best.cut_indices))) <= 2e5

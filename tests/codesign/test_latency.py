@@ -263,6 +263,7 @@ def test_latency_commands_print_one_json_object_and_exit_3_when_infeasible(tmp_p
         "latency",
         "path",
         "partition",
+        "ideals",
         "bottleneck",
         "cuts",
         "layers",

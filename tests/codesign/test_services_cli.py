@@ -30,8 +30,9 @@ def test_json_contract(method):
     names = [s["name"] for s in out["services"]]
     assert names == ["cams", "detect", "classify"]
     for s in out["services"]:
-        assert set(s) == {"name", "path", "partition", "interval", "target_interval", "latency",
-                          "target_latency", "cuts", "layers"}  # fmt: skip
+        assert set(s) == {"name", "path", "partition", "ideals", "interval", "target_interval",
+                          "latency", "target_latency", "cuts", "layers"}  # fmt: skip
+        assert (s["ideals"] is None) == (s["cuts"] == "chain")
         assert s["target_latency"] is None
         assert s["latency"] > 0
         assert s["interval"] <= s["target_interval"] * (1 + 1e-9)

@@ -31,6 +31,7 @@ from inferplan.cli.options import (
 )
 from inferplan.cli.render import (
     console,
+    cut_words,
     memory_table,
     plan_lines,
     plan_upgrades,
@@ -126,6 +127,16 @@ def provision_command(
     dot: Annotated[
         Path | None, typer.Option("--dot", help="Also write the plan as GraphViz DOT.")
     ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Also say why this plan: the best plan on another path and on other cuts, "
+            "the constraints that bind and the marginal cost of the target and of each "
+            "binding cap (exact re-solves; a section of the table output, 'explain' in "
+            "--json; --report always has it).",
+        ),
+    ] = False,
     plot_states: Annotated[
         Path | None,
         typer.Option(
@@ -189,7 +200,8 @@ def provision_command(
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states,
-                                         "--node-times": node_times})  # fmt: skip
+                                         "--node-times": node_times,
+                                         "--explain": explain or None})  # fmt: skip
         return
     if profile is None:
         raise InvalidArgument("give a profile, or several services with --services",
@@ -201,7 +213,8 @@ def provision_command(
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
                 "--seed": seed, "--latency": latency, "--plot": plot,
                 "--plot-states": plot_states, "--cuts": cuts,
-                "--max-ideals": max_ideals, "--node-times": node_times})  # fmt: skip
+                "--max-ideals": max_ideals, "--node-times": node_times,
+                "--explain": explain or None})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
                                as_json, time_limit, dot, report)  # fmt: skip
         return
@@ -218,6 +231,12 @@ def provision_command(
                          latency=latency, node_time=node_time)  # fmt: skip
     from inferplan.codesign.breakdown import plan_breakdown
 
+    why = None
+    if explain or report is not None:  # exact re-solves: only when asked
+        from inferplan.codesign.provision import explain as explain_plan
+
+        with blame_network_file(network), native_stdout_muted():
+            why = explain_plan(net, prof, plan, max_ideals=max_ideals, time_limit=time_limit)
     # the latency's parts: wherever links delay or a bound was asked (one more compile)
     timed = latency is not None or bool(net.link_delay.any())
     parts = (plan_breakdown(net, prof, plan, node_time=node_time)
@@ -226,7 +245,8 @@ def provision_command(
         from inferplan.plots.report import write_plan_report
 
         title = f"{prof.name} on {network.name}: {plan.method} plan"
-        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title):
+        for path in write_plan_report(net, parts, html_path=report, dot_path=dot, title=title,
+                                      explanation=why):
             written(path)
     if plot_states is not None:
         from inferplan.plots.pictures import plot_state_graph
@@ -234,6 +254,8 @@ def provision_command(
         plot_state_graph(net, prof, plan, plot_states)
         written(plot_states)
     extra = {"latency_parts": parts.latency_parts().to_dict()} if parts and timed else {}
+    if why is not None and explain:
+        extra["explain"] = why.to_dict()
     if _drawn_or_json(net, plan, plot, as_json, block_names=prof.blocks, extra=extra):
         return
     for line in plan_lines(plan):
@@ -246,10 +268,14 @@ def provision_command(
                 split.total, split.compute, split.transfer, split.propagation, plan.target_latency
             )
         )
-    console.print(stages_table("deployment", plan.path, plan.partition,
+    console.print(stages_table("deployment", plan.path, plan.cut_indices,
                                _bottleneck(plan.bottleneck), plan_upgrades(plan),
                                layers=plan.layers, sends=plan.sends, cuts=plan.cuts))  # fmt: skip
     console.print(memory_table(plan.memory))
+    if why is not None and explain:
+        console.print("[bold]why this plan[/]")
+        for line in why.lines():
+            console.print(f"  {line}", highlight=False, markup=False)
 
 
 def _provision_services(
@@ -327,11 +353,11 @@ def _print_services(plan: ServicesPlan) -> None:
         f"lower bound {cost(plan.lower_bound)} (gap {plan.gap:.2%})"
     )
     rows = [
-        [s.name, " -> ".join(s.path), ",".join(str(b) for b in s.partition),
+        [s.name, " -> ".join(s.path), cut_words(s.partition, s.ideals),
          si(s.interval, "s"), si(s.target_interval, "s"), si(s.latency or 0.0, "s")]
         for s in plan.services
     ]  # fmt: skip
-    console.print(table("services", ["service", "path", "partition", "interval", "target",
+    console.print(table("services", ["service", "path", "cuts", "interval", "target",
                                      "latency"], rows))  # fmt: skip
     elements = [
         *((v, si(x, "FLOP/s"), si(plan.node_upgrades.get(v, 0.0), "FLOP/s"))
@@ -427,7 +453,7 @@ def throughput_command(
         return
     console.print(f"T* = {si(best.interval, 's')} ({best.throughput:.4g} inferences/s), "
                   f"latency {si(best.latency or 0.0, 's')}")  # fmt: skip
-    console.print(stages_table("deployment", best.path, best.partition,
+    console.print(stages_table("deployment", best.path, best.cut_indices,
                                _bottleneck(best.bottleneck), layers=best.layers,
                                sends=best.sends, cuts=best.cuts))  # fmt: skip
 
@@ -464,7 +490,7 @@ def latency_command(
         return
     console.print(f"latency {si(best.latency or 0.0, 's')}, interval {si(best.interval, 's')} "
                   f"({best.throughput:.4g} inferences/s)")  # fmt: skip
-    console.print(stages_table("deployment", best.path, best.partition,
+    console.print(stages_table("deployment", best.path, best.cut_indices,
                                _bottleneck(best.bottleneck), layers=best.layers,
                                sends=best.sends, cuts=best.cuts))  # fmt: skip
 

@@ -24,7 +24,7 @@ from inferplan.cli.options import (
     native_stdout_muted,
     with_model_options,
 )
-from inferplan.cli.render import console, print_json, table, working, written
+from inferplan.cli.render import console, cut_words, print_json, table, working, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import COST_UNIT, cost, si
 
@@ -160,12 +160,12 @@ def frontier_command(
             f"{run[0].cost:.6g} .. {run[-1].cost:.6g}" if math.isfinite(run[-1].cost)
             else "infeasible",
             " -> ".join(run[0].path) or "-",
-            ",".join(str(k) for k in run[0].partition) or "-",
+            cut_words(run[0].partition, run[0].ideals) if run[0].path else "-",
             ", ".join(dict.fromkeys(p.status for p in run)),
         ]
         for run in ranges
     ]  # fmt: skip
-    columns = [unit, f"cost ({COST_UNIT})", "path", "partition", "status"]
+    columns = [unit, f"cost ({COST_UNIT})", "path", "cuts", "status"]
     console.print(table(f"optimal deployment by {what}", columns, rows))
 
 

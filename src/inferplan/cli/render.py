@@ -143,7 +143,7 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
 def stages_table(
     title: str,
     path: Sequence[str],
-    partition: Sequence[int],
+    cut_indices: Sequence[int],
     marks: Mapping[str, str],
     added: Mapping[str, str] | None = None,
     *,
@@ -153,7 +153,9 @@ def stages_table(
     cuts: str = "chain",
 ) -> Table:
     """A deployment as its stages in order, nodes and the links between them (``s -> a1``),
-    with the blocks each runs or carries (their numbers on a chain, the cut otherwise), the
+    with the blocks each runs or carries (their numbers on a chain; cut at ideals of a layer
+    graph, the ideal each node ends at: ``cut_indices`` as
+    :attr:`~inferplan.codesign.plan.Plan.cut_indices`), the
     names of the layers each node runs and of the tensors each link sends (``layers``,
     ``sends``, when given), the capacity added (if ``added``, by node id or link id ``u->v``;
     ``0`` where none) and a mark per stage id (``marks``)."""
@@ -161,18 +163,18 @@ def stages_table(
 
     rows, prev = [], 0
     numbered = cuts == "chain"
-    for k, (node, done) in enumerate(zip(path, partition, strict=True)):
+    for k, (node, done) in enumerate(zip(path, cut_indices, strict=True)):
         names = layers[k] if layers else ()
         if numbered:
             blocks = f"{prev + 1}..{done}" if done > prev else "-"
         else:
-            blocks = f"cut {done}" if names else "-"
+            blocks = f"ideal {done}" if names else "-"
         stages = [(node, node, blocks, listed(names))]
         if k + 1 < len(path):
             link = f"{node}->{path[k + 1]}"
             carried = listed(sends[k]) if sends else ""
             stages.append((link, link_name(node, path[k + 1]),
-                           f"after {done}" if numbered else f"cut {done}",
+                           f"after {done}" if numbered else f"ideal {done}",
                            f"sends {carried}" if carried else ""))  # fmt: skip
         for stage, shown, runs, named in stages:
             zero = "0 bit/s" if "->" in stage else "0 FLOP/s"
@@ -180,7 +182,7 @@ def stages_table(
             rows.append([shown, runs, *([named] if layers else []), *extra,
                          marks.get(stage, "")])  # fmt: skip
         prev = done
-    columns = ["stage", "blocks" if numbered else "cut (ideal no.)",
+    columns = ["stage", "blocks" if numbered else "ideal (layers done)",
                *(["layers"] if layers else []),
                *(["added"] if added is not None else []), mark_column]  # fmt: skip
     out = table(title, columns, rows)
@@ -191,11 +193,26 @@ def stages_table(
 
 
 GRAPH_CUT = (
-    "cut k: the k-th ideal of the layer graph (the set of layers done before that "
-    "point, numbered by the planner), not a block count; the layers column names "
-    "what each node runs"
+    "ideal k: the k-th ideal of the layer graph (the set of layers done up to that point, "
+    "closed under their inputs; numbered by the planner, smaller sets first), not a block "
+    "count: --json gives them as ideals; the layers column names what each node runs"
 )
 """What a cut of a plan cut at ideals of a layer graph is, under its deployment's table."""
+
+
+def cut_list(deployment: Mapping[str, Any]) -> list[int]:
+    """The planners' cut numbers of a deployment's JSON (``to_dict``): its ``ideals`` when
+    cut at ideals of a layer graph, else its ``partition``."""
+    cut: list[int] = deployment["ideals" if deployment.get("cuts") == "graph" else "partition"]
+    return cut
+
+
+def cut_words(partition: Sequence[int] | None, ideals: Sequence[int] | None) -> str:
+    """A deployment's cuts in a few words: its partition's block counts (``partition 3,6``),
+    or its ideals named as such (``ideals 3,10``)."""
+    if partition is not None:
+        return "partition " + ",".join(map(str, partition))
+    return "ideals " + ",".join(map(str, ideals or ()))
 
 
 def memory_table(memory: Sequence[Any]) -> Table:
@@ -261,7 +278,7 @@ def infeasible_tables(details: Mapping[str, Any]) -> list[Table]:
         title = f"best within the caps: interval {si(each['best_interval'], 's')}"
         if name is not None:
             title = f"service {name!r} alone, {title}"
-        tables.append(stages_table(title, best["path"], best["partition"], marks,
+        tables.append(stages_table(title, best["path"], cut_list(best), marks,
                                    mark_column="cap", layers=best.get("layers", ()),
                                    sends=best.get("sends", ()),
                                    cuts=best.get("cuts", "chain")))  # fmt: skip

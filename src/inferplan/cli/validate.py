@@ -20,7 +20,7 @@ import typer
 
 from inferplan.cli.app import EXIT_INVALID, app, friendly_errors, one_line
 from inferplan.cli.options import JsonOpt
-from inferplan.cli.render import print_json
+from inferplan.cli.render import cut_words, print_json
 from inferplan.errors import InferplanError, InvalidFile
 from inferplan.units import cost, si
 
@@ -114,8 +114,8 @@ def _plan(path: Path) -> Summary:
     from inferplan.codesign.planfile import load_plan
 
     plan = load_plan(path)
-    return {"path": list(plan.path), "partition": list(plan.partition), "cost": plan.cost,
-            "interval": plan.interval, "status": plan.status}  # fmt: skip
+    return {"path": list(plan.path), "cuts": cut_words(plan.partition, plan.ideals),
+            "cost": plan.cost, "interval": plan.interval, "status": plan.status}  # fmt: skip
 
 
 def _workload(path: Path) -> Summary:
@@ -162,7 +162,7 @@ KINDS: tuple[tuple[str, frozenset[str], Callable[[Path], Summary]], ...] = (
     ("system", frozenset({"device", "edge"}), _system),
     ("profile", frozenset({"flops", "activation_bits", "graph"}), _profile),
     ("network", frozenset({"nodes", "links", "edges"}), _network),
-    ("plan", frozenset({"partition"}), _plan),
+    ("plan", frozenset({"partition", "ideals"}), _plan),
     ("workload", frozenset({"requests_per_s"}), _workload),
     ("catalog", frozenset({"gpus"}), _catalog),
     ("decoder", frozenset({"decoder"}), _decoder),
@@ -235,7 +235,7 @@ def _describe(kind: str, s: Summary, path: Path) -> str:
         blocks = "/".join(map(str, s["blocks"]))
         return (f"seconds per block on {', '.join(s['nodes'])} ({blocks} blocks; checked "
                 "against the network and the model by provision and throughput --node-times)")
-    return (f"path {' -> '.join(s['path'])}, partition {s['partition']}, cost {cost(s['cost'])}, "
+    return (f"path {' -> '.join(s['path'])}, {s['cuts']}, cost {cost(s['cost'])}, "
             f"interval {si(s['interval'], 's')} ({s['status']})")  # fmt: skip
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.milp.cost import solve_milp
     from inferplan.codesign.plan import STATUSES, Deployment, LinkUpgrade, Plan
     from inferplan.codesign.provision import (
+        explain,
         latency_optimal,
         provision,
         target_interval,
@@ -46,6 +47,7 @@ __all__ = [
     "ServicesPlan",
     "compile_instance",
     "cost_frontier",
+    "explain",
     "get_method",
     "latency_frontier",
     "latency_optimal",
@@ -84,6 +86,7 @@ export_lazily(
         "inferplan.codesign.latency.bound": ("solve_latency",),
         "inferplan.codesign.latency.least": ("least_latency", "throughput_within"),
         "inferplan.codesign.provision": (
+            "explain",
             "latency_optimal",
             "provision",
             "target_interval",

@@ -140,20 +140,20 @@ def plan_breakdown(
                             node_time=node_time)  # fmt: skip
     index = {v: k for k, v in enumerate(inst.node_ids)}
     path = [index[v] for v in plan.path]
-    deployment = stages(inst, path, plan.partition)
+    deployment = stages(inst, path, plan.cut_indices)
     _, C, B = inst.scalars
     node_added = {index[v]: x for v, x in plan.node_upgrades.items() if v in index}
     link_added = {inst.link_index(index[u.source], index[u.target]): u.amount
                   for u in plan.link_upgrades}  # fmt: skip
     compute, transfer = deployment.delays(C, B, node_added, link_added)
-    units = stage_units(inst, plan.partition)
-    sends = stage_sends(inst, plan.partition)
+    units = stage_units(inst, plan.cut_indices)
+    sends = stage_sends(inst, plan.cut_indices)
     interval = max(compute + transfer)
     rows: list[StageRow] = []
     previous = 0
     slowest = plan.bottleneck.id if plan.bottleneck else None
     for k, v in enumerate(deployment.nodes):
-        done = plan.partition[k]
+        done = plan.cut_indices[k]
         node = inst.node_ids[v]
         blocks = (previous + 1, done) if done > previous else None
         rows.append(_row("node", node, blocks, done, deployment.work[k], C[v],

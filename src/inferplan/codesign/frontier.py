@@ -37,7 +37,7 @@ from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import most_memory
 from inferplan.codesign.methods import METHODS, get_method, solve
 from inferplan.codesign.milp.throughput import throughput_milp
-from inferplan.codesign.plan import Plan
+from inferplan.codesign.plan import Plan, cut_lists
 from inferplan.errors import Infeasible, InvalidArgument
 
 __all__ = [
@@ -62,18 +62,21 @@ class FrontierPoint:
     plan meets the rate (and the bound) within the capacity caps (then ``cost`` is ``inf``,
     the path empty and ``latency`` ``None``). ``latency`` is the plan's (seconds);
     ``target_latency`` the bound it was solved under (``None`` on a cost-throughput
-    frontier)."""
+    frontier). ``partition`` and ``ideals`` as in :class:`~inferplan.codesign.plan.Plan`
+    (block counts on a chain; ideal numbers, and no partition, at ideals of a layer
+    graph)."""
 
     throughput: float
     cost: float
     path: tuple[str, ...]
-    partition: tuple[int, ...]
+    partition: tuple[int, ...] | None
     status: str = "optimal"
     latency: float | None = None
     target_latency: float | None = None
     layout: tuple[tuple[str, int, int], ...] = ()
     """On a flow frontier: each node holding blocks ``a+1..b`` as ``(node, a, b)`` (the path
     and partition are then empty)."""
+    ideals: tuple[int, ...] | None = None
 
     @property
     def interval(self) -> float:
@@ -87,8 +90,10 @@ class FrontierPoint:
 
     @property
     def deployment(self) -> tuple[tuple[Any, ...], ...]:
-        """What changes mark along a frontier: the path and partition, or a flow's layout."""
-        return self.layout if self.layout else (self.path, self.partition)
+        """What changes mark along a frontier: the path and cuts, or a flow's layout."""
+        if self.layout:
+            return self.layout
+        return self.path, self.partition if self.partition is not None else self.ideals or ()
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -99,7 +104,7 @@ class FrontierPoint:
             "latency": self.latency,
             "target_latency": self.target_latency,
             "path": list(self.path),
-            "partition": list(self.partition),
+            **cut_lists(self.partition, self.ideals),
         }
         if self.layout:
             out["layout"] = {v: [a, b] for v, a, b in self.layout}
@@ -121,8 +126,10 @@ class FrontierChange:
                     "after": {"layout": self.high.to_dict().get("layout", {})}}  # fmt: skip
         return {
             "between": [self.low.swept, self.high.swept],
-            "before": {"path": list(self.low.path), "partition": list(self.low.partition)},
-            "after": {"path": list(self.high.path), "partition": list(self.high.partition)},
+            "before": {"path": list(self.low.path),
+                       **cut_lists(self.low.partition, self.low.ideals)},
+            "after": {"path": list(self.high.path),
+                      **cut_lists(self.high.partition, self.high.ideals)},
             "path_changes": self.low.path != self.high.path,
         }
 
@@ -201,7 +208,8 @@ def _point(solver: Any, inst: CodesignInstance, rate: float) -> FrontierPoint:
         plan: Plan = solver(inst, 1.0 / rate)
     except Infeasible:
         return FrontierPoint(rate, math.inf, (), (), "infeasible")
-    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency)
+    return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status, plan.latency,
+                         ideals=plan.ideals)  # fmt: skip
 
 
 def cost_frontier(
@@ -378,7 +386,7 @@ def latency_frontier(
         except Infeasible:
             return FrontierPoint(rate, math.inf, (), (), "infeasible", target_latency=bound)
         return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status,
-                             plan.latency, bound)  # fmt: skip
+                             plan.latency, bound, plan.ideals)  # fmt: skip
 
     found, changes = _trace(probe, low, high, points, tol)
     return Frontier(method=method, points=found, changes=changes, sweep="latency")

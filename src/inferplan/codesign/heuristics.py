@@ -46,7 +46,7 @@ def _optimal_deployment(
     if tie_break == "random":
         return OptimalDeployments(inst, C, B, best.interval, memory).draw(rng)
     position = {v: k for k, v in enumerate(inst.node_ids)}
-    return [position[v] for v in best.path], list(best.partition)
+    return [position[v] for v in best.path], list(best.cut_indices)
 
 
 def _check_tie_break(tie_break: str) -> None:

@@ -32,6 +32,10 @@ __all__ = [
     "build_plan",
     "caps_allow",
     "check_scale",
+    "cut_csv",
+    "cut_fields",
+    "cut_indices",
+    "cut_lists",
     "infeasible",
     "plan_from_path",
 ]
@@ -54,6 +58,44 @@ prove its plan optimal to its stated gap: the MILP when HiGHS's lower bound stay
 the plan's exact cost; the plan is the best it found, its cost exact)."""
 
 
+def cut_fields(
+    kind: CutKind, indices: Sequence[int]
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(partition, ideals)`` of a deployment whose stages end at the cuts ``indices``
+    (the planners' numbering of the model's cuts, :class:`~inferplan.profiles.ideals.Cuts`):
+    on a chain the indices are block counts, the ``partition``, and there are no ``ideals``; at
+    the ideals of a layer graph they are ideal numbers, the ``ideals``, and ``partition`` is
+    ``None`` (an ideal need not end at a block boundary: a plan cut at ideals has no block
+    count)."""
+    cut = tuple(int(k) for k in indices)
+    return (None, cut) if kind == "graph" else (cut, None)
+
+
+def cut_lists(
+    partition: Sequence[int] | None, ideals: Sequence[int] | None
+) -> dict[str, list[int] | None]:
+    """``partition`` and ``ideals`` as JSON writes them: lists, ``null`` for the one a
+    deployment does not have."""
+    return {"partition": None if partition is None else list(partition),
+            "ideals": None if ideals is None else list(ideals)}  # fmt: skip
+
+
+def cut_csv(cut: Sequence[int] | None) -> str:
+    """A partition or ideals as one CSV cell: ``0,3,16``; empty when a deployment has none."""
+    return ",".join(map(str, cut or ()))
+
+
+def cut_indices(
+    kind: CutKind, partition: tuple[int, ...] | None, ideals: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    """The planners' cut numbers of a deployment (:func:`cut_fields` the other way)."""
+    indices = ideals if kind == "graph" else partition
+    if indices is None:  # every constructor here fills the field of its kind
+        field = "ideals" if kind == "graph" else "partition"
+        raise ValueError(f"a deployment cut by {kind} needs its {field}")
+    return indices
+
+
 @dataclass(frozen=True)
 class Bottleneck:
     """The stage that sets a deployment's output interval: a node's compute or a link's
@@ -69,11 +111,14 @@ class Bottleneck:
 
 @dataclass(frozen=True)
 class Deployment:
-    """A path through the network and its partition points.
+    """A path through the network and where it cuts the model.
 
-    ``partition[l]`` is the cut completed up to and including ``path[l]``: the number of
-    blocks on a chain (the last entry ``N``), the index of an ideal of the layer graph when
-    ``cuts`` is ``"graph"`` (the last entry the ideal holding every layer). ``layers[l]``
+    On a chain (``cuts`` ``"chain"``) ``partition[l]`` is the number of blocks done up to and
+    including ``path[l]`` (the last entry ``N``) and ``ideals`` is ``None``. Cut at the ideals
+    of the layer graph (``cuts`` ``"graph"``) ``ideals[l]`` is the number of the ideal done up
+    to ``path[l]`` (the planners' numbering, by size; the last entry the ideal holding every
+    layer) and ``partition`` is ``None``: an ideal is no block count. :attr:`cut_indices` is
+    whichever of the two the deployment has (see :func:`cut_fields`). ``layers[l]``
     names the blocks or layers ``path[l]`` runs and ``sends[l]`` the tensors (``input`` or
     the layers whose outputs) the link after it carries. ``interval`` is the output interval in
     seconds under the capacities the deployment was evaluated with, ``bottleneck`` the stage
@@ -82,13 +127,20 @@ class Deployment:
     """
 
     path: tuple[str, ...]
-    partition: tuple[int, ...]
+    partition: tuple[int, ...] | None
     interval: float
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     sends: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
+    ideals: tuple[int, ...] | None = None
+
+    @property
+    def cut_indices(self) -> tuple[int, ...]:
+        """The cut each path node ends at, in the planners' numbering: ``partition`` on a
+        chain, ``ideals`` on a layer graph."""
+        return cut_indices(self.cuts, self.partition, self.ideals)
 
     @property
     def throughput(self) -> float:
@@ -101,7 +153,7 @@ class Deployment:
             "throughput": self.throughput,
             "latency": self.latency,
             "path": list(self.path),
-            "partition": list(self.partition),
+            **cut_lists(self.partition, self.ideals),
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
             "sends": [list(names) for names in self.sends],
@@ -136,8 +188,9 @@ class Plan:
         The deployment's output interval (s) after the upgrades.
     target_interval
         The interval ``beta`` that was asked for.
-    path, partition, layers, sends, cuts
-        The deployment (see :class:`Deployment`).
+    path, partition, ideals, layers, sends, cuts
+        The deployment (see :class:`Deployment`): ``partition`` block counts on a chain,
+        ``None`` for a plan cut at ideals of the layer graph, whose ``ideals`` number them.
     node_upgrades
         Compute (FLOP/s) added per node id; only non-zero amounts.
     link_upgrades
@@ -160,7 +213,7 @@ class Plan:
     interval: float
     target_interval: float
     path: tuple[str, ...]
-    partition: tuple[int, ...]
+    partition: tuple[int, ...] | None
     node_upgrades: Mapping[str, float] = field(default_factory=dict)
     link_upgrades: tuple[LinkUpgrade, ...] = ()
     bottleneck: Bottleneck | None = None
@@ -170,6 +223,13 @@ class Plan:
     sends: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
     memory: tuple[NodeMemory, ...] = ()
+    ideals: tuple[int, ...] | None = None
+
+    @property
+    def cut_indices(self) -> tuple[int, ...]:
+        """As :attr:`Deployment.cut_indices`: ``partition`` on a chain, ``ideals`` on a layer
+        graph."""
+        return cut_indices(self.cuts, self.partition, self.ideals)
 
     @property
     def memory_upgrades(self) -> dict[str, float]:
@@ -196,7 +256,7 @@ class Plan:
             "latency": self.latency,
             "target_latency": self.target_latency,
             "path": list(self.path),
-            "partition": list(self.partition),
+            **cut_lists(self.partition, self.ideals),
             "cuts": self.cuts,
             "layers": [list(names) for names in self.layers],
             "sends": [list(names) for names in self.sends],
@@ -307,7 +367,7 @@ def caps_allow(capped: CodesignInstance, best: Deployment) -> CapsAllow:
     bind are the stages of that deployment as slow as its interval."""
     index = {v: k for k, v in enumerate(capped.node_ids)}
     path = [index[v] for v in best.path]
-    deployment = stages(capped, path, best.partition)
+    deployment = stages(capped, path, best.cut_indices)
     _, C, B = capped.scalars
     compute, transfer = deployment.delays(C, B)
     most = np.finfo(np.float64).max
@@ -378,12 +438,14 @@ def build_deployment(
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     slowest, (kind, k), latency = deployment.outcome(C, B)
     layers, sends = stage_names(inst, partition)
+    blocks, ideals = cut_fields(inst.cuts.kind, partition)
     return Deployment(
-        tuple(inst.node_ids[v] for v in path),
-        tuple(partition),
-        slowest if interval is None else interval,
-        _named(inst, kind, k),
-        latency,
+        path=tuple(inst.node_ids[v] for v in path),
+        partition=blocks,
+        ideals=ideals,
+        interval=slowest if interval is None else interval,
+        bottleneck=_named(inst, kind, k),
+        latency=latency,
         layers=layers,
         sends=sends,
         cuts=inst.cuts.kind,
@@ -483,6 +545,7 @@ def build_plan(
     _, C, B = inst.scalars
     interval, (kind, k), latency = deployment.outcome(C, B, node_bought, link_bought)
     layers, sends = stage_names(inst, partition)
+    blocks, ideals = cut_fields(inst.cuts.kind, partition)
     return Plan(
         method=method,
         status=status,
@@ -490,7 +553,8 @@ def build_plan(
         interval=interval,
         target_interval=target_interval,
         path=tuple(inst.node_ids[v] for v in path),
-        partition=tuple(int(b) for b in partition),
+        partition=blocks,
+        ideals=ideals,
         node_upgrades={inst.node_ids[v]: x for v, x in node_bought.items() if x > 0},
         link_upgrades=tuple(
             LinkUpgrade(inst.links[e].source, inst.links[e].target, y)

@@ -2,7 +2,11 @@
 profile before it is carried out.
 
 Reading is tolerant: keys a newer or older ``provision`` may add (a ``status``, ...) are
-ignored; the fields a plan needs are checked strictly.
+ignored; the fields a plan needs are checked strictly. A plan cut between blocks gives its
+``partition`` (block counts); a plan cut at ideals of a layer graph (``cuts: graph``) its
+``ideals`` (ideal numbers) and no ``partition`` (``null``). Files written before plans had
+``ideals`` gave a graph plan's ideal numbers as its ``partition``: ``cuts: graph`` and no
+``ideals`` say so, and they are read as the ideals they are.
 
 Examples
 --------
@@ -80,7 +84,8 @@ class _PlanFile(BaseModel):
     interval: Seconds
     target_interval: Seconds | None = None
     path: list[str] = Field(min_length=1)
-    partition: list[Annotated[int, Field(ge=0, strict=True)]] = Field(min_length=1)
+    partition: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(None, min_length=1)
+    ideals: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(None, min_length=1)
     node_upgrades: dict[str, Amount] = Field(default_factory=dict)
     link_upgrades: list[_LinkUpgradeFile] = Field(default_factory=list)
     bottleneck: _BottleneckFile | None = None
@@ -97,6 +102,7 @@ class _PlanFile(BaseModel):
 def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
     """A :class:`Plan` from ``provision --json`` data (unknown keys ignored)."""
     doc = validate_document(_PlanFile, data, source=source, error=InvalidArgument)
+    partition, ideals = _cuts_read(doc, source)
     plan = Plan(
         method=doc.method,
         status=doc.status,
@@ -104,7 +110,8 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
         interval=doc.interval,
         target_interval=doc.target_interval or doc.interval,
         path=tuple(doc.path),
-        partition=tuple(doc.partition),
+        partition=partition,
+        ideals=ideals,
         node_upgrades=dict(doc.node_upgrades),
         link_upgrades=tuple(LinkUpgrade(u.source, u.target, u.amount) for u in doc.link_upgrades),
         bottleneck=(Bottleneck(doc.bottleneck.kind, doc.bottleneck.id) if doc.bottleneck else None),
@@ -119,6 +126,34 @@ def plan_from_dict(data: object, *, source: str | None = None) -> Plan:
     return plan
 
 
+def _cuts_read(
+    doc: _PlanFile, source: str | None
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """``(partition, ideals)`` of a plan file: block counts on a chain, ideal numbers at
+    ideals (an older file's ``partition`` under ``cuts: graph``, see the module docstring)."""
+
+    def bad(field: str, message: str) -> InvalidArgument:
+        return InvalidArgument(message, source=source, field=field)
+
+    if doc.cuts == "chain":
+        if doc.ideals is not None:
+            raise bad("ideals", "a plan cut between blocks (cuts: chain) has a partition, "
+                                "no ideals: give block counts as partition, or cuts: graph")
+        if doc.partition is None:
+            raise bad("partition", "missing: a plan cut between blocks gives the blocks done "
+                                   "up to each path node")  # fmt: skip
+        return tuple(doc.partition), None
+    if doc.ideals is None:
+        if doc.partition is None:
+            raise bad("ideals", "missing: a plan cut at ideals (cuts: graph) gives the ideal "
+                                "each path node ends at")  # fmt: skip
+        return None, tuple(doc.partition)  # a file from before plans had ideals
+    if doc.partition is not None:
+        raise bad("partition", "a plan cut at ideals (cuts: graph) gives its ideals and "
+                               "no partition: an ideal is no block count (drop partition)")
+    return None, tuple(doc.ideals)
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read a plan file (JSON or YAML) that ``provision --json`` wrote."""
     return plan_from_dict(read_document(path), source=str(path))
@@ -126,18 +161,19 @@ def load_plan(path: str | Path) -> Plan:
 
 def check_plan_shape(plan: Plan, *, source: str | None = None) -> None:
     """Raise :class:`InvalidArgument` (naming ``source`` and the field) unless ``plan`` is
-    whole by itself: a path that visits no node twice, one partition entry per path node and
-    not decreasing, and the layers and tensors of each stage (when given) one entry per path
-    node and per path link. Every reader of a plan file runs these (:func:`plan_from_dict`)."""
-    path, partition = plan.path, plan.partition
+    whole by itself: a path that visits no node twice, one partition (or ideals) entry per
+    path node and not decreasing, and the layers and tensors of each stage (when given) one
+    entry per path node and per path link. Every reader of a plan file runs these
+    (:func:`plan_from_dict`)."""
+    path, partition, named = plan.path, plan.cut_indices, _cut_field(plan)
     if len(set(path)) != len(path):
         raise InvalidArgument("visits a node twice", source=source, field="path")
     if len(partition) != len(path):
         raise InvalidArgument(f"needs one entry per path node ({len(path)}), got "
-                              f"{len(partition)}", source=source, field="partition")  # fmt: skip
+                              f"{len(partition)}", source=source, field=named)  # fmt: skip
     if any(b < a for a, b in pairwise(partition)):
         raise InvalidArgument(f"must not decrease, got {list(partition)}", source=source,
-                              field="partition")  # fmt: skip
+                              field=named)  # fmt: skip
     for name, given, count, each in (("layers", plan.layers, len(path), "node"),
                                      ("sends", plan.sends, len(path) - 1, "link")):  # fmt: skip
         if given and len(given) != count:
@@ -154,7 +190,7 @@ def check_plan_model(profile: Profile, plan: Plan, *, source: str | None = None)
     def bad(field: str, message: str) -> InvalidArgument:
         return InvalidArgument(message, source=source, field=field)
 
-    partition = plan.partition
+    partition, named = plan.cut_indices, _cut_field(plan)
     if plan.cuts == "graph" and profile.graph is None:
         raise bad("cuts", "the plan cuts a layer graph and the profile has none (a plan for "
                           "another model?)")  # fmt: skip
@@ -163,18 +199,23 @@ def check_plan_model(profile: Profile, plan: Plan, *, source: str | None = None)
     if partition[-1] != n:
         said = (f"the plan covers {partition[-1]} blocks, the model has {n}"
                 if plan.cuts == "chain" else
-                f"the plan ends at cut {partition[-1]}, the model's whole layer graph is cut "
-                f"{n}")  # fmt: skip
-        raise bad("partition", f"{said} (a plan for another model?)")
+                f"the plan ends at ideal {partition[-1]}, the model's whole layer graph is "
+                f"ideal {n}")  # fmt: skip
+        raise bad(named, f"{said} (a plan for another model?)")
     if any(not cuts.inside(a, b) for a, b in pairwise(partition)):
-        raise bad("partition", f"cut {list(partition)} is no chain of ideals of the model's "
-                               "layer graph (a plan for another model?)")  # fmt: skip
+        raise bad(named, f"ideals {list(partition)} are no chain of ideals of the model's "
+                         "layer graph (a plan for another model?)")  # fmt: skip
     for name, given, found in (
         ("layers", plan.layers, stage_units(cuts, partition)),
         ("sends", plan.sends, stage_sends(cuts, partition)),
     ):
         if given and given != found:
-            raise bad(name, "not those of the partition (a plan for another model?)")
+            raise bad(name, f"not those of the {named} (a plan for another model?)")
+
+
+def _cut_field(plan: Plan) -> str:
+    """The field of a plan that says where it cuts: ``ideals`` or ``partition``."""
+    return "ideals" if plan.cuts == "graph" else "partition"
 
 
 def check_plan(
@@ -192,7 +233,7 @@ def check_plan(
 
     nodes = network.node_by_id
     links = {(e.source, e.target) for e in network.links}
-    path, partition = plan.path, plan.partition
+    path, partition = plan.path, plan.cut_indices
     for node in path:
         if node not in nodes:
             raise bad("path", f"node {node!r} is not in the network")

@@ -7,6 +7,7 @@ from typing import Literal
 
 import numpy as np
 
+from inferplan.codesign.explain import DEFAULT_EPS, Explanation, explain_plan
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.methods import (
     METHODS,
@@ -24,7 +25,14 @@ from inferplan.network.network import Network
 from inferplan.profiles.ideals import CutKind
 from inferplan.profiles.profile import Profile
 
-__all__ = ["best_at_caps", "latency_optimal", "provision", "target_interval", "throughput"]
+__all__ = [
+    "best_at_caps",
+    "explain",
+    "latency_optimal",
+    "provision",
+    "target_interval",
+    "throughput",
+]
 
 
 def target_interval(*, interval: float | None = None, throughput: float | None = None) -> float:
@@ -129,6 +137,41 @@ def provision(
         if found is None:  # not even the caps' capacities fit the model's memory
             raise
         raise beyond_caps(error, *found, beta) from None
+
+
+def explain(
+    network: Network,
+    profile: Profile,
+    plan: Plan,
+    *,
+    method: str | None = None,
+    eps: float = DEFAULT_EPS,
+    max_ideals: int | None = None,
+    time_limit: float | None = None,
+) -> Explanation:
+    """Why ``plan`` (made for ``network`` and ``profile``) is what it is: the best plan on
+    another path and on other cuts of its path, the constraints that bind, and the marginal
+    cost of the target and of each binding cap and bound, all by an exact method (``psg``, or
+    ``milp`` on a network with a cycle; see :mod:`inferplan.codesign.explain`).
+
+    Examples
+    --------
+    >>> import inferplan
+    >>> net, vgg = inferplan.load_network("examples/network.json"), inferplan.vgg16()
+    >>> plan = inferplan.provision(net, vgg, throughput=30)
+    >>> why = inferplan.explain(net, vgg, plan)
+    >>> why.other_path.plan.path != plan.path and why.other_path.extra_cost >= 0
+    True
+    >>> why.other_cuts.plan.partition != plan.partition and why.other_cuts.plan.path == plan.path
+    True
+    >>> [(c.kind, c.id) for c in why.binding]  # the stages the target fills
+    [('interval', 's->a1'), ('interval', 't')]
+    >>> round(why.marginal_throughput, 2)  # price units per extra inference/s
+    3.58
+    """
+    inst = compile_instance(network, profile, require_acyclic=False, cuts=plan.cuts,
+                            max_ideals=max_ideals)  # fmt: skip
+    return explain_plan(inst, plan, method=method, eps=eps, time_limit=time_limit)
 
 
 def best_at_caps(inst: CodesignInstance) -> tuple[CodesignInstance, Deployment] | None:

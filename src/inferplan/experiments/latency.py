@@ -18,8 +18,10 @@ Parameters of a point (validated by :class:`LatencyParams`):
 
 One row per point: ``t_star``, ``target_interval``; the plan for the interval alone
 (``free_cost``, ``free_latency``, its latency in intervals ``free_latency_intervals`` =
-``free_latency / beta``, ``free_path``, ``free_partition``); the cheapest plan within ``L``
-(``bound``, ``status``, ``cost``, ``latency``, ``path``, ``partition``, ``solve_s`` the wall
+``free_latency / beta``, ``free_path``, ``free_partition``, ``free_ideals``: block counts,
+or ideal numbers when cut at ideals of a layer graph, the other empty); the cheapest plan
+within ``L`` (``bound``, ``status``, ``cost``, ``latency``, ``path``, ``partition``,
+``ideals``, ``solve_s`` the wall
 time of the solve) and what it changed: ``cost_ratio`` = ``cost / free_cost`` (1 when both
 are 0), ``path_changes``, ``partition_changes``. A bound no plan meets within the caps has
 ``status`` ``infeasible`` and empty costs.
@@ -43,6 +45,7 @@ from inferplan.codesign.engine.psg import solve_psg
 from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.instance import compile_instance
 from inferplan.codesign.latency.bound import solve_latency
+from inferplan.codesign.plan import cut_csv
 from inferplan.errors import Infeasible
 from inferplan.network import load_network, tiered
 from inferplan.profiles import load_profile
@@ -109,7 +112,8 @@ def latency_point(
     bound = p.share * free.latency
     row.update(free_cost=free.cost, free_latency=free.latency,
                free_latency_intervals=free.latency / beta, free_path=">".join(free.path),
-               free_partition=",".join(map(str, free.partition)), bound=bound)  # fmt: skip
+               free_partition=cut_csv(free.partition), free_ideals=cut_csv(free.ideals),
+               bound=bound)  # fmt: skip
     start = time.perf_counter()
     try:
         plan = solve_latency(inst, beta, latency=bound)
@@ -118,10 +122,11 @@ def latency_point(
         return row
     ratio = plan.cost / free.cost if free.cost > 0 else (1.0 if plan.cost == 0 else math.inf)
     row.update(status=plan.status, cost=plan.cost, latency=plan.latency,
-               path=">".join(plan.path), partition=",".join(map(str, plan.partition)),
+               path=">".join(plan.path), partition=cut_csv(plan.partition),
+               ideals=cut_csv(plan.ideals),
                solve_s=time.perf_counter() - start, cost_ratio=ratio,
                path_changes=plan.path != free.path,
-               partition_changes=plan.partition != free.partition)  # fmt: skip
+               partition_changes=plan.cut_indices != free.cut_indices)  # fmt: skip
     return row
 
 

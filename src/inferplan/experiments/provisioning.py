@@ -52,6 +52,7 @@ from inferplan.codesign.engine.compiled import compiled_engine
 from inferplan.codesign.engine.throughput import throughput_optimal
 from inferplan.codesign.methods import resolve, solve
 from inferplan.codesign.optima import OptimalDeployments
+from inferplan.codesign.plan import cut_csv
 from inferplan.errors import Infeasible
 from inferplan.experiments.space import distinct_known
 from inferplan.network import load_network, tiered
@@ -186,7 +187,8 @@ def provisioning_point(
                 "t_star": t_star,
                 "t_star_ties": ties,
                 "path": ">".join(found.path) if found is not None else "",
-                "partition": ",".join(map(str, found.partition)) if found is not None else "",
+                "partition": cut_csv(found.partition) if found is not None else "",
+                "ideals": cut_csv(found.ideals) if found is not None else "",
             }
         )
     return rows

@@ -140,7 +140,7 @@ def services_point(
     for s, service in enumerate(services):
         plan = solve_psg(problem.instances[s], service.interval)
         index = {v: k for k, v in enumerate(problem.instances[s].node_ids)}
-        alone.append((tuple(index[v] for v in plan.path), plan.partition, plan.cost))
+        alone.append((tuple(index[v] for v in plan.path), plan.cut_indices, plan.cost))
     alone_cost = problem.cost([(path, partition) for path, partition, _ in alone])
     alone_sum = math.fsum(cost for _, _, cost in alone)
     row.update(

@@ -194,7 +194,7 @@ def plot_state_graph(
         ax.scatter([terminal[0]], [terminal[1]], s=24, marker="s", color="black", zorder=3)
         # The plan's state path: (p_0, 0) -> (p_1, k_0) -> ... -> (p_L, k_{L-1}) -> terminal.
         states = [(0, plan.path[0])] + [
-            (done, node) for node, done in zip(plan.path[1:], plan.partition[:-1], strict=True)
+            (done, node) for node, done in zip(plan.path[1:], plan.cut_indices[:-1], strict=True)
         ]
         points = [(float(i), y[v]) for i, v in states] + [terminal]
         ends = [*(i for i, _ in states[1:]), n]

@@ -142,7 +142,7 @@ def _runs(plan: Plan, block_names: Sequence[str] | None, shown: int = 3) -> dict
     """What each path node runs, as the label beside it."""
     out: dict[str, str] = {}
     previous = 0
-    for k, (node_id, done) in enumerate(zip(plan.path, plan.partition, strict=True)):
+    for k, (node_id, done) in enumerate(zip(plan.path, plan.cut_indices, strict=True)):
         names = tuple(plan.layers[k]) if plan.layers else ()
         if plan.cuts == "chain" and block_names:
             names = tuple(block_names[previous:done])

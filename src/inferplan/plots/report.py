@@ -5,7 +5,9 @@ The page holds the network drawn as inline SVG (the path highlighted, upgrades i
 bottleneck marked, on each path node the blocks it runs by number and name, or the layers it
 runs and on each path link the tensors it sends for a plan cut at ideals), the stage table
 (load, capacity, time per inference, utilisation and headroom of every stage), the cost
-breakdown and, for a run, the measured times beside the predicted ones. No script, no style
+breakdown, why the plan is what it is when given its explanation (the runners-up, the
+binding constraints, the marginal costs: :mod:`inferplan.codesign.explain`) and, for a run,
+the measured times beside the predicted ones. No script, no style
 sheet or font from elsewhere: the file opens the same anywhere, offline. Drawn by hand (no
 matplotlib), so the report needs no extra.
 """
@@ -18,11 +20,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inferplan.codesign.breakdown import PlanBreakdown, StageRow, UpgradeCost
 from inferplan.network.network import Network
 from inferplan.plots.plan import layered_positions
 from inferplan.units import COST_UNIT, cost, latency_sum, link_name, listed, si
+
+if TYPE_CHECKING:
+    from inferplan.codesign.explain import Explanation
 
 __all__ = ["Measured", "html_page", "plan_dot", "plan_report_html", "write_plan_report"]
 
@@ -334,8 +340,9 @@ def plan_report_html(
     *,
     title: str | None = None,
     measured: Measured | None = None,
+    explanation: Explanation | None = None,
 ) -> str:
-    """The plan report as one HTML page (see the module).
+    """The plan report as one HTML page (see the module); ``explanation`` adds its section.
 
     Examples
     --------
@@ -393,6 +400,7 @@ def plan_report_html(
         _memory_table(parts),
         "<h2>Cost</h2>",
         _cost_table(parts),
+        *_why(explanation),
     ])  # fmt: skip
 
 
@@ -411,6 +419,15 @@ def html_page(name: str, facts: Sequence[tuple[str, str]], body: Sequence[str]) 
         "</body></html>",
         "",
     ])  # fmt: skip
+
+
+def _why(explanation: Explanation | None) -> list[str]:
+    """The section saying why the plan (none without an explanation)."""
+    if explanation is None:
+        return []
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in explanation.lines())
+    return ["<h2>Why this plan</h2>", f"<ul>{items}</ul>",
+            f"<p>Margins: {html.escape(explanation.how)}.</p>"]  # fmt: skip
 
 
 def plan_dot(network: Network, parts: PlanBreakdown) -> str:
@@ -494,13 +511,16 @@ def write_plan_report(
     dot_path: str | Path | None = None,
     title: str | None = None,
     measured: Measured | None = None,
+    explanation: Explanation | None = None,
 ) -> list[Path]:
-    """Write the HTML report and/or the DOT file; the paths written."""
+    """Write the HTML report (with ``explanation``'s section when given) and/or the DOT file;
+    the paths written."""
     written = []
     if html_path is not None:
         path = Path(html_path)
-        path.write_text(plan_report_html(network, parts, title=title, measured=measured),
-                        encoding="utf-8")  # fmt: skip
+        page = plan_report_html(network, parts, title=title, measured=measured,
+                                explanation=explanation)  # fmt: skip
+        path.write_text(page, encoding="utf-8")
         written.append(path)
     if dot_path is not None:
         path = Path(dot_path)

@@ -159,7 +159,7 @@ def export_stages(
         nxt = plan.path[k + 1] if k + 1 < len(plan.path) else None
         held: dict[str, Any] = (
             {"layers": list(plan.layers[k])} if graph
-            else {"blocks": [plan.partition[k - 1] if k else 0, plan.partition[k]]}
+            else {"blocks": [plan.cut_indices[k - 1] if k else 0, plan.cut_indices[k]]}
         )  # fmt: skip
         stages.append({
             "node": node,

@@ -121,7 +121,7 @@ def planned_times(
     True
     """
     inst, path, capacity, bandwidth = _upgraded(network, profile, plan)
-    compute, transfer = stages(inst, path, plan.partition).delays(capacity, bandwidth)
+    compute, transfer = stages(inst, path, plan.cut_indices).delays(capacity, bandwidth)
     return tuple(compute), tuple(transfer)
 
 
@@ -144,7 +144,7 @@ def planned_latency(
     (True, True)
     """
     inst, path, capacity, bandwidth = _upgraded(network, profile, plan)
-    run = stages(inst, path, plan.partition)
+    run = stages(inst, path, plan.cut_indices)
     return run.latency(capacity, bandwidth), run.propagation
 
 
@@ -164,7 +164,7 @@ def path_bandwidths(network: Network, profile: Profile, plan: Plan) -> tuple[flo
     (1, True)
     """
     inst, path, _, bandwidth = _upgraded(network, profile, plan)
-    links = stages(inst, path, plan.partition).links
+    links = stages(inst, path, plan.cut_indices).links
     return tuple(float(bandwidth[e]) for e in links)
 
 

@@ -173,8 +173,8 @@ def measure_nodes(
     no blocks)."""
     if plan.cuts == "chain":
         seconds = measure_blocks(traced, inputs, warmup=warmup, repeats=repeats, clock=clock)
-        done = [0, *plan.partition[:-1]]
-        return tuple(math.fsum(seconds[a:b]) for a, b in zip(done, plan.partition, strict=True))
+        done = [0, *plan.cut_indices[:-1]]
+        return tuple(math.fsum(seconds[a:b]) for a, b in zip(done, plan.cut_indices, strict=True))
     stages = [s.module for s in traced.plan_stages(plan)]
     return time_stages(stages, inputs, warmup=warmup, repeats=repeats, clock=clock)
 

@@ -452,7 +452,7 @@ def _stage_label(plan: Plan, rank: int) -> str:
         names = plan.layers[rank]
         held = f"layers {listed(names, shown=3)}" if names else "forwarding"
     else:
-        first, last = plan.partition[rank - 1] if rank else 0, plan.partition[rank]
+        first, last = plan.cut_indices[rank - 1] if rank else 0, plan.cut_indices[rank]
         held = f"blocks {first + 1}..{last}" if last > first else "forwarding"
     return f"stage {rank} (node {plan.path[rank]!r}, {held})"
 
@@ -492,9 +492,9 @@ class _Measured:
 def _roles(stages: Sequence[PlanStage], resolved: Resolved) -> tuple[_Role, ...]:
     plan = resolved.plan
     roles = []
-    for k, (node, done, stage) in enumerate(zip(plan.path, plan.partition, stages, strict=True)):
+    for k, (node, done, stage) in enumerate(zip(plan.path, plan.cut_indices, stages, strict=True)):
         chain = plan.cuts == "chain"
-        blocks = (plan.partition[k - 1] if k else 0, done) if chain else None
+        blocks = (plan.cut_indices[k - 1] if k else 0, done) if chain else None
         link = resolved.link_s[k] if k < len(plan.path) - 1 else None
         delay = resolved.delay_s[k] if k < len(plan.path) - 1 else 0.0
         roles.append(_Role(k, node, blocks, None if chain else tuple(plan.layers[k]),

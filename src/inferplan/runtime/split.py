@@ -295,7 +295,7 @@ class TracedModel:
                           split.crossing(k), split.boundaries[k + 1], split.crossing(k + 1))
                 for k, names in enumerate(plan.layers)
             )  # fmt: skip
-        partition = plan.partition
+        partition = plan.cut_indices
         cuts = [0, *sorted(set(partition) - {0})]
         by_first = dict(zip(cuts, self.split(cuts).stages, strict=False))
         stages = []

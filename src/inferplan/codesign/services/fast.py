@@ -263,7 +263,7 @@ def _envelopes(problem: JointProblem) -> list[CapacityCost]:
 
 def _choice(problem: JointProblem, s: int, plan: Plan) -> Choice:
     index = {v: k for k, v in enumerate(problem.instances[s].node_ids)}
-    return tuple(index[v] for v in plan.path), plan.partition
+    return tuple(index[v] for v in plan.path), plan.cut_indices
 
 
 class _Responses:

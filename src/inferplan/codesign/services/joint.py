@@ -24,7 +24,16 @@ import numpy as np
 from inferplan.codesign.instance import CodesignInstance, compile_instance
 from inferplan.codesign.memory import path_needs
 from inferplan.codesign.methods import get_service_method
-from inferplan.codesign.plan import CAP_RTOL, INTERVAL_RTOL, PlanStatus, caps_allow, check_scale
+from inferplan.codesign.plan import (
+    CAP_RTOL,
+    INTERVAL_RTOL,
+    PlanStatus,
+    caps_allow,
+    check_scale,
+    cut_fields,
+    cut_indices,
+    cut_lists,
+)
 from inferplan.codesign.stages import stage_units, stages
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -95,7 +104,8 @@ class Service:
 
 @dataclass(frozen=True)
 class ServiceDeployment:
-    """Where one service runs: its ``path`` and ``partition`` (as in a single-service plan),
+    """Where one service runs: its ``path`` and ``partition`` or ``ideals`` (as in a
+    single-service plan: block counts on a chain, ideal numbers at ideals of a layer graph),
     the ``interval`` it achieves once the plan's capacity is bought and shared, the
     ``target_interval`` it asked for, and its ``latency``: what one of its inferences takes
     when it finds the bought capacity idle (each stage at the element's whole capacity), and
@@ -105,19 +115,25 @@ class ServiceDeployment:
 
     name: str
     path: tuple[str, ...]
-    partition: tuple[int, ...]
+    partition: tuple[int, ...] | None
     interval: float
     target_interval: float
     latency: float | None = None
     layers: tuple[tuple[str, ...], ...] = ()
     cuts: CutKind = "chain"
     target_latency: float | None = None
+    ideals: tuple[int, ...] | None = None
+
+    @property
+    def cut_indices(self) -> tuple[int, ...]:
+        """As :attr:`~inferplan.codesign.plan.Deployment.cut_indices`."""
+        return cut_indices(self.cuts, self.partition, self.ideals)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "path": list(self.path),
-            "partition": list(self.partition),
+            **cut_lists(self.partition, self.ideals),
             "interval": self.interval,
             "target_interval": self.target_interval,
             "latency": self.latency,
@@ -386,11 +402,13 @@ class JointProblem:
                 {v: bought[0].get(k, 0.0) for v, k in zip(run.nodes, node_k, strict=True)},
                 {e: bought[1].get(k, 0.0) for e, k in zip(run.links, link_k, strict=True)},
             )
+            blocks, ideals = cut_fields(inst.cuts.kind, partition)
             deployments.append(
                 ServiceDeployment(
                     name=service.name,
                     path=tuple(inst.node_ids[v] for v in path),
-                    partition=tuple(int(b) for b in partition),
+                    partition=blocks,
+                    ideals=ideals,
                     interval=float(max(shares, default=0.0)),
                     target_interval=service.interval,
                     latency=latency,

@@ -423,7 +423,7 @@ def _within_latency(
 
 def _choice(problem: JointProblem, s: int, served: ServiceDeployment) -> Choice:
     index = {v: k for k, v in enumerate(problem.instances[s].node_ids)}
-    return tuple(index[v] for v in served.path), served.partition
+    return tuple(index[v] for v in served.path), served.cut_indices
 
 
 def _bought(problem: JointProblem, plan: ServicesPlan) -> tuple[list[float], list[float]]:
