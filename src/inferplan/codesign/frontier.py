@@ -96,7 +96,7 @@ class FrontierPoint:
         return self.path, self.partition if self.partition is not None else self.ideals or ()
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "throughput": self.throughput,
             "interval": self.interval,
             "status": self.status,
@@ -386,7 +386,7 @@ def latency_frontier(
         except Infeasible:
             return FrontierPoint(rate, math.inf, (), (), "infeasible", target_latency=bound)
         return FrontierPoint(rate, plan.cost, plan.path, plan.partition, plan.status,
-                             plan.latency, bound, plan.ideals)  # fmt: skip
+                             plan.latency, bound, ideals=plan.ideals)  # fmt: skip
 
     found, changes = _trace(probe, low, high, points, tol)
     return Frontier(method=method, points=found, changes=changes, sweep="latency")
