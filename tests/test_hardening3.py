@@ -470,11 +470,6 @@ def test_the_milps_native_lines_stay_off_the_json(command):
     json.loads(done.stdout)
 
 
-_MILP_CUTS = ("the MILP's cuts lose their precision where a bound needs capacities 1e7 times "
-              "the network's: its 'optimal' plan is dearer than PSG's")  # fmt: skip
-
-
-@pytest.mark.xfail(strict=True, reason=_MILP_CUTS)
 def test_the_milp_under_a_bound_far_below_the_networks_delays_agrees_with_psg():
     net = str(ROOT / "examples" / "network.json")
     costs = {}

@@ -298,3 +298,55 @@ def test_services_latency_in_files_the_fast_planner_refuses_and_bad_ones_are_nam
         assert len(lines) == 1 and str(broken) in lines[0] and "latency" in lines[0], lines
     with pytest.raises(InvalidArgument, match="latency must be a positive finite number"):
         Service("a", inferplan.vgg16(), "s", "t", 0.1, latency=-1.0)
+
+
+def _psg_and_milp(net, profile, beta, bound):
+    """PSG's plan and the MILP's under ``bound`` (``None`` where one says infeasible)."""
+    plans = []
+    for method in ("psg", "milp"):
+        try:
+            plans.append(inferplan.provision(net, profile, interval=beta, latency=bound,
+                                             method=method))  # fmt: skip
+        except Infeasible:
+            plans.append(None)
+    return plans
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), alpha=st.floats(0.3, 1.5), exponent=st.floats(0.0, 250.0))
+def test_the_latency_milp_agrees_with_psg_on_bounds_decades_below_the_networks_speed(
+    data, alpha, exponent
+):
+    # A bound 10**exponent times below the latency of the cheapest plan buys capacities as
+    # many times the network's: the MILP's purchases, cuts and delays must keep their
+    # precision at every such scale (PSG, exact, is the reference).
+    kinds = data.draw(st.sampled_from([None, ("linear", "capped", "tiers", "modules")]))
+    net = data.draw(small_dags(max_nodes=4, cost_kinds=kinds))
+    profile = data.draw(small_profiles(max_blocks=3))
+    bounds = _bounds(net, profile, alpha, 10.0**-exponent)
+    if bounds is None:
+        return
+    beta, bound = bounds
+    psg, milp = _psg_and_milp(net, profile, beta, bound)
+    assert (psg is None) == (milp is None), (psg, milp)
+    if psg is None:
+        return
+    assert psg.status == "optimal"
+    assert milp.status in ("optimal", "uncertified") and milp.latency <= bound * (1 + 1e-9)
+    if milp.status == "optimal":
+        assert milp.cost == pytest.approx(psg.cost, rel=1e-6, abs=1e-300)
+    else:  # an honest status: never cheaper than the optimum
+        assert milp.cost >= psg.cost * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("exponent", [-300, -250, -200, -150, -100, -60, -30, -18, -9, -3])
+def test_the_latency_milp_on_the_example_agrees_with_psg_at_every_decade(exponent):
+    net, alexnet = inferplan.load_network("examples/network.json"), inferplan.alexnet()
+    bound = 1.7 * 10.0**exponent
+    try:
+        psg, milp = _psg_and_milp(net, alexnet, 1.0, bound)
+    except InvalidArgument as exc:  # the capacities the bound needs overflow
+        assert "floating point" in str(exc) and exponent <= -300
+        return
+    assert psg is not None and milp is not None and milp.status == "optimal"
+    assert milp.cost == pytest.approx(psg.cost, rel=1e-6)
