@@ -272,9 +272,10 @@ class Model:
         return sparse.csr_array((self.val, (self.row, self.col)),
                                 shape=(len(self.rhs), len(self.objective)))  # fmt: skip
 
-    def relaxed(self) -> tuple[sparse.csr_array, FloatArray]:
+    def relaxed(self, columns: FloatArray | None = None) -> tuple[sparse.csr_array, FloatArray]:
         """The rows as a sparse matrix and their right-hand sides, each row HiGHS would not
-        take as it is scaled and rounded towards a looser row.
+        take as it is scaled and rounded towards a looser row; with ``columns``, over the
+        columns ``x / columns`` (each coefficient times its column's factor).
 
         HiGHS drops a coefficient of at most ``1e-9`` and refuses one of ``1e15`` or more. A
         row whose coefficients leave :data:`SAFE_RANGE` is divided by the geometric mean of
@@ -286,7 +287,10 @@ class Model:
         low, high = SAFE_RANGE
         val = np.array(self.val, dtype=np.float64)
         row = np.array(self.row, dtype=np.int64)
+        col = np.array(self.col, dtype=np.int64)
         rhs = np.array(self.rhs, dtype=np.float64)
+        if columns is not None:
+            val = val * columns[col]
         size = np.abs(val)
         rows = len(self.rhs)
         most = np.zeros(rows)
@@ -302,8 +306,7 @@ class Model:
             small = np.abs(val) < low
             val[small & (val < 0)] = -low
             val[small & (val > 0)] = 0.0
-        matrix = sparse.csr_array((val, (row, np.array(self.col, dtype=np.int64))),
-                                  shape=(rows, len(self.objective)))  # fmt: skip
+        matrix = sparse.csr_array((val, (row, col)), shape=(rows, len(self.objective)))
         return matrix, rhs
 
 

@@ -10,17 +10,21 @@ transition loads) gets::
     n_k >= 0                               the capacity added, in units U_k, priced
                                            exactly by its kind (Model.purchase)
     n_k >= sum_c rho_c y_c / U_k           the interval's least purchase of its stage
-    t_k >= 0                               its stage's delay, in units of L
-    sum_k t_k + sum_z delay_s(e) z / L <= 1                                  the bound
+    t_k >= 0                               its stage's delay, in units of S
+    sum_k t_k + sum_z delay'(e) z / S <= 1                                   the bound
 
 with ``c`` the flow columns that load ``k`` (a node's transitions ``y[v, i, j]``, a link's
-``z[e, j]``), ``rho_c`` their least purchases, ``C_k`` what ``k`` has and ``U_k`` the unit
-of its purchases (:func:`purchase_unit`: ``C_k``, or the capacity its largest load needs to
-run within ``min(L, beta)`` when that is more, so that purchases, needs and delays are of
-order one however far the bound is below the network's speed; with ``C_k`` alone a bound
+``z[e, j]``), ``rho_c`` their least purchases, ``S = L - d(s)`` the time the stages have at
+most (the bound less the least propagation delay from the source), ``delay'(e) = delay_s(u,
+v) + d(v) - d(u)`` each link's delay reduced by the least delays ``d`` to the target
+(:func:`reduced_delays`: along a path they sum to its delays less ``d(s)``, so a bound a
+hair above the delays is as well scaled as any), ``C_k`` what ``k`` has and ``U_k`` the
+unit of its purchases (:func:`purchase_unit`: ``C_k``, or the capacity its largest load
+needs to run within ``min(S, beta)`` when that is more, so that purchases, needs and delays
+are of order one however far the bound is below the network's speed; with ``C_k`` alone a bound
 1e-18 s bought 1e17 units and the cuts' terms spanned 1e-18 to 1e17, beyond what HiGHS
 keeps). A stage of load ``w`` takes ``w / (U_k (a_k + n_k))`` with ``a_k = C_k / U_k``.
-With ``q_k = sum_c sqrt(w_c / (U_k L)) y_c``, ``q_k^2`` is ``w / (U_k L)`` for whichever
+With ``q_k = sum_c sqrt(w_c / (U_k S)) y_c``, ``q_k^2`` is ``w / (U_k S)`` for whichever
 single column is chosen, so the delay is ``t_k >= q_k^2 / (a_k + n_k)``: a convex
 constraint (a square over a linear term) in the flow and the purchase together. Its outer
 approximation is a set of tangent cuts, each exact where ``q / (a + n) = r``::
@@ -54,6 +58,7 @@ first, ``uncertified`` after :data:`MAX_REFINEMENTS` rounds or when no cut is le
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -102,11 +107,11 @@ _UNDER = 1e-9
 
 @dataclass
 class DelayTerm:
-    """One stage's delay in a MILP: the delay column ``t`` (in units of the bound), the flow
-    columns ``cols`` that load the element with coefficient ``coef`` each (``q = sum coef
-    y``), the element's purchase column ``n`` (the stage runs on ``base + n`` units), the
-    binary ``relief`` that lets a free tail take the delay to 0 (``-1`` for none), and the
-    ratios of its tangent cuts."""
+    """One stage's delay in a MILP: the delay column ``t`` (in units of the time the bound
+    leaves the stages: the bound, or ``S``), the flow columns ``cols`` that load the element
+    with coefficient ``coef`` each (``q = sum coef y``), the element's purchase column ``n``
+    (the stage runs on ``base + n`` units), the binary ``relief`` that lets a free tail take
+    the delay to 0 (``-1`` for none), and the ratios of its tangent cuts."""
 
     t: int
     cols: IntArray
@@ -202,7 +207,7 @@ def delay_terms(
 ) -> DelayTerm | None:
     """An element's purchase column and need row in ``model``, and the delay term of its
     stage (``None`` where capacity is free without end): ``cols`` the flow columns that load
-    it, ``coef`` their ``sqrt(load / (unit L))``, ``need`` their least purchases in units of
+    it, ``coef`` their ``sqrt(load / (unit S))``, ``need`` their least purchases in units of
     ``unit`` (its capacity), ``budget`` the cost no purchase exceeds."""
     found = bought(model, cost, unit, budget)
     if found is None:
@@ -213,6 +218,41 @@ def delay_terms(
         lift = ([relief], [-float(np.max(need))]) if relief >= 0 else ([], [])
         model.add([*cols.tolist(), n, *lift[0]], [*need.tolist(), -1.0, *lift[1]], 0.0)
     return term
+
+
+def reduced_delays(inst: CodesignInstance, latency: float) -> tuple[float, FloatArray]:
+    """The time a plan's stages have under ``latency`` at most (the bound less the least
+    propagation delay from the source to the target, ``d(s)``) and each link's delay
+    reduced by the potentials ``d`` (the least delay from a node on, Dijkstra's):
+    ``delay_s(u, v) + d(v) - d(u) >= 0``, whose sum along a path from the source is its
+    delay less ``d(s)``. Each is rounded down by the error of its sum (a looser bound), and
+    a link from a node that reaches the target to one that does not gets 0 (no flow from
+    the source takes it)."""
+    V = len(inst.node_ids)
+    d = np.full(V, np.inf)
+    d[inst.target] = 0.0
+    into: list[list[tuple[int, float]]] = [[] for _ in range(V)]
+    for u, v, w in zip(inst.link_src.tolist(), inst.link_dst.tolist(),
+                       inst.link_delay.tolist(), strict=True):  # fmt: skip
+        into[v].append((u, w))
+    heap = [(0.0, inst.target)]
+    while heap:
+        dv, v = heapq.heappop(heap)
+        if dv > d[v]:
+            continue
+        for u, w in into[v]:
+            if dv + w < d[u]:
+                d[u] = dv + w
+                heapq.heappush(heap, (d[u], u))
+    least = float(d[inst.source])
+    slack = latency - least if math.isfinite(least) else latency
+    potential = np.where(np.isfinite(d), d, 0.0)
+    with np.errstate(invalid="ignore"):
+        reduced = inst.link_delay + potential[inst.link_dst] - potential[inst.link_src]
+    error = 4 * np.finfo(np.float64).eps * (inst.link_delay + potential[inst.link_dst]
+                                            + potential[inst.link_src])  # fmt: skip
+    reduced = np.maximum(reduced - error, 0.0)
+    return (slack if slack > 0 else latency), reduced
 
 
 def purchase_unit(have: float, load: float, time: float) -> float:
@@ -226,18 +266,18 @@ def purchase_unit(have: float, load: float, time: float) -> float:
 
 
 def first_ratios(coef: FloatArray, base: float) -> list[float]:
-    """The ratios of an element's first cuts: tangent where its largest load takes the
-    whole bound, then half, a quarter, ... of it (or where it runs at no purchase, when
-    that is faster)."""
+    """The ratios of an element's first cuts: tangent where its largest load takes all the
+    time ``S`` the bound leaves, then half, a quarter, ... of it (or where it runs at no
+    purchase, when that is faster)."""
     top = float(np.max(coef))
-    first = min(top * top / base, 1.0)  # the delay, in units of the bound
+    first = min(top * top / base, 1.0)  # the delay, in units of S
     return [first * 0.5**j / top for j in range(_FIRST_CUTS)]
 
 
 @dataclass(frozen=True)
 class _Element:
     """A node or link some columns load (``k``: nodes ``0..V-1``, then links ``V + e``):
-    those columns, their ``sqrt(load / (unit L))``, their least purchases in ``unit``
+    those columns, their ``sqrt(load / (unit S))``, their least purchases in ``unit``
     (the unit of its purchase column) and what it has in that unit (``base``)."""
 
     k: int
@@ -268,7 +308,12 @@ class _LatencyMilp:
         ny = yv.size
         work = inst.work_or_zero[yi, yj]
         bits = inst.activation_bits[zj]
-        self.propagation = np.concatenate((np.zeros(ny), inst.link_delay[ze] / latency))
+        # time in units of the slack above the least propagation delay: each link's delay
+        # reduced by potentials, which sum to the path's delay less the least along any
+        # path, so that a bound a hair above the delays leaves its delays of order one
+        slack, reduced = reduced_delays(inst, latency)
+        self.slack = slack
+        self.propagation = np.concatenate((np.zeros(ny), reduced[ze] / slack))
         # the elements: nodes 0..V-1, then links V + e, each with the columns that load it
         V = len(inst.node_ids)
         element = np.concatenate((yv, V + ze))
@@ -284,8 +329,8 @@ class _LatencyMilp:
         ks = element[cols]
         for piece in np.split(cols, np.flatnonzero(np.diff(ks)) + 1) if cols.size else []:
             k = int(element[piece[0]])
-            unit = purchase_unit(float(have[k]), float(np.max(load[piece])), min(latency, beta))
-            coef = np.sqrt(load[piece] / unit / latency)
+            unit = purchase_unit(float(have[k]), float(np.max(load[piece])), min(slack, beta))
+            coef = np.sqrt(load[piece] / unit / slack)
             base = float(have[k]) / unit
             self.elements.append(_Element(k, piece, coef, rho[piece] / unit, unit, base))
             self.ratios[k] = first_ratios(coef, base)
@@ -323,15 +368,24 @@ class _LatencyMilp:
         pad = total - flow.cost.size
         once = sparse.hstack([flow.once, sparse.csr_array((flow.once.shape[0], pad))])
         balance = sparse.hstack([flow.balance, sparse.csr_array((flow.balance.shape[0], pad))])
-        rows, rhs = model.relaxed()  # a cut HiGHS would drop a term of is loosened instead
+        objective = np.array(model.objective) / scale
+        # a continuous column one unit of which costs more than the best plan is counted in
+        # a fraction of that unit that costs it: HiGHS lets a column sit its feasibility
+        # tolerance below 0, which on a unit 4,000 times the plan's cost took 4e-6 of the
+        # plan off the bound, and no cheaper plan exists to find
+        integral = np.array(model.integral)
+        columns = np.ones(total)
+        dear = (integral == 0) & (np.abs(objective) > 1.0)
+        columns[dear] = 1.0 / np.abs(objective[dear])
+        rows, rhs = model.relaxed(columns)  # a cut HiGHS would drop a term of is loosened
         result = highs(
-            np.array(model.objective) / scale,
+            objective * columns,
             A_ub=sparse.vstack([once, rows], format="csr"),
             b_ub=np.concatenate((np.ones(flow.once.shape[0]), rhs)),
             A_eq=balance.tocsr(),
             b_eq=flow.rhs,
-            bounds=np.column_stack((np.zeros(total), model.upper)),
-            integrality=np.array(model.integral),
+            bounds=np.column_stack((np.zeros(total), np.array(model.upper) / columns)),
+            integrality=integral,
             time_limit=time_limit,
             tolerance=TOLERANCE,
         )
@@ -339,7 +393,7 @@ class _LatencyMilp:
             return result.status, None, -math.inf
         bound = getattr(result, "mip_dual_bound", None)
         lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
-        return result.status, result.x, lower
+        return result.status, result.x * columns, lower
 
 
 def solve_milp_latency(
