@@ -95,6 +95,38 @@ def test_a_rank_that_never_joins_ends_the_run_within_the_timeout(tmp_path, ranks
     assert processes_marked(ranks_env) == []
 
 
+def test_a_rank_0_busy_past_the_timeout_ends_every_rank_by_the_runs_timeout(
+    tmp_path, ranks_env, monkeypatch
+):
+    # Every rank joins; then rank 0 is busy for 25 s before it sends the others their part
+    # (as building a large model is). The others wait in gloo's first broadcast, which the
+    # run's timeout of 3 s bounds, not gloo's default of a minute: the run ends in an error
+    # long before rank 0 would have come back, and no rank is left.
+    setup = pipeline._setup_rank0
+
+    def busy(*args, **kwargs):
+        time.sleep(25)
+        return setup(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_setup_rank0", busy)
+    monkeypatch.setattr(pipeline, "rank_threads", lambda local, *, testbed: 1)  # forked ranks
+    request = _request(tmp_path, ("s", "a", "t"), model="tests.runtime.models:mlp",
+                       input_shapes=((1, 16),), inferences=4, timeout_s=3.0)  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(StageFailed) as failed:
+        run_plan(request)
+    took = time.monotonic() - started
+    message = str(failed.value)
+    assert took < 20, (took, message)  # the timeout and the ranks' start, not rank 0's 25 s
+    assert message.startswith(("stage 1 ", "stage 2 ")), message
+    assert message.endswith(" failed: TimeoutError: nothing from stage 0 for 3 s after every "
+                            "stage joined (--timeout): it was busy or stalled"), message
+    deadline = time.monotonic() + 10
+    while processes_marked(ranks_env) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_marked(ranks_env) == []
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_ranks_are_forked_when_each_computes_on_one_thread_else_started_afresh(
     tmp_path, ranks_env, monkeypatch, threads

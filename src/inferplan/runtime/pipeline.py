@@ -870,14 +870,15 @@ def run_stage(
     if run_dir:
         Path(run_dir, f"joined-{rank}").touch()
     try:
-        return _run_rank(request, rank, world, progress, placement, built)
+        return _run_rank(request, rank, world, progress, placement, built, timeout)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
 def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progress | None,
-              placement: Placement | None, built: Built | None) -> RunReport | None:  # fmt: skip
+              placement: Placement | None, built: Built | None,
+              timeout: float) -> RunReport | None:  # fmt: skip
     error: InferplanError | None = None
     header: list[Any] = [None]
     modules: list[Any] = [None] * world
@@ -890,7 +891,13 @@ def _run_rank(request: RunRequest | None, rank: int, world: int, progress: Progr
         except InferplanError as exc:
             error = exc
             header = [_Setup((), 0, 0, None, 0.0, error=str(exc))]
-    dist.broadcast_object_list(header, src=0)
+    try:  # the others wait here while rank 0 builds and plans: within the run's timeout
+        dist.broadcast_object_list(header, src=0)
+    except RuntimeError as exc:
+        if rank == 0 or "timed out" not in str(exc).lower():
+            raise
+        raise TimeoutError(f"nothing from stage 0 for {timeout:g} s after every stage joined "
+                           "(--timeout): it was busy or stalled") from None
     setup = header[0]
     if setup.error is not None:
         if error is not None:

@@ -120,7 +120,8 @@ class LatencyProblem:
 
     def __init__(self, inst: CodesignInstance, beta: float, latency: float) -> None:
         self.inst, self.beta, self.latency = inst, beta, latency
-        unit = self.unit = time_unit(latency)
+        largest = max(np.max(inst.capacity, initial=0.0), np.max(inst.bandwidth, initial=0.0))
+        unit = self.unit = time_unit(latency, float(largest))
         self.bound = latency / unit
         self.node_trades = [trade_of(inst.node_costs[v]) for v in range(len(inst.node_ids))]
         links = inst.sweep_links

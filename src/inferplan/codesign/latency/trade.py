@@ -116,7 +116,7 @@ class Trade:
         if self.is_modules:
             low = np.ceil(need / self.size * (1 - 1e-12))
             if self.price > 0:
-                star = (np.sqrt(lam * load * self.size / self.price) - have) / self.size
+                star = (_root(lam, load * self.size, self.price) - have) / self.size
                 counts = [np.floor(star), np.ceil(star)]
             else:
                 counts = [np.full(load.shape, self.modules)]
@@ -131,7 +131,7 @@ class Trade:
         for a, b, p, v in zip(self.starts, self.ends(), self.slopes, self.values, strict=True):
             lo = np.maximum(need, a)
             if p > 0:
-                x = np.minimum(np.maximum(np.sqrt(lam * load / p) - have, lo), b)
+                x = np.minimum(np.maximum(_root(lam, load, p) - have, lo), b)
                 f = v + p * (x - a)
             else:
                 x = np.full(load.shape, b)
@@ -178,17 +178,34 @@ class Trade:
             m += 1
 
 
-def time_unit(latency: float) -> float:
+def time_unit(latency: float, capacity: float = 1.0) -> float:
     """The unit of time, in seconds, a solve under a bound of ``latency`` seconds works in: the
     second for bounds of ordinary size, otherwise the largest power of two not above the bound
     (so that it is finite for every finite bound, 1e308 s included). The
     multiplier is a price per unit of time, about the cost divided by the bound, and the
     capacities bought are work per unit of time: at a bound of ``1e-200`` s either, in
     seconds, is beyond floating point (their squares, or their product with a load), in
-    units of the bound they are of the plan's own scale. A power of two, so every quantity
+    units of the bound they are of the plan's own scale. Above ``2**64`` s the unit is also
+    kept small enough that ``capacity`` (the largest the solve holds) times it stays within
+    ``2**512``, so that their squares are finite (a bound of 1e307 s over capacities of 1e8
+    is solved in units of 2**484 s, not 2**1019 s, which left every capacity inf), and large
+    enough that the bound is within ``2**1000`` of it. A power of two, so every quantity
     rescaled is the same number of seconds exactly."""
     exponent = math.frexp(latency)[1]
-    return 1.0 if abs(exponent) <= _UNSCALED else math.ldexp(1.0, exponent - 1)
+    if abs(exponent) <= _UNSCALED:
+        return 1.0
+    if exponent > 0 and capacity > 1.0:
+        # capacities times the unit within 2**512 (their squares finite), the bound in units
+        # within 2**1000
+        least = exponent - 1000
+        exponent = max(min(exponent, 512 - math.frexp(capacity)[1]), least)
+    return math.ldexp(1.0, exponent - 1)
+
+
+def _root(lam: float, load: FloatArray, price: float) -> FloatArray:
+    """``sqrt(lam load / price)``, the stationary capacity of a stage, without forming the
+    product (which leaves floating point before its root does)."""
+    return math.sqrt(lam) * (np.sqrt(load) / math.sqrt(price))
 
 
 def trade_of(cost: CapacityCost) -> Trade:
@@ -243,7 +260,8 @@ class _Stage:
                 return math.nan, math.inf, math.inf
             low = float(math.ceil(low))
             if t.price > 0:
-                star = (math.sqrt(lam * w * t.size / t.price) - C) / t.size
+                star = (math.sqrt(lam) * (math.sqrt(w) * math.sqrt(t.size) / math.sqrt(t.price))
+                        - C) / t.size  # fmt: skip
                 # beyond floating point, as many as can be bought: at a price, inf
                 whole = math.isfinite(star)
                 counts = [float(math.floor(star)), float(math.ceil(star))] if whole else [t.modules]
@@ -265,7 +283,7 @@ class _Stage:
             if lo > b:
                 continue
             if p > 0:
-                x = min(max(math.sqrt(lam * w / p) - C, lo), b)
+                x = min(max(math.sqrt(lam) * (math.sqrt(w) / math.sqrt(p)) - C, lo), b)
                 f = v + p * (x - a)
             else:
                 x, f = b, v
@@ -289,7 +307,8 @@ def allocate(
     each tier), bounded below by the convex relaxation of the stages not yet fixed (modules
     priced per unit, falling tiers at their lowest price), each leaf allocated as convex.
     A budget far from a second is allocated in units of its own size (:func:`time_unit`)."""
-    unit = time_unit(budget) if budget > 0 else 1.0
+    most = max((s.have for s in stage_list), default=1.0)
+    unit = time_unit(budget, most) if budget > 0 else 1.0
     if unit != 1.0:
         in_units = allocate([s.scaled(unit) for s in stage_list], budget / unit, limit)
         if in_units is None:
@@ -428,7 +447,11 @@ class _Segments:
         self.valid = self.lo <= self.b
         self.sloped = self.p > 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.ratio = np.where(self.sloped, self.w / np.where(self.sloped, self.p, 1.0), 0.0)
+            # sqrt(w / p), of which the response is sqrt(lam) times: never w / p, which
+            # overflows where a bound near 1e308 s prices capacity per unit of its own size
+            self.root = np.where(self.sloped,
+                                 np.sqrt(self.w) / np.sqrt(np.where(self.sloped, self.p, 1.0)),
+                                 0.0)  # fmt: skip
         # a stage without load buys what the interval needs, at its price, and takes no time
         self.idle = load <= 0
         self.idle_x = need
@@ -442,7 +465,7 @@ class _Segments:
         segment it buys in (``inf`` purchase, cost and delay where no segment meets the
         need)."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = np.where(self.sloped, np.sqrt(lam * self.ratio) - self.C, self.b)
+            x = np.where(self.sloped, math.sqrt(lam) * self.root - self.C, self.b)
             np.maximum(x, self.lo, out=x, where=self.sloped)
             np.minimum(x, self.b, out=x)
             f = np.where(self.sloped, self.v + self.p * (x - self.a), self.v)
@@ -479,10 +502,11 @@ class _Segments:
         total is ``K + A / sqrt(lam)``; the bracket where it crosses ``budget`` is found among
         them by bisection and the multiplier solved there in closed form."""
         use = (self.w > 0) & self.sloped & self.valid
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore"):  # p (C + x)^2 / w, as the square of its root
+            scale = np.sqrt(self.p[use]) / np.sqrt(self.w[use])
             marks = np.concatenate((
-                self.p[use] * (self.C[use] + self.lo[use]) ** 2 / self.w[use],
-                self.p[use] * (self.C[use] + self.b[use]) ** 2 / self.w[use],
+                (scale * (self.C[use] + self.lo[use])) ** 2,
+                (scale * (self.C[use] + self.b[use])) ** 2,
             ))  # fmt: skip
         points = np.unique(marks[np.isfinite(marks) & (marks > 0)]).tolist()
         lo, hi = 0, len(points)  # the first mark whose responses fit, or len(points)
@@ -562,7 +586,7 @@ class _LinearStages:
         self.load = np.broadcast_to(load, need.shape)
         self.price = np.where(p > 0, p, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.ratio = np.where(p > 0, self.load / p, 0.0)
+            self.root = np.where(p > 0, np.sqrt(self.load) / np.sqrt(p), 0.0)  # sqrt(w / p)
         self.low = need
         self.top = np.broadcast_to(top, need.shape)
         self.free = np.broadcast_to(p <= 0, need.shape)
@@ -573,7 +597,7 @@ class _LinearStages:
     def value(self, lam: float) -> FloatArray:
         """Every stage's best response's value ``f(x) + lam w / (C + x)`` at ``lam``."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = np.sqrt(lam * self.ratio)
+            x = math.sqrt(lam) * self.root
             x -= self.have
             if self.any_free:
                 x[self.free] = self.top[self.free]

@@ -58,6 +58,7 @@ __all__ = [
     "CERTIFIED_GAP",
     "MAX_ROUNDS",
     "MIP_REL_GAP",
+    "SAFE_RANGE",
     "Model",
     "StateFlow",
     "highs",
@@ -77,6 +78,9 @@ TOLERANCE = 1e-10
 CERTIFIED_GAP = 1e-8
 # Solves, each scaled to the best cost known so far, before a plan is left "uncertified".
 MAX_ROUNDS = 8
+SAFE_RANGE = (1e-8, 1e14)
+"""The sizes of coefficient :meth:`Model.relaxed` keeps rows within: inside what HiGHS takes
+(it drops ``1e-9`` and below, refuses ``1e15`` and above) by a factor of ten."""
 
 
 def highs(
@@ -267,6 +271,43 @@ class Model:
         """The rows as a sparse matrix over every column."""
         return sparse.csr_array((self.val, (self.row, self.col)),
                                 shape=(len(self.rhs), len(self.objective)))  # fmt: skip
+
+    def relaxed(self, columns: FloatArray | None = None) -> tuple[sparse.csr_array, FloatArray]:
+        """The rows as a sparse matrix and their right-hand sides, each row HiGHS would not
+        take as it is scaled and rounded towards a looser row; with ``columns``, over the
+        columns ``x / columns`` (each coefficient times its column's factor).
+
+        HiGHS drops a coefficient of at most ``1e-9`` and refuses one of ``1e15`` or more. A
+        row whose coefficients leave :data:`SAFE_RANGE` is divided by the geometric mean of
+        its largest and least (the same row); what is still below the range is then
+        rounded away from the row's feasible side: a positive coefficient dropped, a
+        negative one raised to the range's least in size. Every column is at least 0, so
+        every point of the rows given meets the rows returned: a relaxation of a relaxation,
+        whose lower bounds stay lower bounds (plans are priced apart from it)."""
+        low, high = SAFE_RANGE
+        val = np.array(self.val, dtype=np.float64)
+        row = np.array(self.row, dtype=np.int64)
+        col = np.array(self.col, dtype=np.int64)
+        rhs = np.array(self.rhs, dtype=np.float64)
+        if columns is not None:
+            val = val * columns[col]
+        size = np.abs(val)
+        rows = len(self.rhs)
+        most = np.zeros(rows)
+        least = np.full(rows, np.inf)
+        np.maximum.at(most, row, size)
+        np.minimum.at(least, row[size > 0], size[size > 0])
+        wide = (most > high) | (least < low)
+        if np.any(wide):
+            factor = np.ones(rows)
+            factor[wide] = 1.0 / np.sqrt(most[wide] * least[wide])
+            factor[wide] = np.minimum(factor[wide], high / most[wide])  # no row above it
+            val, rhs = val * factor[row], rhs * factor
+            small = np.abs(val) < low
+            val[small & (val < 0)] = -low
+            val[small & (val > 0)] = 0.0
+        matrix = sparse.csr_array((val, (row, col)), shape=(rows, len(self.objective)))
+        return matrix, rhs
 
 
 def solve_milp(inst: CodesignInstance, beta: float, *, time_limit: float | None = None) -> Plan:

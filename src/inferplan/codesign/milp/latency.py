@@ -7,27 +7,37 @@ here the purchases are variables of their own. On the state flow of
 and each link runs at most one stage, and every element ``k`` (a node or link that some
 transition loads) gets::
 
-    n_k >= 0                               the capacity added, in units of what it has C_k,
-                                           priced exactly by its kind (Model.purchase)
-    n_k >= sum_c rho_c y_c / C_k           the interval's least purchase of its stage
-    t_k >= 0                               its stage's delay, in units of L
-    sum_k t_k + sum_z delay_s(e) z / L <= 1                                  the bound
+    n_k >= 0                               the capacity added, in units U_k, priced
+                                           exactly by its kind (Model.purchase)
+    n_k >= sum_c rho_c y_c / U_k           the interval's least purchase of its stage
+    t_k >= 0                               its stage's delay, in units of S
+    sum_k t_k + sum_z delay'(e) z / S <= 1                                   the bound
 
 with ``c`` the flow columns that load ``k`` (a node's transitions ``y[v, i, j]``, a link's
-``z[e, j]``) and ``rho_c`` their least purchases. A stage of load ``w`` takes ``w / (C_k (1
-+ n_k))``. With ``q_k = sum_c sqrt(w_c / (C_k L)) y_c``, ``q_k^2`` is ``w / (C_k L)`` for
-whichever single column is chosen, so the delay is ``t_k >= q_k^2 / (1 + n_k)``: a convex
+``z[e, j]``), ``rho_c`` their least purchases, ``S = L - d(s)`` the time the stages have at
+most (the bound less the least propagation delay from the source), ``delay'(e) = delay_s(u,
+v) + d(v) - d(u)`` each link's delay reduced by the least delays ``d`` to the target
+(:func:`reduced_delays`: along a path they sum to its delays less ``d(s)``, so a bound a
+hair above the delays is as well scaled as any), ``C_k`` what ``k`` has and ``U_k`` the
+unit of its purchases (:func:`purchase_unit`: ``C_k``, or the capacity its largest load
+needs to run within ``min(S, beta)`` when that is more, so that purchases, needs and delays
+are of order one however far the bound is below the network's speed; with ``C_k`` alone a bound
+1e-18 s bought 1e17 units and the cuts' terms spanned 1e-18 to 1e17, beyond what HiGHS
+keeps). A stage of load ``w`` takes ``w / (U_k (a_k + n_k))`` with ``a_k = C_k / U_k``.
+With ``q_k = sum_c sqrt(w_c / (U_k S)) y_c``, ``q_k^2`` is ``w / (U_k S)`` for whichever
+single column is chosen, so the delay is ``t_k >= q_k^2 / (a_k + n_k)``: a convex
 constraint (a square over a linear term) in the flow and the purchase together. Its outer
-approximation is a set of tangent cuts, each exact where ``q / (1 + n) = r``::
+approximation is a set of tangent cuts, each exact where ``q / (a + n) = r``::
 
-    t_k >= 2 r q_k - r^2 (1 + n_k)
+    t_k >= 2 r q_k - r^2 (a_k + n_k)
 
 a linear relaxation: every plan meets every cut, so HiGHS's bound is a lower bound on the
 optimum. An element whose cost is free without end beyond some amount (an uncapped last tier
 of price 0) may take its delay towards 0 at no further cost: a binary, allowed once the tiers
-before are full, relaxes its cuts by ``max q_k^2``; an element free everywhere has no delay
-term. Purchases are bounded by what the best plan known costs (no element of a cheaper plan
-costs more), which keeps modules and the last tier of falling tiers finite.
+before are full, relaxes each cut by the most it asks (``2 r max q_k``); an element free
+everywhere has no delay term. Purchases are bounded by what the best plan known costs (no
+element of a cheaper plan costs more), which keeps modules and the last tier of falling
+tiers finite.
 
 **Refinement.** The plan without the bound comes first (:func:`~inferplan.codesign.milp.cost.
 solve_milp`): when its latency meets ``L`` it is the answer. Otherwise the deployment of
@@ -37,14 +47,18 @@ Then, round after round, HiGHS solves the relaxation; the deployment it picks is
 exactly (:class:`~inferplan.codesign.latency.bound.LatencyProblem`: the cheapest purchases that
 meet both bounds along it) and kept if it is the cheapest plan so far; cuts are added where
 the solution's delays are underestimated and at the best plan's purchases (where the
-relaxation is then exact), and HiGHS solves again. The plan is ``optimal`` when HiGHS's bound,
-less its tolerance, meets its cost within :data:`LATENCY_GAP` (or when no cheaper plan is
-left), ``time_limit`` when the time ran out first, ``uncertified`` after
-:data:`MAX_REFINEMENTS` rounds or when no cut is left to add.
+relaxation is then exact), and HiGHS solves again. HiGHS drops a coefficient of ``1e-9`` or
+less and refuses one of ``1e15`` or more: a row beyond that range is rescaled, and what is
+still outside it rounded towards a looser row (:meth:`~inferplan.codesign.milp.cost.Model.
+relaxed`), so the relaxation stays one and its bound a lower bound at every scale. The plan
+is ``optimal`` when HiGHS's bound, less its tolerance, meets its cost within
+:data:`LATENCY_GAP` (or when no cheaper plan is left), ``time_limit`` when the time ran out
+first, ``uncertified`` after :data:`MAX_REFINEMENTS` rounds or when no cut is left to add.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -93,11 +107,11 @@ _UNDER = 1e-9
 
 @dataclass
 class DelayTerm:
-    """One stage's delay in a MILP: the delay column ``t`` (in units of the bound), the flow
-    columns ``cols`` that load the element with coefficient ``coef`` each (``q = sum coef
-    y``), the element's purchase column ``n`` (the stage runs on ``1 + n`` units), the binary
-    ``relief`` that lets a free tail take the delay to 0 (``-1`` for none), and the ratios of
-    its tangent cuts."""
+    """One stage's delay in a MILP: the delay column ``t`` (in units of the time the bound
+    leaves the stages: the bound, or ``S``), the flow columns ``cols`` that load the element
+    with coefficient ``coef`` each (``q = sum coef y``), the element's purchase column ``n``
+    (the stage runs on ``base + n`` units), the binary ``relief`` that lets a free tail take
+    the delay to 0 (``-1`` for none), and the ratios of its tangent cuts."""
 
     t: int
     cols: IntArray
@@ -105,20 +119,17 @@ class DelayTerm:
     n: int
     relief: int = -1
     ratios: list[float] = field(default_factory=list)
-
-    @property
-    def big(self) -> float:
-        """The most any cut asks of ``t``: ``max q^2`` (the stage at no purchase)."""
-        return float(np.max(self.coef) ** 2)
+    base: float = 1.0
 
     def cut(self, model: Model, r: float) -> None:
-        """The tangent cut at ratio ``r``: ``-t + 2 r q - r^2 n [- big relief] <= r^2``."""
+        """The tangent cut at ratio ``r``: ``-t + 2 r q - r^2 n [- 2 r max(q) relief] <= r^2
+        base`` (the relief lifts the most the cut can ask of ``t``)."""
         cols = [self.t, *self.cols.tolist(), self.n]
         vals = [-1.0, *(2.0 * r * self.coef).tolist(), -r * r]
         if self.relief >= 0:
             cols.append(self.relief)
-            vals.append(-self.big)
-        model.add(cols, vals, r * r)
+            vals.append(-2.0 * r * float(np.max(self.coef)))
+        model.add(cols, vals, r * r * self.base)
 
     def refine(self, x: FloatArray, n: float | None = None) -> bool:
         """Add the cut at solution ``x`` (purchase ``n`` instead of ``x``'s when given) if it
@@ -126,7 +137,7 @@ class DelayTerm:
         q = float(self.coef @ np.round(x[self.cols]))
         if q <= 0 or (self.relief >= 0 and x[self.relief] > 0.5):
             return False
-        units = 1.0 + max(0.0, float(x[self.n]) if n is None else n)
+        units = self.base + max(0.0, float(x[self.n]) if n is None else n)
         delay = q * q / units
         if n is None and x[self.t] >= delay * (1 - _UNDER):
             return False
@@ -174,7 +185,7 @@ def bought(model: Model, cost: CapacityCost, unit: float, budget: float) -> tupl
     most = trade.starts[-1] if tail else affordable(trade, budget * (1 + 1e-9))
     if math.isinf(most) and not trade.convex and not trade.is_modules:
         # no plan known yet to bound the last of falling tiers: model it up to a million
-        # times the element's capacity (the next round, with a plan, bounds it exactly)
+        # times the element's unit (the next round, with a plan, bounds it exactly)
         most = trade.starts[-1] + 1e6 * unit
     n, order = model.purchase(cost, unit, most)
     relief = -1
@@ -196,7 +207,7 @@ def delay_terms(
 ) -> DelayTerm | None:
     """An element's purchase column and need row in ``model``, and the delay term of its
     stage (``None`` where capacity is free without end): ``cols`` the flow columns that load
-    it, ``coef`` their ``sqrt(load / (unit L))``, ``need`` their least purchases in units of
+    it, ``coef`` their ``sqrt(load / (unit S))``, ``need`` their least purchases in units of
     ``unit`` (its capacity), ``budget`` the cost no purchase exceeds."""
     found = bought(model, cost, unit, budget)
     if found is None:
@@ -207,6 +218,74 @@ def delay_terms(
         lift = ([relief], [-float(np.max(need))]) if relief >= 0 else ([], [])
         model.add([*cols.tolist(), n, *lift[0]], [*need.tolist(), -1.0, *lift[1]], 0.0)
     return term
+
+
+def reduced_delays(inst: CodesignInstance, latency: float) -> tuple[float, FloatArray]:
+    """The time a plan's stages have under ``latency`` at most (the bound less the least
+    propagation delay from the source to the target, ``d(s)``) and each link's delay
+    reduced by the potentials ``d`` (the least delay from a node on, Dijkstra's):
+    ``delay_s(u, v) + d(v) - d(u) >= 0``, whose sum along a path from the source is its
+    delay less ``d(s)``. Each is rounded down by the error of its sum (a looser bound), and
+    a link from a node that reaches the target to one that does not gets 0 (no flow from
+    the source takes it)."""
+    V = len(inst.node_ids)
+    d = np.full(V, np.inf)
+    d[inst.target] = 0.0
+    into: list[list[tuple[int, float]]] = [[] for _ in range(V)]
+    for u, v, w in zip(inst.link_src.tolist(), inst.link_dst.tolist(),
+                       inst.link_delay.tolist(), strict=True):  # fmt: skip
+        into[v].append((u, w))
+    heap = [(0.0, inst.target)]
+    while heap:
+        dv, v = heapq.heappop(heap)
+        if dv > d[v]:
+            continue
+        for u, w in into[v]:
+            if dv + w < d[u]:
+                d[u] = dv + w
+                heapq.heappush(heap, (d[u], u))
+    least = float(d[inst.source])
+    slack = latency - least if math.isfinite(least) else latency
+    potential = np.where(np.isfinite(d), d, 0.0)
+    with np.errstate(invalid="ignore"):
+        reduced = inst.link_delay + potential[inst.link_dst] - potential[inst.link_src]
+    error = 4 * np.finfo(np.float64).eps * (inst.link_delay + potential[inst.link_dst]
+                                            + potential[inst.link_src])  # fmt: skip
+    reduced = np.maximum(reduced - error, 0.0)
+    return (slack if slack > 0 else latency), reduced
+
+
+def purchase_unit(have: float, load: float, time: float) -> float:
+    """The unit an element's purchases are counted in: what it has, or the capacity its
+    largest ``load`` needs to run in ``time`` (the least of the bound and the interval) when
+    that is more, so that a plan's purchases, its needs and its delays (in units of the
+    bound) are all of order one however far the bound is below the network's speed."""
+    with np.errstate(over="ignore"):
+        needed = load / time
+    return max(have, needed) if math.isfinite(needed) else have
+
+
+def first_ratios(coef: FloatArray, base: float) -> list[float]:
+    """The ratios of an element's first cuts: tangent where its largest load takes all the
+    time ``S`` the bound leaves, then half, a quarter, ... of it (or where it runs at no
+    purchase, when that is faster)."""
+    top = float(np.max(coef))
+    first = min(top * top / base, 1.0)  # the delay, in units of S
+    return [first * 0.5**j / top for j in range(_FIRST_CUTS)]
+
+
+@dataclass(frozen=True)
+class _Element:
+    """A node or link some columns load (``k``: nodes ``0..V-1``, then links ``V + e``):
+    those columns, their ``sqrt(load / (unit S))``, their least purchases in ``unit``
+    (the unit of its purchase column) and what it has in that unit (``base``)."""
+
+    k: int
+    cols: IntArray
+    coef: FloatArray
+    need: FloatArray
+    unit: float
+    base: float
 
 
 class _LatencyMilp:
@@ -229,7 +308,12 @@ class _LatencyMilp:
         ny = yv.size
         work = inst.work_or_zero[yi, yj]
         bits = inst.activation_bits[zj]
-        self.propagation = np.concatenate((np.zeros(ny), inst.link_delay[ze] / latency))
+        # time in units of the slack above the least propagation delay: each link's delay
+        # reduced by potentials, which sum to the path's delay less the least along any
+        # path, so that a bound a hair above the delays leaves its delays of order one
+        slack, reduced = reduced_delays(inst, latency)
+        self.slack = slack
+        self.propagation = np.concatenate((np.zeros(ny), reduced[ze] / slack))
         # the elements: nodes 0..V-1, then links V + e, each with the columns that load it
         V = len(inst.node_ids)
         element = np.concatenate((yv, V + ze))
@@ -237,7 +321,7 @@ class _LatencyMilp:
         have = np.concatenate((inst.capacity, inst.bandwidth))
         self.costs: tuple[CapacityCost, ...] = (*inst.node_costs, *inst.link_costs)
         rho = np.maximum(0.0, load / beta - have[element])
-        self.elements: list[tuple[int, IntArray, FloatArray, FloatArray, float]] = []
+        self.elements: list[_Element] = []
         self.ratios: dict[int, list[float]] = {}
         loaded = load > 0
         order = np.argsort(element[loaded], kind="stable")
@@ -245,11 +329,11 @@ class _LatencyMilp:
         ks = element[cols]
         for piece in np.split(cols, np.flatnonzero(np.diff(ks)) + 1) if cols.size else []:
             k = int(element[piece[0]])
-            unit = float(have[k])
-            coef = np.sqrt(load[piece] / (unit * latency))
-            self.elements.append((k, piece, coef, rho[piece] / unit, unit))
-            top = float(np.max(coef))  # first cuts: ratios halving from the largest
-            self.ratios[k] = [top * 0.5**j for j in range(_FIRST_CUTS)]
+            unit = purchase_unit(float(have[k]), float(np.max(load[piece])), min(slack, beta))
+            coef = np.sqrt(load[piece] / unit / slack)
+            base = float(have[k]) / unit
+            self.elements.append(_Element(k, piece, coef, rho[piece] / unit, unit, base))
+            self.ratios[k] = first_ratios(coef, base)
 
     def build(self, budget: float) -> tuple[Model, list[DelayTerm]]:
         """The relaxation with every cut so far, purchases bounded by ``budget`` and the
@@ -262,10 +346,12 @@ class _LatencyMilp:
             (int(c), float(self.propagation[c])) for c in np.flatnonzero(self.propagation > 0)
         ]
         terms = []
-        for k, cols, coef, need, unit in self.elements:
-            term = delay_terms(model, cols, coef, need, unit, self.costs[k], budget)
+        for el in self.elements:
+            term = delay_terms(model, el.cols, el.coef, el.need, el.unit, self.costs[el.k],
+                               budget)  # fmt: skip
             if term is not None:
-                term.ratios = self.ratios[k]
+                term.base = el.base
+                term.ratios = self.ratios[el.k]
                 for r in term.ratios:
                     term.cut(model, r)
                 latency_row.append((term.t, 1.0))
@@ -282,14 +368,24 @@ class _LatencyMilp:
         pad = total - flow.cost.size
         once = sparse.hstack([flow.once, sparse.csr_array((flow.once.shape[0], pad))])
         balance = sparse.hstack([flow.balance, sparse.csr_array((flow.balance.shape[0], pad))])
+        objective = np.array(model.objective) / scale
+        # a continuous column one unit of which costs more than the best plan is counted in
+        # a fraction of that unit that costs it: HiGHS lets a column sit its feasibility
+        # tolerance below 0, which on a unit 4,000 times the plan's cost took 4e-6 of the
+        # plan off the bound, and no cheaper plan exists to find
+        integral = np.array(model.integral)
+        columns = np.ones(total)
+        dear = (integral == 0) & (np.abs(objective) > 1.0)
+        columns[dear] = 1.0 / np.abs(objective[dear])
+        rows, rhs = model.relaxed(columns)  # a cut HiGHS would drop a term of is loosened
         result = highs(
-            np.array(model.objective) / scale,
-            A_ub=sparse.vstack([once, model.matrix()], format="csr"),
-            b_ub=np.concatenate((np.ones(flow.once.shape[0]), model.rhs)),
+            objective * columns,
+            A_ub=sparse.vstack([once, rows], format="csr"),
+            b_ub=np.concatenate((np.ones(flow.once.shape[0]), rhs)),
             A_eq=balance.tocsr(),
             b_eq=flow.rhs,
-            bounds=np.column_stack((np.zeros(total), model.upper)),
-            integrality=np.array(model.integral),
+            bounds=np.column_stack((np.zeros(total), np.array(model.upper) / columns)),
+            integrality=integral,
             time_limit=time_limit,
             tolerance=TOLERANCE,
         )
@@ -297,7 +393,7 @@ class _LatencyMilp:
             return result.status, None, -math.inf
         bound = getattr(result, "mip_dual_bound", None)
         lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
-        return result.status, result.x, lower
+        return result.status, result.x * columns, lower
 
 
 def solve_milp_latency(
@@ -427,10 +523,11 @@ class _Incumbent:
         }
         solution = np.zeros(milp.flow.cost.size)
         solution[_columns(milp.flow, path, partition, links)] = 1.0
-        for k, cols, coef, _, unit in milp.elements:
-            if k in bought:
-                term = DelayTerm(-1, cols, coef, -1, ratios=milp.ratios[k])
-                term.refine(solution, bought[k] / unit)
+        for el in milp.elements:
+            if el.k in bought:
+                term = DelayTerm(-1, el.cols, el.coef, -1, ratios=milp.ratios[el.k],
+                                 base=el.base)  # fmt: skip
+                term.refine(solution, bought[el.k] / el.unit)
 
 
 def _columns(flow: StateFlow, path: list[int], partition: list[int], links: list[int]) -> IntArray:
@@ -466,7 +563,15 @@ def _least_latency(
     link[(link > limit) | ~np.isfinite(inst.terms.link(links))] = np.inf
     node += inst.forbidden
     flow = StateFlow(inst, node, link + inst.link_delay[:, None])
-    code, x, _, message = flow.solve(np.isfinite(flow.cost), problem.latency, time_limit)
+    # a transition slower than the bound alone is on no deployment that meets it: the rest,
+    # in units of the bound, are at most 1 (HiGHS takes a cost of 1e20 for infinite); only
+    # when none is left is the least latency sought among them all, for the message
+    slack = problem.latency * (1 + INTERVAL_RTOL)
+    code, x, _, message = flow.solve(flow.cost <= slack, problem.latency, time_limit)
+    if x is None and code == 2:
+        finite = np.isfinite(flow.cost)
+        scale = float(np.max(flow.cost[finite], initial=0.0)) or 1.0
+        code, x, _, message = flow.solve(finite, scale, time_limit)
     if x is None:
         if code == 2:
             raise unreachable(beta, problem.latency)
