@@ -144,3 +144,60 @@ def test_beyond_caps_says_what_they_allow():
                      links=(Link("s", "t", 1.0, cost=cap),), source="s", target="t")  # fmt: skip
     with pytest.raises(Infeasible, match=r"allow at most 0\.5 "):
         flow_provision(_instance(capped, PROFILE), 100.0)
+
+
+def test_a_link_crossed_at_two_states_has_its_row():
+    """Regression (hypothesis seed 5): the link n2->n3 carries at most F max_j D_j = 1.19 bit/s
+    at one state, under its 1.22, so it had no row; but a flow may cross it at j = 0 and again
+    at j = 2 (n3 -> n2 -> n3), which the MILP then did for free and the purchase read back from
+    the loads priced at 1.50. No upgrade is needed: n1 (the target) runs both blocks."""
+    free = LinearCost(0.0)
+    nodes = (Node("n0", 68.99683432202744, cost=free), Node("n1", 26.470237323613432,
+             cost=LinearCost(0.33531166433587173)), Node("n2", 13.8012336236971,
+             cost=LinearCost(1.861357892777191)), Node("n3", 92.85668984202299, cost=free))  # fmt: skip
+    links = (Link("n0", "n2", 1.0, cost=LinearCost(6.081744433725193)),
+             Link("n1", "n3", 89.78698172451935, cost=LinearCost(5.5490987710924005)),
+             Link("n2", "n3", 1.2194153792584193, cost=LinearCost(2.1399575847208974)),
+             Link("n3", "n1", 99.99999999999999, cost=free),
+             Link("n3", "n2", 87.46445969353772, cost=free))  # fmt: skip
+    network = Network(nodes=nodes, links=links, source="n0", target="n1")
+    profile = Profile("p", flops=(45.51093846719133, 197.61018579168436),
+                      activation_bits=(105.30257281242025, 154.67035903915126,
+                                       144.01018594784267))  # fmt: skip
+    rate = 0.00770618972238463
+    assert brute_force_flow_cost(network, profile, rate) == 0.0
+    plan = flow_provision(_instance(network, profile), rate)
+    assert plan.status == "optimal" and plan.cost == 0.0
+    assert all(load.added == 0.0 for load in plan.loads)
+    _check_plan(plan, network, profile)
+
+
+
+def _there_and_back(cap: float) -> Network:
+    """Each block weighs 100 bytes and u and w hold one each (s and t none); block 2 is too
+    much work for w, so w runs block 1 and u block 2, and w is behind u: the one route is
+    s -> u -> w (block 1) -> u (block 2) -> w -> t, which crosses u->w at j = 0 and j = 2."""
+    fixed = LinearCost(1.0, 0.0)
+    nodes = (Node("s", 1.0, cost=fixed, memory=0.0), Node("u", 10.0, cost=fixed, memory=150.0),
+             Node("w", 1.0, cost=fixed, memory=150.0), Node("t", 1.0, cost=fixed, memory=0.0))  # fmt: skip
+    links = (Link("s", "u", 100.0), Link("u", "w", 4.0, cost=LinearCost(1.0, cap)),
+             Link("w", "u", 100.0), Link("w", "t", 100.0))  # fmt: skip
+    return Network(nodes=nodes, links=links, source="s", target="t")
+
+
+THERE_AND_BACK = Profile("p", flops=(1.0, 10.0), activation_bits=(2.0, 1.0, 3.0),
+                         params=(100, 100), bytes_per_param=1.0)  # fmt: skip
+
+
+def test_a_flow_may_cross_a_link_twice():
+    """At 1 inference/s u->w carries D_0 + D_2 = 5 bit/s, though no single state weighs more
+    than its 4: one bit/s must be bought, and under a cap of 0.5 no plan exists."""
+    network = _there_and_back(2.0)  # (the brute force knows no memory: worked by hand)
+    plan = flow_provision(_instance(network, THERE_AND_BACK), 1.0)
+    assert plan.cost == pytest.approx(1.0)
+    assert plan.layout == {"w": (0, 1), "u": (1, 2)}
+    assert [p.path for p in plan.pipelines] == [("s", "u", "w", "u", "w", "t")]
+    _check_plan(plan, network, THERE_AND_BACK)
+    capped = _there_and_back(0.5)
+    with pytest.raises(Infeasible, match="allow at most"):
+        flow_provision(_instance(capped, THERE_AND_BACK), 1.0)

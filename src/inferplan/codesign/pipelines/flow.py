@@ -227,6 +227,8 @@ def flow_throughput(inst: CodesignInstance, *, time_limit: float | None = None) 
         _no_answer(code, time_limit, message)
     assert x is not None
     rate = float(x[c.phi]) * unit
+    if rate > 1e-12 * unit:
+        x = _acyclic(inst, c, x)
     if rate <= 1e-12 * unit:
         if bool(np.any(inst.memory < inst.most_need)):
             raise memory_infeasible(inst, inst.memory)
@@ -344,9 +346,14 @@ def flow_provision(
     link_buy: dict[int, int] = {}
     share = np.zeros((len(inst.links), D.size))
     rhs_links = np.full(len(inst.links), np.nan)  # nan: no row
+    # each state's link column carries at most F once cycles are cancelled, and a flow may
+    # cross a link at several j (there and back around a computing node), so the most a link
+    # carries is F times the sum of D_j over its columns, not F max_j D_j
+    crossing = np.zeros(len(inst.links))
+    np.add.at(crossing, c.ge, D[c.gj])
     for e in range(len(inst.links)):
         B = float(inst.bandwidth[e])
-        need = F * float(D.max())
+        need = F * float(crossing[e])
         if need <= B:
             continue
         unit = B if B > 0 else need
@@ -381,10 +388,31 @@ def flow_provision(
         _no_answer(code, time_limit, message)
     assert x is not None
     x[c.phi] = 1.0
+    x = _acyclic(inst, c, x)
     added_c, added_b, added_m, cost_total = _purchases(inst, c, x, F)
     status = "time_limit" if code == 1 else "optimal"
     return _read(inst, c, x, F, F, "flow-provision", status, cost_total, bound,
                  added_c, added_b, added_m, F)  # fmt: skip
+
+
+def _acyclic(inst: CodesignInstance, c: _Columns, x: FloatArray) -> FloatArray:
+    """``x`` with its rates (shares of one unit) replaced by the sum of a decomposition into
+    source-target walks: no cycle of relays left (a solver may leave a free one, which would
+    show as load), every load at most what the MILP had."""
+    W, N = inst.n_cuts, inst.last_cut
+    total = float(x[c.phi])
+    columns = np.concatenate([c.f0 + np.arange(c.rv.size), c.g0 + np.arange(c.ge.size)])
+    tails = np.concatenate([c.rv * W + c.ra, inst.link_src[c.ge] * W + c.gj])
+    heads = np.concatenate([c.rv * W + c.rb, inst.link_dst[c.ge] * W + c.gj])
+    live = np.flatnonzero(x[columns] > 1e-12 * total)
+    arcs = [Arc(int(tails[k]), int(heads[k]), float(x[columns[k]]), ("", int(columns[k])))
+            for k in live]  # fmt: skip
+    clean = x.copy()
+    clean[columns] = 0.0
+    for walk, rate in pipelines(arcs, inst.source * W, inst.target * W + N, total):
+        for k in walk:
+            clean[arcs[k].element[1]] += rate
+    return clean
 
 
 def _ends(inst: CodesignInstance, e: int) -> tuple[str, str]:
