@@ -337,12 +337,23 @@ def flow_provision(
         cost = inst.node_costs[v]
         unit = C if C > 0 else need
         cols, vals = (c.f0 + ks).tolist(), (load / unit).tolist()
+        n = None
         if cost.max_amount > 0:
             _priced(cost, f"node {names[v]!r}")
             n, _ = model.purchase(cost, unit, need - C)
             cols.append(n)
             vals.append(-1.0)
         model.add(cols, vals, C / unit)
+        # the same row for each range alone, its capacity C x[v, a, b]: at one range per node
+        # it is the row above, and where x is fractional it is much tighter (no big-M)
+        for k, w in zip(ks.tolist(), (load / unit).tolist(), strict=True):
+            if w * unit <= C:
+                continue
+            row, coef = [c.f0 + k, c.x0 + k], [w, -C / unit]
+            if n is not None:
+                row.append(n)
+                coef.append(-1.0)
+            model.add(row, coef, 0.0)
     link_buy: dict[int, int] = {}
     share = np.zeros((len(inst.links), D.size))
     rhs_links = np.full(len(inst.links), np.nan)  # nan: no row
