@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import Link, Network, Node, Profile
 from inferplan.codesign import compile_instance
+from inferplan.codesign.pipelines import flow
 from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
 from inferplan.codesign.pipelines.result import FlowPlan
 from inferplan.errors import Infeasible, InvalidArgument
@@ -101,6 +104,61 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
     _check_plan(plan, network, profile)
 
 
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), alpha=st.floats(min_value=0.3, max_value=3.0),
+       kind=st.sampled_from(PRICED))  # fmt: skip
+def test_flow_provision_without_rounding_equals_brute_force(data, alpha, kind):
+    """The full MILP alone (no layout rounded from the relaxation, as when no rounding meets
+    the relaxation's bound) against the brute force."""
+    network = data.draw(small_networks(max_nodes=3, cost_kinds=(kind,)))
+    profile = data.draw(small_profiles(max_blocks=3))
+    rate = alpha * brute_force_flow(network, profile)
+    expected = brute_force_flow_cost(network, profile, rate)
+    inst = _instance(network, profile)
+    with patch.object(flow, "_roundings", lambda *args: []):
+        if math.isinf(expected):
+            with pytest.raises(Infeasible):
+                flow_provision(inst, rate)
+            return
+        plan = flow_provision(inst, rate)
+    assert plan.status == "optimal"
+    assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-7)
+    _check_plan(plan, network, profile)
+
+
+def test_a_rounding_short_of_the_bound_leaves_the_full_milp_to_decide():
+    """A rounding where only the target computes (at 100 per FLOP/s added, a and b at 1 and
+    2) costs more than the relaxation's bound, so the full MILP runs, and its plan is the
+    brute force's."""
+    priced = {"s": 100.0, "a": 1.0, "b": 2.0, "t": 100.0}
+    nodes = tuple(Node(v, 1.0, cost=LinearCost(p)) for v, p in priced.items())
+    pairs = (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t"))
+    links = tuple(Link(u, v, 10.0, cost=LinearCost(1.0)) for u, v in pairs)
+    network = Network(nodes=nodes, links=links, source="s", target="t")
+    rate = 2 * brute_force_flow(network, PROFILE)
+    expected = brute_force_flow_cost(network, PROFILE, rate)
+    inst = _instance(network, PROFILE)
+    spoilt, solves = flow._roundings, []
+    inner = flow.highs
+
+    def only_the_target(c, relaxed, N):  # type: ignore[no-untyped-def]
+        assert spoilt(c, relaxed, N)  # the real roundings exist; replace them by one
+        whole = (np.asarray(c.rv) == inst.target) & (np.asarray(c.ra) == 0)
+        return [whole.astype(float)]
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        bounds = kwargs["bounds"]
+        solves.append(int(np.sum(bounds[:, 0] < bounds[:, 1])))
+        return inner(*args, **kwargs)
+
+    with patch.object(flow, "_roundings", only_the_target), patch.object(flow, "highs", counted):
+        plan = flow_provision(inst, rate)
+    assert len(solves) == 3  # the relaxation, the rounding, the full MILP
+    assert plan.status == "optimal"
+    assert plan.cost == pytest.approx(expected, rel=1e-6)
+    _check_plan(plan, network, PROFILE)
+
+
 def _two_ways(cost: object = None) -> Network:
     nodes = (Node("s", 1.0, 1.0), Node("a", 2.0, 1.0, cost), Node("b", 2.0, 2.0),  # type: ignore[arg-type]
              Node("t", 1.0))  # fmt: skip
@@ -152,9 +210,12 @@ def test_a_link_crossed_at_two_states_has_its_row():
     at j = 2 (n3 -> n2 -> n3), which the MILP then did for free and the purchase read back from
     the loads priced at 1.50. No upgrade is needed: n1 (the target) runs both blocks."""
     free = LinearCost(0.0)
-    nodes = (Node("n0", 68.99683432202744, cost=free), Node("n1", 26.470237323613432,
-             cost=LinearCost(0.33531166433587173)), Node("n2", 13.8012336236971,
-             cost=LinearCost(1.861357892777191)), Node("n3", 92.85668984202299, cost=free))  # fmt: skip
+    nodes = (
+        Node("n0", 68.99683432202744, cost=free),
+        Node("n1", 26.470237323613432, cost=LinearCost(0.33531166433587173)),
+        Node("n2", 13.8012336236971, cost=LinearCost(1.861357892777191)),
+        Node("n3", 92.85668984202299, cost=free),
+    )
     links = (Link("n0", "n2", 1.0, cost=LinearCost(6.081744433725193)),
              Link("n1", "n3", 89.78698172451935, cost=LinearCost(5.5490987710924005)),
              Link("n2", "n3", 1.2194153792584193, cost=LinearCost(2.1399575847208974)),
@@ -178,8 +239,12 @@ def _there_and_back(cap: float) -> Network:
     much work for w, so w runs block 1 and u block 2, and w is behind u: the one route is
     s -> u -> w (block 1) -> u (block 2) -> w -> t, which crosses u->w at j = 0 and j = 2."""
     fixed = LinearCost(1.0, 0.0)
-    nodes = (Node("s", 1.0, cost=fixed, memory=0.0), Node("u", 10.0, cost=fixed, memory=150.0),
-             Node("w", 1.0, cost=fixed, memory=150.0), Node("t", 1.0, cost=fixed, memory=0.0))  # fmt: skip
+    nodes = (
+        Node("s", 1.0, cost=fixed, memory=0.0),
+        Node("u", 10.0, cost=fixed, memory=150.0),
+        Node("w", 1.0, cost=fixed, memory=150.0),
+        Node("t", 1.0, cost=fixed, memory=0.0),
+    )
     links = (Link("s", "u", 100.0), Link("u", "w", 4.0, cost=LinearCost(1.0, cap)),
              Link("w", "u", 100.0), Link("w", "t", 100.0))  # fmt: skip
     return Network(nodes=nodes, links=links, source="s", target="t")

@@ -24,6 +24,7 @@ for one path. docs/model.md proves the MILP exact.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ from scipy import sparse
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import memory_infeasible
-from inferplan.codesign.milp.cost import Model, highs
+from inferplan.codesign.milp.cost import MIP_REL_GAP, Model, highs
 from inferplan.codesign.pipelines.decompose import Arc, cut, pipelines
 from inferplan.codesign.pipelines.result import FlowPlan, Load, Pipeline
 from inferplan.codesign.pipelines.timing import range_seconds, range_work
@@ -125,8 +126,16 @@ def _structure(model: Model, inst: CodesignInstance, c: _Columns) -> sparse.csr_
 
 
 def _solve(
-    model: Model, balance: sparse.csr_array, rhs: FloatArray, time_limit: float | None
+    model: Model, balance: sparse.csr_array, rhs: FloatArray, time_limit: float | None,
+    layout: _Columns | None = None, N: int = 0,
 ) -> tuple[int, FloatArray | None, float, str]:
+    """HiGHS on the MILP: ``(status, solution, lower bound, message)``.
+
+    With ``layout`` (the columns, for provisioning) the LP relaxation comes first, then the
+    MILP at each layout rounded from it (:func:`_roundings`; module counts and tier binaries
+    left, ``N`` the last cut); if one's cost meets the relaxation's bound it is optimal and the
+    full MILP is never run. Otherwise the full MILP runs (within what is left
+    of ``time_limit``) and the better of the two plans is returned with the MILP's bound."""
     n = len(model.objective)
     objective = np.asarray(model.objective)
     scale = float(np.abs(objective).max(initial=0.0)) or 1.0
@@ -134,22 +143,77 @@ def _solve(
         padding = sparse.csr_array((balance.shape[0], n - balance.shape[1]))
         balance = sparse.csr_array(sparse.hstack([balance, padding]))
     a_ub = model.matrix() if model.rhs else None
-    result = highs(
-        objective / scale,
-        A_ub=a_ub,
-        b_ub=np.asarray(model.rhs) if model.rhs else None,
-        A_eq=balance,
-        b_eq=rhs,
-        bounds=np.column_stack([np.zeros(n), np.asarray(model.upper)]),
-        integrality=np.asarray(model.integral),
-        time_limit=time_limit,
-        tolerance=TOLERANCE,
-    )
-    if result.x is None:
-        return result.status, None, math.nan, result.message
-    bound = getattr(result, "mip_dual_bound", None)
-    lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
-    return result.status, np.asarray(result.x), lower, result.message
+    integral = np.asarray(model.integral)
+    lower_bounds, upper = np.zeros(n), np.asarray(model.upper, dtype=float)
+
+    def run(
+        integrality: npt.NDArray[np.int64], low: FloatArray, high: FloatArray,
+        seconds: float | None,
+    ) -> tuple[int, FloatArray | None, float, str]:  # fmt: skip
+        result = highs(objective / scale, A_ub=a_ub,
+                       b_ub=np.asarray(model.rhs) if model.rhs else None, A_eq=balance,
+                       b_eq=rhs, bounds=np.column_stack([low, high]),
+                       integrality=integrality, time_limit=seconds,
+                       tolerance=TOLERANCE)  # fmt: skip
+        if result.x is None:
+            return result.status, None, math.nan, result.message
+        bound = getattr(result, "mip_dual_bound", None) if integrality.any() else result.fun
+        lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
+        return result.status, np.asarray(result.x), lower, result.message
+
+    if layout is None:
+        return run(integral, lower_bounds, upper, time_limit)
+    start = time.perf_counter()
+    code, relaxed, bound, message = run(np.zeros(n, dtype=np.int64), lower_bounds, upper,
+                                        time_limit)  # fmt: skip
+    if relaxed is None:  # the relaxation infeasible (2): so is the MILP
+        return code, None, math.nan, message
+    incumbent: tuple[int, FloatArray | None, float, str] | None = None
+    x = slice(layout.x0, layout.x0 + layout.rv.size)
+    for fixed in _roundings(layout, relaxed, N) if code == 0 else []:
+        low, high = lower_bounds.copy(), upper.copy()
+        low[x], high[x] = fixed, np.minimum(fixed, upper[x])
+        tried = run(integral, low, high, _left(time_limit, start))
+        found = tried[1]
+        if tried[0] != 0 or found is None:
+            continue
+        cost = float(objective @ found)
+        if cost - bound <= MIP_REL_GAP * abs(cost) + TOLERANCE * scale:
+            return 0, found, bound, tried[3]
+        if incumbent is None or incumbent[1] is None or cost < float(objective @ incumbent[1]):
+            incumbent = tried
+    full = run(integral, lower_bounds, upper, _left(time_limit, start))
+    if incumbent is None or incumbent[1] is None:
+        return full
+    if full[1] is not None and float(objective @ full[1]) <= float(objective @ incumbent[1]):
+        return full
+    return (full[0] if full[1] is not None else 1), incumbent[1], max(full[2], bound), full[3]
+
+
+def _left(time_limit: float | None, start: float) -> float | None:
+    """What is left of ``time_limit`` seconds since ``start`` (at least a millisecond)."""
+    if time_limit is None:
+        return None
+    return max(time_limit - (time.perf_counter() - start), 1e-3)
+
+
+def _roundings(c: _Columns, relaxed: FloatArray, N: int) -> list[FloatArray]:
+    """Layouts (``x``, 0 or 1) rounded from a relaxed solution: each node that computes holds
+    the hull ``(min a, max b]`` of the ranges it computes on (a relaxation often runs ``(a, j]``
+    and ``(j, b]`` on one flow, which is the hull's load and traffic); and each node that
+    computes holds the whole model ``(0, N]`` where it fits (replicas), else its hull."""
+    f = relaxed[c.f0 : c.f0 + c.rv.size]
+    busy = np.flatnonzero(f > 1e-9 * max(float(f.max(initial=0.0)), 1e-300))
+    index = {(int(v), int(a), int(b)): k
+             for k, (v, a, b) in enumerate(zip(c.rv, c.ra, c.rb, strict=True))}  # fmt: skip
+    hulls, whole = np.zeros(c.rv.size), np.zeros(c.rv.size)
+    for v in np.unique(c.rv[busy]).tolist():
+        mine = busy[c.rv[busy] == v]
+        hull = index.get((v, int(c.ra[mine].min()), int(c.rb[mine].max())))
+        hull = int(mine[np.argmax(f[mine])]) if hull is None else hull
+        hulls[hull] = 1.0
+        whole[index.get((v, 0, N), hull)] = 1.0
+    return [hulls, whole] if busy.size else []
 
 
 def _rate_bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) -> float:
@@ -392,7 +456,7 @@ def flow_provision(
     rhs = np.zeros(balance.shape[0])
     rhs[inst.source * W] = -1.0
     rhs[inst.target * W + N] = 1.0
-    code, x, bound, message = _solve(model, balance, rhs, time_limit)
+    code, x, bound, message = _solve(model, balance, rhs, time_limit, c, N)
     if x is None:
         if code == 2:
             raise _beyond_caps(inst, F)
