@@ -107,15 +107,17 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), alpha=st.floats(min_value=0.3, max_value=3.0),
        kind=st.sampled_from(PRICED))  # fmt: skip
-def test_flow_provision_without_rounding_equals_brute_force(data, alpha, kind):
-    """The full MILP alone (no layout rounded from the relaxation, as when no rounding meets
+def test_flows_without_rounding_equal_brute_force(data, alpha, kind):
+    """The full MILPs alone (no layout rounded from the relaxation, as when no rounding meets
     the relaxation's bound) against the brute force."""
     network = data.draw(small_networks(max_nodes=3, cost_kinds=(kind,)))
     profile = data.draw(small_profiles(max_blocks=3))
-    rate = alpha * brute_force_flow(network, profile)
+    most = brute_force_flow(network, profile)
+    rate = alpha * most
     expected = brute_force_flow_cost(network, profile, rate)
     inst = _instance(network, profile)
     with patch.object(flow, "_roundings", lambda *args: []):
+        assert flow_throughput(inst).throughput == pytest.approx(most, rel=1e-6)
         if math.isinf(expected):
             with pytest.raises(Infeasible):
                 flow_provision(inst, rate)

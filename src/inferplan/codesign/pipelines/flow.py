@@ -286,13 +286,17 @@ def flow_throughput(inst: CodesignInstance, *, time_limit: float | None = None) 
         share = unit * D[None, :] / inst.bandwidth[:, None]
     share[~np.isfinite(share)] = 0.0  # a link without bandwidth carries only what weighs 0
     _link_rows(model, inst, c, share, np.ones(len(inst.links)))
-    code, x, bound, message = _solve(model, balance, np.zeros(balance.shape[0]), time_limit)
+    code, x, bound, message = _solve(model, balance, np.zeros(balance.shape[0]), time_limit,
+                                     c, inst.last_cut)
     if x is None:
         _no_answer(code, time_limit, message)
     assert x is not None
     rate = float(x[c.phi]) * unit
     if rate > 1e-12 * unit:
         x = _acyclic(inst, c, x)
+    elif code == 1:  # the empty plan is feasible: at the time limit it proves nothing
+        raise InvalidArgument(f"the MILP found no flow above 0 within {time_limit:g} s; give "
+                              "it more time", field="time_limit")  # fmt: skip
     if rate <= 1e-12 * unit:
         if bool(np.any(inst.memory < inst.most_need)):
             raise memory_infeasible(inst, inst.memory)
