@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import OptimizeResult
 
 import inferplan
 from inferplan import Link, Network, Node, Profile
@@ -128,15 +129,19 @@ def test_flows_without_rounding_equal_brute_force(data, alpha, kind):
     _check_plan(plan, network, profile)
 
 
-def test_a_rounding_short_of_the_bound_leaves_the_full_milp_to_decide():
-    """A rounding where only the target computes (at 100 per FLOP/s added, a and b at 1 and
-    2) costs more than the relaxation's bound, so the full MILP runs, and its plan is the
-    brute force's."""
+def _priced_two_ways() -> Network:
     priced = {"s": 100.0, "a": 1.0, "b": 2.0, "t": 100.0}
     nodes = tuple(Node(v, 1.0, cost=LinearCost(p)) for v, p in priced.items())
     pairs = (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t"))
     links = tuple(Link(u, v, 10.0, cost=LinearCost(1.0)) for u, v in pairs)
-    network = Network(nodes=nodes, links=links, source="s", target="t")
+    return Network(nodes=nodes, links=links, source="s", target="t")
+
+
+def test_a_rounding_short_of_the_bound_leaves_the_full_milp_to_decide():
+    """A rounding where only the target computes (at 100 per FLOP/s added, a and b at 1 and
+    2) costs more than the relaxation's bound, so the full MILP runs, and its plan is the
+    brute force's."""
+    network = _priced_two_ways()
     rate = 2 * brute_force_flow(network, PROFILE)
     expected = brute_force_flow_cost(network, PROFILE, rate)
     inst = _instance(network, PROFILE)
@@ -158,6 +163,36 @@ def test_a_rounding_short_of_the_bound_leaves_the_full_milp_to_decide():
     assert len(solves) == 3  # the relaxation, the rounding, the full MILP
     assert plan.status == "optimal"
     assert plan.cost == pytest.approx(expected, rel=1e-6)
+    _check_plan(plan, network, PROFILE)
+
+
+def test_the_full_milp_out_of_time_leaves_the_rounding_with_the_relaxations_bound():
+    """When no rounding meets the bound and the full MILP finds nothing in time, the best
+    rounding is the plan, ``time_limit``, with the relaxation's bound and the gap between."""
+    network = _priced_two_ways()
+    inst = _instance(network, PROFILE)
+    rate = 2 * brute_force_flow(network, PROFILE)
+    inner, calls = flow.highs, []
+
+    def only_the_target(c, relaxed, N):  # type: ignore[no-untyped-def]
+        return [((np.asarray(c.rv) == inst.target) & (np.asarray(c.ra) == 0)).astype(float)]
+
+    def out_of_time(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)  # the relaxation, the rounding, then the full MILP
+        if len(calls) == 3:
+            return OptimizeResult(x=None, status=1, message="time limit")
+        return inner(*args, **kwargs)
+
+    with patch.object(flow, "_roundings", only_the_target):
+        with patch.object(flow, "highs", out_of_time):
+            plan = flow_provision(inst, rate)
+    assert len(calls) == 3
+    best = flow_provision(inst, rate)
+    assert best.cost == pytest.approx(brute_force_flow_cost(network, PROFILE, rate), rel=1e-6)
+    assert plan.status == "time_limit"
+    assert best.cost < plan.cost  # the rounding is dearer than the optimum ...
+    assert plan.bound <= best.cost * (1 + 1e-9)  # ... and the bound below it
+    assert math.isfinite(plan.bound) and plan.gap == pytest.approx(1 - plan.bound / plan.cost)
     _check_plan(plan, network, PROFILE)
 
 

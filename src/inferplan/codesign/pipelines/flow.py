@@ -187,7 +187,9 @@ def _solve(
         return full
     if full[1] is not None and float(objective @ full[1]) <= float(objective @ incumbent[1]):
         return full
-    return (full[0] if full[1] is not None else 1), incumbent[1], max(full[2], bound), full[3]
+    if full[1] is None:  # the full MILP found nothing in time: the rounding, the relaxation's bound
+        return 1, incumbent[1], bound, full[3]
+    return full[0], incumbent[1], max(full[2], bound), full[3]
 
 
 def _left(time_limit: float | None, start: float) -> float | None:
