@@ -183,9 +183,10 @@ def test_the_full_milp_out_of_time_leaves_the_rounding_with_the_relaxations_boun
             return OptimizeResult(x=None, status=1, message="time limit")
         return inner(*args, **kwargs)
 
-    with patch.object(flow, "_roundings", only_the_target):
-        with patch.object(flow, "highs", out_of_time):
-            plan = flow_provision(inst, rate)
+    rounded, timed = patch.object(flow, "_roundings", only_the_target), patch.object(
+        flow, "highs", out_of_time)
+    with rounded, timed:
+        plan = flow_provision(inst, rate)
     assert len(calls) == 3
     best = flow_provision(inst, rate)
     assert best.cost == pytest.approx(brute_force_flow_cost(network, PROFILE, rate), rel=1e-6)
