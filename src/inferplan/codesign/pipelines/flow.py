@@ -131,7 +131,7 @@ def _solve(
 ) -> tuple[int, FloatArray | None, float, str]:
     """HiGHS on the MILP: ``(status, solution, lower bound, message)``.
 
-    With ``layout`` (the columns, for provisioning) the LP relaxation comes first, then the
+    With ``layout`` (the flow MILP's columns) the LP relaxation comes first, then the
     MILP at each layout rounded from it (:func:`_roundings`; module counts and tier binaries
     left, ``N`` the last cut); if one's cost meets the relaxation's bound it is optimal and the
     full MILP is never run. Otherwise the full MILP runs (within what is left
@@ -510,8 +510,8 @@ def _purchases(
     """The capacity, bandwidth and memory each element must add for the flows and layout in
     ``x`` (what its cost sells: whole modules), and their exact price."""
     work = range_work(inst)
-    held = x[c.x0 : c.x0 + c.rv.size] > 0.5
     f = x[c.f0 : c.f0 + c.rv.size] * F
+    held = (x[c.x0 : c.x0 + c.rv.size] > 0.5) & (f > 1e-12 * F)  # a range nobody uses: none
     load = np.zeros(len(inst.node_ids))
     np.add.at(load, c.rv[held], f[held] * work[c.ra[held], c.rb[held]])
     g = x[c.g0 : c.g0 + c.ge.size] * F
