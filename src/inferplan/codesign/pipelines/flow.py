@@ -16,7 +16,11 @@ rate otherwise), every rate is a fraction of ``R``::
 purchases), 1 when provisioning, where the purchases ``n, m, k`` are priced exactly by their
 cost kind (:meth:`~inferplan.codesign.milp.cost.Model.purchase`) and their sum minimised. For the
 largest rate the node rows are one per range, ``f[v, a, b] R W(a, b) / C_v <= x[v, a, b]``,
-which is the aggregate row at ``sum x <= 1`` and no big-M at all. Relays are links in and out
+which is the aggregate row at ``sum x <= 1`` and no big-M at all; when provisioning each range
+that can overload its node also gets ``F W(a, b) f[v, a, b] <= C_v x[v, a, b] + n_v``, the
+node row at one range per node and far tighter where ``x`` is fractional. Both problems solve
+the LP relaxation first and try layouts rounded from it; one that meets the relaxation's bound
+is optimal without the full MILP (:func:`_solve`). Relays are links in and out
 of a node at the same ``j``. Links into the source and out of the target carry nothing, as
 for one path. docs/model.md proves the MILP exact.
 """
