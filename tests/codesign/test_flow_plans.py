@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import OptimizeResult
 
 import inferplan
 from inferplan import Link, Network, Node, Profile
 from inferplan.codesign import compile_instance
+from inferplan.codesign.pipelines import flow
 from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
 from inferplan.codesign.pipelines.result import FlowPlan
 from inferplan.errors import Infeasible, InvalidArgument
@@ -101,6 +105,98 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
     _check_plan(plan, network, profile)
 
 
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), alpha=st.floats(min_value=0.3, max_value=3.0),
+       kind=st.sampled_from(PRICED))  # fmt: skip
+def test_flows_without_rounding_equal_brute_force(data, alpha, kind):
+    """The full MILPs alone (no layout rounded from the relaxation, as when no rounding meets
+    the relaxation's bound) against the brute force."""
+    network = data.draw(small_networks(max_nodes=3, cost_kinds=(kind,)))
+    profile = data.draw(small_profiles(max_blocks=3))
+    most = brute_force_flow(network, profile)
+    rate = alpha * most
+    expected = brute_force_flow_cost(network, profile, rate)
+    inst = _instance(network, profile)
+    with patch.object(flow, "_roundings", lambda *args: []):
+        assert flow_throughput(inst).throughput == pytest.approx(most, rel=1e-6)
+        if math.isinf(expected):
+            with pytest.raises(Infeasible):
+                flow_provision(inst, rate)
+            return
+        plan = flow_provision(inst, rate)
+    assert plan.status == "optimal"
+    assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-7)
+    _check_plan(plan, network, profile)
+
+
+def _priced_two_ways() -> Network:
+    priced = {"s": 100.0, "a": 1.0, "b": 2.0, "t": 100.0}
+    nodes = tuple(Node(v, 1.0, cost=LinearCost(p)) for v, p in priced.items())
+    pairs = (("s", "a"), ("s", "b"), ("a", "t"), ("b", "t"))
+    links = tuple(Link(u, v, 10.0, cost=LinearCost(1.0)) for u, v in pairs)
+    return Network(nodes=nodes, links=links, source="s", target="t")
+
+
+def test_a_rounding_short_of_the_bound_leaves_the_full_milp_to_decide():
+    """A rounding where only the target computes (at 100 per FLOP/s added, a and b at 1 and
+    2) costs more than the relaxation's bound, so the full MILP runs, and its plan is the
+    brute force's."""
+    network = _priced_two_ways()
+    rate = 2 * brute_force_flow(network, PROFILE)
+    expected = brute_force_flow_cost(network, PROFILE, rate)
+    inst = _instance(network, PROFILE)
+    spoilt, solves = flow._roundings, []
+    inner = flow.highs
+
+    def only_the_target(c, relaxed, N):  # type: ignore[no-untyped-def]
+        assert spoilt(c, relaxed, N)  # the real roundings exist; replace them by one
+        whole = (np.asarray(c.rv) == inst.target) & (np.asarray(c.ra) == 0)
+        return [whole.astype(float)]
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        bounds = kwargs["bounds"]
+        solves.append(int(np.sum(bounds[:, 0] < bounds[:, 1])))
+        return inner(*args, **kwargs)
+
+    with patch.object(flow, "_roundings", only_the_target), patch.object(flow, "highs", counted):
+        plan = flow_provision(inst, rate)
+    assert len(solves) == 3  # the relaxation, the rounding, the full MILP
+    assert plan.status == "optimal"
+    assert plan.cost == pytest.approx(expected, rel=1e-6)
+    _check_plan(plan, network, PROFILE)
+
+
+def test_the_full_milp_out_of_time_leaves_the_rounding_with_the_relaxations_bound():
+    """When no rounding meets the bound and the full MILP finds nothing in time, the best
+    rounding is the plan, ``time_limit``, with the relaxation's bound and the gap between."""
+    network = _priced_two_ways()
+    inst = _instance(network, PROFILE)
+    rate = 2 * brute_force_flow(network, PROFILE)
+    inner, calls = flow.highs, []
+
+    def only_the_target(c, relaxed, N):  # type: ignore[no-untyped-def]
+        return [((np.asarray(c.rv) == inst.target) & (np.asarray(c.ra) == 0)).astype(float)]
+
+    def out_of_time(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)  # the relaxation, the rounding, then the full MILP
+        if len(calls) == 3:
+            return OptimizeResult(x=None, status=1, message="time limit")
+        return inner(*args, **kwargs)
+
+    rounded, timed = patch.object(flow, "_roundings", only_the_target), patch.object(
+        flow, "highs", out_of_time)
+    with rounded, timed:
+        plan = flow_provision(inst, rate)
+    assert len(calls) == 3
+    best = flow_provision(inst, rate)
+    assert best.cost == pytest.approx(brute_force_flow_cost(network, PROFILE, rate), rel=1e-6)
+    assert plan.status == "time_limit"
+    assert best.cost < plan.cost  # the rounding is dearer than the optimum ...
+    assert plan.bound <= best.cost * (1 + 1e-9)  # ... and the bound below it
+    assert math.isfinite(plan.bound) and plan.gap == pytest.approx(1 - plan.bound / plan.cost)
+    _check_plan(plan, network, PROFILE)
+
+
 def _two_ways(cost: object = None) -> Network:
     nodes = (Node("s", 1.0, 1.0), Node("a", 2.0, 1.0, cost), Node("b", 2.0, 2.0),  # type: ignore[arg-type]
              Node("t", 1.0))  # fmt: skip
@@ -144,3 +240,67 @@ def test_beyond_caps_says_what_they_allow():
                      links=(Link("s", "t", 1.0, cost=cap),), source="s", target="t")  # fmt: skip
     with pytest.raises(Infeasible, match=r"allow at most 0\.5 "):
         flow_provision(_instance(capped, PROFILE), 100.0)
+
+
+def test_a_link_crossed_at_two_states_has_its_row():
+    """Regression (hypothesis seed 5): the link n2->n3 carries at most F max_j D_j = 1.19 bit/s
+    at one state, under its 1.22, so it had no row; but a flow may cross it at j = 0 and again
+    at j = 2 (n3 -> n2 -> n3), which the MILP then did for free and the purchase read back from
+    the loads priced at 1.50. No upgrade is needed: n1 (the target) runs both blocks."""
+    free = LinearCost(0.0)
+    nodes = (
+        Node("n0", 68.99683432202744, cost=free),
+        Node("n1", 26.470237323613432, cost=LinearCost(0.33531166433587173)),
+        Node("n2", 13.8012336236971, cost=LinearCost(1.861357892777191)),
+        Node("n3", 92.85668984202299, cost=free),
+    )
+    links = (Link("n0", "n2", 1.0, cost=LinearCost(6.081744433725193)),
+             Link("n1", "n3", 89.78698172451935, cost=LinearCost(5.5490987710924005)),
+             Link("n2", "n3", 1.2194153792584193, cost=LinearCost(2.1399575847208974)),
+             Link("n3", "n1", 99.99999999999999, cost=free),
+             Link("n3", "n2", 87.46445969353772, cost=free))  # fmt: skip
+    network = Network(nodes=nodes, links=links, source="n0", target="n1")
+    profile = Profile("p", flops=(45.51093846719133, 197.61018579168436),
+                      activation_bits=(105.30257281242025, 154.67035903915126,
+                                       144.01018594784267))  # fmt: skip
+    rate = 0.00770618972238463
+    assert brute_force_flow_cost(network, profile, rate) == 0.0
+    plan = flow_provision(_instance(network, profile), rate)
+    assert plan.status == "optimal" and plan.cost == 0.0
+    assert all(load.added == 0.0 for load in plan.loads)
+    _check_plan(plan, network, profile)
+
+
+
+def _there_and_back(cap: float) -> Network:
+    """Each block weighs 100 bytes and u and w hold one each (s and t none); block 2 is too
+    much work for w, so w runs block 1 and u block 2, and w is behind u: the one route is
+    s -> u -> w (block 1) -> u (block 2) -> w -> t, which crosses u->w at j = 0 and j = 2."""
+    fixed = LinearCost(1.0, 0.0)
+    nodes = (
+        Node("s", 1.0, cost=fixed, memory=0.0),
+        Node("u", 10.0, cost=fixed, memory=150.0),
+        Node("w", 1.0, cost=fixed, memory=150.0),
+        Node("t", 1.0, cost=fixed, memory=0.0),
+    )
+    links = (Link("s", "u", 100.0), Link("u", "w", 4.0, cost=LinearCost(1.0, cap)),
+             Link("w", "u", 100.0), Link("w", "t", 100.0))  # fmt: skip
+    return Network(nodes=nodes, links=links, source="s", target="t")
+
+
+THERE_AND_BACK = Profile("p", flops=(1.0, 10.0), activation_bits=(2.0, 1.0, 3.0),
+                         params=(100, 100), bytes_per_param=1.0)  # fmt: skip
+
+
+def test_a_flow_may_cross_a_link_twice():
+    """At 1 inference/s u->w carries D_0 + D_2 = 5 bit/s, though no single state weighs more
+    than its 4: one bit/s must be bought, and under a cap of 0.5 no plan exists."""
+    network = _there_and_back(2.0)  # (the brute force knows no memory: worked by hand)
+    plan = flow_provision(_instance(network, THERE_AND_BACK), 1.0)
+    assert plan.cost == pytest.approx(1.0)
+    assert plan.layout == {"w": (0, 1), "u": (1, 2)}
+    assert [p.path for p in plan.pipelines] == [("s", "u", "w", "u", "w", "t")]
+    _check_plan(plan, network, THERE_AND_BACK)
+    capped = _there_and_back(0.5)
+    with pytest.raises(Infeasible, match="allow at most"):
+        flow_provision(_instance(capped, THERE_AND_BACK), 1.0)

@@ -16,7 +16,11 @@ rate otherwise), every rate is a fraction of ``R``::
 purchases), 1 when provisioning, where the purchases ``n, m, k`` are priced exactly by their
 cost kind (:meth:`~inferplan.codesign.milp.cost.Model.purchase`) and their sum minimised. For the
 largest rate the node rows are one per range, ``f[v, a, b] R W(a, b) / C_v <= x[v, a, b]``,
-which is the aggregate row at ``sum x <= 1`` and no big-M at all. Relays are links in and out
+which is the aggregate row at ``sum x <= 1`` and no big-M at all; when provisioning each range
+that can overload its node also gets ``F W(a, b) f[v, a, b] <= C_v x[v, a, b] + n_v``, the
+node row at one range per node and far tighter where ``x`` is fractional. Both problems solve
+the LP relaxation first and try layouts rounded from it; one that meets the relaxation's bound
+is optimal without the full MILP (:func:`_solve`). Relays are links in and out
 of a node at the same ``j``. Links into the source and out of the target carry nothing, as
 for one path. docs/model.md proves the MILP exact.
 """
@@ -24,6 +28,7 @@ for one path. docs/model.md proves the MILP exact.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +38,7 @@ from scipy import sparse
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import memory_infeasible
-from inferplan.codesign.milp.cost import Model, highs
+from inferplan.codesign.milp.cost import MIP_REL_GAP, Model, highs
 from inferplan.codesign.pipelines.decompose import Arc, cut, pipelines
 from inferplan.codesign.pipelines.result import FlowPlan, Load, Pipeline
 from inferplan.codesign.pipelines.timing import range_seconds, range_work
@@ -125,8 +130,16 @@ def _structure(model: Model, inst: CodesignInstance, c: _Columns) -> sparse.csr_
 
 
 def _solve(
-    model: Model, balance: sparse.csr_array, rhs: FloatArray, time_limit: float | None
+    model: Model, balance: sparse.csr_array, rhs: FloatArray, time_limit: float | None,
+    layout: _Columns | None = None, N: int = 0,
 ) -> tuple[int, FloatArray | None, float, str]:
+    """HiGHS on the MILP: ``(status, solution, lower bound, message)``.
+
+    With ``layout`` (the flow MILP's columns) the LP relaxation comes first, then the
+    MILP at each layout rounded from it (:func:`_roundings`; module counts and tier binaries
+    left, ``N`` the last cut); if one's cost meets the relaxation's bound it is optimal and the
+    full MILP is never run. Otherwise the full MILP runs (within what is left
+    of ``time_limit``) and the better of the two plans is returned with the MILP's bound."""
     n = len(model.objective)
     objective = np.asarray(model.objective)
     scale = float(np.abs(objective).max(initial=0.0)) or 1.0
@@ -134,22 +147,79 @@ def _solve(
         padding = sparse.csr_array((balance.shape[0], n - balance.shape[1]))
         balance = sparse.csr_array(sparse.hstack([balance, padding]))
     a_ub = model.matrix() if model.rhs else None
-    result = highs(
-        objective / scale,
-        A_ub=a_ub,
-        b_ub=np.asarray(model.rhs) if model.rhs else None,
-        A_eq=balance,
-        b_eq=rhs,
-        bounds=np.column_stack([np.zeros(n), np.asarray(model.upper)]),
-        integrality=np.asarray(model.integral),
-        time_limit=time_limit,
-        tolerance=TOLERANCE,
-    )
-    if result.x is None:
-        return result.status, None, math.nan, result.message
-    bound = getattr(result, "mip_dual_bound", None)
-    lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
-    return result.status, np.asarray(result.x), lower, result.message
+    integral = np.asarray(model.integral)
+    lower_bounds, upper = np.zeros(n), np.asarray(model.upper, dtype=float)
+
+    def run(
+        integrality: npt.NDArray[np.int64], low: FloatArray, high: FloatArray,
+        seconds: float | None,
+    ) -> tuple[int, FloatArray | None, float, str]:  # fmt: skip
+        result = highs(objective / scale, A_ub=a_ub,
+                       b_ub=np.asarray(model.rhs) if model.rhs else None, A_eq=balance,
+                       b_eq=rhs, bounds=np.column_stack([low, high]),
+                       integrality=integrality, time_limit=seconds,
+                       tolerance=TOLERANCE)  # fmt: skip
+        if result.x is None:
+            return result.status, None, math.nan, result.message
+        bound = getattr(result, "mip_dual_bound", None) if integrality.any() else result.fun
+        lower = float(bound) * scale if bound is not None and math.isfinite(bound) else -math.inf
+        return result.status, np.asarray(result.x), lower, result.message
+
+    if layout is None:
+        return run(integral, lower_bounds, upper, time_limit)
+    start = time.perf_counter()
+    code, relaxed, bound, message = run(np.zeros(n, dtype=np.int64), lower_bounds, upper,
+                                        time_limit)  # fmt: skip
+    if relaxed is None:  # the relaxation infeasible (2): so is the MILP
+        return code, None, math.nan, message
+    incumbent: tuple[int, FloatArray | None, float, str] | None = None
+    x = slice(layout.x0, layout.x0 + layout.rv.size)
+    for fixed in _roundings(layout, relaxed, N) if code == 0 else []:
+        low, high = lower_bounds.copy(), upper.copy()
+        low[x], high[x] = fixed, np.minimum(fixed, upper[x])
+        tried = run(integral, low, high, _left(time_limit, start))
+        found = tried[1]
+        if tried[0] != 0 or found is None:
+            continue
+        cost = float(objective @ found)
+        if cost - bound <= MIP_REL_GAP * abs(cost) + TOLERANCE * scale:
+            return 0, found, bound, tried[3]
+        if incumbent is None or incumbent[1] is None or cost < float(objective @ incumbent[1]):
+            incumbent = tried
+    full = run(integral, lower_bounds, upper, _left(time_limit, start))
+    if incumbent is None or incumbent[1] is None:
+        return full
+    if full[1] is not None and float(objective @ full[1]) <= float(objective @ incumbent[1]):
+        return full
+    if full[1] is None:  # the full MILP found nothing in time: the rounding, the relaxation's bound
+        return 1, incumbent[1], bound, full[3]
+    return full[0], incumbent[1], max(full[2], bound), full[3]
+
+
+def _left(time_limit: float | None, start: float) -> float | None:
+    """What is left of ``time_limit`` seconds since ``start`` (at least a millisecond)."""
+    if time_limit is None:
+        return None
+    return max(time_limit - (time.perf_counter() - start), 1e-3)
+
+
+def _roundings(c: _Columns, relaxed: FloatArray, N: int) -> list[FloatArray]:
+    """Layouts (``x``, 0 or 1) rounded from a relaxed solution: each node that computes holds
+    the hull ``(min a, max b]`` of the ranges it computes on (a relaxation often runs ``(a, j]``
+    and ``(j, b]`` on one flow, which is the hull's load and traffic); and each node that
+    computes holds the whole model ``(0, N]`` where it fits (replicas), else its hull."""
+    f = relaxed[c.f0 : c.f0 + c.rv.size]
+    busy = np.flatnonzero(f > 1e-9 * max(float(f.max(initial=0.0)), 1e-300))
+    index = {(int(v), int(a), int(b)): k
+             for k, (v, a, b) in enumerate(zip(c.rv, c.ra, c.rb, strict=True))}  # fmt: skip
+    hulls, whole = np.zeros(c.rv.size), np.zeros(c.rv.size)
+    for v in np.unique(c.rv[busy]).tolist():
+        mine = busy[c.rv[busy] == v]
+        hull = index.get((v, int(c.ra[mine].min()), int(c.rb[mine].max())))
+        hull = int(mine[np.argmax(f[mine])]) if hull is None else hull
+        hulls[hull] = 1.0
+        whole[index.get((v, 0, N), hull)] = 1.0
+    return [hulls, whole] if busy.size else []
 
 
 def _rate_bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) -> float:
@@ -222,11 +292,17 @@ def flow_throughput(inst: CodesignInstance, *, time_limit: float | None = None) 
         share = unit * D[None, :] / inst.bandwidth[:, None]
     share[~np.isfinite(share)] = 0.0  # a link without bandwidth carries only what weighs 0
     _link_rows(model, inst, c, share, np.ones(len(inst.links)))
-    code, x, bound, message = _solve(model, balance, np.zeros(balance.shape[0]), time_limit)
+    code, x, bound, message = _solve(model, balance, np.zeros(balance.shape[0]), time_limit,
+                                     c, inst.last_cut)
     if x is None:
         _no_answer(code, time_limit, message)
     assert x is not None
     rate = float(x[c.phi]) * unit
+    if rate > 1e-12 * unit:
+        x = _acyclic(inst, c, x)
+    elif code == 1:  # the empty plan is feasible: at the time limit it proves nothing
+        raise InvalidArgument(f"the MILP found no flow above 0 within {time_limit:g} s; give "
+                              "it more time", field="time_limit")  # fmt: skip
     if rate <= 1e-12 * unit:
         if bool(np.any(inst.memory < inst.most_need)):
             raise memory_infeasible(inst, inst.memory)
@@ -335,18 +411,34 @@ def flow_provision(
         cost = inst.node_costs[v]
         unit = C if C > 0 else need
         cols, vals = (c.f0 + ks).tolist(), (load / unit).tolist()
+        n = None
         if cost.max_amount > 0:
             _priced(cost, f"node {names[v]!r}")
             n, _ = model.purchase(cost, unit, need - C)
             cols.append(n)
             vals.append(-1.0)
         model.add(cols, vals, C / unit)
+        # the same row for each range alone, its capacity C x[v, a, b]: at one range per node
+        # it is the row above, and where x is fractional it is much tighter (no big-M)
+        for k, w in zip(ks.tolist(), (load / unit).tolist(), strict=True):
+            if w * unit <= C:
+                continue
+            row, coef = [c.f0 + k, c.x0 + k], [w, -C / unit]
+            if n is not None:
+                row.append(n)
+                coef.append(-1.0)
+            model.add(row, coef, 0.0)
     link_buy: dict[int, int] = {}
     share = np.zeros((len(inst.links), D.size))
     rhs_links = np.full(len(inst.links), np.nan)  # nan: no row
+    # each state's link column carries at most F once cycles are cancelled, and a flow may
+    # cross a link at several j (there and back around a computing node), so the most a link
+    # carries is F times the sum of D_j over its columns, not F max_j D_j
+    crossing = np.zeros(len(inst.links))
+    np.add.at(crossing, c.ge, D[c.gj])
     for e in range(len(inst.links)):
         B = float(inst.bandwidth[e])
-        need = F * float(D.max())
+        need = F * float(crossing[e])
         if need <= B:
             continue
         unit = B if B > 0 else need
@@ -374,17 +466,38 @@ def flow_provision(
     rhs = np.zeros(balance.shape[0])
     rhs[inst.source * W] = -1.0
     rhs[inst.target * W + N] = 1.0
-    code, x, bound, message = _solve(model, balance, rhs, time_limit)
+    code, x, bound, message = _solve(model, balance, rhs, time_limit, c, N)
     if x is None:
         if code == 2:
             raise _beyond_caps(inst, F)
         _no_answer(code, time_limit, message)
     assert x is not None
     x[c.phi] = 1.0
+    x = _acyclic(inst, c, x)
     added_c, added_b, added_m, cost_total = _purchases(inst, c, x, F)
     status = "time_limit" if code == 1 else "optimal"
     return _read(inst, c, x, F, F, "flow-provision", status, cost_total, bound,
                  added_c, added_b, added_m, F)  # fmt: skip
+
+
+def _acyclic(inst: CodesignInstance, c: _Columns, x: FloatArray) -> FloatArray:
+    """``x`` with its rates (shares of one unit) replaced by the sum of a decomposition into
+    source-target walks: no cycle of relays left (a solver may leave a free one, which would
+    show as load), every load at most what the MILP had."""
+    W, N = inst.n_cuts, inst.last_cut
+    total = float(x[c.phi])
+    columns = np.concatenate([c.f0 + np.arange(c.rv.size), c.g0 + np.arange(c.ge.size)])
+    tails = np.concatenate([c.rv * W + c.ra, inst.link_src[c.ge] * W + c.gj])
+    heads = np.concatenate([c.rv * W + c.rb, inst.link_dst[c.ge] * W + c.gj])
+    live = np.flatnonzero(x[columns] > 1e-12 * total)
+    arcs = [Arc(int(tails[k]), int(heads[k]), float(x[columns[k]]), ("", int(columns[k])))
+            for k in live]  # fmt: skip
+    clean = x.copy()
+    clean[columns] = 0.0
+    for walk, rate in pipelines(arcs, inst.source * W, inst.target * W + N, total):
+        for k in walk:
+            clean[arcs[k].element[1]] += rate
+    return clean
 
 
 def _ends(inst: CodesignInstance, e: int) -> tuple[str, str]:
@@ -401,8 +514,8 @@ def _purchases(
     """The capacity, bandwidth and memory each element must add for the flows and layout in
     ``x`` (what its cost sells: whole modules), and their exact price."""
     work = range_work(inst)
-    held = x[c.x0 : c.x0 + c.rv.size] > 0.5
     f = x[c.f0 : c.f0 + c.rv.size] * F
+    held = (x[c.x0 : c.x0 + c.rv.size] > 0.5) & (f > 1e-12 * F)  # a range nobody uses: none
     load = np.zeros(len(inst.node_ids))
     np.add.at(load, c.rv[held], f[held] * work[c.ra[held], c.rb[held]])
     g = x[c.g0 : c.g0 + c.ge.size] * F
