@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from functools import partial
+from typing import Any, Generic, Literal, TypeVar, get_args, overload
 
 import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
 from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
-from inferplan.codesign.stages import Stages, stage_names, stages
+from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
 from inferplan.profiles.ideals import CutKind
@@ -23,6 +24,7 @@ __all__ = [
     "Bottleneck",
     "CapsAllow",
     "Deployment",
+    "Later",
     "LinkUpgrade",
     "Plan",
     "PlanStatus",
@@ -54,6 +56,59 @@ STATUSES: tuple[PlanStatus, ...] = get_args(PlanStatus)
 limit; the best plan found so far), ``uncertified`` (an exact method finished but could not
 prove its plan optimal to its stated gap: the MILP when HiGHS's lower bound stays further below
 the plan's exact cost; the plan is the best it found, its cost exact)."""
+
+
+T = TypeVar("T")
+
+
+class Later(Generic[T]):
+    """A value made on first read: what a :class:`Plan` or a :class:`Deployment` may be given
+    for its ``layers``, ``sends`` and ``memory`` (names and tables most callers never read,
+    which would otherwise cost more than a small solve). Pickled or copied as its value."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self.make = make
+
+    def __reduce__(self) -> tuple[Callable[[T], T], tuple[T]]:
+        return _itself, (self.make(),)
+
+
+def _itself(value: T) -> T:
+    return value
+
+
+class _Lazy(Generic[T]):
+    """A dataclass field that may be given a :class:`Later`: read, it is the value, made once
+    and kept. The field keeps its name, type and default (the dataclass reads the default
+    from the class)."""
+
+    def __init__(self, default: T) -> None:
+        self.default = default
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> T: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> T:
+        if obj is None:
+            return self.default
+        value = obj.__dict__[self.name]
+        if type(value) is Later:
+            value = value.make()
+            obj.__dict__[self.name] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: object, value: T | Later[T]) -> None:
+        obj.__dict__[self.name] = value
+
+
+Names = tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -88,8 +143,8 @@ class Deployment:
     interval: float
     bottleneck: Bottleneck | None = None
     latency: float | None = None
-    layers: tuple[tuple[str, ...], ...] = ()
-    sends: tuple[tuple[str, ...], ...] = ()
+    layers: _Lazy[Names] = _Lazy(())
+    sends: _Lazy[Names] = _Lazy(())
     cuts: CutKind = "chain"
 
     @property
@@ -168,10 +223,10 @@ class Plan:
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     target_latency: float | None = None
-    layers: tuple[tuple[str, ...], ...] = ()
-    sends: tuple[tuple[str, ...], ...] = ()
+    layers: _Lazy[Names] = _Lazy(())
+    sends: _Lazy[Names] = _Lazy(())
     cuts: CutKind = "chain"
-    memory: tuple[NodeMemory, ...] = ()
+    memory: _Lazy[tuple[NodeMemory, ...]] = _Lazy(())
 
     @property
     def memory_upgrades(self) -> dict[str, float]:
@@ -399,16 +454,16 @@ def build_deployment(
     computed)."""
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     slowest, (kind, k), latency = deployment.outcome(C, B)
-    layers, sends = stage_names(inst, partition)
+    cuts, points = inst.cuts, tuple(partition)
     return Deployment(
         tuple(inst.node_ids[v] for v in path),
-        tuple(partition),
+        points,
         slowest if interval is None else interval,
         _named(inst, kind, k),
         latency,
-        layers=layers,
-        sends=sends,
-        cuts=inst.cuts.kind,
+        layers=Later(partial(stage_units, cuts, points)),
+        sends=Later(partial(stage_sends, cuts, points)),
+        cuts=cuts.kind,
     )
 
 
@@ -490,10 +545,12 @@ def build_plan(
         If a purchase exceeds what its cost function can add (its cap): the plan cannot be
         bought, whichever method asked for it.
     """
-    needs = path_needs(inst, path, partition)
-    if memory_added is None:
-        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
-                                                                          strict=True)}  # fmt: skip
+    own_memory = [float(inst.memory[v]) for v in path]
+    if memory_added is None:  # what each path node with limited memory needs beyond it
+        done = [0, *partition[:-1]]
+        memory_added = {v: inst.need(a, b) - own
+                        for v, own, a, b in zip(path, own_memory, done, partition, strict=True)
+                        if own < math.inf}  # fmt: skip
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
     memory_bought: dict[int, float] = {}
@@ -521,7 +578,7 @@ def build_plan(
         deployment = stages(inst, path, partition, links)
     _, C, B = inst.scalars
     interval, (kind, k), latency = deployment.outcome(C, B, node_bought, link_bought)
-    layers, sends = stage_names(inst, partition)
+    cuts, points, nodes = inst.cuts, tuple(int(b) for b in partition), tuple(path)
     return Plan(
         method=method,
         status=status,
@@ -529,7 +586,7 @@ def build_plan(
         interval=interval,
         target_interval=target_interval,
         path=tuple(inst.node_ids[v] for v in path),
-        partition=tuple(int(b) for b in partition),
+        partition=points,
         node_upgrades={inst.node_ids[v]: x for v, x in node_bought.items() if x > 0},
         link_upgrades=tuple(
             LinkUpgrade(inst.links[e].source, inst.links[e].target, y)
@@ -539,24 +596,31 @@ def build_plan(
         bottleneck=_named(inst, kind, k),
         latency=latency,
         target_latency=target_latency,
-        layers=layers,
-        sends=sends,
-        cuts=inst.cuts.kind,
-        memory=tuple(
-            NodeMemory(
-                inst.node_ids[v],
-                need,
-                _memory_after(inst, v, memory_bought),
-                memory_bought.get(v, 0.0),
-            )
-            for v, need in zip(path, needs, strict=True)
-        ),
+        layers=Later(partial(stage_units, cuts, points)),
+        sends=Later(partial(stage_sends, cuts, points)),
+        cuts=cuts.kind,
+        memory=Later(partial(_memory_table, inst, nodes, points, own_memory, memory_bought)),
     )
 
 
-def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
-    own = float(inst.memory[v])
-    return None if math.isinf(own) else own + bought.get(v, 0.0)
+def _memory_table(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    own_memory: Sequence[float],
+    bought: Mapping[int, float],
+) -> tuple[NodeMemory, ...]:
+    """Each path node's memory need, memory after the upgrades (``None``: unlimited) and the
+    bytes ``bought``."""
+    return tuple(
+        NodeMemory(
+            inst.node_ids[v],
+            need,
+            None if math.isinf(own) else own + bought.get(v, 0.0),
+            bought.get(v, 0.0),
+        )
+        for v, need, own in zip(path, path_needs(inst, path, partition), own_memory, strict=True)
+    )
 
 
 def _memory_name(inst: CodesignInstance, v: int) -> str:
