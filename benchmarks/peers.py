@@ -46,7 +46,8 @@ it is the least interval over deployments, the same quantity. Families:
   blocks split into their layers (the convolution or linear layer, its ReLU, its max-pool
   with four times the pooled activation as input, the dropouts of the classifier);
 - a GNMT-shaped layer graph: an encoder and a decoder stack of 32 LSTM layers each, the
-  decoder's layer ``k`` reading the encoder's layer ``k`` (561 ideals);
+  decoder's layer ``k`` reading the encoder's layer ``k`` (561 ideals; ``two_stack`` of
+  ``benchmarks/ideals.py``);
 - a BERT-shaped operator graph: 8 encoder layers of two attention heads (each head's query,
   key and value projections, scores, softmax and context as operators), the output
   projection, the residual adds and the two feed-forward layers (1,385 ideals), on devices
@@ -79,6 +80,7 @@ from typing import Any
 import numpy as np
 
 import inferplan
+from ideals import two_stack  # this folder's: run as python benchmarks/peers.py
 from inferplan.codesign import CodesignInstance, compile_instance, throughput_optimal
 from inferplan.codesign.engine.compiled import compiled_engine
 from inferplan.network.network import Link, Network, Node
@@ -127,23 +129,6 @@ def chain_profile(profile: Profile) -> Profile:
     return Profile(f"{profile.name}-layers", flops=tuple(flops),
                    activation_bits=(float(profile.activation_bits[0]), *out),
                    blocks=tuple(names))  # fmt: skip
-
-
-def gnmt(layers: int = 32) -> Profile:
-    """Encoder ``e1..eL`` and decoder ``d1..dL``; ``d_k`` reads ``d_(k-1)`` and ``e_k``:
-    ``(L + 1)(L + 2) / 2`` ideals. LSTM layers of 1024 units over 64 tokens, FP32."""
-    width = 64 * 1024 * BITS
-    names = [f"e{k}" for k in range(1, layers + 1)] + [f"d{k}" for k in range(1, layers + 1)]
-    edges = [("input", "e1"), ("input", "d1")]
-    for k in range(1, layers + 1):
-        if k > 1:
-            edges += [(f"e{k - 1}", f"e{k}"), (f"d{k - 1}", f"d{k}")]
-        edges.append((f"e{k}", f"d{k}"))
-    work = tuple(float(2 * 4 * 1024 * 2048 * 64 + 1e6 * k) for k in range(len(names)))
-    params = tuple(4 * 1024 * 2048 for _ in names)
-    graph = LayerGraph(tuple(names), work, (float(width),) * len(names), tuple(edges),
-                       input_bits=float(width), params=params)  # fmt: skip
-    return Profile.from_graph(f"gnmt-{layers}", graph)
 
 
 def bert(layers: int = 8, heads: int = 2, d: int = 768, tokens: int = 128) -> Profile:
@@ -356,8 +341,10 @@ def agree(peer: float, ours: float) -> bool:
 def chain_cases(quick: bool) -> list[Case]:
     cases = []
     machines = (2, 4, 8) if quick else (2, 3, 4, 6, 8, 12, 16)
-    for family, zoo in (("AlexNet chain", inferplan.alexnet()), ("VGG-16 chain",
-                                                                  inferplan.vgg16())):
+    for family, zoo in (
+        ("AlexNet chain", inferplan.alexnet()),
+        ("VGG-16 chain", inferplan.vgg16()),
+    ):
         prof = chain_profile(zoo)
         seconds = [f / GPU for f in prof.flops]
         for k, bandwidth in itertools.product(machines, (1e9, 1e10, 1e11)):
@@ -374,7 +361,7 @@ def chain_cases(quick: bool) -> list[Case]:
 
 def graph_cases(quick: bool) -> list[Case]:
     cases = []
-    g = gnmt()
+    g = two_stack(32)  # benchmarks/ideals.py's GNMT shape
     data = graph_data(g)
     found = ideals(data)
     for k, bandwidth in itertools.product((2, 4) if quick else (2, 4, 8), (1e9, 1e10)):
@@ -473,8 +460,10 @@ def main() -> None:
     print(f"{'family':<20} {'cases':>5} {'median':>8} {'min':>8}   {'median':>8} {'min':>8}")
     for family, values in ups.items():
         both = with_compile[family]
-        print(f"{family:<20} {len(values):>5} {statistics.median(values):>7.1f}x "
-              f"{min(values):>7.1f}x   {statistics.median(both):>7.1f}x {min(both):>7.1f}x")
+        print(
+            f"{family:<20} {len(values):>5} {statistics.median(values):>7.1f}x "
+            f"{min(values):>7.1f}x   {statistics.median(both):>7.1f}x {min(both):>7.1f}x"
+        )
     if args.profile:
         for family in ups:
             print(f"\nwhere inferplan's time goes, {family} (own time, cProfile):")

@@ -85,13 +85,48 @@ def test_a_plans_names_and_memory_table_are_made_when_first_read_and_kept():
     # the definitions: node l runs blocks done+1..partition[l] and the link after it carries
     # the activation of block partition[l]; it needs memory_need[done, partition[l]]
     blocks = inst.profile.blocks
-    done = [0, *plan.partition[:-1]]
-    assert plan.layers == tuple(tuple(blocks[i:j]) for i, j in zip(done, plan.partition))
+    ranges = list(zip([0, *plan.partition[:-1]], plan.partition, strict=True))
+    assert plan.layers == tuple(tuple(blocks[i:j]) for i, j in ranges)
     assert plan.sends == tuple(("input",) if b == 0 else (blocks[b - 1],)
                                for b in plan.partition[:-1])  # fmt: skip
-    assert [m.need for m in plan.memory] == [inst.memory_need[i, j]
-                                             for i, j in zip(done, plan.partition)]  # fmt: skip
+    assert [m.need for m in plan.memory] == [inst.memory_need[i, j] for i, j in ranges]
     assert all(m.memory is None and m.added == 0 for m in plan.memory)  # unlimited memory
     assert type(vars(plan)["layers"]) is tuple  # kept once made
     assert plan == twin == copy.copy(plan) == dataclasses.replace(plan)
     assert dataclasses.replace(plan, cost=plan.cost + 1) != plan
+
+
+def _bottleneck_named(inst, kind, at):
+    from inferplan.codesign.plan import Bottleneck
+
+    if kind == "node":
+        return Bottleneck("node", inst.node_ids[at])
+    link = inst.links[at]
+    return Bottleneck("link", f"{link.source}->{link.target}")
+
+
+def test_a_kernels_deployment_reads_its_bottleneck_and_latency_when_asked_as_if_eagerly():
+    import pickle
+
+    import inferplan
+    from inferplan.codesign import throughput_optimal
+    from inferplan.codesign.engine.compiled import available
+    from inferplan.codesign.plan import Later
+
+    if not available():
+        pytest.skip("needs numba")
+    for seed in range(4):
+        inst = compile_instance(inferplan.tiered(seed=seed), inferplan.resnet50())
+        lazy = throughput_optimal(inst, engine="compiled")
+        eager = throughput_optimal(inst, engine="numpy")  # evaluates every stage at once
+        assert type(vars(lazy)["latency"]) is Later and type(vars(lazy)["bottleneck"]) is Later
+        twin = pickle.loads(pickle.dumps(lazy))
+        assert lazy.interval == eager.interval
+        if lazy.path == eager.path and lazy.partition == eager.partition:
+            assert (lazy.bottleneck, lazy.latency) == (eager.bottleneck, eager.latency)
+        index = {v: k for k, v in enumerate(inst.node_ids)}
+        s = stages(inst, [index[v] for v in lazy.path], lazy.partition)
+        assert lazy.latency == s.latency(inst.capacity, inst.bandwidth)
+        kind, at = s.bottleneck(inst.capacity, inst.bandwidth)
+        assert lazy.bottleneck == _bottleneck_named(inst, kind, at)
+        assert twin == lazy

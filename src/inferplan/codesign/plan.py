@@ -141,8 +141,8 @@ class Deployment:
     path: tuple[str, ...]
     partition: tuple[int, ...]
     interval: float
-    bottleneck: Bottleneck | None = None
-    latency: float | None = None
+    bottleneck: _Lazy[Bottleneck | None] = _Lazy(None)
+    latency: _Lazy[float | None] = _Lazy(None)
     layers: _Lazy[Names] = _Lazy(())
     sends: _Lazy[Names] = _Lazy(())
     cuts: CutKind = "chain"
@@ -451,20 +451,54 @@ def build_deployment(
     links, when known) under ``capacity`` and ``bandwidth`` (the instance's own when not
     given), its stages evaluated once: one place that turns any solver's path into a
     deployment. ``interval``: the solver's own, bit for bit the slowest stage (else
-    computed)."""
+    computed); given it, under the instance's own capacities, the bottleneck and the latency
+    are evaluated when first read."""
+    cuts, points, nodes = inst.cuts, tuple(partition), tuple(path)
+    names = tuple(inst.node_ids[v] for v in nodes)
+    layers, sends = (
+        Later(partial(stage_units, cuts, points)),
+        Later(partial(stage_sends, cuts, points)),
+    )
+    if interval is not None and capacity is None and bandwidth is None:
+        later = _Outcome(inst, nodes, points, None if links is None else tuple(links))
+        return Deployment(names, points, interval, Later(later.bottleneck), Later(later.latency),
+                          layers=layers, sends=sends, cuts=cuts.kind)  # fmt: skip
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     slowest, (kind, k), latency = deployment.outcome(C, B)
-    cuts, points = inst.cuts, tuple(partition)
     return Deployment(
-        tuple(inst.node_ids[v] for v in path),
+        names,
         points,
         slowest if interval is None else interval,
         _named(inst, kind, k),
         latency,
-        layers=Later(partial(stage_units, cuts, points)),
-        sends=Later(partial(stage_sends, cuts, points)),
+        layers=layers,
+        sends=sends,
         cuts=cuts.kind,
     )
+
+
+class _Outcome:
+    """A deployment's bottleneck and latency under its instance's own capacities, evaluated
+    once, when the first of them is read."""
+
+    def __init__(self, inst: CodesignInstance, path: Sequence[int], partition: Sequence[int],
+                 links: Sequence[int] | None) -> None:  # fmt: skip
+        self.args = (inst, path, partition, links)
+        self.made: tuple[Bottleneck, float] | None = None
+
+    def _made(self) -> tuple[Bottleneck, float]:
+        if self.made is None:
+            inst, path, partition, links = self.args
+            deployment, C, B = _evaluated(inst, path, partition, None, None, links)
+            _, (kind, k), latency = deployment.outcome(C, B)
+            self.made = (_named(inst, kind, k), latency)
+        return self.made
+
+    def bottleneck(self) -> Bottleneck:
+        return self._made()[0]
+
+    def latency(self) -> float:
+        return self._made()[1]
 
 
 def deployment_latency(
