@@ -20,7 +20,9 @@ gradients back); in inference only activations move, so the factor is 1. PipeDre
 time is ``max(compute, input transfer, output transfer)``; the pipeline's slowest stage is
 then the maximum over compute stages and transfers, which is what the recurrence keeps. The
 ``T`` table is formed from prefix sums of each layer's seconds, as PipeDream's profiles give
-them.
+them. inferplan also counts the model's output travelling on to the last device, which the
+recurrence does not: the instances' outputs (1,000 classes) are small enough that this never
+binds, which the agreement of every optimum checks.
 
 **The ideal-based throughput DP** of Tarnawski et al. (NeurIPS 2020, "Efficient algorithms for
 device placement of DNN graph operators", max-throughput over the ideals of the layer DAG):
@@ -31,7 +33,8 @@ identical devices in a row takes the layers of ``J`` outside ``I`` for ideals ``
     T(J, m) = min_{I ⊆ J, need(I, J) <= M} max(T(I, m - 1), bits(I) / B, W(J \\ I) / C)
 
 with ``W`` the FLOPs of a set of layers, ``bits(I)`` the tensors that leave ``I`` (the
-input, and each layer's output read outside ``I``), ``B`` the link bandwidth, ``C`` the FLOP/s
+input, and each layer's output read outside ``I``, the model's output included: the result
+travels on to the last device, as in inferplan's model), ``B`` the link bandwidth, ``C`` the FLOP/s
 and ``M`` the memory of a device; ``I = J`` is a device that only forwards. The answer is
 ``T(all layers, k)``, ``O(k P)`` for the ``P`` pairs ``I ⊆ J`` (listed once per graph, as
 part of the DP). ``need`` is the memory model of inferplan's docs (weights, kept state and
@@ -210,8 +213,9 @@ def pipedream(layer_seconds: Sequence[float], transfer: Sequence[float], machine
 
 @dataclass(frozen=True)
 class GraphData:
-    """A layer graph as the ideal-based DP takes it: each layer's FLOPs, output bits and
-    predecessors (bit masks over the layers, in topological order), the input's bits and
+    """A layer graph as the ideal-based DP takes it: each layer's FLOPs, output bits,
+    predecessors and successors (bit masks over the layers, in topological order; bit ``n``
+    of a successor mask is the model's output, read outside every ideal), the input's bits and
     which layers read it."""
 
     flops: list[float]
@@ -230,13 +234,17 @@ def graph_data(profile: Profile) -> GraphData:
     preds, succs = [0] * n, [0] * n
     readers = 0
     for u, v in graph.edges:
-        if v not in index:
-            continue  # the output
+        if v not in index:  # the model's output: read outside every ideal
+            succs[index[u]] |= 1 << n
+            continue
         if u == "input":
             readers |= 1 << index[v]
         else:
             preds[index[v]] |= 1 << index[u]
             succs[index[u]] |= 1 << index[v]
+    for v in range(n):
+        if not succs[v]:  # a sink's output is the model's
+            succs[v] = 1 << n
     return GraphData(list(graph.flops), list(graph.output_bits), preds, readers,
                      float(graph.input_bits), succs)  # fmt: skip
 
