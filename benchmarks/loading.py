@@ -79,7 +79,10 @@ def least(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 def process(args: list[str], runs: int) -> tuple[float, float]:
     """The least wall seconds and least peak RSS (MiB) of ``runs`` fresh processes."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
+    # without PYTHONDONTWRITEBYTECODE: an install has its bytecode caches, and with it set
+    # every process would compile each module it imports from source
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
         "PYTHONPATH", "")]).rstrip(os.pathsep)}  # fmt: skip
     walls, rss = [], []
     for _ in range(runs):
@@ -213,7 +216,10 @@ def cost_steps(paths: dict[str, Path], prof_file: Path, beta: float, runs: int) 
     step over ``runs`` and the least peak RSS."""
     import json
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
+    # without PYTHONDONTWRITEBYTECODE: an install has its bytecode caches, and with it set
+    # every process would compile each module it imports from source
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get(
         "PYTHONPATH", "")]).rstrip(os.pathsep)}  # fmt: skip
     print(f"{'form':<8} {'load':>7} {'compile':>8} {'PSG':>7} {'process':>8} {'MiB':>6} "
           f"{'peak MiB':>9}  engine, plan cost")  # fmt: skip

@@ -25,15 +25,15 @@ import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.composer import MaxDepthExceededError
-from ruamel.yaml.error import YAMLError
 
 from inferplan.errors import InferplanError, InvalidFile
+
+if TYPE_CHECKING:  # pydantic and ruamel.yaml load when a model or a YAML file is first used
+    from pydantic import BaseModel
+    from ruamel.yaml import YAML
 
 __all__ = [
     "MAX_DEPTH",
@@ -49,7 +49,7 @@ __all__ = [
     "write_document",
 ]
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 MAX_DEPTH = 100
 """The deepest nesting of lists and mappings a document may have."""
@@ -62,6 +62,8 @@ _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 
 
 def _yaml() -> YAML:
+    from ruamel.yaml import YAML
+
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     yaml.max_depth = MAX_DEPTH + 1  # ruamel counts the scalars inside the deepest collection
@@ -311,6 +313,9 @@ def read_document(path: str | Path, *, shallow: Callable[[Any], bool] | None = N
             check_json_nesting(decode_text(raw, path), str(path))  # names the line and column
             raise
         return data
+    from ruamel.yaml.composer import MaxDepthExceededError
+    from ruamel.yaml.error import YAMLError
+
     try:
         data = _yaml().load(decode_text(raw, path))
     except MaxDepthExceededError as exc:
@@ -466,6 +471,8 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | N
 
 def _inner_model(annotation: Any) -> type[BaseModel] | None:
     """The one model inside an annotation (``list[M]``, ``M | None``), or ``None``."""
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     found = {m for m in map(_inner_model, typing.get_args(annotation)) if m is not None}
@@ -480,6 +487,8 @@ def validate_document(
     error: type[InferplanError],
 ) -> ModelT:
     """Validate ``data`` against ``model``; raise ``error`` naming the first bad field."""
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

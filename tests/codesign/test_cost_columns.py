@@ -134,7 +134,7 @@ def test_the_column_path_validates_at_most_the_failing_element():
 
     with mock.patch.object(io, "validate_document", spy), pytest.raises(InvalidNetwork) as info:
         io.network_from_dict(doc)
-    assert calls == ["_NodeEntry"]
+    assert calls == ["NodeEntry"]
     assert str(info.value) == (
         "nodes[3].cost.price: Input should be greater than or equal to 0, got -2.0"
     )

@@ -65,3 +65,68 @@ def test_a_lookup_makes_each_item_once_and_refuses_what_a_tuple_refuses(size, ke
         assert len(set(looked_up)) <= len(made) <= len(looked_up)
     assert len(items._made) <= kept  # no more kept than allowed
     assert list(items) == list(reference) and items[:] == reference[:]
+
+
+def test_a_plans_names_and_memory_table_are_made_when_first_read_and_kept():
+    import copy
+    import dataclasses
+    import pickle
+
+    import inferplan
+    from inferplan.codesign import solve_psg, throughput_optimal
+    from inferplan.codesign.plan import Later
+
+    inst = compile_instance(inferplan.tiered(seed=2), inferplan.vgg16())
+    plan = solve_psg(inst, 0.5 * throughput_optimal(inst).interval)
+    for name in ("layers", "sends", "memory"):
+        assert type(vars(plan)[name]) is Later  # nothing made by the solve
+    twin = pickle.loads(pickle.dumps(plan))  # pickled as the values
+    assert not any(type(vars(twin)[n]) is Later for n in ("layers", "sends", "memory"))
+    # the definitions: node l runs blocks done+1..partition[l] and the link after it carries
+    # the activation of block partition[l]; it needs memory_need[done, partition[l]]
+    blocks = inst.profile.blocks
+    ranges = list(zip([0, *plan.partition[:-1]], plan.partition, strict=True))
+    assert plan.layers == tuple(tuple(blocks[i:j]) for i, j in ranges)
+    assert plan.sends == tuple(("input",) if b == 0 else (blocks[b - 1],)
+                               for b in plan.partition[:-1])  # fmt: skip
+    assert [m.need for m in plan.memory] == [inst.memory_need[i, j] for i, j in ranges]
+    assert all(m.memory is None and m.added == 0 for m in plan.memory)  # unlimited memory
+    assert type(vars(plan)["layers"]) is tuple  # kept once made
+    assert plan == twin == copy.copy(plan) == dataclasses.replace(plan)
+    assert dataclasses.replace(plan, cost=plan.cost + 1) != plan
+
+
+def _bottleneck_named(inst, kind, at):
+    from inferplan.codesign.plan import Bottleneck
+
+    if kind == "node":
+        return Bottleneck("node", inst.node_ids[at])
+    link = inst.links[at]
+    return Bottleneck("link", f"{link.source}->{link.target}")
+
+
+def test_a_kernels_deployment_reads_its_bottleneck_and_latency_when_asked_as_if_eagerly():
+    import pickle
+
+    import inferplan
+    from inferplan.codesign import throughput_optimal
+    from inferplan.codesign.engine.compiled import available
+    from inferplan.codesign.plan import Later
+
+    if not available():
+        pytest.skip("needs numba")
+    for seed in range(4):
+        inst = compile_instance(inferplan.tiered(seed=seed), inferplan.resnet50())
+        lazy = throughput_optimal(inst, engine="compiled")
+        eager = throughput_optimal(inst, engine="numpy")  # evaluates every stage at once
+        assert type(vars(lazy)["latency"]) is Later and type(vars(lazy)["bottleneck"]) is Later
+        twin = pickle.loads(pickle.dumps(lazy))
+        assert lazy.interval == eager.interval
+        if lazy.path == eager.path and lazy.partition == eager.partition:
+            assert (lazy.bottleneck, lazy.latency) == (eager.bottleneck, eager.latency)
+        index = {v: k for k, v in enumerate(inst.node_ids)}
+        s = stages(inst, [index[v] for v in lazy.path], lazy.partition)
+        assert lazy.latency == s.latency(inst.capacity, inst.bandwidth)
+        kind, at = s.bottleneck(inst.capacity, inst.bandwidth)
+        assert lazy.bottleneck == _bottleneck_named(inst, kind, at)
+        assert twin == lazy

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from functools import partial
+from typing import Any, Generic, Literal, TypeVar, get_args, overload
 
 import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.instance import CodesignInstance, Pricing
 from inferplan.codesign.memory import NodeMemory, most_memory, path_needs
-from inferplan.codesign.stages import Stages, stage_names, stages
+from inferplan.codesign.stages import Stages, stage_sends, stage_units, stages
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import CapacityCost, ModuleCost
 from inferplan.profiles.ideals import CutKind
@@ -23,6 +24,7 @@ __all__ = [
     "Bottleneck",
     "CapsAllow",
     "Deployment",
+    "Later",
     "LinkUpgrade",
     "Plan",
     "PlanStatus",
@@ -96,6 +98,59 @@ def cut_indices(
     return indices
 
 
+T = TypeVar("T")
+
+
+class Later(Generic[T]):
+    """A value made on first read: what a :class:`Plan` or a :class:`Deployment` may be given
+    for its ``layers``, ``sends`` and ``memory`` (names and tables most callers never read,
+    which would otherwise cost more than a small solve). Pickled or copied as its value."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self.make = make
+
+    def __reduce__(self) -> tuple[Callable[[T], T], tuple[T]]:
+        return _itself, (self.make(),)
+
+
+def _itself(value: T) -> T:
+    return value
+
+
+class _Lazy(Generic[T]):
+    """A dataclass field that may be given a :class:`Later`: read, it is the value, made once
+    and kept. The field keeps its name, type and default (the dataclass reads the default
+    from the class)."""
+
+    def __init__(self, default: T) -> None:
+        self.default = default
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> T: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> T:
+        if obj is None:
+            return self.default
+        value = obj.__dict__[self.name]
+        if type(value) is Later:
+            value = value.make()
+            obj.__dict__[self.name] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: object, value: T | Later[T]) -> None:
+        obj.__dict__[self.name] = value
+
+
+Names = tuple[tuple[str, ...], ...]
+
+
 @dataclass(frozen=True)
 class Bottleneck:
     """The stage that sets a deployment's output interval: a node's compute or a link's
@@ -129,10 +184,10 @@ class Deployment:
     path: tuple[str, ...]
     partition: tuple[int, ...] | None
     interval: float
-    bottleneck: Bottleneck | None = None
-    latency: float | None = None
-    layers: tuple[tuple[str, ...], ...] = ()
-    sends: tuple[tuple[str, ...], ...] = ()
+    bottleneck: _Lazy[Bottleneck | None] = _Lazy(None)
+    latency: _Lazy[float | None] = _Lazy(None)
+    layers: _Lazy[Names] = _Lazy(())
+    sends: _Lazy[Names] = _Lazy(())
     cuts: CutKind = "chain"
     ideals: tuple[int, ...] | None = None
 
@@ -219,10 +274,10 @@ class Plan:
     bottleneck: Bottleneck | None = None
     latency: float | None = None
     target_latency: float | None = None
-    layers: tuple[tuple[str, ...], ...] = ()
-    sends: tuple[tuple[str, ...], ...] = ()
+    layers: _Lazy[Names] = _Lazy(())
+    sends: _Lazy[Names] = _Lazy(())
     cuts: CutKind = "chain"
-    memory: tuple[NodeMemory, ...] = ()
+    memory: _Lazy[tuple[NodeMemory, ...]] = _Lazy(())
     ideals: tuple[int, ...] | None = None
 
     @property
@@ -434,13 +489,23 @@ def build_deployment(
     links, when known) under ``capacity`` and ``bandwidth`` (the instance's own when not
     given), its stages evaluated once: one place that turns any solver's path into a
     deployment. ``interval``: the solver's own, bit for bit the slowest stage (else
-    computed)."""
+    computed); given it, under the instance's own capacities, the bottleneck and the latency
+    are evaluated when first read."""
+    cuts, points, nodes = inst.cuts, tuple(partition), tuple(path)
+    names = tuple(inst.node_ids[v] for v in nodes)
+    layers, sends = (
+        Later(partial(stage_units, cuts, points)),
+        Later(partial(stage_sends, cuts, points)),
+    )
+    blocks, ideals = cut_fields(cuts.kind, points)
+    if interval is not None and capacity is None and bandwidth is None:
+        later = _Outcome(inst, nodes, points, None if links is None else tuple(links))
+        return Deployment(names, blocks, interval, Later(later.bottleneck), Later(later.latency),
+                          layers=layers, sends=sends, cuts=cuts.kind, ideals=ideals)  # fmt: skip
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     slowest, (kind, k), latency = deployment.outcome(C, B)
-    layers, sends = stage_names(inst, partition)
-    blocks, ideals = cut_fields(inst.cuts.kind, partition)
     return Deployment(
-        path=tuple(inst.node_ids[v] for v in path),
+        path=names,
         partition=blocks,
         ideals=ideals,
         interval=slowest if interval is None else interval,
@@ -448,8 +513,32 @@ def build_deployment(
         latency=latency,
         layers=layers,
         sends=sends,
-        cuts=inst.cuts.kind,
+        cuts=cuts.kind,
     )
+
+
+class _Outcome:
+    """A deployment's bottleneck and latency under its instance's own capacities, evaluated
+    once, when the first of them is read."""
+
+    def __init__(self, inst: CodesignInstance, path: Sequence[int], partition: Sequence[int],
+                 links: Sequence[int] | None) -> None:  # fmt: skip
+        self.args = (inst, path, partition, links)
+        self.made: tuple[Bottleneck, float] | None = None
+
+    def _made(self) -> tuple[Bottleneck, float]:
+        if self.made is None:
+            inst, path, partition, links = self.args
+            deployment, C, B = _evaluated(inst, path, partition, None, None, links)
+            _, (kind, k), latency = deployment.outcome(C, B)
+            self.made = (_named(inst, kind, k), latency)
+        return self.made
+
+    def bottleneck(self) -> Bottleneck:
+        return self._made()[0]
+
+    def latency(self) -> float:
+        return self._made()[1]
 
 
 def _evaluated(
@@ -513,10 +602,12 @@ def build_plan(
         If a purchase exceeds what its cost function can add (its cap): the plan cannot be
         bought, whichever method asked for it.
     """
-    needs = path_needs(inst, path, partition)
-    if memory_added is None:
-        memory_added = {v: need - float(inst.memory[v]) for v, need in zip(path, needs,
-                                                                          strict=True)}  # fmt: skip
+    own_memory = [float(inst.memory[v]) for v in path]
+    if memory_added is None:  # what each path node with limited memory needs beyond it
+        done = [0, *partition[:-1]]
+        memory_added = {v: inst.need(a, b) - own
+                        for v, own, a, b in zip(path, own_memory, done, partition, strict=True)
+                        if own < math.inf}  # fmt: skip
     node_bought: dict[int, float] = {}
     link_bought: dict[int, float] = {}
     memory_bought: dict[int, float] = {}
@@ -544,8 +635,8 @@ def build_plan(
         deployment = stages(inst, path, partition, links)
     _, C, B = inst.scalars
     interval, (kind, k), latency = deployment.outcome(C, B, node_bought, link_bought)
-    layers, sends = stage_names(inst, partition)
-    blocks, ideals = cut_fields(inst.cuts.kind, partition)
+    cuts, points, nodes = inst.cuts, tuple(int(b) for b in partition), tuple(path)
+    blocks, ideals = cut_fields(cuts.kind, points)
     return Plan(
         method=method,
         status=status,
@@ -564,24 +655,31 @@ def build_plan(
         bottleneck=_named(inst, kind, k),
         latency=latency,
         target_latency=target_latency,
-        layers=layers,
-        sends=sends,
-        cuts=inst.cuts.kind,
-        memory=tuple(
-            NodeMemory(
-                inst.node_ids[v],
-                need,
-                _memory_after(inst, v, memory_bought),
-                memory_bought.get(v, 0.0),
-            )
-            for v, need in zip(path, needs, strict=True)
-        ),
+        layers=Later(partial(stage_units, cuts, points)),
+        sends=Later(partial(stage_sends, cuts, points)),
+        cuts=cuts.kind,
+        memory=Later(partial(_memory_table, inst, nodes, points, own_memory, memory_bought)),
     )
 
 
-def _memory_after(inst: CodesignInstance, v: int, bought: Mapping[int, float]) -> float | None:
-    own = float(inst.memory[v])
-    return None if math.isinf(own) else own + bought.get(v, 0.0)
+def _memory_table(
+    inst: CodesignInstance,
+    path: Sequence[int],
+    partition: Sequence[int],
+    own_memory: Sequence[float],
+    bought: Mapping[int, float],
+) -> tuple[NodeMemory, ...]:
+    """Each path node's memory need, memory after the upgrades (``None``: unlimited) and the
+    bytes ``bought``."""
+    return tuple(
+        NodeMemory(
+            inst.node_ids[v],
+            need,
+            None if math.isinf(own) else own + bought.get(v, 0.0),
+            bought.get(v, 0.0),
+        )
+        for v, need, own in zip(path, path_needs(inst, path, partition), own_memory, strict=True)
+    )
 
 
 def _memory_name(inst: CodesignInstance, v: int) -> str:

@@ -184,13 +184,15 @@ def stages(
     if links is None:
         links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
     done = [0, *partition[:-1]]
-    bits, delay = inst.activation_bits, inst.link_delay
+    bits, delay = inst.scalars[0], inst.link_delay.item
+    work = inst.work
+    links, nodes = tuple(map(int, links)), tuple(map(int, path))
     return Stages(
-        nodes=tuple(int(v) for v in path),
-        work=tuple(inst.work(i, j, int(v)) for i, j, v in zip(done, partition, path, strict=True)),
-        links=tuple(int(e) for e in links),
-        bits=tuple(float(bits[b]) for b in partition[: len(links)]),
-        propagation=tuple(float(delay[e]) for e in links),
+        nodes=nodes,
+        work=tuple([work(i, j, v) for i, j, v in zip(done, partition, nodes, strict=True)]),
+        links=links,
+        bits=tuple([bits[b] for b in partition[: len(links)]]),
+        propagation=tuple(map(delay, links)),
     )
 
 

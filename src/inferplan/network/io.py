@@ -6,99 +6,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from inferplan.documents import read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidNetwork
 from inferplan.network.cost_columns import RawCosts, check
-from inferplan.network.costs import CapacityCost, LinearCost, ModuleCost, TieredCost
+from inferplan.network.costs import CapacityCost
 from inferplan.network.network import Network
 
+if TYPE_CHECKING:
+    from inferplan.network.schema import LinkEntry, NodeEntry
+
 __all__ = ["cost_from_dict", "load_network", "network_from_dict", "save_network"]
-
-
-# Strict: a boolean or a quoted number in a file is a mistake, not 1.0 (ints are fine).
-Number = Annotated[float, Field(strict=True)]
-Price = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
-Size = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
-
-
-class _LinearCostEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["linear"]
-    price: Price
-    max: Price = math.inf
-
-    def build(self) -> CapacityCost:
-        return LinearCost(self.price, self.max)
-
-
-class _ModuleCostEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["modules"]
-    size: Size
-    price: Price
-    max: Price = math.inf
-
-    def build(self) -> CapacityCost:
-        return ModuleCost(self.size, self.price, self.max)
-
-
-class _TieredCostEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["tiers"]
-    upto: list[Size]
-    price: Annotated[list[Price], Field(min_length=1)]
-    max: Price = math.inf
-
-    @model_validator(mode="after")
-    def _consistent(self) -> _TieredCostEntry:
-        self.build()  # the tiers' own checks: ordering, one price per tier
-        return self
-
-    def build(self) -> CapacityCost:
-        return TieredCost(tuple(self.upto), tuple(self.price), self.max)
-
-
-_CostEntry = Annotated[
-    _LinearCostEntry | _ModuleCostEntry | _TieredCostEntry, Field(discriminator="kind")
-]
-
-
-class _NodeEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    capacity: Number
-    price: Number | None = None
-    cost: _CostEntry | None = None
-    memory: Number | None = None
-    memory_price: Number | None = None
-    memory_cost: _CostEntry | None = None
-    memory_bandwidth: Number | None = None  # bytes/s, for LLM serving's time model
-
-
-class _LinkEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str
-    target: str
-    capacity: Number
-    price: Number | None = None
-    cost: _CostEntry | None = None
-    delay_s: Number = 0.0
-
-
-class _CostFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    cost: _CostEntry
 
 
 def cost_from_dict(data: object, *, source: str | None = None) -> CapacityCost:
@@ -118,29 +39,13 @@ def cost_from_dict(data: object, *, source: str | None = None) -> CapacityCost:
     >>> cost_from_dict({"kind": "modules", "size": 10e9, "price": 3.0})
     ModuleCost(size=10000000000.0, price=3.0, max_amount=inf)
     """
-    entry = validate_document(_CostFile, {"cost": data}, source=source, error=InvalidNetwork)
+    from inferplan.network.schema import CostFile
+
+    entry = validate_document(CostFile, {"cost": data}, source=source, error=InvalidNetwork)
     return entry.cost.build()
 
 
-class _NetworkFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str
-    target: str
-    nodes: list[_NodeEntry]
-    links: list[_LinkEntry] = Field(validation_alias=AliasChoices("links", "edges"))
-
-
-class _TablesFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str
-    target: str
-    nodes: str
-    links: str = Field(validation_alias=AliasChoices("links", "edges"))
-
-
-def _cost(entry: _NodeEntry | _LinkEntry, where: str) -> tuple[float, CapacityCost | None]:
+def _cost(entry: NodeEntry | LinkEntry, where: str) -> tuple[float, CapacityCost | None]:
     if entry.cost is None:
         if entry.price is None:
             raise InvalidNetwork("missing field (give 'price' or 'cost')", field=f"{where}.price")
@@ -151,7 +56,7 @@ def _cost(entry: _NodeEntry | _LinkEntry, where: str) -> tuple[float, CapacityCo
 
 
 def _prices(
-    entries: Sequence[_NodeEntry | _LinkEntry], where: Callable[[int], str]
+    entries: Sequence[NodeEntry | LinkEntry], where: Callable[[int], str]
 ) -> tuple[list[float], dict[int, CapacityCost]]:
     prices, costs = [], {}
     for k, entry in enumerate(entries):
@@ -236,7 +141,9 @@ def _element_error(kind: str, k: int, element: object) -> None:
     """Raise the error of element ``k`` of ``kind`` (``nodes``, or ``links`` or ``edges`` as
     the file names them) as validating the whole file would report it, by validating that
     element alone; return if it passes."""
-    model = _NodeEntry if kind == "nodes" else _LinkEntry
+    from inferplan.network.schema import LinkEntry, NodeEntry
+
+    model = NodeEntry if kind == "nodes" else LinkEntry
     try:
         validate_document(model, element, source=None, error=InvalidNetwork)
     except InvalidNetwork as exc:
@@ -384,7 +291,9 @@ def network_from_dict(
         plain = _plain_network(data)
         if plain is not None:
             return plain
-        doc = validate_document(_NetworkFile, data, source=source, error=InvalidNetwork)
+        from inferplan.network.schema import NetworkFile
+
+        doc = validate_document(NetworkFile, data, source=source, error=InvalidNetwork)
         node_price, node_costs = _prices(doc.nodes, lambda k: f"nodes[{k}] ({doc.nodes[k].id!r})")
         link_price, link_costs = _prices(
             doc.links, lambda k: f"links[{k}] ({doc.links[k].source!r}->{doc.links[k].target!r})"
@@ -410,7 +319,7 @@ def network_from_dict(
         raise (exc.located(source) if source else exc) from None
 
 
-def _listed_memory(nodes: Sequence[_NodeEntry]) -> dict[str, Any]:
+def _listed_memory(nodes: Sequence[NodeEntry]) -> dict[str, Any]:
     """The memory columns of validated node entries (none when no node gives memory)."""
     if not any(n.memory is not None or n.memory_price is not None or n.memory_cost is not None
                for n in nodes):  # fmt: skip
@@ -522,8 +431,9 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
     """The network whose elements are in the tables ``data`` names; an element's error
     names its table."""
     from inferplan.network import tables
+    from inferplan.network.schema import TablesFile
 
-    doc = validate_document(_TablesFile, data, source=source, error=InvalidNetwork)
+    doc = validate_document(TablesFile, data, source=source, error=InvalidNetwork)
     files = {"nodes": folder / doc.nodes, "links": folder / doc.links}
     read = {
         "nodes": tables.read_table(files["nodes"], tables.NODE_COLUMNS),

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING
 
 from inferplan.documents import path_exists, read_document, validate_document, write_document
 from inferplan.errors import InferplanError, InvalidFile, InvalidProfile
@@ -13,50 +11,17 @@ from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.profile import Profile
 from inferplan.profiles.zoo import MAKE_A_PROFILE, builtin_profile
 
+if TYPE_CHECKING:
+    from inferplan.profiles.schema import ProfileFile
+
 __all__ = ["load_profile", "profile_from_dict", "save_profile"]
-
-# Strict: a boolean or a quoted number in a file is a mistake, not 1.0 (ints are fine).
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
-
-
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
-
-
-class _Layer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    flops: NonNegative
-    output_bits: Positive
-    params: Annotated[int, Field(ge=0, strict=True)] = 0
-
-
-class _Graph(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    layers: list[_Layer]
-    edges: list[tuple[str, str]]
-
-
-class _ProfileFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = "profile"
-    flops: list[Positive] | None = None
-    activation_bits: list[Positive] | None = None
-    input_bits: Positive | None = None
-    graph: _Graph | None = None
-    blocks: list[str] | None = None
-    params: list[Annotated[int, Field(ge=0, strict=True)]] | None = None
-    seconds: list[Positive] | None = None
-    bytes_per_param: Positive = 4.0
-    state_bytes: list[Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]] | None = None
-    flops_per_s: list[Positive] | None = None  # written beside seconds; derived, not read
 
 
 def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
     """Build a :class:`Profile` from profile-file data, naming ``source`` in errors."""
-    doc = validate_document(_ProfileFile, data, source=source, error=InvalidProfile)
+    from inferplan.profiles.schema import ProfileFile
+
+    doc = validate_document(ProfileFile, data, source=source, error=InvalidProfile)
     try:
         graph = _graph(doc)
         if doc.flops is None or doc.activation_bits is None:
@@ -88,7 +53,7 @@ def profile_from_dict(data: object, *, source: str | None = None) -> Profile:
         raise (exc.located(source) if source else exc) from None
 
 
-def _graph(doc: _ProfileFile) -> LayerGraph | None:
+def _graph(doc: ProfileFile) -> LayerGraph | None:
     """The layer graph of a profile file, if it has one."""
     if doc.graph is None:
         if doc.input_bits is not None:

@@ -22,7 +22,7 @@ from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.engine import compiled
 from inferplan.codesign.engine.compiled import Engine, compiled_engine
 from inferplan.codesign.engine.lattice import lattice_throughput
-from inferplan.codesign.engine.psg import backtrack, by_chunks, relax_generations, take_min
+from inferplan.codesign.engine.psg import backtrack, by_chunks, relax_generations
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible
 from inferplan.codesign.plan import Deployment, build_deployment
@@ -120,11 +120,22 @@ def _vectorised(
         work = loads if shared else loads[gen.rows]
 
         def step(part: slice) -> tuple[FloatArray, IntArray]:
-            load = work if shared else work[part]
-            delay = np.maximum(labels[part, :, None], load / capacity[part, None, None])
+            # only the i some row has reached: an unreached i (label inf) never attains a
+            # finite minimum, and where none is finite the i attaining is 0, as over all i
+            reached = labels[part]
+            live = np.flatnonzero(np.isfinite(reached).any(axis=0))
+            load = work[live] if shared else work[part][:, live]
+            delay = load / capacity[part, None, None]
+            np.maximum(delay, reached[:, live, None], out=delay)
             if limited:
-                delay[need[None] > memory[part, None, None]] = np.inf
-            return take_min(delay)
+                np.copyto(delay, np.inf, where=need[live][None] > memory[part, None, None])
+            if not live.size:
+                return np.full(reached.shape, np.inf), np.zeros(reached.shape, dtype=np.int64)
+            at = delay.argmin(axis=1)
+            best = np.take_along_axis(delay, at[:, None, :], axis=1)[:, 0, :]
+            chosen = live[at]
+            chosen[np.isinf(best)] = 0
+            return best, chosen
 
         rows, width = labels.shape
         return by_chunks(rows, width, step)
