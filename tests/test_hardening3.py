@@ -80,9 +80,12 @@ def _single_link(tmp: Path, delay: float) -> str:
 def test_a_bound_equal_to_the_propagation_delay_is_infeasible(tmp_path, method):
     # Every deployment sends over the one link (0.5 s) and computes somewhere, which takes
     # time at any finite capacity: a latency of exactly 0.5 s is out of reach.
+    # Nothing is capped: the message blames the link's delay, not the caps.
     net = _single_link(tmp_path, 0.5)
-    _one_error(["provision", net, "alexnet", "--throughput", "1", "--latency", "0.5",
-                "--method", method], 3)  # fmt: skip
+    message = _one_error(["provision", net, "alexnet", "--throughput", "1", "--latency", "0.5",
+                          "--method", method], 3)  # fmt: skip
+    assert "capacity caps" not in message
+    assert "propagation delays" in message and "least latency is 0.5 s" in message
 
 
 def test_least_latency_without_an_answer_says_why(tmp_path):

@@ -448,9 +448,13 @@ def solve_latency(inst: CodesignInstance, beta: float, *, latency: float) -> Pla
     if cheapest.latency is not None and cheapest.latency <= latency * (1 + INTERVAL_RTOL):
         return replace(cheapest, target_latency=latency)
     least = least_delay(inst, *problem.most(), beta, most_memory(inst))
+    floor = math.fsum(inst.link_delay[least[3]])
     if not least[0] <= latency * (1 + INTERVAL_RTOL):
-        raise unreachable(beta, latency, least[0], math.fsum(inst.link_delay[least[3]]))
-    return problem.search(method, cheapest.cost)
+        raise unreachable(beta, latency, least[0], floor)
+    try:
+        return problem.search(method, cheapest.cost)
+    except Infeasible:  # the least latency a hair within the bound: no purchase meets it
+        raise unreachable(beta, latency, least[0], floor) from None
 
 
 def frozen_latency_plan(
@@ -476,5 +480,7 @@ def frozen_latency_plan(
     found = problem.allocation(path, partition, links)
     if found is None:
         check_scale(inst, beta, math.inf)
-        raise unreachable(beta, latency)
+        floor = math.fsum(inst.link_delay[links])
+        # a bound at most the path's propagation delays leaves its stages no time
+        raise unreachable(beta, latency, *((floor, floor) if latency <= floor else ()))
     return problem.plan(path, partition, links, found[0], method, status)

@@ -449,14 +449,15 @@ def solve_milp_latency(
     if cheapest.latency is not None and cheapest.latency <= slack:
         return replace(cheapest, target_latency=latency)
     least, path, partition = _least_latency(inst, problem, left())
+    links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
+    floor = math.fsum(inst.link_delay[links])
     if not least <= slack:
-        links = [inst.link_index(u, v) for u, v in itertools.pairwise(path)]
-        raise unreachable(beta, latency, least, math.fsum(inst.link_delay[links]))
+        raise unreachable(beta, latency, least, floor)
     milp = _LatencyMilp(inst, beta, latency)
     best = _Incumbent(problem)
     best.consider(milp, path, partition)
     if best.plan is None:  # the least latency a hair within the bound: no purchase meets it
-        raise unreachable(beta, latency, least)
+        raise unreachable(beta, latency, least, floor)
     status: PlanStatus = "uncertified"
     lower = cheapest.cost if cheapest.status == "optimal" else 0.0
     for _ in range(MAX_REFINEMENTS):
