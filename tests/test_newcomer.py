@@ -511,6 +511,11 @@ LONG_COMMANDS = [
                               str(_one_service(tmp)), "--json"], "planning 1 services (milp)"),
     ("frontier", lambda tmp: ["frontier", str(EXAMPLES / "network.json"), "alexnet", "--points",
                               "5", "--json"], "cost frontier of 5 points"),
+    ("serve", lambda tmp: ["serve", str(EXAMPLES / "gpu-cluster.yaml"),
+                           str(EXAMPLES / "llama-8b.yaml"), "--workload",
+                           str(EXAMPLES / "chat-workload.yaml"), "--catalog",
+                           str(EXAMPLES / "gpus.yaml"), "--json"],
+     "planning 4 requests/s of llama-8b (cost)"),
 ]  # fmt: skip
 
 

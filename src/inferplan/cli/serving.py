@@ -10,7 +10,7 @@ import typer
 
 from inferplan.cli.app import app, friendly_errors
 from inferplan.cli.options import JsonOpt, NetworkArg
-from inferplan.cli.render import console, print_json, table
+from inferplan.cli.render import console, print_json, table, working
 from inferplan.units import si
 
 if TYPE_CHECKING:
@@ -97,8 +97,9 @@ def serve_command(
                               field="catalog")  # fmt: skip
     net, decoder, work = load_service(network, model, config, workload)
     gpus = None if catalog is None else load_catalog(catalog)
-    plan = plan_serving(net, decoder, work, catalog=gpus, objective=objective,
-                        batches=tuple(batches or DEFAULT_BATCHES))  # fmt: skip
+    with working(f"planning {work.requests_per_s:g} requests/s of {decoder.name} ({objective})"):
+        plan = plan_serving(net, decoder, work, catalog=gpus, objective=objective,
+                            batches=tuple(batches or DEFAULT_BATCHES))  # fmt: skip
     data = plan.to_dict()
     if as_json:
         print_json(data)
