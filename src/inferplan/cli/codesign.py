@@ -213,10 +213,9 @@ def provision_command(
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
                 "--seed": seed, "--latency": latency, "--plot": plot,
                 "--plot-states": plot_states, "--cuts": cuts,
-                "--max-ideals": max_ideals, "--node-times": node_times,
-                "--explain": explain or None})  # fmt: skip
+                "--max-ideals": max_ideals, "--explain": explain or None})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
-                               as_json, time_limit, dot, report)  # fmt: skip
+                               as_json, time_limit, dot, report, node_times)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
     node_time, cut_kind = _node_times(node_times, net, prof, cuts)
@@ -436,10 +435,9 @@ def throughput_command(
         from inferplan.cli.flows import flow_throughput_command, refuse
 
         refuse({"--method": method if method != "psg" else None, "--latency": latency,
-                "--cuts": cuts, "--max-ideals": max_ideals,
-                "--node-times": node_times})  # fmt: skip
+                "--cuts": cuts, "--max-ideals": max_ideals})  # fmt: skip
         flow_throughput_command(network, model_profile(profile, model_options), as_json,
-                                time_limit, dot, report)  # fmt: skip
+                                time_limit, dot, report, node_times)  # fmt: skip
         return
     refuse_one_path({"--time-limit": time_limit, "--dot": dot, "--report": report})
     net, prof = load_network(network), model_profile(profile, model_options)

@@ -16,6 +16,7 @@ from inferplan.units import si
 
 if TYPE_CHECKING:
     from inferplan.codesign.pipelines.result import FlowPlan
+    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
     from inferplan.network.network import Network
     from inferplan.profiles.profile import Profile
 
@@ -45,7 +46,8 @@ def refuse(given: Mapping[str, object]) -> None:
     for flag, value in given.items():
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
-                                  "--interval, --time-limit, --json, --dot and --report)",
+                                  "--interval, --time-limit, --node-times, --json, --dot and "
+                                  "--report)",
                                   field=flag)  # fmt: skip
 
 
@@ -77,16 +79,17 @@ def refuse_one_path(given: Mapping[str, object]) -> None:
 
 def flow_throughput_command(
     network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None,
-    report: Path | None = None,
+    report: Path | None = None, node_times: Path | None = None,
 ) -> None:
-    """The largest flow on the network as it is."""
+    """The largest flow on the network as it is (``node_times``: a node times file)."""
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.pipelines.flow import flow_throughput
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
         net = load_network(network)
-        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
+                                node_time=_node_time(node_times, net, profile))
         plan = flow_throughput(inst, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
@@ -99,17 +102,32 @@ def flow_provision_command(
     time_limit: float | None,
     dot: Path | None,
     report: Path | None = None,
+    node_times: Path | None = None,
 ) -> None:
-    """The cheapest upgrades for a flow of ``rate``."""
+    """The cheapest upgrades for a flow of ``rate`` (``node_times``: a node times file)."""
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.pipelines.flow import flow_provision
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
         net = load_network(network)
-        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
+                                node_time=_node_time(node_times, net, profile))
         plan = flow_provision(inst, rate, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
+
+
+def _node_time(
+    path: Path | None, net: Network, profile: Profile
+) -> NodeTimeModel | PerNodeTimeModel:
+    """The node time model of ``--node-times`` (FLOPs over capacity without it)."""
+    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
+
+    if path is None:
+        return FLOPS_OVER_CAPACITY
+    from inferplan.codesign.timing.file import load_measured_blocks
+
+    return load_measured_blocks(path, net.node_ids, profile.n_blocks)
 
 
 def _show(plan: FlowPlan, as_json: bool, dot: Path | None, report: Path | None = None,
