@@ -341,8 +341,8 @@ def test_flow_plans_take_node_times_on_the_cli(tmp_path):
     slow = invoke_json(["throughput", net, heavy, "--pipelines", "any", "--json",
                         "--node-times", times])  # fmt: skip
     assert slow["throughput"] < plain["throughput"] * (1 - 1e-6)
-    plan = invoke_json(["provision", net, heavy, "--pipelines", "any", "--json",
-                        "--node-times", times, "--throughput", str(slow["throughput"])])  # fmt: skip
+    plan = invoke_json(["provision", net, heavy, "--pipelines", "any", "--json", "--node-times",
+                        times, "--throughput", str(slow["throughput"])])  # fmt: skip
     assert plan["cost"] == pytest.approx(0.0, abs=1e-9)
     line = _cli_error(["throughput", net, heavy, "--pipelines", "any", "--node-times",
                        _times_file(tmp_path, "block_seconds:\n  a1: [1, 1]\n")])  # fmt: skip

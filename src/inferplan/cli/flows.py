@@ -89,7 +89,7 @@ def flow_throughput_command(
     with blame_network_file(network):
         net = load_network(network)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
-                                node_time=_node_time(node_times, net, profile))
+                                node_time=_node_time(node_times, net, profile))  # fmt: skip
         plan = flow_throughput(inst, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
@@ -112,7 +112,7 @@ def flow_provision_command(
     with blame_network_file(network):
         net = load_network(network)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
-                                node_time=_node_time(node_times, net, profile))
+                                node_time=_node_time(node_times, net, profile))  # fmt: skip
         plan = flow_provision(inst, rate, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
