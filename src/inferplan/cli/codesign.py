@@ -50,14 +50,15 @@ NodeTimesOpt = Annotated[
         "--node-times",
         help="Seconds each block takes on some nodes, measured there (a JSON or YAML file: "
         "block_seconds, node id -> one time per block; docs/codesign.md); the other nodes "
-        "keep FLOPs over capacity. Cuts between blocks (chain).",
+        "keep FLOPs over capacity. Cuts between blocks (chain). With --pipelines any: the "
+        "flow plan's; with --services: every service's, which must all run this model.",
     ),
 ]
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
-    from inferplan.codesign.services.joint import ServicesPlan
+    from inferplan.codesign.services.joint import Service, ServicesPlan
     from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
     from inferplan.network.network import Network
     from inferplan.profiles.ideals import CutKind
@@ -192,7 +193,7 @@ def provision_command(
                               field="services")  # fmt: skip
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
-                            seed=seed, time_limit=time_limit,
+                            seed=seed, time_limit=time_limit, node_times=node_times,
                             single_only={"--interval": interval, "--throughput": throughput,
                                          "--tie-break": tie_break, "--latency": latency,
                                          **{model_flags()[name]: True
@@ -200,7 +201,6 @@ def provision_command(
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states,
-                                         "--node-times": node_times,
                                          "--explain": explain or None})  # fmt: skip
         return
     if profile is None:
@@ -287,9 +287,11 @@ def _provision_services(
     *,
     seed: int | None,
     time_limit: float | None,
+    node_times: Path | None,
     single_only: dict[str, object],
 ) -> None:
-    """``provision NETWORK --services FILE``: the joint plan of the services in FILE."""
+    """``provision NETWORK --services FILE``: the joint plan of the services in FILE
+    (``node_times``: a node times file of the one model every service runs)."""
     from inferplan.codesign.services.file import load_services
     from inferplan.codesign.services.joint import check_services, provision_services
     from inferplan.network.io import load_network
@@ -306,6 +308,8 @@ def _provision_services(
                 field="services",
             )
     net, listed = load_network(network), load_services(services)
+    if node_times is not None:
+        listed = _timed_services(listed, node_times, net)
     try:
         check_services(net, listed)
         what = f"planning {len(listed)} services ({method or 'milp'})"
@@ -318,6 +322,28 @@ def _provision_services(
         raise
     if not _drawn_or_json(net, plan, plot, as_json):
         _print_services(plan)
+
+
+def _timed_services(listed: list[Service], path: Path, net: Network) -> list[Service]:
+    """``listed`` with ``--node-times``: the seconds per block of one model, so every
+    service must run that model and give no node times of its own."""
+    from dataclasses import replace
+
+    from inferplan.codesign.timing.file import load_measured_blocks
+    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
+
+    for service in listed:
+        if service.node_time is not FLOPS_OVER_CAPACITY:
+            raise InvalidArgument(f"service {service.name!r} gives its own node times in the "
+                                  "services file: give them there or here, not both",
+                                  field="--node-times")  # fmt: skip
+        if service.profile != listed[0].profile:
+            raise InvalidArgument(f"the times are one model's blocks, and services "
+                                  f"{listed[0].name!r} and {service.name!r} run different "
+                                  "models: give each service its node_times in the services "
+                                  "file", field="--node-times")  # fmt: skip
+    measured = load_measured_blocks(path, net.node_ids, listed[0].profile.n_blocks)
+    return [replace(service, node_time=measured) for service in listed]
 
 
 def _drawn_or_json(

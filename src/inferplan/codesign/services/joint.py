@@ -35,6 +35,7 @@ from inferplan.codesign.plan import (
     cut_lists,
 )
 from inferplan.codesign.stages import stage_units, stages
+from inferplan.codesign.timing.measured import MeasuredBlocks
 from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
@@ -464,8 +465,9 @@ def _compile(network: Network, service: Service, require_acyclic: bool) -> Codes
 
 
 def check_services(network: Network, services: Sequence[Service]) -> None:
-    """Refuse an empty list, a duplicate name, or a source or target that is not a node of
-    ``network`` (or from which the target cannot be reached), naming the service.
+    """Refuse an empty list, a duplicate name, a source or target that is not a node of
+    ``network`` (or from which the target cannot be reached), or measured node times of a
+    node not in it, naming the service.
 
     Raises
     ------
@@ -489,6 +491,11 @@ def check_services(network: Network, services: Sequence[Service]) -> None:
             raise InvalidArgument(
                 f"source and target must differ, both are {service.source!r}", field=where
             )
+        if isinstance(service.node_time, MeasuredBlocks):
+            for node, _ in service.node_time.seconds:
+                if node not in nodes:
+                    raise InvalidArgument(f"its node times measure node {node!r}, which is not "
+                                          "a node of the network", field=where)  # fmt: skip
 
 
 def provision_services(
