@@ -191,14 +191,25 @@ def test_milp_and_fast_against_brute_force(case) -> None:
 @given(joint_instances(acyclic=False))
 def test_milp_on_cyclic_networks(case) -> None:
     net, services = case
-    optimum = brute_force(net, services)
+    _milp_is_the_brute_force(net, services)
+
+
+def _milp_is_the_brute_force(
+    net: Network, services: list[Service], measured: dict[str, BlockSeconds] | None = None
+) -> float | None:
+    """The joint MILP against the brute force (``measured``: block times by service): both
+    infeasible, or the MILP optimal at the brute force's cost with the definitions' loads; the
+    optimum, ``None`` when infeasible."""
+    optimum = brute_force(net, services, measured)
     if math.isinf(optimum):
         with pytest.raises(Infeasible):
             provision_services(net, services, method="milp")
-        return
+        return None
     exact = provision_services(net, services, method="milp")
+    assert exact.status == "optimal"
     assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
-    _check_plan(net, services, exact)
+    _check_plan(net, services, exact, measured)
+    return optimum
 
 
 SECONDS = st.one_of(st.just(0.0), st.floats(min_value=1e-3, max_value=20.0, allow_nan=False))
@@ -224,15 +235,9 @@ def test_milp_and_fast_under_measured_times_against_brute_force(case) -> None:
     times its capacity; the MILP is exact, the fast planner never below it nor its bound
     above."""
     net, services, measured = case
-    optimum = brute_force(net, services, measured)
-    if math.isinf(optimum):
-        with pytest.raises(Infeasible):
-            provision_services(net, services, method="milp")
+    optimum = _milp_is_the_brute_force(net, services, measured)
+    if optimum is None:
         return
-    exact = provision_services(net, services, method="milp")
-    assert exact.status == "optimal"
-    assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
-    _check_plan(net, services, exact, measured)
     try:
         fast = provision_services(net, services, method="fast")
     except Infeasible:
@@ -248,14 +253,7 @@ def test_milp_and_fast_under_measured_times_against_brute_force(case) -> None:
 @given(measured_joint_instances(acyclic=False))
 def test_milp_under_measured_times_on_cyclic_networks(case) -> None:
     net, services, measured = case
-    optimum = brute_force(net, services, measured)
-    if math.isinf(optimum):
-        with pytest.raises(Infeasible):
-            provision_services(net, services, method="milp")
-        return
-    exact = provision_services(net, services, method="milp")
-    assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
-    _check_plan(net, services, exact, measured)
+    _milp_is_the_brute_force(net, services, measured)
 
 
 def test_one_service_is_the_single_service_problem() -> None:
