@@ -25,6 +25,7 @@ from inferplan.cli.options import (
     method_help,
     model_flags,
     native_stdout_muted,
+    node_time_model,
     services_method_help,
     throughput_method_help,
     with_model_options,
@@ -59,11 +60,8 @@ NodeTimesOpt = Annotated[
 if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
     from inferplan.codesign.services.joint import Service, ServicesPlan
-    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
     from inferplan.network.network import Network
-    from inferplan.profiles.ideals import CutKind
     from inferplan.profiles.models import ModelOptions
-    from inferplan.profiles.profile import Profile
 
 
 def _default_method(ctx: typer.Context, value: str | None) -> str:
@@ -218,7 +216,7 @@ def provision_command(
                                as_json, time_limit, dot, report, node_times)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
-    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
+    node_time, cut_kind = node_time_model(node_times, net, prof, cuts)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
@@ -398,23 +396,6 @@ def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
     return {bottleneck.id: "bottleneck"} if bottleneck else {}
 
 
-def _node_times(
-    path: Path | None, net: Network, prof: Profile, cuts: CutKind | None
-) -> tuple[NodeTimeModel | PerNodeTimeModel, CutKind | None]:
-    """The node time model of ``--node-times`` (FLOPs over capacity without it) and the cuts
-    to plan at: a chain's by default when the times are per block."""
-    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
-
-    if path is None:
-        return FLOPS_OVER_CAPACITY, cuts
-    from inferplan.codesign.timing.file import load_measured_blocks
-
-    if cuts == "graph":
-        raise InvalidArgument("the times of --node-times are per block: plan at the chain's "
-                              "cuts (leave out --cuts graph)", field="--cuts")  # fmt: skip
-    return load_measured_blocks(path, net.node_ids, prof.n_blocks), "chain"
-
-
 @app.command("throughput")
 @friendly_errors
 @with_model_options
@@ -467,7 +448,7 @@ def throughput_command(
         return
     refuse_one_path({"--time-limit": time_limit, "--dot": dot, "--report": report})
     net, prof = load_network(network), model_profile(profile, model_options)
-    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
+    node_time, cut_kind = node_time_model(node_times, net, prof, cuts)
     with blame_network_file(network), native_stdout_muted():
         best = throughput_optimal(net, prof, method=method, cuts=cut_kind,
                                   max_ideals=max_ideals, latency=latency,

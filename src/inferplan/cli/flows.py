@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from inferplan.cli.options import blame_network_file
+from inferplan.cli.options import blame_network_file, node_time_model
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
 if TYPE_CHECKING:
     from inferplan.codesign.pipelines.result import FlowPlan
-    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
     from inferplan.network.network import Network
     from inferplan.profiles.profile import Profile
 
@@ -88,8 +87,9 @@ def flow_throughput_command(
 
     with blame_network_file(network):
         net = load_network(network)
+        node_time, _ = node_time_model(node_times, net, profile, None)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
-                                node_time=_node_time(node_times, net, profile))  # fmt: skip
+                                node_time=node_time)  # fmt: skip
         plan = flow_throughput(inst, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
@@ -111,23 +111,11 @@ def flow_provision_command(
 
     with blame_network_file(network):
         net = load_network(network)
+        node_time, _ = node_time_model(node_times, net, profile, None)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
-                                node_time=_node_time(node_times, net, profile))  # fmt: skip
+                                node_time=node_time)  # fmt: skip
         plan = flow_provision(inst, rate, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
-
-
-def _node_time(
-    path: Path | None, net: Network, profile: Profile
-) -> NodeTimeModel | PerNodeTimeModel:
-    """The node time model of ``--node-times`` (FLOPs over capacity without it)."""
-    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
-
-    if path is None:
-        return FLOPS_OVER_CAPACITY
-    from inferplan.codesign.timing.file import load_measured_blocks
-
-    return load_measured_blocks(path, net.node_ids, profile.n_blocks)
 
 
 def _show(plan: FlowPlan, as_json: bool, dot: Path | None, report: Path | None = None,
