@@ -600,17 +600,35 @@ def layouts(network: Network, n_blocks: int) -> Iterator[dict[str, tuple[int, in
         yield {v: r for v, r in zip(ids, pick, strict=True) if r is not None}
 
 
+BlockSeconds = dict[str, list[float]]
+"""Seconds each block takes on some nodes, measured at their capacity (a node times file)."""
+
+
+def range_load(
+    network: Network, profile: Profile, node: str, a: int, b: int,
+    block_seconds: BlockSeconds | None = None,
+) -> float:  # fmt: skip
+    """Node ``node``'s load (FLOPs) for blocks ``a+1..b``: the blocks' FLOPs, or where
+    ``block_seconds`` measures the node, its seconds for them times its capacity."""
+    times = (block_seconds or {}).get(node)
+    if times is None:
+        return math.fsum(profile.flops[a:b])
+    capacity = next(n.capacity for n in network.nodes if n.id == node)
+    return math.fsum(times[a:b]) * capacity
+
+
 def _layout_lp(
-    network: Network, profile: Profile, layout: dict[str, tuple[int, int]], rate: float | None
+    network: Network, profile: Profile, layout: dict[str, tuple[int, int]], rate: float | None,
+    block_seconds: BlockSeconds | None = None,
 ) -> float:
     """The largest rate (``rate`` None) or the least upgrade cost of ``rate`` for one layout,
     from the definitions: compute arcs ``(v, a) -> (v, b)`` of the layout's ranges, link arcs
     ``(u, j) -> (v, j)`` (none into the source or out of the target), balance at every state.
-    Linear, capped and module costs (module counts integral). ``inf`` when infeasible."""
+    Linear, capped and module costs (module counts integral). ``inf`` when infeasible. Node
+    loads by :func:`range_load` (``block_seconds``: measured times on some nodes)."""
     from scipy.optimize import LinearConstraint, milp
 
     N = profile.n_blocks
-    S = [0.0, *itertools.accumulate(profile.flops)]
     D = profile.activation_bits
     s, t = network.source, network.target
     names: list[tuple[str, object]] = []  # variable names
@@ -665,7 +683,7 @@ def _layout_lp(
     nodes = {n.id: n for n in network.nodes}
     for v, (a, b) in layout.items():
         col = next(k for k, (kind, x) in enumerate(names) if kind == "compute" and x == v)
-        row = {col: S[b] - S[a]}
+        row = {col: range_load(network, profile, v, a, b, block_seconds)}
         extra, size = bought(nodes[v].capacity_cost)
         if extra is not None:
             row[extra] = -size
@@ -708,13 +726,17 @@ def _layout_lp(
     return float(-result.fun) if rate is None else float(result.fun)
 
 
-def brute_force_flow(network: Network, profile: Profile) -> float:
+def brute_force_flow(
+    network: Network, profile: Profile, block_seconds: BlockSeconds | None = None
+) -> float:
     """The largest rate of any flow plan: the best layout's LP."""
-    return max(_layout_lp(network, profile, lay, None)
+    return max(_layout_lp(network, profile, lay, None, block_seconds)
                for lay in layouts(network, profile.n_blocks))  # fmt: skip
 
 
-def brute_force_flow_cost(network: Network, profile: Profile, rate: float) -> float:
+def brute_force_flow_cost(
+    network: Network, profile: Profile, rate: float, block_seconds: BlockSeconds | None = None
+) -> float:
     """The least upgrade cost of a flow plan of ``rate``: the best layout's LP."""
-    return min(_layout_lp(network, profile, lay, rate)
+    return min(_layout_lp(network, profile, lay, rate, block_seconds)
                for lay in layouts(network, profile.n_blocks))  # fmt: skip

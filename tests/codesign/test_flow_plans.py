@@ -1,4 +1,5 @@
-"""Flow plans (many pipelines at once) against a brute force over every layout, an LP each."""
+"""Flow plans (many pipelines at once) against a brute force over every layout, an LP each;
+under the default loads and under measured block times (each node its own loads)."""
 
 from __future__ import annotations
 
@@ -17,22 +18,36 @@ from inferplan.codesign import compile_instance
 from inferplan.codesign.pipelines import flow
 from inferplan.codesign.pipelines.flow import flow_provision, flow_throughput
 from inferplan.codesign.pipelines.result import FlowPlan
+from inferplan.codesign.timing import MeasuredBlocks
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.costs import FunctionCost, LinearCost
-from tests.oracles import brute_force_flow, brute_force_flow_cost, brute_force_interval
+from tests.oracles import (
+    BlockSeconds,
+    brute_force_flow,
+    brute_force_flow_cost,
+    brute_force_interval,
+    range_load,
+)
 from tests.strategies import small_dags, small_networks, small_profiles
 
 PRICED = ("linear", "capped", "modules")
 
 
-def _instance(network: Network, profile: Profile):  # type: ignore[no-untyped-def]
-    return compile_instance(network, profile, require_acyclic=False)
+def _instance(network: Network, profile: Profile, measured: BlockSeconds | None = None):  # type: ignore[no-untyped-def]
+    """The flow planners' instance: cycles allowed, ``measured`` block times when given."""
+    if measured is None:
+        return compile_instance(network, profile, require_acyclic=False)
+    return compile_instance(network, profile, require_acyclic=False,
+                            node_time=MeasuredBlocks.of(measured))  # fmt: skip
 
 
-def _check_plan(plan: FlowPlan, network: Network, profile: Profile) -> None:
+def _check_plan(plan: FlowPlan, network: Network, profile: Profile,
+                measured: BlockSeconds | None = None) -> None:  # fmt: skip
     """What every flow plan must satisfy, from the definitions: its pipelines are paths of the
     network whose rates sum to its rate, each node's stage is the range the layout gives it,
-    and no node or link carries more than its capacity after the upgrades."""
+    each node's load is its range's load (FLOPs, or ``measured`` seconds times its capacity)
+    times the rate through it, and no node or link carries more than its capacity after the
+    upgrades."""
     links = {(e.source, e.target) for e in network.links}
     N = profile.n_blocks
     assert math.isclose(sum(p.rate for p in plan.pipelines), plan.throughput, rel_tol=1e-9)
@@ -49,11 +64,13 @@ def _check_plan(plan: FlowPlan, network: Network, profile: Profile) -> None:
                 computed[v] = computed.get(v, 0.0) + p.rate
             done = b
     nodes = {n.id: n for n in network.nodes}
-    S = [0.0, *__import__("itertools").accumulate(profile.flops)]
+    loads = {x.id: x for x in plan.loads if x.kind == "node"}
     for v, rate in computed.items():
-        a, b = plan.layout[v]
-        added = next((x.added for x in plan.loads if x.kind == "node" and x.id == v), 0.0)
-        assert rate * (S[b] - S[a]) <= (nodes[v].capacity + added) * (1 + 1e-6)
+        want = rate * range_load(network, profile, v, *plan.layout[v], measured)
+        added = loads[v].added if v in loads else 0.0
+        assert want <= (nodes[v].capacity + added) * (1 + 1e-6)
+        if want > 0:
+            assert loads[v].load == pytest.approx(want, rel=1e-6)
     for load in plan.loads:
         assert load.headroom >= -1e-6 * max(load.capacity, 1.0)
 
@@ -91,9 +108,16 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
     nodes, blocks = (3, 3) if small else (4, 2)
     network = data.draw(small_networks(max_nodes=nodes, cost_kinds=(kind,)))
     profile = data.draw(small_profiles(max_blocks=blocks))
-    rate = alpha * brute_force_flow(network, profile)
-    expected = brute_force_flow_cost(network, profile, rate)
-    inst = _instance(network, profile)
+    _provision_is_the_brute_force(network, profile, alpha)
+
+
+def _provision_is_the_brute_force(network: Network, profile: Profile, alpha: float,
+                                  measured: BlockSeconds | None = None) -> None:  # fmt: skip
+    """Flow provisioning of ``alpha`` times the largest flow against the brute force (both
+    under ``measured`` block times when given)."""
+    rate = alpha * brute_force_flow(network, profile, measured)
+    expected = brute_force_flow_cost(network, profile, rate, measured)
+    inst = _instance(network, profile, measured)
     if math.isinf(expected):
         with pytest.raises(Infeasible, match=r"allow (at most|no flow at all)"):
             flow_provision(inst, rate)
@@ -102,7 +126,71 @@ def test_flow_provision_equals_brute_force(data, alpha, kind, small):
     assert plan.status == "optimal"
     assert plan.cost == pytest.approx(expected, rel=1e-6, abs=1e-7)
     assert plan.throughput == rate
-    _check_plan(plan, network, profile)
+    _check_plan(plan, network, profile, measured)
+
+
+SECONDS = st.one_of(st.just(0.0), st.floats(min_value=1e-3, max_value=50.0, allow_nan=False))
+
+
+@st.composite
+def measured_flows(
+    draw: st.DrawFn, kind: str | None = None
+) -> tuple[Network, Profile, BlockSeconds]:
+    """A small network (cycles allowed), a chain and seconds per block on some nodes (zero
+    too: a block a node's accelerator makes free)."""
+    nodes, blocks = (3, 3) if draw(st.booleans()) else (4, 2)
+    kinds = None if kind is None else (kind,)
+    network = draw(small_networks(max_nodes=nodes, cost_kinds=kinds))
+    profile = draw(small_profiles(max_blocks=blocks))
+    measured = {n.id: [draw(SECONDS) for _ in range(profile.n_blocks)]
+                for n in network.nodes if draw(st.booleans())}  # fmt: skip
+    return network, profile, measured
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=measured_flows())
+def test_the_largest_flow_under_measured_times_is_the_brute_force_optimum(case):
+    """Per-node loads: each node's load of a range is its measured seconds times its
+    capacity, computed by the brute force from the times themselves."""
+    network, profile, measured = case
+    plan = flow_throughput(_instance(network, profile, measured))
+    assert plan.status == "optimal"
+    expected = brute_force_flow(network, profile, measured)
+    assert plan.throughput == pytest.approx(expected, rel=1e-6)
+    _check_plan(plan, network, profile, measured)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), alpha=st.floats(min_value=0.3, max_value=3.0),
+       kind=st.sampled_from(PRICED))  # fmt: skip
+def test_flow_provisioning_under_measured_times_is_the_brute_force_optimum(data, alpha, kind):
+    network, profile, measured = data.draw(measured_flows(kind))
+    _provision_is_the_brute_force(network, profile, alpha, measured)
+
+
+def test_a_slow_measured_node_carries_less_of_the_flow():
+    """On a compute-bound model, measuring the busiest node of the default flow plan 100
+    times slower than its FLOPs over its capacity lowers the largest flow."""
+    network = inferplan.load_network("examples/network.json")
+    profile = Profile("heavy", flops=(1e12,) * 3, activation_bits=(1e3,) * 4)
+    plain = flow_throughput(_instance(network, profile))
+    busiest = max((x for x in plain.loads if x.kind == "node"), key=lambda x: x.load / x.capacity)
+    capacity = next(n.capacity for n in network.nodes if n.id == busiest.id)
+    slow = {busiest.id: [100 * f / capacity for f in profile.flops]}
+    plan = flow_throughput(_instance(network, profile, slow))
+    assert plan.throughput < plain.throughput * (1 - 1e-6)
+    _check_plan(plan, network, profile, slow)
+
+
+def test_measuring_every_node_at_its_flops_over_capacity_gives_the_default_flow():
+    network, profile = inferplan.load_network("examples/network.json"), inferplan.mlp(64, 3)
+    same = {n.id: [f / n.capacity for f in profile.flops] for n in network.nodes}
+    plain = _instance(network, profile)
+    rate = flow_throughput(plain).throughput
+    timed = _instance(network, profile, same)
+    assert flow_throughput(timed).throughput == pytest.approx(rate, rel=1e-9)
+    assert flow_provision(timed, 2 * rate).cost == pytest.approx(
+        flow_provision(plain, 2 * rate).cost, rel=1e-6)  # fmt: skip
 
 
 @settings(max_examples=25, deadline=None)

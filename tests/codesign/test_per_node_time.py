@@ -245,10 +245,6 @@ def test_planners_that_read_one_shared_table_refuse_a_per_node_model():
     with pytest.raises(InvalidArgument, match="gives each node its own") as info:
         _ = inst.work_between
     assert info.value.field == "node_time"
-    from inferplan.codesign.pipelines.timing import range_seconds
-
-    with pytest.raises(InvalidArgument, match="gives each node its own"):
-        range_seconds(inst)
 
 
 def test_provision_and_the_least_latency_take_the_node_time_model():
@@ -330,5 +326,24 @@ def test_node_times_are_refused_where_no_planner_reads_them(tmp_path):
     times = _times_file(tmp_path, "block_seconds:\n  a1: [1, 1, 1]\n")
     assert "--cuts" in _cli_error(["throughput", "examples/network.json", "mlp-64x3",
                                    "--node-times", times, "--cuts", "graph"])  # fmt: skip
-    assert "--node-times" in _cli_error(["throughput", "examples/network.json", "mlp-64x3",
-                                         "--node-times", times, "--pipelines", "any"])  # fmt: skip
+
+
+def test_flow_plans_take_node_times_on_the_cli(tmp_path):
+    """``--pipelines any --node-times``: a node measured slow carries less of the largest
+    flow, and provisioning that flow under the same times buys nothing."""
+    from tests.cli import invoke_json
+
+    net, heavy = "examples/network.json", "mlp-16384x3"
+    plain = invoke_json(["throughput", net, heavy, "--pipelines", "any", "--json"])
+    busiest = max((x for x in plain["loads"] if x["kind"] == "node"),
+                  key=lambda x: x["load"] / x["capacity"])  # fmt: skip
+    times = _times_file(tmp_path, f"block_seconds:\n  {busiest['id']}: [100, 100, 100]\n")
+    slow = invoke_json(["throughput", net, heavy, "--pipelines", "any", "--json",
+                        "--node-times", times])  # fmt: skip
+    assert slow["throughput"] < plain["throughput"] * (1 - 1e-6)
+    plan = invoke_json(["provision", net, heavy, "--pipelines", "any", "--json", "--node-times",
+                        times, "--throughput", str(slow["throughput"])])  # fmt: skip
+    assert plan["cost"] == pytest.approx(0.0, abs=1e-9)
+    line = _cli_error(["throughput", net, heavy, "--pipelines", "any", "--node-times",
+                       _times_file(tmp_path, "block_seconds:\n  a1: [1, 1]\n")])  # fmt: skip
+    assert "block_seconds.a1: 2 block times given" in line

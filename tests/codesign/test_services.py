@@ -3,6 +3,7 @@ path and every partition of every service, loads summed and priced from the defi
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 import inferplan
 from inferplan import Infeasible, InvalidArgument, Network, Profile
 from inferplan.codesign.services.joint import Service, provision_services
-from tests.oracles import stage_times_at_caps
+from inferplan.codesign.timing import MeasuredBlocks
+from tests.oracles import BlockSeconds, range_load, stage_times_at_caps
 from tests.strategies import small_dags, small_networks, small_profiles
 
 KINDS = ("linear", "capped", "modules", "tiers")
@@ -30,19 +32,22 @@ def _deployments(network: Network, source: str, target: str, n_blocks: int):
             yield tuple(path), (*inner, n_blocks)
 
 
-def _loads(profile: Profile, path, partition, beta):
-    """Per element, the rate one deployment needs: FLOPs of its blocks / beta, bits / beta."""
-    S = [0.0, *itertools.accumulate(profile.flops)]
+def _loads(profile: Profile, path, partition, beta, network: Network | None = None,
+           measured: BlockSeconds | None = None):  # fmt: skip
+    """Per element, the rate one deployment needs: FLOPs of its blocks / beta (or, on a node
+    ``measured`` times, their seconds times its capacity / beta), bits / beta."""
     need: dict[object, float] = {}
     prev = 0
     for k, v in enumerate(path):
         b = partition[k]
         if b > prev:
-            need[v] = need.get(v, 0.0) + math.fsum(profile.flops[prev:b]) / beta
+            work = (math.fsum(profile.flops[prev:b]) if network is None
+                    else range_load(network, profile, v, prev, b, measured))  # fmt: skip
+            if work > 0:  # a stage measured free loads nothing
+                need[v] = need.get(v, 0.0) + work / beta
         if k + 1 < len(path):
             need[(v, path[k + 1])] = profile.activation_bits[b] / beta
         prev = b
-    del S
     return need
 
 
@@ -58,10 +63,13 @@ def _price(network: Network, need: dict[object, float]) -> float:
     return total
 
 
-def brute_force(network: Network, services: list[Service]) -> float:
-    """The least joint cost over every combination of deployments (``inf``: none within caps)."""
+def brute_force(network: Network, services: list[Service],
+                measured: dict[str, BlockSeconds] | None = None) -> float:  # fmt: skip
+    """The least joint cost over every combination of deployments (``inf``: none within caps);
+    ``measured``: each service's seconds per block on some nodes, by service name."""
+    times = measured or {}
     options = [
-        [_loads(s.profile, p, b, s.interval)
+        [_loads(s.profile, p, b, s.interval, network, times.get(s.name))
          for p, b in _deployments(network, s.source, s.target, s.profile.n_blocks)]
         for s in services
     ]  # fmt: skip
@@ -92,14 +100,17 @@ def joint_instances(draw: st.DrawFn, acyclic: bool = True):
     return net, services
 
 
-def _check_plan(net: Network, services: list[Service], plan) -> None:
+def _check_plan(net: Network, services: list[Service], plan,
+                measured: dict[str, BlockSeconds] | None = None) -> None:  # fmt: skip
     """The plan's loads and intervals from the definitions."""
     need: dict[object, float] = {}
+    times = measured or {}
     for s, d in zip(services, plan.services, strict=True):
         assert d.name == s.name and d.path[0] == s.source and d.path[-1] == s.target
         assert len(set(d.path)) == len(d.path)
         assert d.interval <= s.interval * (1 + 1e-9)
-        for k, x in _loads(s.profile, d.path, d.partition, s.interval).items():
+        for k, x in _loads(s.profile, d.path, d.partition, s.interval, net,
+                           times.get(s.name)).items():  # fmt: skip
             need[k] = need.get(k, 0.0) + x
     assert plan.cost == pytest.approx(_price(net, need), rel=1e-9, abs=1e-12)
     loads = {**plan.node_loads, **plan.link_loads}
@@ -180,14 +191,69 @@ def test_milp_and_fast_against_brute_force(case) -> None:
 @given(joint_instances(acyclic=False))
 def test_milp_on_cyclic_networks(case) -> None:
     net, services = case
-    optimum = brute_force(net, services)
+    _milp_is_the_brute_force(net, services)
+
+
+def _milp_is_the_brute_force(
+    net: Network, services: list[Service], measured: dict[str, BlockSeconds] | None = None
+) -> float | None:
+    """The joint MILP against the brute force (``measured``: block times by service): both
+    infeasible, or the MILP optimal at the brute force's cost with the definitions' loads; the
+    optimum, ``None`` when infeasible."""
+    optimum = brute_force(net, services, measured)
     if math.isinf(optimum):
         with pytest.raises(Infeasible):
             provision_services(net, services, method="milp")
-        return
+        return None
     exact = provision_services(net, services, method="milp")
+    assert exact.status == "optimal"
     assert exact.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
-    _check_plan(net, services, exact)
+    _check_plan(net, services, exact, measured)
+    return optimum
+
+
+SECONDS = st.one_of(st.just(0.0), st.floats(min_value=1e-3, max_value=20.0, allow_nan=False))
+
+
+@st.composite
+def measured_joint_instances(draw: st.DrawFn, acyclic: bool = True):
+    """:func:`joint_instances` with each service's seconds per block measured on some nodes
+    (its own model's blocks: services run different models)."""
+    net, services = draw(joint_instances(acyclic))
+    measured = {s.name: {n.id: [draw(SECONDS) for _ in range(s.profile.n_blocks)]
+                         for n in net.nodes if draw(st.booleans())}
+                for s in services}  # fmt: skip
+    timed = [dataclasses.replace(s, node_time=MeasuredBlocks.of(measured[s.name]))
+             for s in services]  # fmt: skip
+    return net, timed, measured
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(measured_joint_instances())
+def test_milp_and_fast_under_measured_times_against_brute_force(case) -> None:
+    """Per-node loads: the brute force prices each node's load from the measured seconds
+    times its capacity; the MILP is exact, the fast planner never below it nor its bound
+    above."""
+    net, services, measured = case
+    optimum = _milp_is_the_brute_force(net, services, measured)
+    if optimum is None:
+        return
+    try:
+        fast = provision_services(net, services, method="fast")
+    except Infeasible:
+        return
+    assert fast.cost >= optimum * (1 - 1e-9) - 1e-12
+    assert fast.lower_bound <= optimum * (1 + 1e-9) + 1e-12
+    if fast.status == "optimal":
+        assert fast.cost == pytest.approx(optimum, rel=1e-6, abs=1e-9)
+    _check_plan(net, services, fast, measured)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(measured_joint_instances(acyclic=False))
+def test_milp_under_measured_times_on_cyclic_networks(case) -> None:
+    net, services, measured = case
+    _milp_is_the_brute_force(net, services, measured)
 
 
 def test_one_service_is_the_single_service_problem() -> None:

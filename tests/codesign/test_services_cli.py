@@ -178,3 +178,85 @@ def test_a_target_beyond_floating_point_names_the_service_not_a_flag(tmp_path, t
     assert result.stderr.startswith(f"error: {path}: service 'huge': an interval of ")
     assert "needs capacities beyond floating point" in result.stderr and "--interval" not in (
         result.stderr)  # fmt: skip
+
+
+TWO_MLPS = (
+    "services:\n"
+    "  - {name: a, profile: mlp-64x3, source: s, target: t, throughput: 2000000}\n"
+    "  - {name: b, profile: mlp-64x3, source: s, target: t, interval: 1.0e-6}\n"
+)
+
+
+def _node_loads_by_definition(out: dict, measured: dict[str, list[float]]) -> dict[str, float]:
+    """Each node's load from the plan's deployments: a stage's FLOPs, or on a measured node
+    its seconds times the node's capacity, over the service's interval."""
+    flops = inferplan.mlp(64, 3).flops
+    capacity = {n.id: n.capacity for n in inferplan.load_network(NETWORK).nodes}
+    need: dict[str, float] = {}
+    for d in out["services"]:
+        done = 0
+        for v, b in zip(d["path"], d["partition"], strict=True):
+            if b > done:
+                work = (sum(measured[v][done:b]) * capacity[v] if v in measured
+                        else sum(flops[done:b]))  # fmt: skip
+                need[v] = need.get(v, 0.0) + work / d["target_interval"]
+            done = b
+    return need
+
+
+def test_services_plan_with_node_times_from_the_flag_or_the_services_file(tmp_path):
+    """A target measured slow: the plan moves the work off it (its loads those of the
+    measured times), the same whether the times come from --node-times or each service's
+    node_times field."""
+    measured = {"t": [1e-3, 1e-3, 1e-3]}
+    times = tmp_path / "times.yaml"
+    times.write_text("block_seconds:\n  t: [1.0e-3, 1.0e-3, 1.0e-3]\n")
+    services = _write(tmp_path, TWO_MLPS)
+    plain = _json(["provision", str(NETWORK), "--services", str(services), "--json"])
+    timed = _json(["provision", str(NETWORK), "--services", str(services), "--json",
+                   "--node-times", str(times)])  # fmt: skip
+    assert "t" in plain["loads"]["nodes"] and "t" not in timed["loads"]["nodes"]
+    want = _node_loads_by_definition(timed, measured)
+    assert timed["loads"]["nodes"] == pytest.approx(want, rel=1e-9)
+    own = _write(tmp_path, TWO_MLPS.replace("interval: 1.0e-6}", "interval: 1.0e-6, "
+                                            "node_times: times.yaml}").replace(
+        "throughput: 2000000}", "throughput: 2000000, node_times: times.yaml}"))  # fmt: skip
+    from_file = _json(["provision", str(NETWORK), "--services", str(own), "--json"])
+    assert from_file["cost"] == pytest.approx(timed["cost"], rel=1e-9)
+    assert from_file["loads"] == timed["loads"]
+
+
+@pytest.mark.parametrize(("body", "times", "message"), [
+    (TWO_MLPS.replace("mlp-64x3, source: s, target: t, interval", "alexnet, source: s, "
+                      "target: t, interval"), "block_seconds:\n  t: [1, 1, 1]\n",
+     "--node-times: the times are one model's blocks, and services 'a' and 'b' run different"),
+    (TWO_MLPS, "block_seconds:\n  t: [1, 1]\n", "block_seconds.t: 2 block times given"),
+    (TWO_MLPS, "block_seconds:\n  nowhere: [1, 1, 1]\n", "unknown node 'nowhere'"),
+    (TWO_MLPS.replace("throughput: 2000000}", "throughput: 2000000, node_times: times.yaml}"),
+     "block_seconds:\n  t: [1, 1, 1]\n", "service 'a' gives its own node times"),
+])  # fmt: skip
+def test_bad_node_times_with_services_are_one_line(tmp_path, body, times, message):
+    (tmp_path / "times.yaml").write_text(times)
+    path = _write(tmp_path, body)
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(path),
+                                 "--node-times", str(tmp_path / "times.yaml")])  # fmt: skip
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("times", "message"), [
+    ("block_seconds:\n  nowhere: [1, 1, 1]\n",
+     "service 'a': its node times measure node 'nowhere', which is not a node of the network"),
+    ("block_seconds:\n  t: [1, 1]\n", "block_seconds.t: 2 block times given"),
+])  # fmt: skip
+def test_bad_node_times_in_a_services_file_are_one_line(tmp_path, times, message):
+    (tmp_path / "times.yaml").write_text(times)
+    path = _write(tmp_path, TWO_MLPS.replace("throughput: 2000000}",
+                                             "throughput: 2000000, node_times: times.yaml}"))
+    result = runner.invoke(app, ["provision", str(NETWORK), "--services", str(path)])
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert message in lines[0], lines[0]

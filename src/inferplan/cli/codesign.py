@@ -25,6 +25,7 @@ from inferplan.cli.options import (
     method_help,
     model_flags,
     native_stdout_muted,
+    node_time_model,
     services_method_help,
     throughput_method_help,
     with_model_options,
@@ -50,19 +51,17 @@ NodeTimesOpt = Annotated[
         "--node-times",
         help="Seconds each block takes on some nodes, measured there (a JSON or YAML file: "
         "block_seconds, node id -> one time per block; docs/codesign.md); the other nodes "
-        "keep FLOPs over capacity. Cuts between blocks (chain).",
+        "keep FLOPs over capacity. Cuts between blocks (chain). With --pipelines any: the "
+        "flow plan's; with --services: every service's, which must all run this model.",
     ),
 ]
 
 # Each command imports the library when it runs, so that --help answers at once.
 if TYPE_CHECKING:
     from inferplan.codesign.plan import Bottleneck, Plan
-    from inferplan.codesign.services.joint import ServicesPlan
-    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
+    from inferplan.codesign.services.joint import Service, ServicesPlan
     from inferplan.network.network import Network
-    from inferplan.profiles.ideals import CutKind
     from inferplan.profiles.models import ModelOptions
-    from inferplan.profiles.profile import Profile
 
 
 def _default_method(ctx: typer.Context, value: str | None) -> str:
@@ -192,7 +191,7 @@ def provision_command(
                               field="services")  # fmt: skip
     if services is not None:
         _provision_services(network, services, profile, method, as_json, plot,
-                            seed=seed, time_limit=time_limit,
+                            seed=seed, time_limit=time_limit, node_times=node_times,
                             single_only={"--interval": interval, "--throughput": throughput,
                                          "--tie-break": tie_break, "--latency": latency,
                                          **{model_flags()[name]: True
@@ -200,7 +199,6 @@ def provision_command(
                                          "--cuts": cuts, "--max-ideals": max_ideals,
                                          "--report": report, "--dot": dot,
                                          "--plot-states": plot_states,
-                                         "--node-times": node_times,
                                          "--explain": explain or None})  # fmt: skip
         return
     if profile is None:
@@ -213,13 +211,12 @@ def provision_command(
         refuse({"--method": method if method != "psg" else None, "--tie-break": tie_break,
                 "--seed": seed, "--latency": latency, "--plot": plot,
                 "--plot-states": plot_states, "--cuts": cuts,
-                "--max-ideals": max_ideals, "--node-times": node_times,
-                "--explain": explain or None})  # fmt: skip
+                "--max-ideals": max_ideals, "--explain": explain or None})  # fmt: skip
         flow_provision_command(network, model_profile(profile, model_options), 1.0 / beta,
-                               as_json, time_limit, dot, report)  # fmt: skip
+                               as_json, time_limit, dot, report, node_times)  # fmt: skip
         return
     net, prof = load_network(network), model_profile(profile, model_options)
-    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
+    node_time, cut_kind = node_time_model(node_times, net, prof, cuts)
     if plot_states is not None:  # refused before solving when too large to draw
         from inferplan.plots.pictures import check_drawable
 
@@ -288,9 +285,11 @@ def _provision_services(
     *,
     seed: int | None,
     time_limit: float | None,
+    node_times: Path | None,
     single_only: dict[str, object],
 ) -> None:
-    """``provision NETWORK --services FILE``: the joint plan of the services in FILE."""
+    """``provision NETWORK --services FILE``: the joint plan of the services in FILE
+    (``node_times``: a node times file of the one model every service runs)."""
     from inferplan.codesign.services.file import load_services
     from inferplan.codesign.services.joint import check_services, provision_services
     from inferplan.network.io import load_network
@@ -307,6 +306,8 @@ def _provision_services(
                 field="services",
             )
     net, listed = load_network(network), load_services(services)
+    if node_times is not None:
+        listed = _timed_services(listed, node_times, net)
     try:
         check_services(net, listed)
         what = f"planning {len(listed)} services ({method or 'milp'})"
@@ -319,6 +320,28 @@ def _provision_services(
         raise
     if not _drawn_or_json(net, plan, plot, as_json):
         _print_services(plan)
+
+
+def _timed_services(listed: list[Service], path: Path, net: Network) -> list[Service]:
+    """``listed`` with ``--node-times``: the seconds per block of one model, so every
+    service must run that model and give no node times of its own."""
+    from dataclasses import replace
+
+    from inferplan.codesign.timing.file import load_measured_blocks
+    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
+
+    for service in listed:
+        if service.node_time is not FLOPS_OVER_CAPACITY:
+            raise InvalidArgument(f"service {service.name!r} gives its own node times in the "
+                                  "services file: give them there or here, not both",
+                                  field="--node-times")  # fmt: skip
+        if service.profile != listed[0].profile:
+            raise InvalidArgument(f"the times are one model's blocks, and services "
+                                  f"{listed[0].name!r} and {service.name!r} run different "
+                                  "models: give each service its node_times in the services "
+                                  "file", field="--node-times")  # fmt: skip
+    measured = load_measured_blocks(path, net.node_ids, listed[0].profile.n_blocks)
+    return [replace(service, node_time=measured) for service in listed]
 
 
 def _drawn_or_json(
@@ -373,23 +396,6 @@ def _bottleneck(bottleneck: Bottleneck | None) -> dict[str, str]:
     return {bottleneck.id: "bottleneck"} if bottleneck else {}
 
 
-def _node_times(
-    path: Path | None, net: Network, prof: Profile, cuts: CutKind | None
-) -> tuple[NodeTimeModel | PerNodeTimeModel, CutKind | None]:
-    """The node time model of ``--node-times`` (FLOPs over capacity without it) and the cuts
-    to plan at: a chain's by default when the times are per block."""
-    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
-
-    if path is None:
-        return FLOPS_OVER_CAPACITY, cuts
-    from inferplan.codesign.timing.file import load_measured_blocks
-
-    if cuts == "graph":
-        raise InvalidArgument("the times of --node-times are per block: plan at the chain's "
-                              "cuts (leave out --cuts graph)", field="--cuts")  # fmt: skip
-    return load_measured_blocks(path, net.node_ids, prof.n_blocks), "chain"
-
-
 @app.command("throughput")
 @friendly_errors
 @with_model_options
@@ -436,14 +442,13 @@ def throughput_command(
         from inferplan.cli.flows import flow_throughput_command, refuse
 
         refuse({"--method": method if method != "psg" else None, "--latency": latency,
-                "--cuts": cuts, "--max-ideals": max_ideals,
-                "--node-times": node_times})  # fmt: skip
+                "--cuts": cuts, "--max-ideals": max_ideals})  # fmt: skip
         flow_throughput_command(network, model_profile(profile, model_options), as_json,
-                                time_limit, dot, report)  # fmt: skip
+                                time_limit, dot, report, node_times)  # fmt: skip
         return
     refuse_one_path({"--time-limit": time_limit, "--dot": dot, "--report": report})
     net, prof = load_network(network), model_profile(profile, model_options)
-    node_time, cut_kind = _node_times(node_times, net, prof, cuts)
+    node_time, cut_kind = node_time_model(node_times, net, prof, cuts)
     with blame_network_file(network), native_stdout_muted():
         best = throughput_optimal(net, prof, method=method, cuts=cut_kind,
                                   max_ideals=max_ideals, latency=latency,

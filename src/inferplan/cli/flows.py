@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from inferplan.cli.options import blame_network_file
+from inferplan.cli.options import blame_network_file, node_time_model
 from inferplan.cli.render import console, print_json, table, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import si
@@ -45,7 +45,8 @@ def refuse(given: Mapping[str, object]) -> None:
     for flag, value in given.items():
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
-                                  "--interval, --time-limit, --json, --dot and --report)",
+                                  "--interval, --time-limit, --node-times, --json, --dot and "
+                                  "--report)",
                                   field=flag)  # fmt: skip
 
 
@@ -77,16 +78,18 @@ def refuse_one_path(given: Mapping[str, object]) -> None:
 
 def flow_throughput_command(
     network: Path, profile: Profile, as_json: bool, time_limit: float | None, dot: Path | None,
-    report: Path | None = None,
+    report: Path | None = None, node_times: Path | None = None,
 ) -> None:
-    """The largest flow on the network as it is."""
+    """The largest flow on the network as it is (``node_times``: a node times file)."""
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.pipelines.flow import flow_throughput
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
         net = load_network(network)
-        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
+        node_time, _ = node_time_model(node_times, net, profile, None)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
+                                node_time=node_time)  # fmt: skip
         plan = flow_throughput(inst, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
@@ -99,15 +102,18 @@ def flow_provision_command(
     time_limit: float | None,
     dot: Path | None,
     report: Path | None = None,
+    node_times: Path | None = None,
 ) -> None:
-    """The cheapest upgrades for a flow of ``rate``."""
+    """The cheapest upgrades for a flow of ``rate`` (``node_times``: a node times file)."""
     from inferplan.codesign.instance import compile_instance
     from inferplan.codesign.pipelines.flow import flow_provision
     from inferplan.network.io import load_network
 
     with blame_network_file(network):
         net = load_network(network)
-        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain")
+        node_time, _ = node_time_model(node_times, net, profile, None)
+        inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
+                                node_time=node_time)  # fmt: skip
         plan = flow_provision(inst, rate, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 

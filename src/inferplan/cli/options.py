@@ -42,6 +42,7 @@ __all__ = [
     "method_help",
     "model_flags",
     "native_stdout_muted",
+    "node_time_model",
     "services_method_help",
     "throughput_method_help",
     "with_model_options",
@@ -112,7 +113,11 @@ MaxIdealsOpt = Annotated[
 # The choices of --method and --tie-break are the registries' names (typer reads the Literal).
 if TYPE_CHECKING:
     from inferplan.codesign.methods import TieBreak as TieBreakChoice
+    from inferplan.codesign.timing.stage import NodeTimeModel, PerNodeTimeModel
+    from inferplan.network.network import Network
+    from inferplan.profiles.ideals import CutKind
     from inferplan.profiles.models import ModelOptions
+    from inferplan.profiles.profile import Profile
 
     MethodChoice = str
     ProvisionMethodChoice = str
@@ -245,3 +250,20 @@ def blame_network_file(path: Path) -> Iterator[None]:
         if about_network:
             raise exc.located(str(path)) from None
         raise
+
+
+def node_time_model(
+    path: Path | None, net: Network, prof: Profile, cuts: CutKind | None
+) -> tuple[NodeTimeModel | PerNodeTimeModel, CutKind | None]:
+    """The node time model of ``--node-times`` (FLOPs over capacity without it) and the cuts
+    to plan at: a chain's by default when the times are per block."""
+    from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY
+
+    if path is None:
+        return FLOPS_OVER_CAPACITY, cuts
+    from inferplan.codesign.timing.file import load_measured_blocks
+
+    if cuts == "graph":
+        raise InvalidArgument("the times of --node-times are per block: plan at the chain's "
+                              "cuts (leave out --cuts graph)", field="--cuts")  # fmt: skip
+    return load_measured_blocks(path, net.node_ids, prof.n_blocks), "chain"

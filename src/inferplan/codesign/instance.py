@@ -488,8 +488,8 @@ class CodesignInstance:
         if not self.shared_work:
             raise InvalidArgument(
                 f"{planner} reads one load table shared by every node and the node time model "
-                f"gives each node its own (PSG, T*, the MILP, PFP, PWF and the latency bounds "
-                "take it)",
+                f"gives each node its own (PSG, T*, the MILP, PFP, PWF, the latency bounds, "
+                "flow plans and joint services plans take it)",
                 field="node_time",
             )
 
@@ -536,6 +536,14 @@ class CodesignInstance:
         if self.shared_work:
             return self._shared_or_zero
         return np.where(self.no_transition, 0.0, self.node_loads[rows])
+
+    def work_or_zero_at(self, v: IntArray, i: IntArray, j: IntArray) -> FloatArray:
+        """``w_v(i, j)`` (0 where no transition goes) at each triple of index arrays: an
+        entry of :attr:`work_or_zero` when every node shares the loads (``v`` unread), else of
+        node ``v``'s :attr:`node_loads`."""
+        if self.shared_work:
+            return self.work_or_zero[i, j]
+        return np.where(self.no_transition[i, j], 0.0, self.node_loads[v, i, j])
 
     @cached_property
     def _shared_or_zero(self) -> FloatArray:

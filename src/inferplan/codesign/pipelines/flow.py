@@ -8,21 +8,24 @@ rate otherwise), every rate is a fraction of ``R``::
     g[e, j]    >= 0         the flow link e carries after j blocks
     sum_(e into v) g[e, j] + sum_a f[v, a, j] + [v = s, j = 0] phi
         = sum_(e out of v) g[e, j] + sum_b f[v, j, b] + [v = t, j = N] phi     every (v, j)
-    node:   R sum_(a, b) f[v, a, b] W(a, b) <= C_v + n_v
+    node:   R sum_(a, b) f[v, a, b] w_v(a, b) <= C_v + n_v
     link:   R sum_j g[e, j] D_j <= B_e + m_e
     memory: sum_(a, b) x[v, a, b] need(a, b) <= M_v + k_v
 
 ``phi`` is the flow's share of ``R``: a variable maximised for the largest rate (no
 purchases), 1 when provisioning, where the purchases ``n, m, k`` are priced exactly by their
 cost kind (:meth:`~inferplan.codesign.milp.cost.Model.purchase`) and their sum minimised. For the
-largest rate the node rows are one per range, ``f[v, a, b] R W(a, b) / C_v <= x[v, a, b]``,
+largest rate the node rows are one per range, ``f[v, a, b] R w_v(a, b) / C_v <= x[v, a, b]``,
 which is the aggregate row at ``sum x <= 1`` and no big-M at all; when provisioning each range
-that can overload its node also gets ``F W(a, b) f[v, a, b] <= C_v x[v, a, b] + n_v``, the
+that can overload its node also gets ``F w_v(a, b) f[v, a, b] <= C_v x[v, a, b] + n_v``, the
 node row at one range per node and far tighter where ``x`` is fractional. Both problems solve
 the LP relaxation first and try layouts rounded from it; one that meets the relaxation's bound
 is optimal without the full MILP (:func:`_solve`). Relays are links in and out
 of a node at the same ``j``. Links into the source and out of the target carry nothing, as
-for one path. docs/model.md proves the MILP exact.
+for one path. ``w_v(a, b)`` is node ``v``'s load for the range
+(:func:`~inferplan.codesign.pipelines.timing.range_work`): the range's FLOPs ``W(a, b)`` on
+every node by default, each node's own with a per-node time model (measured block times).
+docs/model.md proves the MILP exact.
 """
 
 from __future__ import annotations
@@ -234,7 +237,7 @@ def _rate_bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArra
 
 
 def _bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) -> float:
-    total_work = float(inst.work_between[0, inst.last_cut])
+    total_work = _least_work(inst)
     compute = float((inst.capacity + added).sum()) / total_work if total_work > 0 else math.inf
     least = float(inst.activation_bits.min())
     out = inst.link_src == inst.source
@@ -243,6 +246,25 @@ def _bound(inst: CodesignInstance, added: FloatArray, link_added: FloatArray) ->
     if inst.source == inst.target:
         sending = math.inf
     return min(compute, sending)
+
+
+def _least_work(inst: CodesignInstance) -> float:
+    """The least capacity one inference takes, summed over the ranges that carry it: the
+    whole model's work when every node shares the loads; with a load table per node, the
+    least over chains of ranges ``0 = j_0, j_1, ..., N`` of ``sum_k min_v w_v(j_k, j_k+1)``
+    (a shortest path over the cuts), so that no flow's rate passes all capacity over it."""
+    if inst.shared_work:
+        return float(inst.work_between[0, inst.last_cut])
+    cheapest = np.where(inst.no_transition, np.inf, inst.node_loads.min(axis=0))
+    np.fill_diagonal(cheapest, np.inf)
+    least = np.full(inst.n_cuts, np.inf)
+    least[0] = 0.0
+    for _ in range(inst.n_cuts):  # each round adds one range; at most K ranges in a chain
+        reached = np.minimum(least, (least[:, None] + cheapest).min(axis=0))
+        if np.array_equal(reached, least):
+            break
+        least = reached
+    return float(least[inst.last_cut])
 
 
 def flow_throughput(inst: CodesignInstance, *, time_limit: float | None = None) -> FlowPlan:
@@ -392,7 +414,7 @@ def flow_provision(
     F = throughput
     work = range_work(inst)
     most_memory = inst.memory + inst.memory_pricing.cap
-    fits = np.isfinite(work)[None] & (inst.memory_need[None] <= most_memory[:, None, None])
+    fits = np.isfinite(work) & (inst.memory_need[None] <= most_memory[:, None, None])
     D = inst.activation_bits
     link_most = inst.bandwidth + inst.link_pricing.cap
     usable = (link_most[:, None] > 0) | (D[None, :] == 0)
@@ -407,7 +429,7 @@ def flow_provision(
         ks = np.flatnonzero(c.rv == v)
         if not ks.size:
             continue
-        load = F * work[c.ra[ks], c.rb[ks]]
+        load = F * work[v, c.ra[ks], c.rb[ks]]
         C = float(inst.capacity[v])
         need = float(load.max())
         if need <= C:
@@ -521,7 +543,7 @@ def _purchases(
     f = x[c.f0 : c.f0 + c.rv.size] * F
     held = (x[c.x0 : c.x0 + c.rv.size] > 0.5) & (f > 1e-12 * F)  # a range nobody uses: none
     load = np.zeros(len(inst.node_ids))
-    np.add.at(load, c.rv[held], f[held] * work[c.ra[held], c.rb[held]])
+    np.add.at(load, c.rv[held], f[held] * work[c.rv[held], c.ra[held], c.rb[held]])
     g = x[c.g0 : c.g0 + c.ge.size] * F
     carried = np.zeros(len(inst.links))
     np.add.at(carried, c.ge, g * inst.activation_bits[c.gj])
@@ -593,7 +615,7 @@ def _read(
     for a in arcs:
         kind, i = a.element
         if kind == "node":
-            node_load[i] += a.flow * float(work[a.tail % W, a.head % W])
+            node_load[i] += a.flow * float(work[i, a.tail % W, a.head % W])
         else:
             link_load[i] += a.flow * float(inst.activation_bits[a.tail % W])
     loads: list[Load] = []

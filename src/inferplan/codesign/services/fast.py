@@ -205,7 +205,10 @@ def _most(problem: JointProblem) -> FloatArray:
     most = np.zeros(V + len(problem.bandwidth))
     for s, inst in enumerate(problem.instances):
         beta = problem.services[s].interval
-        most[problem.node_of[s]] += inst.work(0, inst.last_cut) / beta
+        # the whole model's load on each node: one value, formed alone, when all share it
+        whole = (inst.work(0, inst.last_cut) if inst.shared_work
+                 else inst.node_loads[:, 0, inst.last_cut])  # fmt: skip
+        most[problem.node_of[s]] += whole / beta
         most[V + problem.link_of[s]] += float(inst.activation_bits.max()) / beta
     return most
 

@@ -18,18 +18,23 @@ options of that command as fields of the service::
          source: mic, target: dc, interval: 0.5}
 
 ``latency`` (seconds, optional) bounds the time each inference of the service takes through
-the plan. ``input_shape`` is one shape or a list of them; ``blocks``, ``dtype``, ``config``
-(a list of ``key=value``), ``seq_len`` and ``decode`` are as the command's flags.
+the plan. ``node_times`` (optional) is a node times file, relative to the services file: the
+seconds each block of the service's model takes on some nodes (docs/codesign.md), which its
+stages on those nodes then take in place of the FLOPs over the capacity. ``input_shape`` is
+one shape or a list of them; ``blocks``, ``dtype``, ``config`` (a list of ``key=value``),
+``seq_len`` and ``decode`` are as the command's flags.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferplan.codesign.services.joint import Service
+from inferplan.codesign.timing.file import load_measured_blocks
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InferplanError, InvalidArgument, InvalidFile
 from inferplan.profiles.cuts import parse_factory_spec
@@ -50,6 +55,7 @@ class _ServiceEntry(BaseModel):
     throughput: Positive | None = None
     interval: Positive | None = None
     latency: Positive | None = None  # seconds each inference may take through the plan
+    node_times: str | None = None  # a node times file: seconds per block on some nodes
     # how a model named in place of a profile is profiled (inferplan profile's options)
     input_shape: str | list[str] | None = None
     blocks: str | None = None
@@ -114,8 +120,13 @@ def services_from_dict(
             raise InvalidFile(
                 f"profile {entry.profile!r}: {exc}", source=source, field=f"{where}.profile"
             ) from None
-        out.append(Service(entry.name, profile, entry.source, entry.target, interval,
-                           entry.latency))  # fmt: skip
+        service = Service(entry.name, profile, entry.source, entry.target, interval,
+                          entry.latency)  # fmt: skip
+        if entry.node_times is not None:
+            path = Path(entry.node_times) if base is None else base / entry.node_times
+            measured = load_measured_blocks(path, None, profile.n_blocks)  # nodes: checked later
+            service = replace(service, node_time=measured)
+        out.append(service)
     return out
 
 

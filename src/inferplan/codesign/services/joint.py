@@ -35,6 +35,8 @@ from inferplan.codesign.plan import (
     cut_lists,
 )
 from inferplan.codesign.stages import stage_units, stages
+from inferplan.codesign.timing.measured import MeasuredBlocks
+from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
 from inferplan.errors import Infeasible, InferplanError, InvalidArgument, NetworkHasCycle
 from inferplan.network.costs import CapacityCost, FunctionCost
 from inferplan.network.network import Network
@@ -58,7 +60,10 @@ __all__ = [
 class Service:
     """One DNN service: its ``profile`` served from ``source`` to ``target`` every
     ``interval`` seconds (``1 / throughput``), each inference within ``latency`` seconds when
-    given (its latency at the plan's capacities, as :attr:`ServiceDeployment.latency`).
+    given (its latency at the plan's capacities, as :attr:`ServiceDeployment.latency`), each
+    stage taking what ``node_time`` says on its node (the FLOPs over the capacity by default;
+    :mod:`inferplan.codesign.timing`, e.g. seconds per block of this service's model
+    measured on some nodes).
 
     Examples
     --------
@@ -73,6 +78,7 @@ class Service:
     target: str
     interval: float
     latency: float | None = None
+    node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY
 
     def __post_init__(self) -> None:
         where = f"service {self.name!r}"
@@ -450,7 +456,8 @@ def _price(cost: CapacityCost, amount: float) -> float:
 def _compile(network: Network, service: Service, require_acyclic: bool) -> CodesignInstance:
     try:
         own = network.with_endpoints(service.source, service.target)
-        return compile_instance(own, service.profile, require_acyclic=require_acyclic)
+        return compile_instance(own, service.profile, require_acyclic=require_acyclic,
+                                node_time=service.node_time)  # fmt: skip
     except NetworkHasCycle as exc:
         raise NetworkHasCycle(exc.message, field=f"service {service.name!r}") from None
     except InferplanError as exc:  # the service's target unreachable from its source
@@ -458,8 +465,9 @@ def _compile(network: Network, service: Service, require_acyclic: bool) -> Codes
 
 
 def check_services(network: Network, services: Sequence[Service]) -> None:
-    """Refuse an empty list, a duplicate name, or a source or target that is not a node of
-    ``network`` (or from which the target cannot be reached), naming the service.
+    """Refuse an empty list, a duplicate name, a source or target that is not a node of
+    ``network`` (or from which the target cannot be reached), or measured node times of a
+    node not in it, naming the service.
 
     Raises
     ------
@@ -483,6 +491,11 @@ def check_services(network: Network, services: Sequence[Service]) -> None:
             raise InvalidArgument(
                 f"source and target must differ, both are {service.source!r}", field=where
             )
+        if isinstance(service.node_time, MeasuredBlocks):
+            for node, _ in service.node_time.seconds:
+                if node not in nodes:
+                    raise InvalidArgument(f"its node times measure node {node!r}, which is not "
+                                          "a node of the network", field=where)  # fmt: skip
 
 
 def provision_services(

@@ -113,7 +113,8 @@ class JointMilp:
                 np.where(np.isfinite(links), 0.0, np.inf),
             )
             (yv, yi, yj), (ze, zj) = flow.y, flow.z
-            node_load = inst.work_or_zero[yi, yj] / beta
+            node_work = inst.work_or_zero_at(yv, yi, yj)  # w_v(i, j): the node's own load
+            node_load = node_work / beta
             link_load = inst.activation_bits[zj] / beta
             columns = np.arange(n, n + flow.cost.size)
             held = limited[problem.node_of[s][yv]]  # the memory a node's columns need
@@ -126,7 +127,7 @@ class JointMilp:
                 )
             )  # fmt: skip
             if s in bounded:  # what each column adds to the service's latency
-                work = np.concatenate((inst.work_or_zero[yi, yj], inst.activation_bits[zj]))
+                work = np.concatenate((node_work, inst.activation_bits[zj]))
                 delays.append((s, columns, np.concatenate((problem.node_of[s][yv],
                                                            V + problem.link_of[s][ze])),
                                work, np.concatenate((np.zeros(yv.size),

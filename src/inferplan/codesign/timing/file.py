@@ -16,10 +16,13 @@ from inferplan.errors import InvalidArgument, InvalidFile
 __all__ = ["load_measured_blocks", "read_measured_blocks"]
 
 
-def load_measured_blocks(path: str | Path, node_ids: Sequence[str], blocks: int) -> MeasuredBlocks:
+def load_measured_blocks(
+    path: str | Path, node_ids: Sequence[str] | None, blocks: int
+) -> MeasuredBlocks:
     """Read a node times file (JSON or YAML): ``block_seconds``, a mapping of node ids to
     the seconds each block of the model takes on that node (as measured there, at the
-    capacity the network gives it), for a network of ``node_ids`` and a model of ``blocks``.
+    capacity the network gives it), for a network of ``node_ids`` (``None``: the nodes are
+    checked later, against the network) and a model of ``blocks``.
 
     Raises
     ------
@@ -35,11 +38,12 @@ def load_measured_blocks(path: str | Path, node_ids: Sequence[str], blocks: int)
     >>> load_measured_blocks(f, ["s", "a1", "t"], 2).seconds
     (('a1', (0.5, 0.25)),)
     """
-    source, known = str(path), set(node_ids)
+    source = str(path)
+    known = None if node_ids is None else set(node_ids)
     model = read_measured_blocks(path)
     for node, times in model.seconds:
         where = f"block_seconds.{node}"
-        if node not in known:
+        if known is not None and node not in known:
             raise InvalidFile(f"unknown node {node!r} (not in the network)", source=source,
                               field=where)  # fmt: skip
         if len(times) != blocks:
