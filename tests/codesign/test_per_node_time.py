@@ -135,7 +135,7 @@ def test_t_star_and_psg_under_measured_times_are_the_brute_force_optimum(case, s
 
 @settings(max_examples=40, deadline=None)
 @given(case=measured_instances(), share=st.sampled_from([0.7, 0.3]),
-       slack=st.sampled_from([1.0, 1.3, 3.0]))  # fmt: skip
+       slack=st.sampled_from([0.3, 0.6, 0.9, 1.0, 1.3, 3.0]))  # fmt: skip
 def test_the_latency_bound_under_measured_times_is_the_brute_force_optimum(case, share, slack):
     net, prof, measured = case
     inst = compile_instance(net, prof, cuts="chain", node_time=MeasuredBlocks.of(measured))
@@ -144,21 +144,24 @@ def test_the_latency_bound_under_measured_times_is_the_brute_force_optimum(case,
         return
     beta = t_star / share
     bound = fastest * slack
-    assert _close(throughput_within(inst, bound).interval, min(
+    within = [
         max(w / c for w, c, _, _ in _stages(net, prof, measured, p, b, beta)[0])
         for p, b in _deployments(net, prof.n_blocks)
         if math.fsum(w / c for w, c, _, _ in _stages(net, prof, measured, p, b, beta)[0])
         + _stages(net, prof, measured, p, b, beta)[1] <= bound * (1 + 1e-9)
-    ))  # fmt: skip
+    ]  # below 1, the bound is faster than any deployment as the network is: purchases
+    if slack >= 1:  # for latency are needed, and the MILP's columns are what they weigh
+        assert _close(throughput_within(inst, bound).interval, min(within))
     want = _brute(net, prof, measured, beta, bound)[3]
-    try:
-        plan = solve_latency(inst, beta, latency=bound)
-    except Infeasible:
-        assert math.isinf(want) or want > 1e300
-        return
-    assert plan.latency <= bound * (1 + 1e-9) and plan.interval <= beta * (1 + 1e-9)
-    if plan.status == "optimal":
-        assert plan.cost == pytest.approx(want, rel=1e-5, abs=1e-8)
+    for solve in (solve_latency, solve_milp_latency):
+        try:
+            plan = solve(inst, beta, latency=bound)
+        except Infeasible:
+            assert math.isinf(want) or want > 1e300, solve.__name__
+            continue
+        assert plan.latency <= bound * (1 + 1e-9) and plan.interval <= beta * (1 + 1e-9)
+        if plan.status == "optimal":
+            assert plan.cost == pytest.approx(want, rel=1e-5, abs=1e-8), solve.__name__
 
 
 def _tiny() -> tuple[inferplan.Network, inferplan.Profile]:
@@ -235,13 +238,10 @@ def test_measured_blocks_refuse_a_layer_graphs_ideals_and_take_its_blocks():
     assert inferplan.throughput(net, prof, cuts="chain", node_time=model).interval > 0
 
 
-def test_planners_that_read_one_shared_table_refuse_a_per_node_model():
+def test_the_shared_load_table_is_refused_under_a_per_node_model():
     net, prof = _tiny()
     model = MeasuredBlocks.of({"a1": [0.01] * 3})
     inst = compile_instance(net, prof, node_time=model)
-    beta = 2 * throughput_optimal(inst).interval
-    with pytest.raises(InvalidArgument, match="the MILP under a latency bound reads one load"):
-        solve_milp_latency(inst, beta, latency=10.0)
     with pytest.raises(InvalidArgument, match="gives each node its own") as info:
         _ = inst.work_between
     assert info.value.field == "node_time"

@@ -488,8 +488,7 @@ class CodesignInstance:
         if not self.shared_work:
             raise InvalidArgument(
                 f"{planner} reads one load table shared by every node and the node time model "
-                f"gives each node its own (PSG, T*, the MILP, PFP, PWF, the latency bounds, "
-                "flow plans and joint services plans take it)",
+                f"gives each node its own (every planner takes it: read node_loads)",
                 field="node_time",
             )
 

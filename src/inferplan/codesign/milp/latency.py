@@ -306,7 +306,7 @@ class _LatencyMilp:
         # than the best known once that alone costs more
         self.least = np.concatenate((base_node[yv, yi, yj], base_link[ze, zj]))
         ny = yv.size
-        work = inst.work_or_zero[yi, yj]
+        work = inst.work_or_zero_at(yv, yi, yj)  # node yv's load of its stage (i, j]
         bits = inst.activation_bits[zj]
         # time in units of the slack above the least propagation delay: each link's delay
         # reduced by potentials, which sum to the path's delay less the least along any
@@ -429,7 +429,6 @@ def solve_milp_latency(
     >>> plan.status, abs(plan.cost - exact.cost) <= 1e-8 * exact.cost
     ('optimal', True)
     """
-    inst.refuse_per_node("the MILP under a latency bound")
     check_latency(latency)
     check_scale(inst, beta)
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
@@ -556,8 +555,8 @@ def _least_latency(
     every = np.arange(len(inst.node_ids))
     links = np.arange(len(inst.links))
     with np.errstate(divide="ignore", invalid="ignore"):
-        node = np.where(inst.work_or_zero[None] > 0,
-                        inst.work_or_zero[None] / node_most[:, None, None], 0.0)  # fmt: skip
+        loads = inst.loads_or_zero_of(every)  # (1, K, K) shared, or (V, K, K) by node
+        node = np.where(loads > 0, loads / node_most[:, None, None], 0.0)
         link = inst.activation_bits[None, :] / link_most[:, None]
     limit = beta * (1 + INTERVAL_RTOL)
     node[(node > limit) | ~np.isfinite(inst.terms.node(every))] = np.inf
