@@ -516,6 +516,9 @@ LONG_COMMANDS = [
                            str(EXAMPLES / "chat-workload.yaml"), "--catalog",
                            str(EXAMPLES / "gpus.yaml"), "--json"],
      "planning 4 requests/s of llama-8b (cost)"),
+    ("flows", lambda tmp: ["provision", str(EXAMPLES / "flow-network.json"), "vgg16",
+                           "--pipelines", "any", "--throughput", "3", "--json"],
+     "a flow plan of 3 inferences/s"),
 ]  # fmt: skip
 
 

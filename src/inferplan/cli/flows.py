@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from inferplan.cli.options import blame_network_file, node_time_model
-from inferplan.cli.render import console, print_json, table, written
+from inferplan.cli.options import blame_network_file, native_stdout_muted, node_time_model
+from inferplan.cli.render import console, print_json, table, working, written
 from inferplan.errors import InvalidArgument
 from inferplan.units import si
 
@@ -90,7 +90,8 @@ def flow_throughput_command(
         node_time, _ = node_time_model(node_times, net, profile, None)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
                                 node_time=node_time)  # fmt: skip
-        plan = flow_throughput(inst, time_limit=time_limit)
+        with native_stdout_muted(), working(f"the largest flow of {profile.name}"):
+            plan = flow_throughput(inst, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
 
@@ -114,7 +115,8 @@ def flow_provision_command(
         node_time, _ = node_time_model(node_times, net, profile, None)
         inst = compile_instance(net, profile, require_acyclic=False, cuts="chain",
                                 node_time=node_time)  # fmt: skip
-        plan = flow_provision(inst, rate, time_limit=time_limit)
+        with native_stdout_muted(), working(f"a flow plan of {rate:g} inferences/s"):
+            plan = flow_provision(inst, rate, time_limit=time_limit)
     _show(plan, as_json, dot, report, net, profile.name)
 
 
