@@ -187,6 +187,7 @@ class _FlowMeasured:
     link_sent: dict[int, list[float]] = field(default_factory=dict)  # testbed: per head
     link_arrived: dict[int, list[float]] = field(default_factory=dict)  # testbed: per tail
     node_cpu: list[float] = field(default_factory=list)  # testbed: CPU s per inference
+    node_quota: float | None = None  # testbed: the quota at the end (recalibrated)
 
 
 @dataclass(frozen=True)
@@ -467,7 +468,7 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
             mine.node_busy.append(now - start)
             onward((now, i, p, h, values))
     if held is not None:
-        mine.node_cpu = list(held.cpu_s)
+        mine.node_cpu, mine.node_quota = list(held.cpu_s), held.quota
     for thread in threads:
         thread.join()
     return mine
@@ -727,10 +728,10 @@ def _report(plan: FlowPlan, setup: _FlowSetup, gathered: Sequence[_FlowMeasured]
                           "measured_s": statistics.median(busy) if busy else 0.0,
                           "real_s": statistics.median(real) if real else 0.0,
                           "inferences": len(m.node_busy)})  # fmt: skip
-            if setup.bed is not None:  # its CPU per inference and the quota first set
+            if setup.bed is not None:  # its CPU per inference, the quota first and last set
                 cpu = m.node_cpu[warmup:] or m.node_cpu
                 nodes[-1].update(cpu_s=statistics.median(cpu) if cpu else 0.0,
-                                 quota=setup.bed.quotas[k],
+                                 quota=setup.bed.quotas[k], quota_last=m.node_quota,
                                  repeats=setup.bed.repeats[k])  # fmt: skip
             late = overrun(setup.node_s[k], real) if setup.emulate else None
             if late is not None:
