@@ -200,8 +200,10 @@ class FlowRunReport:
     stream's own rate, which the bursts of parallel pipelines do not skew);
     ``measured_throughput`` is their sum. ``nodes`` and
     ``links`` give each element's planned and measured (median; a link's on the testbed the
-    mean) seconds per inference or message. ``dispatched`` is how many inferences each pipeline was given.
-    """
+    mean) seconds per inference or message. ``dispatched`` is how many inferences each
+    pipeline was given. On the testbed (``mode`` ``"testbed"``) every time and throughput is
+    the run's own, the plan's ``dilation`` times slower; a node adds its CPU per inference
+    (``cpu_s``), its quota first and last set and how many times it ran its range."""
 
     plan: FlowPlan
     inferences: int
