@@ -48,7 +48,7 @@ from inferplan.codesign.pipelines.flow import flow_throughput
 from inferplan.network import load_network
 from inferplan.profiles.from_torch import profile_module
 from inferplan.runtime.flows import run_flow
-from inferplan.runtime.pipeline import RunRequest
+from inferplan.runtime.pipeline import RunRequest, StageFailed
 
 WIDTH, DEPTH = 64, 8
 MODEL = f"{Path(__file__).resolve()}:model"
@@ -178,7 +178,14 @@ def main(argv: list[str] | None = None) -> int:
                                  inferences=args.inferences, warmup=args.warmup,
                                  timeout_s=60.0, testbed=args.testbed,
                                  dilation=args.dilation)  # fmt: skip
-            report = run_flow(request)
+            try:
+                report = run_flow(request)
+            except StageFailed as exc:  # a row that says why, and the study goes on
+                row = {"plan": f"{kind}-{number}", "kind": kind, "failed": str(exc)}
+                rows.append(row)
+                print(json.dumps(row) if args.json else f"{row['plan']:>14} failed: {exc}",
+                      flush=True)  # fmt: skip
+                continue
             error = report.measured_throughput / report.predicted_throughput - 1
             used = sum(1 for d in report.dispatched if d)
             held = Counter(report.plan.layout.values())
@@ -201,12 +208,14 @@ def main(argv: list[str] | None = None) -> int:
                       + ("  " + "; ".join(row["explained"]) if row["explained"] else ""),
                       flush=True)  # fmt: skip
     rows = [r for r in rows if "skipped" not in r]
-    within = sum(1 for r in rows if abs(r["error"]) <= 0.10)
+    failed = sum(1 for r in rows if "failed" in r)
+    within = sum(1 for r in rows if "failed" not in r and abs(r["error"]) <= 0.10)
     load = os.getloadavg()[0]
-    summary = {"plans": len(rows), "within_10pct": within,
+    summary = {"plans": len(rows), "within_10pct": within, "failed": failed,
                "share": within / len(rows) if rows else math.nan, "load": load}  # fmt: skip
     print(json.dumps(summary) if args.json else
-          f"{within} of {len(rows)} plans within 10 % ({summary['share']:.0%}); load {load:.2f}")
+          f"{within} of {len(rows)} plans within 10 % ({summary['share']:.0%}), {failed} failed; "
+          f"load {load:.2f}")
     return 0 if rows else 1
 
 
