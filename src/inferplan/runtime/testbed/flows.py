@@ -61,7 +61,14 @@ from inferplan.runtime.testbed.linux import (
     host_address,
     repeats,
 )
-from inferplan.runtime.testbed.run import DATA_PORT, ROUND, _blocking, _bytes, calibrations
+from inferplan.runtime.testbed.run import (
+    DATA_PORT,
+    ROUND,
+    _blocking,
+    _bytes,
+    calibrations,
+    recv_tensors,
+)
 
 __all__ = ["FlowBed", "FlowLayout", "FlowSockets", "HeldCompute", "flow_layout", "flow_testbed",
            "link_rate"]
@@ -243,20 +250,7 @@ class FlowSockets:
         return self._recv(tail, tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs))
 
     def _recv(self, tail: int, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        sock = self.into[tail]
-        for t in tensors:
-            view = memoryview(_bytes(t))
-            got = 0
-            while got < len(view):  # bounded: every call waits at most timeout_s
-                try:
-                    n = sock.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
-                except BlockingIOError:  # SO_RCVTIMEO ran out
-                    raise TimeoutError(f"no data from rank {tail} for "
-                                       f"{self.timeout_s:g} s") from None  # fmt: skip
-                if n == 0:
-                    raise ConnectionError(f"rank {tail} closed its link")
-                got += n
-        return tensors
+        return recv_tensors(self.into[tail], tensors, f"rank {tail}", self.timeout_s)
 
     def close(self) -> None:
         for sock in (*self.out.values(), *self.into.values(), self._listener):

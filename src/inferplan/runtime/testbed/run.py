@@ -303,19 +303,7 @@ class SocketLinks:
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
         assert self._in is not None
         tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
-        for t in tensors:
-            view = memoryview(_bytes(t))
-            got = 0
-            while got < len(view):  # bounded: every call waits at most timeout_s
-                try:  # all of it in one system call, which runs without the GIL
-                    n = self._in.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
-                except BlockingIOError:  # SO_RCVTIMEO ran out
-                    raise TimeoutError(f"no data from stage {self.rank - 1} for "
-                                       f"{self.timeout_s:g} s") from None  # fmt: skip
-                if n == 0:
-                    raise ConnectionError(f"stage {self.rank - 1} closed its link")
-                got += n
-        return tensors
+        return recv_tensors(self._in, tensors, f"stage {self.rank - 1}", self.timeout_s)
 
     def hold(self) -> None:
         """Move the calling (compute) thread into this rank's host cgroup, on its core: from
@@ -365,6 +353,24 @@ class SocketLinks:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
+
+
+def recv_tensors(sock: socket.socket, tensors: tuple[torch.Tensor, ...], peer: str,
+                 timeout_s: float) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    """Fill ``tensors`` with their raw bytes from ``sock`` (blocking, :func:`_blocking`), sent
+    by ``peer``; raise TimeoutError or ConnectionError naming it."""
+    for t in tensors:
+        view = memoryview(_bytes(t))
+        got = 0
+        while got < len(view):  # bounded: every call waits at most timeout_s
+            try:  # all of it in one system call, which runs without the GIL
+                n = sock.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
+            except BlockingIOError:  # SO_RCVTIMEO ran out
+                raise TimeoutError(f"no data from {peer} for {timeout_s:g} s") from None
+            if n == 0:
+                raise ConnectionError(f"{peer} closed its link")
+            got += n
+    return tensors
 
 
 def _blocking(sock: socket.socket, timeout_s: float) -> socket.socket:
