@@ -572,7 +572,8 @@ def run_flow(request: RunRequest, *, rate: float | None = None,
     flow) for ``request``'s model and network, run it on ``127.0.0.1``, one forked rank per
     node the pipelines visit, and measure it.
 
-    With ``request.testbed``, on the kernel-shaped testbed (:func:`_on_testbed`), its time
+    With ``request.testbed``, on the kernel-shaped testbed
+    (:mod:`inferplan.runtime.testbed.flows`), its time
     dilated by at least ``request.dilation``. ``request.plan``, ``open_loop`` and
     ``interval`` are not used: a flow plan is made here, on one machine, closed loop.
 
