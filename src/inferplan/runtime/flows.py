@@ -678,17 +678,20 @@ def _on_testbed(setup: _FlowSetup, traced: TracedModel, plan: FlowPlan,
             real.append(seconds)
     finally:
         torch.set_num_threads(threads)
-    per = Counter(setup.schedule)
     rates: dict[tuple[int, int], float] = {}
     loads: dict[tuple[int, int], float] = {}  # bit/s the flow puts on each link
     for link, by_cut in setup.link_s.items():
-        carried: Counter[int] = Counter()  # messages by cut
-        for p, hops in enumerate(setup.hops):
+        # messages by cut, as the plan's rates share them out (a short run may dispatch
+        # none to a pipeline of a small rate)
+        carried: dict[int, float] = {}
+        for p, hops in zip(plan.pipelines, setup.hops, strict=True):
             for h in hops:
                 if (h.rank, h.next_rank) == link:
-                    carried[h.last] += per[p]
+                    carried[h.last] = carried.get(h.last, 0.0) + p.rate
         cuts = sorted(carried)
         sizes = [HEADER_B + _bytes(setup.specs[j]) for j in cuts]
+        if not any(by_cut[j] > 0 for j in cuts):
+            continue  # nothing to shape: its cuts carry no data in the model
         rates[link] = link_rate(sizes, [carried[j] for j in cuts], [by_cut[j] for j in cuts])
         loads[link] = 8 * math.fsum(p.rate * (HEADER_B + _bytes(setup.specs[h.last]))
                                     for p, hops in zip(plan.pipelines, setup.hops, strict=True)
