@@ -38,7 +38,6 @@ import os
 import pickle
 import signal
 import socket
-import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,10 +62,10 @@ from inferplan.runtime.testbed.linux import (
 )
 from inferplan.runtime.testbed.run import (
     DATA_PORT,
-    ROUND,
     _blocking,
     _bytes,
     calibrations,
+    recalibrate,
     recv_tensors,
 )
 
@@ -315,13 +314,8 @@ class HeldCompute:
         inference in that round (the median) over its dilated planned time."""
         if self.quota is None or len(self.cpu_s) not in self._rounds:
             return
-        median = statistics.median(self.cpu_s[-ROUND:])
-        if not median > 0:
-            return
-        self.quota = min(1.0, median / self.planned_s)
-        period = max(self.bed.periods_s[self.rank], cfs_period([], [self.quota]))
-        CpuQuota(Path(self.bed.cgroups[self.rank]), self.bed.version, self.quota,
-                 period).hold()  # fmt: skip
+        self.quota = recalibrate(self.cpu_s, self.planned_s, Path(self.bed.cgroups[self.rank]),
+                                 self.bed.version, self.bed.periods_s[self.rank]) or self.quota
 
     def close(self) -> None:
         """End the compute process (it leaves the cgroup with it)."""

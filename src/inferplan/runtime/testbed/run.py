@@ -324,16 +324,8 @@ class SocketLinks:
         not see. Returns the quota."""
         if self.quota is None or len(cpu_s) not in self._rounds:
             return self.quota
-        median = statistics.median(cpu_s[-ROUND:])
-        if not median > 0:
-            return self.quota
-        from inferplan.runtime.testbed.linux import CpuQuota
-
-        self.quota = min(1.0, median / self.planned_s)
-        # a smaller quota may need a longer period to keep the kernel's 1 ms per period
-        period = max(self.placement.period_s, cfs_period([], [self.quota]))
-        CpuQuota(Path(self.placement.cgroups[self.rank]), self.placement.version, self.quota,
-                 period).hold()  # fmt: skip
+        self.quota = recalibrate(cpu_s, self.planned_s, Path(self.placement.cgroups[self.rank]),
+                                 self.placement.version, self.placement.period_s) or self.quota
         return self.quota
 
     def release(self) -> None:
@@ -353,6 +345,22 @@ class SocketLinks:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
+
+
+def recalibrate(cpu_s: Sequence[float], planned_s: float, cgroup: Path, version: str,
+                period_s: float) -> float | None:  # fmt: skip
+    """Hold ``cgroup`` from now on to the CPU its compute took per inference in the round just
+    ended (the median of the last :data:`ROUND` of ``cpu_s``) over its ``planned_s``, at most
+    a core, with a period of at least ``period_s`` (longer where a smaller quota needs it to
+    keep the kernel's 1 ms a period); the quota (``None``: no CPU measured, nothing set)."""
+    median = statistics.median(cpu_s[-ROUND:])
+    if not median > 0:
+        return None
+    from inferplan.runtime.testbed.linux import CpuQuota
+
+    quota = min(1.0, median / planned_s)
+    CpuQuota(cgroup, version, quota, max(period_s, cfs_period([], [quota]))).hold()
+    return quota
 
 
 def recv_tensors(sock: socket.socket, tensors: tuple[torch.Tensor, ...], peer: str,
