@@ -161,7 +161,7 @@ def test_a_relay_and_a_split_model_run_and_match(tmp_path):
     assert outputs.shape == (K, 1, 4)
 
 
-@pytest.mark.parametrize("flag", [["--plan", "x.json"], ["--testbed"], ["--rate"],
+@pytest.mark.parametrize("flag", [["--plan", "x.json"], ["--rate"],
                                   ["--dilation", "2"], ["--method", "milp"]])  # fmt: skip
 def test_what_a_flow_run_does_not_take_is_refused_in_one_line(tmp_path, flag):
     net = write(tmp_path / "net.json", _network({"a": 1e6}, [("s", "a"), ("a", "t")]))

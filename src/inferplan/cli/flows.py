@@ -65,7 +65,7 @@ def refuse_in_run(given: Mapping[str, object]) -> None:
         if value not in (None, False, ()):
             raise InvalidArgument("not with --pipelines any (a flow run plans its flow from "
                                   "--throughput or --interval, or the largest flow without "
-                                  "either, and runs it closed loop on this machine)",
+                                  "either, and runs it closed loop here or on --testbed)",
                                   field=flag)  # fmt: skip
 
 
@@ -149,6 +149,13 @@ def _show(plan: FlowPlan, as_json: bool, dot: Path | None, report: Path | None =
                          for x in plan.loads]))  # fmt: skip
 
 
+def _mode(mode: str, dilation: float) -> str:
+    """How a flow run ran, in words."""
+    if mode == "testbed":
+        return f"on the testbed, time dilated {dilation:.3g}x (its times and rates the run's own)"
+    return "emulated capacities" if mode == "emulate" else "this machine's speed"
+
+
 def flow_dot(plan: FlowPlan) -> str:
     """The plan as GraphViz DOT: each node with its blocks, each link with its flow, widths by
     rate, the bottleneck in red."""
@@ -175,10 +182,12 @@ def flow_run_command(
     network: Path, model: str, shapes: list[str], blocks: str | None, granularity: str | None,
     dtype: str, rate: float | None, interval: float | None, inferences: int | None,
     warmup: int, inputs: Path | None, outputs: Path | None, emulate: bool | None, seed: int,
-    timeout: float, as_json: bool, dot: Path | None, report_path: Path | None = None,
+    timeout: float, as_json: bool, dot: Path | None, report_path: Path | None = None, *,
+    testbed: bool = False, dilation: float | None = None,
 ) -> None:  # fmt: skip
     """``inferplan run --pipelines any``: plan a flow (the cheapest for the target, or the
-    largest without one), run it on this machine and print what it measured."""
+    largest without one), run it on this machine (``testbed``: on the kernel-shaped testbed,
+    its time dilated at least ``dilation`` times) and print what it measured."""
     import sys
 
     import typer
@@ -212,7 +221,8 @@ def flow_run_command(
                          inferences=inferences, warmup=warmup,
                          inputs=str(inputs) if inputs is not None else None,
                          outputs=str(outputs) if outputs is not None else None,
-                         emulate=emulate, seed=seed, timeout_s=timeout)  # fmt: skip
+                         emulate=emulate, seed=seed, timeout_s=timeout, testbed=testbed,
+                         dilation=dilation)  # fmt: skip
     try:
         report = run_flow(request, rate=target)
     except StageFailed as exc:
@@ -225,8 +235,10 @@ def flow_run_command(
         from inferplan.plots.flow_report import FlowMeasured, write_flow_report
 
         verdict = "match" if report.outputs_match else "DIFFER from"
-        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
-        measured = FlowMeasured(report.measured_throughput, report.pipeline_measured,
+        mode = _mode(report.mode, report.dilation)
+        k = report.dilation  # the plan's time, as the report's predictions are
+        measured = FlowMeasured(report.measured_throughput * k,
+                                tuple(m * k for m in report.pipeline_measured),
                                 f"{report.inferences} inferences ({report.warmup} warm-up), "
                                 f"{mode}; outputs {verdict} the unsplit model's")  # fmt: skip
         written(write_flow_report(report_path, net, report.plan, measured=measured,
@@ -235,12 +247,12 @@ def flow_run_command(
         print_json(report.to_dict())
     else:
         plan = report.plan
-        mode = "emulated capacities" if report.mode == "emulate" else "this machine's speed"
-        console.print(f"{report.inferences} inferences ({report.warmup} warm-up), {mode}")
+        console.print(f"{report.inferences} inferences ({report.warmup} warm-up), "
+                      f"{_mode(report.mode, report.dilation)}")  # fmt: skip
         console.print(table("pipelines", ["path", "partition", "dispatched", "predicted (inf/s)",
                                           "measured (inf/s)"],
                             [[" > ".join(p.path), " ".join(map(str, p.partition)), str(d),
-                              f"{p.rate:.4g}", f"{m:.4g}"]
+                              f"{p.rate / report.dilation:.4g}", f"{m:.4g}"]
                              for p, m, d in zip(plan.pipelines, report.pipeline_measured,
                                                 report.dispatched, strict=True)]))  # fmt: skip
         console.print(table("nodes", ["node", "blocks", "planned", "measured", "real work"],

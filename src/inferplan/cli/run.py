@@ -199,14 +199,16 @@ def run_command(
     if pipelines == "any":
         from inferplan.cli.flows import flow_run_command, refuse_in_run
 
-        refuse_in_run({"--plan": plan, "--testbed": testbed or None, "--rate": open_loop or None,
-                       "--dilation": dilation, "--cuts": cuts,
+        refuse_in_run({"--plan": plan, "--rate": open_loop or None, "--cuts": cuts,
                        "--max-ideals": max_ideals,
                        "--method": method if method != "psg" else None})  # fmt: skip
+        if testbed:
+            remove_killed_runs()
         with blame_network_file(network):
             flow_run_command(network, model, input_shape or [], blocks, granularity, dtype, rate,
                              interval, inferences, warmup, inputs, outputs, emulate, seed,
-                             timeout, as_json, dot, html_report)  # fmt: skip
+                             timeout, as_json, dot, html_report, testbed=testbed,
+                             dilation=dilation)  # fmt: skip
         return
     from inferplan.runtime.checks import under_launcher
 

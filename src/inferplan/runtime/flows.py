@@ -21,11 +21,18 @@ it carries, plus the link's propagation delay, on the schedule a server of that 
 keeps (:class:`~inferplan.runtime.emulate.Server`), as a one-path run does. The ranks are
 forked from the launcher, which builds the model once, on ``127.0.0.1``; the outputs are
 checked against the unsplit model.
+
+With ``request.testbed`` the ranks run on the kernel-shaped testbed instead
+(:mod:`inferplan.runtime.testbed.flows`): each in its node's namespace address and CPU quota,
+each link a traffic-control class at its bandwidth, the run's time dilated by ``k``, no
+pacing; the report's times and throughputs are then the run's own (the plan's ``k`` times
+slower).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import math
 import os
@@ -50,7 +57,7 @@ from inferplan.codesign.pipelines.result import FlowPlan
 from inferplan.errors import InvalidArgument
 from inferplan.runtime.checks import check_run
 from inferplan.runtime.emulate import Server, overrun
-from inferplan.runtime.measure import build_model
+from inferplan.runtime.measure import build_model, random_inputs, time_stages
 from inferplan.runtime.pipeline import (
     _RUN_DIR,
     RunRequest,
@@ -68,6 +75,18 @@ from inferplan.runtime.pipeline import (
 )
 from inferplan.runtime.ranks import die_with_parent, stop_ranks
 from inferplan.runtime.split import TensorSpec, TracedModel, trace_model
+from inferplan.runtime.testbed.flows import (
+    HEADER_B,
+    FlowBed,
+    FlowSockets,
+    HeldCompute,
+    flow_layout,
+    flow_testbed,
+    link_rate,
+)
+from inferplan.runtime.testbed.linux import require as require_testbed
+from inferplan.runtime.testbed.linux import transport_cost
+from inferplan.runtime.testbed.run import MASTER_PORT, link_times
 
 __all__ = ["FlowRunReport", "flow_plan_for", "run_flow", "weighted_round_robin"]
 
@@ -130,12 +149,22 @@ class _FlowSetup:
     emulate: bool
     timeout_s: float
     window: int
+    bed: FlowBed | None = None  # on the testbed
 
     def messages(self, tail: int, head: int) -> int:
         """How many messages link ``tail -> head`` carries in the run."""
         per = Counter(self.schedule)
         return sum(per[p] for p, hops in enumerate(self.hops)
                    for h in hops if h.rank == tail and h.next_rank == head)  # fmt: skip
+
+    def heads(self, rank: int) -> list[int]:
+        """The ranks that rank ``rank`` sends to."""
+        return sorted({h.next_rank for s in self.hops for h in s
+                       if h.rank == rank and h.next_rank is not None})  # fmt: skip
+
+    def tails(self, rank: int) -> list[int]:
+        """The ranks that send to rank ``rank``."""
+        return sorted({h.rank for s in self.hops for h in s if h.next_rank == rank})
 
     def computed(self, rank: int) -> int:
         """How many inferences rank ``rank`` computes in the run."""
@@ -155,6 +184,10 @@ class _FlowMeasured:
     done_at: dict[int, float] = field(default_factory=dict)  # the target: each inference's end
     outputs: dict[int, tuple[torch.Tensor, ...]] = field(default_factory=dict)
     latency: dict[int, float] = field(default_factory=dict)  # the source
+    link_sent: dict[int, list[float]] = field(default_factory=dict)  # testbed: per head
+    link_arrived: dict[int, list[float]] = field(default_factory=dict)  # testbed: per tail
+    node_cpu: list[float] = field(default_factory=list)  # testbed: CPU s per inference
+    node_quota: float | None = None  # testbed: the quota at the end (recalibrated)
 
 
 @dataclass(frozen=True)
@@ -166,9 +199,11 @@ class FlowRunReport:
     warm-up, ``n - 1`` over the time from its first to its last on the target's clock (a
     stream's own rate, which the bursts of parallel pipelines do not skew);
     ``measured_throughput`` is their sum. ``nodes`` and
-    ``links`` give each element's planned and measured (median) seconds per inference or
-    message. ``dispatched`` is how many inferences each pipeline was given.
-    """
+    ``links`` give each element's planned and measured (median; a link's on the testbed the
+    mean) seconds per inference or message. ``dispatched`` is how many inferences each
+    pipeline was given. On the testbed (``mode`` ``"testbed"``) every time and throughput is
+    the run's own, the plan's ``dilation`` times slower; a node adds its CPU per inference
+    (``cpu_s``), its quota first and last set and how many times it ran its range."""
 
     plan: FlowPlan
     inferences: int
@@ -184,10 +219,12 @@ class FlowRunReport:
     outputs_match: bool
     max_abs_diff: float
     warnings: tuple[str, ...] = ()
+    dilation: float = 1.0  # on the testbed: the run is this many times slower than the plan
 
     @property
     def predicted_throughput(self) -> float:
-        return self.plan.throughput
+        """The plan's throughput in the run's time (``dilation`` times lower)."""
+        return self.plan.throughput / self.dilation
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,12 +232,14 @@ class FlowRunReport:
             "inferences": self.inferences,
             "warmup": self.warmup,
             "mode": self.mode,
+            "dilation": self.dilation,
             "throughput": {
                 "predicted": self.predicted_throughput,
                 "measured": self.measured_throughput,
             },
             "pipelines": [
-                {**p.to_dict(), "predicted": p.rate, "measured": m, "dispatched": d}
+                {**p.to_dict(), "predicted": p.rate / self.dilation, "measured": m,
+                 "dispatched": d}
                 for p, m, d in zip(
                     self.plan.pipelines, self.pipeline_measured, self.dispatched, strict=True
                 )
@@ -289,17 +328,19 @@ def _recv(tensor: torch.Tensor, src: int, tag: int, timeout_s: float) -> None:
 
 
 def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
-          inputs: Callable[[], Iterator[tuple[torch.Tensor, ...]]]) -> _FlowMeasured:  # fmt: skip
-    """Run rank ``rank``'s threads to the end of the stream; what it measured."""
+          inputs: Callable[[], Iterator[tuple[torch.Tensor, ...]]],
+          sockets: FlowSockets | None = None, held: HeldCompute | None = None
+          ) -> _FlowMeasured:  # fmt: skip
+    """Run rank ``rank``'s threads to the end of the stream (on the testbed its links over
+    ``sockets``, its range computed by ``held``; else ``torch.distributed``, ``module``);
+    what it measured."""
     mine = _FlowMeasured()
     label = f"rank {rank} (node {setup.nodes[rank]!r})"
     emulate, timeout = setup.emulate, setup.timeout_s
     Item = tuple[float, int, int, int, tuple[torch.Tensor, ...]]  # at, inference, pipeline, hop
     inbox: queue.Queue[Item] = queue.Queue()
     answers: queue.Queue[Item] = queue.Queue()
-    heads = sorted({h.next_rank for s in setup.hops for h in s
-                    if h.rank == rank and h.next_rank is not None})  # fmt: skip
-    tails = sorted({h.rank for s in setup.hops for h in s if h.next_rank == rank})
+    heads, tails = setup.heads(rank), setup.tails(rank)
     outboxes: dict[int, queue.Queue[Item]] = {v: queue.Queue() for v in heads}
     window = threading.Semaphore(setup.window)
     started: dict[int, float] = {}
@@ -365,7 +406,14 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
         def receive(src: int = src) -> None:
             delay = setup.delay_s[src, rank] if emulate else 0.0
             header = torch.zeros(3, dtype=torch.int64)
+            arrived = mine.link_arrived.setdefault(src, [])
             for _ in range(setup.messages(src, rank)):
+                if sockets is not None:
+                    i, p, h = sockets.header(src)
+                    values = sockets.tensors(src, setup.specs[setup.hops[p][h].first])
+                    arrived.append(time.monotonic())
+                    arrive((arrived[-1], i, p, h, values))
+                    continue
                 _recv(header, src, HEAD, timeout)
                 i, p, h = (int(x) for x in header)
                 specs = setup.specs[setup.hops[p][h].first]
@@ -378,6 +426,7 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
     for dst in heads:
         mine.link_busy[dst] = []
         mine.link_planned[dst] = []
+        mine.link_sent[dst] = []
 
         def send(dst: int = dst) -> None:
             link = Server(None)
@@ -390,6 +439,11 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
                 start = link.start(at)
                 if emulate:  # the data leaves when the emulated transfer is over
                     link.finish(start)
+                mine.link_sent[dst].append(time.monotonic())
+                if sockets is not None:  # the kernel's shaper holds it to the link's rate
+                    sockets.send(dst, (i, p, h), values)
+                    mine.link_busy[dst].append(0.0)  # the receiver's view replaces it
+                    continue
                 dist.send(torch.tensor([i, p, h], dtype=torch.int64), dst, tag=HEAD)
                 for t in values:
                     dist.send(t.contiguous(), dst, tag=DATA)
@@ -399,17 +453,24 @@ def _rank(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
 
         threads.append(_thread(f"{label}, to rank {dst}", send))
     node = Server(setup.node_s[rank] if emulate else None)
+    if held is not None:
+        held.hold()
     with torch.inference_mode():
         for _ in range(setup.computed(rank)):
             at, i, p, h, values = inbox.get()
             start = node.start(at)
             computing = time.monotonic()
-            assert module is not None
-            values = module(*values)
+            if held is not None:
+                values = held(values)
+            else:
+                assert module is not None
+                values = module(*values)
             mine.node_real.append(time.monotonic() - computing)
             now = node.finish(start)
             mine.node_busy.append(now - start)
             onward((now, i, p, h, values))
+    if held is not None:
+        mine.node_cpu, mine.node_quota = list(held.cpu_s), held.quota
     for thread in threads:
         thread.join()
     return mine
@@ -421,10 +482,28 @@ def _child(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
     """A forked rank: join the group, run, write ``result-RANK.pkl``; the exit status."""
     os.environ.update({**env, "RANK": str(rank), _RUN_DIR: str(run_dir)})
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=setup.timeout_s),
-                            rank=rank, world_size=len(setup.nodes))  # fmt: skip
-    mine = _rank(rank, setup, module, inputs)
-    dist.barrier()  # every message is in: no rank leaves a peer mid-transfer
+    held = None
+    if setup.bed is not None and module is not None and setup.computed(rank):
+        # forked before any thread of the rank starts
+        held = HeldCompute(module, setup.bed, rank,
+                           planned_s=setup.bed.dilation * setup.node_s[rank],
+                           inferences=setup.computed(rank))  # fmt: skip
+    sockets = None
+    try:
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=setup.timeout_s),
+                                rank=rank, world_size=len(setup.nodes))  # fmt: skip
+        if setup.bed is not None:
+            sockets = FlowSockets(setup.bed, rank, setup.heads(rank), setup.tails(rank),
+                                  setup.timeout_s)  # fmt: skip
+            dist.barrier()  # every rank listens
+            sockets.connect()
+        mine = _rank(rank, setup, module, inputs, sockets, held)
+        dist.barrier()  # every message is in: no rank leaves a peer mid-transfer
+    finally:
+        if sockets is not None:
+            sockets.close()
+        if held is not None:
+            held.close()
     part = run_dir / f"result-{rank}.pkl.part"
     part.write_bytes(pickle.dumps(mine))
     part.rename(run_dir / f"result-{rank}.pkl")
@@ -435,8 +514,8 @@ def _child(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
 def _fork(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
           inputs: Callable[[], Iterator[tuple[torch.Tensor, ...]]], run_dir: Path,
           env: dict[str, str]) -> _Forked:  # fmt: skip
-    """Rank ``rank`` forked (:func:`~inferplan.runtime.pipeline.fork_rank`); a failure leaves
-    one line in ``RUN_DIR/error-RANK.txt``."""
+    """Rank ``rank`` forked (:func:`~inferplan.runtime.pipeline.fork_rank`; on the testbed
+    into its namespace and cgroups); a failure leaves one line in ``RUN_DIR/error-RANK.txt``."""
 
     def body() -> int:
         try:
@@ -447,7 +526,14 @@ def _fork(rank: int, setup: _FlowSetup, module: torch.nn.Module | None,
                 (run_dir / f"error-{rank}.txt").write_text(f"rank {rank} failed: {first}")
             raise
 
-    return fork_rank(run_dir / f"log-{rank}.txt", die_with_parent, body)
+    bed = setup.bed
+
+    def prepare() -> None:
+        die_with_parent()
+        if bed is not None:
+            bed.join()
+
+    return fork_rank(run_dir / f"log-{rank}.txt", prepare, body)
 
 
 def _watch(procs: Sequence[_Forked], run_dir: Path, timeout_s: float, nodes: Sequence[str]
@@ -486,19 +572,27 @@ def run_flow(request: RunRequest, *, rate: float | None = None,
     flow) for ``request``'s model and network, run it on ``127.0.0.1``, one forked rank per
     node the pipelines visit, and measure it.
 
-    ``request.plan``, ``testbed``, ``open_loop`` and ``interval`` are not used: a flow plan is
-    made here, on one machine, closed loop.
+    With ``request.testbed``, on the kernel-shaped testbed
+    (:mod:`inferplan.runtime.testbed.flows`), its time
+    dilated by at least ``request.dilation``. ``request.plan``, ``open_loop`` and
+    ``interval`` are not used: a flow plan is made here, on one machine, closed loop.
 
     Raises
     ------
     InferplanError
         For bad input, before any rank starts.
+    TestbedUnavailable
+        With ``request.testbed``, naming what this machine lacks (root, namespaces, netem for
+        a link with a delay, ...), before anything is created.
     StageFailed
         If a rank raised, died or hung; every rank is stopped.
     """
     check_run(network=request.network, model=request.model, inferences=request.inferences,
               warmup=request.warmup, inputs=request.inputs, outputs=request.outputs,
-              timeout_s=request.timeout_s, emulate=request.emulate)  # fmt: skip
+              timeout_s=request.timeout_s, emulate=request.emulate, testbed=request.testbed,
+              dilation=request.dilation)  # fmt: skip
+    if request.testbed:
+        require_testbed()  # before anything is read or created
     model = build_model(request.model, seed=request.seed, dtype=request.dtype)
     traced = trace_model(model, request.input_shapes, blocks=request.blocks,
                          granularity=request.granularity, dtype=request.dtype,
@@ -521,18 +615,91 @@ def run_flow(request: RunRequest, *, rate: float | None = None,
 
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
            "WORLD_SIZE": str(len(setup.nodes))}  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        if request.testbed:
+            setup = stack.enter_context(_on_testbed(setup, traced, plan, modules, request))
+            env.update(MASTER_PORT=str(MASTER_PORT), GLOO_SOCKET_IFNAME="lo")
+        gathered = _launch(setup, modules, inputs, env)
+    return _report(plan, setup, gathered, model, list(inputs()), request)
+
+
+def _launch(setup: _FlowSetup, modules: Sequence[torch.nn.Module | None],
+            inputs: Callable[[], Iterator[tuple[torch.Tensor, ...]]],
+            env: dict[str, str]) -> list[_FlowMeasured]:  # fmt: skip
+    """Fork every rank, wait for them all and gather what each measured."""
     with tempfile.TemporaryDirectory(prefix="inferplan-flow-") as tmp:
         run_dir = Path(tmp)
         procs: list[_Forked] = []
         try:
             for k in range(len(setup.nodes)):
                 procs.append(_fork(k, setup, modules[k], inputs, run_dir, env))
-            _watch(procs, run_dir, request.timeout_s, setup.nodes)
+            _watch(procs, run_dir, setup.timeout_s, setup.nodes)
         finally:
             stop_ranks(procs)
-        gathered: list[_FlowMeasured] = [pickle.loads((run_dir / f"result-{k}.pkl").read_bytes())
-                                         for k in range(len(setup.nodes))]  # fmt: skip
-    return _report(plan, setup, gathered, model, list(inputs()), request)
+        return [pickle.loads((run_dir / f"result-{k}.pkl").read_bytes())
+                for k in range(len(setup.nodes))]  # fmt: skip
+
+
+def _bytes(specs: Sequence[TensorSpec]) -> int:
+    """The bytes of the tensors ``specs``."""
+    return sum(math.prod(s.shape) * torch.empty((), dtype=s.torch_dtype).element_size()
+               for s in specs)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _on_testbed(setup: _FlowSetup, traced: TracedModel, plan: FlowPlan,
+                modules: Sequence[torch.nn.Module | None],
+                request: RunRequest) -> Iterator[_FlowSetup]:  # fmt: skip
+    """``setup`` on a testbed of its own (:mod:`inferplan.runtime.testbed.flows`): each rank's
+    range timed here, the quotas, the dilation and the shaped links from it; torn down on
+    leaving.
+
+    Raises
+    ------
+    TestbedUnavailable
+        Where a link the pipelines use has a propagation delay and the kernel has no netem.
+    """
+    used = [link for link in setup.link_s if setup.delay_s[link] > 0]
+    require_testbed(delays=bool(used))
+    (sample,) = random_inputs(request.input_shapes, 1, seed=request.seed, dtype=request.dtype,
+                              input_dtypes=request.input_dtypes)  # fmt: skip
+    real = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the ranks run
+    try:
+        for rank, (v, module) in enumerate(zip(setup.nodes, modules, strict=True)):
+            a, _b = plan.layout.get(v, (0, 0))
+            if module is None or not setup.computed(rank):  # no quota
+                real.append(0.0)
+                continue
+            with torch.inference_mode():
+                given = tuple(traced._stage(0, a)(*sample)) if a > 0 else tuple(sample)
+            (seconds,) = time_stages([module], given, clock=time.thread_time)
+            real.append(seconds)
+    finally:
+        torch.set_num_threads(threads)
+    rates: dict[tuple[int, int], float] = {}
+    loads: dict[tuple[int, int], float] = {}  # bit/s the flow puts on each link
+    for link, by_cut in setup.link_s.items():
+        # messages by cut, as the plan's rates share them out (a short run may dispatch
+        # none to a pipeline of a small rate)
+        carried: dict[int, float] = {}
+        for p, hops in zip(plan.pipelines, setup.hops, strict=True):
+            for h in hops:
+                if (h.rank, h.next_rank) == link:
+                    carried[h.last] = carried.get(h.last, 0.0) + p.rate
+        cuts = sorted(carried)
+        sizes = [HEADER_B + _bytes(setup.specs[j]) for j in cuts]
+        if not any(by_cut[j] > 0 for j in cuts):
+            continue  # nothing to shape: its cuts carry no data in the model
+        rates[link] = link_rate(sizes, [carried[j] for j in cuts], [by_cut[j] for j in cuts])
+        loads[link] = 8 * math.fsum(p.rate * (HEADER_B + _bytes(setup.specs[h.last]))
+                                    for p, hops in zip(plan.pipelines, setup.hops, strict=True)
+                                    for h in hops if (h.rank, h.next_rank) == link)  # fmt: skip
+    lay = flow_layout(real, setup.node_s, rates, loads=loads, cpus=sorted(os.sched_getaffinity(0)),
+                      at_least=request.dilation or 1.0, transport=transport_cost())  # fmt: skip
+    with flow_testbed(lay) as bed:
+        yield dataclasses.replace(setup, bed=bed, emulate=False)
 
 
 def _rate(ends: Sequence[float]) -> float:
@@ -553,35 +720,50 @@ def _report(plan: FlowPlan, setup: _FlowSetup, gathered: Sequence[_FlowMeasured]
            for p in range(len(plan.pipelines))]  # fmt: skip
     measured = math.fsum(per)
     dispatched = tuple(Counter(setup.schedule)[p] for p in range(len(plan.pipelines)))
-    nodes, links, warnings = [], [], []
+    nodes: list[dict[str, Any]] = []
+    links, warnings = [], []
+    # on the testbed every time is the run's own, the plan's dilated k times
+    k_run = setup.bed.dilation if setup.bed is not None else 1.0
     for k, m in enumerate(gathered):
         v = setup.nodes[k]
         if v in plan.layout:
             a, b = plan.layout[v]
             busy = m.node_busy[warmup:] or m.node_busy
             real = m.node_real[warmup:] or m.node_real
-            nodes.append({"id": v, "blocks": [a, b], "planned_s": setup.node_s[k],
+            nodes.append({"id": v, "blocks": [a, b], "planned_s": k_run * setup.node_s[k],
                           "measured_s": statistics.median(busy) if busy else 0.0,
                           "real_s": statistics.median(real) if real else 0.0,
                           "inferences": len(m.node_busy)})  # fmt: skip
+            if setup.bed is not None:  # its CPU per inference, the quota first and last set
+                cpu = m.node_cpu[warmup:] or m.node_cpu
+                nodes[-1].update(cpu_s=statistics.median(cpu) if cpu else 0.0,
+                                 quota=setup.bed.quotas[k], quota_last=m.node_quota,
+                                 repeats=setup.bed.repeats[k])  # fmt: skip
             late = overrun(setup.node_s[k], real) if setup.emulate else None
             if late is not None:
                 warnings.append(late.says(f"node {v!r}: its work", "planned", "plan",
                                           "plan with a slower capacity of the node, or run "
                                           "with --no-emulate"))  # fmt: skip
         for dst, busy in sorted(m.link_busy.items()):
+            if setup.bed is not None:  # one clock: from sending to all of it arrived
+                busy = link_times(m.link_sent[dst], gathered[dst].link_arrived[k])
             steady = busy[warmup:] or busy
-            planned = m.link_planned[dst][warmup:] or m.link_planned[dst]
+            planned = [k_run * t for t in m.link_planned[dst][warmup:] or m.link_planned[dst]]
+            # on the testbed the mean: TCP packs the messages queued behind the shaper into
+            # full packets, which arrive together (measured: 17 messages of 88 bytes at once,
+            # after a packet's time; the median of their times is that of the 16 behind)
+            middle = statistics.fmean if setup.bed is not None else statistics.median
             links.append({"id": f"{v}->{setup.nodes[dst]}", "messages": len(busy),
                           "planned_s": statistics.median(planned) if planned else 0.0,
-                          "measured_s": statistics.median(steady) if steady else 0.0})  # fmt: skip
+                          "measured_s": middle(steady) if steady else 0.0})  # fmt: skip
     outputs = [gathered[target].outputs[i] for i in range(setup.inferences)]
     match, worst = _compare(model, inputs, outputs)
     if request.outputs is not None:
         stacked = [torch.stack([out[k] for out in outputs]) for k in range(len(outputs[0]))]
         torch.save(stacked[0] if len(stacked) == 1 else tuple(stacked), request.outputs)
     latency = [gathered[0].latency[i] for i in sorted(gathered[0].latency)][warmup:]
-    return FlowRunReport(plan, setup.inferences, warmup, "emulate" if setup.emulate else "native",
-                         measured, tuple(per), dispatched, tuple(nodes), tuple(links),
-                         statistics.median(latency), _percentile(latency, 0.95), match, worst,
-                         tuple(warnings))  # fmt: skip
+    mode = "testbed" if setup.bed is not None else "emulate" if setup.emulate else "native"
+    return FlowRunReport(plan, setup.inferences, warmup, mode, measured, tuple(per), dispatched,
+                         tuple(nodes), tuple(links), statistics.median(latency),
+                         _percentile(latency, 0.95), match, worst, tuple(warnings),
+                         k_run)  # fmt: skip

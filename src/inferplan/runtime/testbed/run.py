@@ -303,19 +303,7 @@ class SocketLinks:
     def recv(self, specs: Sequence[TensorSpec]) -> tuple[torch.Tensor, ...]:
         assert self._in is not None
         tensors = tuple(torch.empty(s.shape, dtype=s.torch_dtype) for s in specs)
-        for t in tensors:
-            view = memoryview(_bytes(t))
-            got = 0
-            while got < len(view):  # bounded: every call waits at most timeout_s
-                try:  # all of it in one system call, which runs without the GIL
-                    n = self._in.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
-                except BlockingIOError:  # SO_RCVTIMEO ran out
-                    raise TimeoutError(f"no data from stage {self.rank - 1} for "
-                                       f"{self.timeout_s:g} s") from None  # fmt: skip
-                if n == 0:
-                    raise ConnectionError(f"stage {self.rank - 1} closed its link")
-                got += n
-        return tensors
+        return recv_tensors(self._in, tensors, f"stage {self.rank - 1}", self.timeout_s)
 
     def hold(self) -> None:
         """Move the calling (compute) thread into this rank's host cgroup, on its core: from
@@ -336,16 +324,8 @@ class SocketLinks:
         not see. Returns the quota."""
         if self.quota is None or len(cpu_s) not in self._rounds:
             return self.quota
-        median = statistics.median(cpu_s[-ROUND:])
-        if not median > 0:
-            return self.quota
-        from inferplan.runtime.testbed.linux import CpuQuota
-
-        self.quota = min(1.0, median / self.planned_s)
-        # a smaller quota may need a longer period to keep the kernel's 1 ms per period
-        period = max(self.placement.period_s, cfs_period([], [self.quota]))
-        CpuQuota(Path(self.placement.cgroups[self.rank]), self.placement.version, self.quota,
-                 period).hold()  # fmt: skip
+        self.quota = recalibrate(cpu_s, self.planned_s, Path(self.placement.cgroups[self.rank]),
+                                 self.placement.version, self.placement.period_s) or self.quota
         return self.quota
 
     def release(self) -> None:
@@ -365,6 +345,40 @@ class SocketLinks:
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.close()
+
+
+def recalibrate(cpu_s: Sequence[float], planned_s: float, cgroup: Path, version: str,
+                period_s: float) -> float | None:  # fmt: skip
+    """Hold ``cgroup`` from now on to the CPU its compute took per inference in the round just
+    ended (the median of the last :data:`ROUND` of ``cpu_s``) over its ``planned_s``, at most
+    a core, with a period of at least ``period_s`` (longer where a smaller quota needs it to
+    keep the kernel's 1 ms a period); the quota (``None``: no CPU measured, nothing set)."""
+    median = statistics.median(cpu_s[-ROUND:])
+    if not median > 0:
+        return None
+    from inferplan.runtime.testbed.linux import CpuQuota
+
+    quota = min(1.0, median / planned_s)
+    CpuQuota(cgroup, version, quota, max(period_s, cfs_period([], [quota]))).hold()
+    return quota
+
+
+def recv_tensors(sock: socket.socket, tensors: tuple[torch.Tensor, ...], peer: str,
+                 timeout_s: float) -> tuple[torch.Tensor, ...]:  # fmt: skip
+    """Fill ``tensors`` with their raw bytes from ``sock`` (blocking, :func:`_blocking`), sent
+    by ``peer``; raise TimeoutError or ConnectionError naming it."""
+    for t in tensors:
+        view = memoryview(_bytes(t))
+        got = 0
+        while got < len(view):  # bounded: every call waits at most timeout_s
+            try:  # all of it in one system call, which runs without the GIL
+                n = sock.recv_into(view[got:], len(view) - got, socket.MSG_WAITALL)
+            except BlockingIOError:  # SO_RCVTIMEO ran out
+                raise TimeoutError(f"no data from {peer} for {timeout_s:g} s") from None
+            if n == 0:
+                raise ConnectionError(f"{peer} closed its link")
+            got += n
+    return tensors
 
 
 def _blocking(sock: socket.socket, timeout_s: float) -> socket.socket:
