@@ -35,13 +35,7 @@ from .testbed_support import left_by  # noqa: E402
 LACKS = missing()
 needs_testbed = pytest.mark.skipif(bool(LACKS), reason="testbed: " + "; ".join(LACKS))
 
-ROOT = Path(__file__).parents[2]
-WORKLOAD = ROOT / "examples" / "tiny-workload.yaml"
-SHAPE = {"num_hidden_layers": 4, "hidden_size": 64, "intermediate_size": 128,
-         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
-         "max_position_embeddings": 512}  # fmt: skip
-CONFIG = [f"--config={k}={v}" for k, v in SHAPE.items()]
-MODEL = "transformers:LlamaConfig"
+from .test_serving_run import CONFIG, MODEL, SHAPE, WORKLOAD  # noqa: E402
 
 
 def _network(tmp: Path, capacities: list[float], delay_s: float = 0.0) -> Path:
