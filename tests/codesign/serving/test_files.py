@@ -129,7 +129,7 @@ def test_measured_step_times_time_their_unit_count(tmp_path) -> None:
     # three quarters of the way from 100 to 500: 10 x 4e-3 s; beyond the points: refused
     assert one.time_model.seconds(StepWork("decode", 0.0, 0.0, 10, 5)) == pytest.approx(2e-3)
     assert one.time_model.seconds(StepWork("prefill", 0.0, 0.0, 10, 400)) == pytest.approx(4e-2)
-    with pytest.raises(InferplanError, match="outside the measured batches 1..9"):
+    with pytest.raises(InferplanError, match=r"outside the measured batches 1\.\.9"):
         one.time_model.seconds(StepWork("decode", 0.0, 0.0, 10, 16))
 
 
