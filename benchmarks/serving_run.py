@@ -1,10 +1,14 @@
-"""Benchmark of ``inferplan run --workload``: ``python benchmarks/serving_run.py [--quick]``.
+"""Benchmark of ``inferplan run --workload``: ``python benchmarks/serving_run.py [--quick]
+[--testbed]``.
 
 Serving plans of a tiny LLaMA-style decoder (4 layers, hidden 64, random weights) on the
 three-node chain of ``examples/tiny-serving-network.yaml`` with each node's memory set (600,
 300 or 175 kB) so that the plan runs on one, two or three nodes (the stages column: how many
 it took), at decode batches 2 to 8 and three prompt/output mixes; each is served under
-``--emulate`` (every stage paced to its planned step).
+``--emulate`` (every stage paced to its planned step) or, with ``--testbed``, on the testbed
+(each rank in its namespace and cgroup, the hidden states over links the kernel shapes; the
+chain's links then without their 1 ms delay, which the testbed cannot emulate without netem,
+and the run's time dilated, its record undilated).
 
 Per plan the table gives the measured TPOT (the mean over output tokens after each request's
 first) and tokens/s (over the span from the first arrival to the last token) beside the
@@ -14,7 +18,8 @@ workload's rate (``steady``), and the terms they are made of, measured and predi
 arrival rate the run's requests came at (``run``), the sequences per decode step, the decode
 step (rank 0's wall time per step against the plan's ``D``), the stages' time in sends
 (``send``), the share of time in prefills (``rho``), the sequences in flight a prefill holds up
-(``pf n``) and the TPOT the measured steps make (``TPOT s``). ``ok`` says whether both TPOT and
+(``pf n``) and the TPOT the measured steps make (``TPOT s``), and the TTFT measured against
+the replay's (median and mean over the requests). ``ok`` says whether both TPOT and
 tokens/s are within 10 % of the run's predictions; ``--json`` prints every run's record. The
 machine is shared: a busy neighbour shows up as a longer step.
 """
@@ -31,8 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from inferplan.cli.serving_run import _request  # noqa: E402
-from inferplan.runtime.serving import run_serving  # noqa: E402
+from inferplan.cli.serving_run import _request, serve  # noqa: E402
 
 SHAPE = ["num_hidden_layers=4", "hidden_size=64", "intermediate_size=128",
          "num_attention_heads=4", "num_key_value_heads=2", "vocab_size=256",
@@ -68,18 +72,24 @@ def main() -> None:
     parser.add_argument("--memory", type=int, choices=sorted(MEMORY),
                         help="Only the plans of this memory setting (1, 2 or 3).")  # fmt: skip
     parser.add_argument("--only", help="Only these plans, by their 0-based index (1,4,5).")
+    parser.add_argument("--testbed", action="store_true",
+                        help="On the testbed (as root), the links without delay.")  # fmt: skip
     args = parser.parse_args()
     picked = range(len(CASES)) if args.only is None else [int(k) for k in args.only.split(",")]
     cases = [CASES[k] for k in picked if args.memory is None or CASES[k][0] == args.memory]
     if args.quick:
         cases = cases[:2]
     base = (ROOT / "examples" / "tiny-serving-network.yaml").read_text()
-    print(f"load average {os.getloadavg()[0]:.1f}, {args.requests} requests a plan")
+    if args.testbed:
+        base = base.replace("delay_s: 0.001", "delay_s: 0")
+    mode = "on the testbed" if args.testbed else "emulated"
+    print(f"load average {os.getloadavg()[0]:.1f}, {args.requests} requests a plan, {mode}")
     print(f"{'st':>2} {'b':>2} {'mix':>8} {'rate':>4} {'run':>4} {'batch':>5} "
           f"{'D meas':>7} {'D pred':>7} {'send':>6} {'rho m':>5} {'rho p':>5} "
           f"{'TPOT m':>7} {'TPOT p':>7} {'gap':>5} {'steady':>7} "
           f"{'tok/s m':>7} {'tok/s p':>7} {'gap':>5} "
-          f"{'pf n':>4} {'TPOT s':>6} {'ok':>3} match")  # fmt: skip
+          f"{'pf n':>4} {'TPOT s':>6} {'TTFTmd m':>8} {'TTFTmd p':>8} {'TTFT m':>7} "
+          f"{'TTFT p':>7} {'k':>4} {'ok':>3} match")  # fmt: skip
     hits = 0
     with tempfile.TemporaryDirectory() as tmp:
         for nodes, batch, mix, rate in cases:
@@ -88,8 +98,9 @@ def main() -> None:
             work = Path(tmp) / f"{mix}-{rate}.yaml"
             work.write_text(MIXES[mix].format(rate=rate))
             _, run, summary = _request(net, "transformers:LlamaConfig", work, args.requests,
-                                       SHAPE, [batch], True, 0, 180.0)  # fmt: skip
-            out = run_serving(run)
+                                       SHAPE, [batch], not args.testbed, 0, 180.0,
+                                       args.testbed)  # fmt: skip
+            out = serve(run, summary)
             pred, steps = summary["predicted_run"], out["steps"]
             tpot_gap = out["tpot_mean"] / pred["tpot"] - 1
             tok_gap = out["tokens_per_s"] / pred["tokens_per_s"] - 1
@@ -107,6 +118,9 @@ def main() -> None:
                   f"{summary['predicted_tpot'] * ms:>5.1f}ms "
                   f"{out['tokens_per_s']:>7.1f} {pred['tokens_per_s']:>7.1f} {tok_gap:>+5.0%} "
                   f"{steps['prefill_in_flight']:>4.2f} {steps['tpot_from_steps'] * ms:>4.1f}ms "
+                  f"{out['ttft'] * ms:>6.1f}ms {pred['ttft_median'] * ms:>6.1f}ms "
+                  f"{out['ttft_mean'] * ms:>5.1f}ms {pred['ttft'] * ms:>5.1f}ms "
+                  f"{out.get('testbed', {}).get('dilation', 1.0):>4.2f} "
                   f"{'yes' if ok else 'no':>3} {out['tokens_match']}", flush=True)  # fmt: skip
             if args.json:
                 print(json.dumps({"case": [nodes, batch, mix, rate], "measured": out,

@@ -187,14 +187,15 @@ def run_command(
 
         given = {"--input-shape": input_shape, "--blocks": blocks, "--throughput": rate,
                  "--interval": interval, "--plan": plan, "--inferences": inferences,
-                 "--inputs": inputs, "--outputs": outputs, "--testbed": testbed or None,
+                 "--inputs": inputs, "--outputs": outputs,
                  "--rate": open_loop or None, "--report": html_report, "--dot": dot,
-                 "--cuts": cuts, "--dilation": dilation}  # fmt: skip
+                 "--cuts": cuts}  # fmt: skip
         if workload is None:
             raise InvalidArgument("--requests, --config and --batch serve a --workload: give "
                                   "one", field="workload")  # fmt: skip
         serve_run(network, model, workload, requests, config, batches, bool(emulate), seed,
-                  timeout, as_json, [k for k, v in given.items() if v])  # fmt: skip
+                  timeout, as_json, [k for k, v in given.items() if v], testbed=testbed,
+                  dilation=dilation)  # fmt: skip
         return
     if pipelines == "any":
         from inferplan.cli.flows import flow_run_command, refuse_in_run

@@ -3,6 +3,7 @@ plan (docs/runtime.md) and measure TTFT, TPOT and tokens/s beside the predicted 
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,39 @@ from inferplan.units import si
 
 __all__ = ["serve_run"]
 
+_FLOAT32_BYTES = 4  # a hidden state's element as the ranks send it
+
+
+def testbed_links(network: Any, decoder: Any, plan: Any) -> tuple[list[float], list[float],
+                                                                   float]:  # fmt: skip
+    """The links between consecutive ranks of ``plan`` on the testbed: each one's rate (bit/s)
+    and delay (the sum of the plan's links' between the two nodes), and the planned time of a
+    decode step on the plan's links that no rank crosses.
+
+    The plan's links between two nodes move a step's bits at ``R`` (``1 / R`` the sum of their
+    ``1 / capacity``); the ranks send float32 hidden states, where the plan counts the
+    decoder's ``bytes_per_element``: the link is shaped at ``R`` times their ratio, so that a
+    step's hidden states take their planned time."""
+    ends = {(link.source, link.target): (link.capacity, link.delay_s) for link in network.links}
+    where = {v: k for k, v in enumerate(plan.path)}
+    kept = [s for s in plan.stages if s.last > s.first]
+    rates, delays, crossed = [], [], 0.0
+    for a, b in itertools.pairwise(kept):
+        hops = [ends[u, v] for u, v in itertools.pairwise(plan.path[where[a.node]:
+                                                                    where[b.node] + 1])]
+        rate = 1 / math.fsum(1 / c for c, _ in hops)
+        rates.append(rate * _FLOAT32_BYTES / decoder.bytes_per_element)
+        delays.append(math.fsum(d for _, d in hops))
+        crossed += decoder.cut_bits(a.last, plan.batch, plan.batch) / rate + delays[-1]
+    unrealised = plan.decode_step_s - math.fsum(s.decode_s for s in plan.stages) - crossed
+    return rates, delays, max(0.0, unrealised)
+
 
 def _request(network: Path, model: str, workload: Path, requests: int, config: list[str],
-             batches: list[int] | None, emulate: bool, seed: int, timeout: float
-             ) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
+             batches: list[int] | None, emulate: bool, seed: int, timeout: float,
+             testbed: bool = False) -> tuple[Any, Any, dict[str, Any]]:  # fmt: skip
     """The serving plan, what to run and the plan's part of the JSON (checked before any
-    rank starts)."""
+    rank starts); on the ``testbed``, with ``testbed_links`` (:func:`testbed_links`)."""
     from inferplan.cli.serving import load_service
     from inferplan.codesign.serving.planner import DEFAULT_BATCHES, plan_serving, predictions
     from inferplan.codesign.serving.replay import replay_run
@@ -67,24 +95,29 @@ def _request(network: Path, model: str, workload: Path, requests: int, config: l
                  "layers_per_node": {s.node: s.layers for s in plan.stages},
                  "kv_cache_bytes": {s.node: s.kv_cache_bytes for s in plan.stages}},
     }  # fmt: skip
+    if testbed:
+        summary["testbed_links"] = testbed_links(net, decoder, plan)
     return plan, run, summary
 
 
 def serve_run(network: Path, model: str, workload: Path, requests: int | None,
               config: list[str] | None, batches: list[int] | None, emulate: bool, seed: int,
-              timeout: float, as_json: bool, others: list[str]) -> None:  # fmt: skip
+              timeout: float, as_json: bool, others: list[str], *, testbed: bool = False,
+              dilation: float | None = None) -> None:  # fmt: skip
     """Serve ``requests`` requests of ``workload`` through the serving plan of ``model`` on
-    ``network`` and print what was measured beside what was predicted."""
+    ``network`` and print what was measured beside what was predicted; on the ``testbed``
+    (:mod:`inferplan.runtime.testbed.serving`), time dilated at least ``dilation`` times."""
+    from inferplan.runtime.checks import check_testbed_options
+
+    check_testbed_options(emulate, testbed, dilation)
     if others:
         raise InvalidArgument(f"{', '.join(others)} run co-design plans, not a --workload",
                               field="workload")  # fmt: skip
     if requests is None:
         raise InvalidArgument("give --requests K, the requests to serve", field="requests")
     _, run, summary = _request(network, model, workload, requests, list(config or ()), batches,
-                               emulate, seed, timeout)  # fmt: skip
-    from inferplan.runtime.serving import run_serving
-
-    measured = run_serving(run)
+                               emulate, seed, timeout, testbed)  # fmt: skip
+    measured = serve(run, summary, dilation)
     data = {"status": "served", "emulate": emulate, **measured, **summary}
     if as_json:
         print_json(data)
@@ -96,4 +129,23 @@ def serve_run(network: Path, model: str, workload: Path, requests: int | None,
         f"{si(summary['predicted_ttft'], 's')}), TPOT {si(measured['tpot'], 's')} (predicted "
         f"{si(summary['predicted_tpot'], 's')}), {measured['tokens_per_s']:.4g} tokens/s; "
         f"tokens {'match' if measured['tokens_match'] else 'DIFFER from'} the unsplit model"
+        + (f"; on the testbed, time dilated {measured['testbed']['dilation']:.3g}x"
+           if "testbed" in measured else "")
     )
+
+
+def serve(run: Any, summary: dict[str, Any], dilation: float | None = None) -> dict[str, Any]:
+    """Serve ``run`` (from :func:`_request`): on the testbed when ``summary`` has its links,
+    with what the testbed was (``testbed``) in the record."""
+    from inferplan.runtime.serving import run_serving
+
+    links = summary.pop("testbed_links", None)
+    if links is None:
+        return run_serving(run)
+    from inferplan.runtime.testbed.serving import serving_testbed
+
+    rates, delays, unrealised = links
+    with serving_testbed(run, rates, delays, unrealised, at_least=dilation or 1.0) as (
+        dilated, bed,
+    ):
+        return {**run_serving(dilated, bed), "testbed": bed.summary()}

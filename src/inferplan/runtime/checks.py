@@ -18,7 +18,8 @@ from inferplan.errors import InvalidArgument, InvalidFile, InvalidProfile
 from inferplan.network.network import Network
 from inferplan.profiles.cuts import check_factory
 
-__all__ = ["LAUNCHER_ENV", "MAX_DILATION", "check_count", "check_run", "under_launcher"]
+__all__ = ["LAUNCHER_ENV", "MAX_DILATION", "check_count", "check_run", "check_testbed_options",
+           "under_launcher"]
 
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -44,6 +45,20 @@ def check_count(inferences: int | None, warmup: int) -> None:
             "interval needs two outputs",
             field="inferences",
         )
+
+
+def check_testbed_options(emulate: bool | None, testbed: bool, dilation: float | None) -> None:
+    """``--emulate``, ``--testbed`` and ``--dilation`` together (the testbed sets its own
+    pacing; a dilation stretches a testbed run only, by 1 to :data:`MAX_DILATION`)."""
+    if testbed and emulate:
+        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
+                              "not both", field="emulate")  # fmt: skip
+    if dilation is not None and not testbed:
+        raise InvalidArgument("stretches a testbed run's time: give it with --testbed",
+                              field="dilation")  # fmt: skip
+    if dilation is not None and not (math.isfinite(dilation) and 1 <= dilation <= MAX_DILATION):
+        raise InvalidArgument(f"must be from 1 to {MAX_DILATION:g}, got {dilation}",
+                              field="dilation")  # fmt: skip
 
 
 def check_run(
@@ -83,15 +98,7 @@ def check_run(
         raise InvalidArgument("its folder does not exist", source=outputs, field="outputs")
     if not (math.isfinite(timeout_s) and timeout_s > 0):
         raise InvalidArgument(f"must be positive, got {timeout_s}", field="timeout")
-    if testbed and emulate:
-        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
-                              "not both", field="emulate")  # fmt: skip
-    if dilation is not None and not testbed:
-        raise InvalidArgument("stretches a testbed run's time: give it with --testbed",
-                              field="dilation")  # fmt: skip
-    if dilation is not None and not (math.isfinite(dilation) and 1 <= dilation <= MAX_DILATION):
-        raise InvalidArgument(f"must be from 1 to {MAX_DILATION:g}, got {dilation}",
-                              field="dilation")  # fmt: skip
+    check_testbed_options(emulate, testbed, dilation)
     feed = plan.target_interval if plan is not None else interval
     if open_loop and feed is not None and not feed * (dilation or 1.0) < timeout_s:
         raise InvalidArgument(

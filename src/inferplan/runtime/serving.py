@@ -17,6 +17,12 @@ With ``emulate``, each stage's step takes at least its planned time
 (:func:`~inferplan.runtime.emulate.pace`): a decode step the stage's planned decode time, a
 prefill its planned prefill time for the request's class; the links' planned time of a step
 is added to the last stage's.
+
+On the testbed (``hosting``, :mod:`inferplan.runtime.testbed.serving`) each rank runs in its
+node's network namespace and CPU cgroup; the hidden states go from rank to rank over TCP
+between the nodes' addresses, links the kernel shapes, and each stage is paced from its own
+start (``pace_each``): the links take their own time. The request then comes dilated (every
+time ``k`` times the plan's) and the record is the run's times divided by ``k``.
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from inferplan.errors import InferplanError
 
 __all__ = [
+    "Hosting",
     "ServeRequest",
     "ServeStage",
     "ServingFailed",
@@ -87,6 +94,7 @@ class ServeRequest:
     link_decode_s: float = 0.0
     timeout_s: float = 60.0
     reference: bool = True
+    pace_each: bool = False
 
 
 def split_layers(
@@ -153,6 +161,7 @@ class _Stage:
     def __init__(self, model: Any, stage: ServeStage) -> None:
         self.inner, self.head_mod, self.stage = model.model, model.lm_head, stage
         self.caches: dict[int, Any] = {}
+        self.wire: Any = _GlooWire()
         self.lengths: dict[int, int] = {}
         # per step: (op, sequences, compute s, compute and pacing s, step s to the last send)
         self.log: list[tuple[int, int, float, float, float]] = []
@@ -224,11 +233,11 @@ def _step(
     if request.emulate:
         planned = math.fsum(
             st.decode_s if op == _DECODE else (st.prefill_s[kind] if st.prefill_s else 0.0)
-            for st in request.stages[: rank + 1]
+            for st in request.stages[(rank if request.pace_each else 0) : rank + 1]
         )
         if worker.stage.head and op == _DECODE:
             planned += request.link_decode_s
-        pace(begun, planned)
+        pace(started if request.pace_each else begun, planned)
     paced = time.monotonic()
 
     def record() -> None:
@@ -243,7 +252,7 @@ def _step(
             return []
         record()
         return [int(t) for t in tokens]
-    _send_message(rank + 1, request, op, seqs, kind, begun, torch.cat(outs))
+    worker.wire.send(rank + 1, request, op, seqs, kind, begun, torch.cat(outs))
     record()
     if rank == 0:
         tokens = torch.zeros(len(seqs), dtype=torch.int64)
@@ -263,48 +272,68 @@ def _message_size(request: ServeRequest) -> int:
     return _HEAD + request.batch + max(request.batch, longest) * hidden
 
 
-def _send_message(dst: int, request: ServeRequest, op: int, seqs: list[int], kind: int = 0,
-                  begun: float = 0.0, data: Any = None) -> None:  # fmt: skip
-    """One message to the next stage: what to do, the sequences and their hidden states, all
-    in one float64 tensor of :func:`_message_size` (ids, counts and nanoseconds below 2**53
-    are exact in float64, and so are float32 hidden states): one send per hop, since every
-    send waits for the receiver, which a busy machine schedules late."""
+def _header(request: ServeRequest, op: int, seqs: list[int], length: int, kind: int,
+            begun: float, size: int) -> Any:  # fmt: skip
+    """A float64 message of ``size`` that starts with the header and the sequences' ids (ids,
+    counts and nanoseconds below 2**53 are exact in float64)."""
     import torch
-    import torch.distributed as dist
 
-    message = torch.zeros(_message_size(request), dtype=torch.float64)
-    length = 0 if data is None else int(data.shape[1])
+    message = torch.zeros(size, dtype=torch.float64)
     message[:_HEAD] = torch.tensor([op, len(seqs), length, kind, round(begun * 1e9)],
                                    dtype=torch.float64)  # fmt: skip
     if seqs:
         message[_HEAD : _HEAD + len(seqs)] = torch.tensor(seqs, dtype=torch.float64)
-    if data is not None:
-        flat = data.reshape(-1).to(torch.float64)
-        start = _HEAD + request.batch
-        message[start : start + flat.numel()] = flat
-    dist.send(message, dst, tag=_HEADER)
+    return message
+
+
+class _GlooWire:
+    """Messages between stages through ``torch.distributed``: what to do, the sequences and
+    their hidden states, all in one float64 tensor of :func:`_message_size` (float32 hidden
+    states are exact in float64): one send per hop, since every send waits for the receiver,
+    which a busy machine schedules late."""
+
+    def send(self, dst: int, request: ServeRequest, op: int, seqs: list[int], kind: int = 0,
+             begun: float = 0.0, data: Any = None) -> None:  # fmt: skip
+        import torch
+        import torch.distributed as dist
+
+        length = 0 if data is None else int(data.shape[1])
+        message = _header(request, op, seqs, length, kind, begun, _message_size(request))
+        if data is not None:
+            flat = data.reshape(-1).to(torch.float64)
+            start = _HEAD + request.batch
+            message[start : start + flat.numel()] = flat
+        dist.send(message, dst, tag=_HEADER)
+
+    def recv(self, src: int, request: ServeRequest) -> tuple[list[int], Any]:
+        """The header's five numbers and the sequences' ids, and their hidden states
+        ``[n, length, hidden]`` (float32; None for a message without)."""
+        import torch
+
+        message = torch.zeros(_message_size(request), dtype=torch.float64)
+        _recv(message, src, _HEADER, request.timeout_s)
+        head = [int(v) for v in message[: _HEAD + int(message[1])]]
+        n, length = head[1], head[2]
+        if not length:
+            return head, None
+        start, hidden = _HEAD + request.batch, int(request.config.hidden_size)
+        data = message[start : start + n * length * hidden].reshape(n, length, hidden)
+        return head, data.to(torch.float32)
 
 
 def _follower(rank: int, world: int, worker: _Stage, request: ServeRequest) -> None:
-    import torch
-
-    hidden = int(request.config.hidden_size)
-    message = torch.zeros(_message_size(request), dtype=torch.float64)
     while True:
-        _recv(message, rank - 1, _HEADER, request.timeout_s)
-        op, n, length, kind, begun_ns = (int(v) for v in message[:_HEAD])
-        ids = [int(s) for s in message[_HEAD : _HEAD + n]]
+        head, data = worker.wire.recv(rank - 1, request)
+        op, n, _, kind, begun_ns = head[:_HEAD]
+        ids = head[_HEAD:]
         if op in (_STOP, _FREE):
             if rank + 1 < world:
-                _send_message(rank + 1, request, op, ids)
+                worker.wire.send(rank + 1, request, op, ids)
             for s in ids:
                 worker.free(s)
             if op == _STOP:
                 return
             continue
-        start = _HEAD + request.batch
-        data = message[start : start + n * length * hidden].reshape(n, length, hidden)
-        data = data.to(torch.float32)
         _step(rank, world, worker, request, op, ids, [data[i : i + 1] for i in range(n)], kind,
               begun_ns / 1e9)  # fmt: skip
 
@@ -333,7 +362,8 @@ def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, A
         not every later one), one after a wait when it is ready; never later than now."""
         nonlocal scheduled
         now = time.monotonic()
-        start = min(now, max(ready, scheduled)) if request.emulate else now
+        start = (min(now, max(ready, scheduled)) if request.emulate and not request.pace_each
+                 else now)  # fmt: skip
         scheduled = start + planned
         return now, start
 
@@ -373,29 +403,63 @@ def _scheduler(world: int, worker: _Stage, request: ServeRequest) -> dict[str, A
             for s in done:
                 worker.free(s)
             if world > 1:
-                _send_message(1, request, _FREE, done)
+                worker.wire.send(1, request, _FREE, done)
     if world > 1:
-        _send_message(1, request, _STOP, [])
+        worker.wire.send(1, request, _STOP, [])
     return {"arrivals": [(a, k, p) for a, k, p in arrivals], "outputs": outputs,
             "times": times, "in_flight": in_flight, "walls": walls}  # fmt: skip
 
 
-def _rank_main(rank: int, world: int, port: int, request: ServeRequest, conn: Any) -> None:
+class Hosting(Protocol):
+    """Where the ranks run (the testbed, :mod:`inferplan.runtime.testbed.serving`): ``enter``
+    runs first in each forked rank, and the rank then waits until the launcher has passed its
+    process id to ``admit``; ``env`` is the ranks' environment, ``wire`` a rank's messages to
+    the next stage (with ``start()``, once every rank listens, and ``stop()``), ``dilation``
+    how many times the plan's time the run takes."""
+
+    env: dict[str, str]
+    dilation: float
+
+    def enter(self) -> None: ...
+
+    def admit(self, pid: int) -> None: ...
+
+    def wire(self, rank: int, world: int, request: ServeRequest) -> Any: ...
+
+
+def _rank_main(rank: int, world: int, port: int, request: ServeRequest, conn: Any,
+               hosting: Hosting | None, admitted: Any) -> None:  # fmt: skip
     import torch
     import torch.distributed as dist
 
     try:
         os.setpgid(0, 0)
+        wire = None
+        if hosting is not None:
+            hosting.enter()
+            if not admitted.wait(request.timeout_s):
+                raise TimeoutError("the launcher did not admit the rank to the testbed")
         torch.set_num_threads(1)
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        if hosting is not None:
+            os.environ.update(hosting.env)
+            wire = hosting.wire(rank, world, request)
         dist.init_process_group("gloo", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=request.timeout_s))  # fmt: skip
         worker = _Stage(build_model(request.config, request.seed), request.stages[rank])
-        if rank == 0:
-            result = _scheduler(world, worker, request)
-        else:
-            _follower(rank, world, worker, request)
-            result = {}
+        if wire is not None:
+            dist.barrier()  # every rank listens
+            wire.start()
+            worker.wire = wire
+        try:
+            if rank == 0:
+                result = _scheduler(world, worker, request)
+            else:
+                _follower(rank, world, worker, request)
+                result = {}
+        finally:
+            if wire is not None:
+                wire.stop()
         result["log"] = worker.log
         dist.destroy_process_group()
         conn.send(("ok", result))
@@ -412,17 +476,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _launch(request: ServeRequest) -> dict[str, Any]:
+def _launch(request: ServeRequest, hosting: Hosting | None = None) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     world, port = len(request.stages), _free_port()
     pipes, procs = [], []
+    admitted = ctx.Event()
     for rank in range(world):
         parent, child = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_rank_main, args=(rank, world, port, request, child), daemon=True)
+        p = ctx.Process(target=_rank_main, daemon=True,
+                        args=(rank, world, port, request, child, hosting, admitted))  # fmt: skip
         p.start()
         child.close()
         pipes.append(parent)
         procs.append(p)
+        if hosting is not None and p.pid is not None:
+            hosting.admit(p.pid)
+    admitted.set()
     results: list[Any] = [None] * world
     deadline = time.monotonic() + request.timeout_s + 30
     try:
@@ -496,12 +565,27 @@ def step_record(raw: dict[str, Any], span: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_serving(request: ServeRequest) -> dict[str, Any]:
+def _undilated(raw: dict[str, Any], k: float) -> dict[str, Any]:
+    """A run's record with every time divided by ``k`` (the testbed's dilation)."""
+    if k == 1.0:
+        return raw
+    return {**raw,
+            "arrivals": [(a / k, c, p) for a, c, p in raw["arrivals"]],
+            "times": {s: [t / k for t in ts] for s, ts in raw["times"].items()},
+            "walls": [(op, n, w / k) for op, n, w in raw["walls"]],
+            "logs": [[(op, n, a / k, b / k, c / k) for op, n, a, b, c in log]
+                     for log in raw["logs"]]}  # fmt: skip
+
+
+def run_serving(request: ServeRequest, hosting: Hosting | None = None) -> dict[str, Any]:
     """Serve ``request.requests`` requests through the stages; the measured TTFT and TPOT
     (median and p95 over the requests), tokens/s, the decode batches seen, whether every
     generated token equals the unsplit model's greedy decoding, the arrival rate the run's
-    requests came at and, under ``steps``, what its steps took (:func:`step_record`)."""
-    raw = _launch(request)
+    requests came at and, under ``steps``, what its steps took (:func:`step_record`).
+
+    With ``hosting`` (the testbed), the ranks run where it puts them and every time of the
+    record is the run's over its ``dilation``."""
+    raw = _undilated(_launch(request, hosting), hosting.dilation if hosting else 1.0)
     arrivals, outputs, times = raw["arrivals"], raw["outputs"], raw["times"]
     ttft = [times[i][0] - arrivals[i][0] for i in range(len(arrivals))]
     tpot = [(times[i][-1] - times[i][0]) / (len(times[i]) - 1)

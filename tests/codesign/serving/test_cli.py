@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli import app, invoke_json, runner
 
 BASE = ["serve", "examples/gpu-cluster.yaml", "examples/llama-8b.yaml",
@@ -49,3 +51,24 @@ def test_infeasible_is_exit_3_naming_what_binds(tmp_path) -> None:
     data = json.loads(result.stdout)
     assert data["status"] == "infeasible" and data["binding"] == ["TPOT"]
     assert "TPOT" in result.stderr
+
+
+def test_a_catalogs_measured_step_times_time_the_plan(tmp_path) -> None:
+    # one GPU type whose one-unit nodes take 0.4 ms a layer per decode step at any batch and
+    # 2 ms a layer per prefill at any prompt (two equal points each): every stage's decode
+    # step is its layers' 0.4 ms each, whatever the roofline of its FLOP/s would say
+    catalog = tmp_path / "gpus.yaml"
+    catalog.write_text(
+        "gpus:\n"
+        "  - {name: A100-80GB, flops: 312e12, memory_bandwidth: 2.0e12, memory: 80e9,\n"
+        "     price_per_hour: 3.67,\n"
+        "     step_times: {1: {decode: {1: 4.0e-4, 4096: 4.0e-4},\n"
+        "                      prefill: {1: 2.0e-3, 65536: 2.0e-3}}}}\n"
+    )
+    data = invoke_json([*BASE, "--catalog", str(catalog), "--json"])
+    assert data["status"] == "optimal"
+    held = [s for s in data["stages"] if s["layers"] > 0]
+    assert held and sum(s["layers"] for s in held) == 32  # llama-8b's decoder layers
+    for stage in held:
+        assert stage["decode_step_s"] == pytest.approx(stage["layers"] * 4.0e-4)
+        assert stage["prefill_s"] == pytest.approx([stage["layers"] * 2.0e-3] * 2)

@@ -102,3 +102,53 @@ def test_memory_bandwidth_in_network_files(tmp_path) -> None:
         path.write_text(
             path.read_text().replace(f"memory_bandwidth: {bad}", "memory_bandwidth: 5e11")
         )
+
+
+STEP_TABLE = """gpus:
+  - name: A100-80GB
+    flops: 312e12
+    memory_bandwidth: 2.0e12
+    memory: 80e9
+    price_per_hour: 3.67
+    tp_efficiency: {1: 1.0, 2: 0.9}
+    step_times:
+      1: {decode: {1: 1.0e-4, 9: 3.0e-4}, prefill: {100: 1.0e-3, 500: 5.0e-3}}
+"""
+
+
+def test_measured_step_times_time_their_unit_count(tmp_path) -> None:
+    from inferplan.codesign.timing.step import StepWork
+
+    path = tmp_path / "c.yaml"
+    path.write_text(STEP_TABLE)
+    (gpu,) = load_catalog(path).types
+    one, two = gpu.hardware(1), gpu.hardware(2)
+    assert two.time_model is None  # no table for two units: the roofline
+    assert one.time_model is not None
+    # 10 layers at batch 5, halfway between 1 and 9: 10 x 2e-4 s; a prefill of 400 tokens,
+    # three quarters of the way from 100 to 500: 10 x 4e-3 s; beyond the points: refused
+    assert one.time_model.seconds(StepWork("decode", 0.0, 0.0, 10, 5)) == pytest.approx(2e-3)
+    assert one.time_model.seconds(StepWork("prefill", 0.0, 0.0, 10, 400)) == pytest.approx(4e-2)
+    with pytest.raises(InferplanError, match=r"outside the measured batches 1\.\.9"):
+        one.time_model.seconds(StepWork("decode", 0.0, 0.0, 10, 16))
+
+
+@pytest.mark.parametrize(
+    ("table", "field", "words"),
+    [
+        ("      1: {decode: {1: -1.0}, prefill: {100: 1.0e-3}}", "gpus[0].step_times[1].decode[1]",
+         "greater than 0"),
+        ("      1: {decode: {}, prefill: {100: 1.0e-3}}", "gpus[0].step_times[1].decode",
+         "at least 1"),
+        ("      1: {decode: {1: 1.0e-4}}", "gpus[0].step_times[1].prefill", "missing"),
+        ("      4: {decode: {1: 1.0e-4}, prefill: {100: 1.0e-3}}", "step_times.4",
+         "tp_efficiency lists [1, 2]"),
+    ],
+)  # fmt: skip
+def test_bad_step_times_are_one_located_line(tmp_path, table, field, words) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(STEP_TABLE.rsplit("\n", 2)[0] + "\n" + table + "\n")
+    with pytest.raises(InferplanError) as info:
+        load_catalog(path)
+    assert info.value.field == field and words in str(info.value), str(info.value)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

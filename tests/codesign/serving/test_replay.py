@@ -38,6 +38,19 @@ def test_a_full_batch_makes_an_arrival_wait_for_a_sequence_to_leave():
     assert run.last_token == pytest.approx((0.7, 1.4))
 
 
+def test_the_median_ttft_is_the_middle_requests_wait():
+    work = Workload(1.0, (RequestClass(4, 3, 1.0),))
+    # batch 1, three requests at once: first tokens at 0.5, 1.2 and 1.9 (a prefill and two
+    # steps each), so waits of 0.5, 1.2 and 1.9, the mean the same as the median
+    run = replay_run(work, 1, 0.1, [0.5], [(0.0, 0), (0.0, 0), (0.0, 0)])
+    assert run.ttft_median == pytest.approx(1.2) and run.ttft == pytest.approx(1.2)
+    # a fourth request long after: waits 0.5, 1.2, 1.9, 0.5, median (0.5 + 1.2) / 2
+    run = replay_run(work, 1, 0.1, [0.5], [(0.0, 0), (0.0, 0), (0.0, 0), (10.0, 0)])
+    assert run.ttft_median == pytest.approx(0.85)
+    assert run.ttft == pytest.approx((0.5 + 1.2 + 1.9 + 0.5) / 4)
+    assert run.to_dict()["ttft_median"] == run.ttft_median
+
+
 def test_requests_far_apart_take_a_prefill_and_a_step_per_token():
     arrivals = [(10.0 * i, i % 2) for i in range(6)]
     run = replay_run(WORK, 4, 0.02, [0.3, 0.7], arrivals)

@@ -4,7 +4,10 @@ A :class:`GpuType` is one unit's FLOP/s, memory bandwidth (bytes/s), memory (byt
 per hour; ``tp_efficiency`` maps each count ``k`` of units that may work as one node (tensor
 parallelism) to the fraction of ``k`` units' FLOP/s and bandwidth they reach together
 (``{1: 1.0}`` by default: one unit per node). ``k`` units hold ``k`` times the memory and cost
-``k`` times the price.
+``k`` times the price. ``step_times`` maps a unit count to the seconds its node takes per
+step, measured (a :class:`~inferplan.codesign.timing.step.MeasuredTable`: per layer held, by
+decode batch and by prefill tokens); a count without one is timed by the roofline of its
+FLOP/s and bandwidth.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class GpuType:
     memory: float
     price_per_hour: float
     tp_efficiency: Mapping[int, float] = field(default_factory=lambda: {1: 1.0})
+    step_times: Mapping[int, StepTimeModel] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("flops", "memory_bandwidth", "memory", "price_per_hour"):
@@ -70,13 +74,19 @@ class GpuType:
             if not (isinstance(eff, int | float) and 0 < eff <= 1):
                 raise InvalidArgument(f"must be in (0, 1], got {eff!r}",
                                       field=f"tp_efficiency.{k}")  # fmt: skip
+        for k in self.step_times:
+            if k not in self.tp_efficiency:
+                raise InvalidArgument(f"times {k} units, but tp_efficiency lists "
+                                      f"{sorted(self.tp_efficiency)}: add {k} there",
+                                      field=f"step_times.{k}")  # fmt: skip
 
     def hardware(self, units: int) -> Hardware:
         """``units`` of this type as one node."""
         eff = self.tp_efficiency[units]
         return Hardware(f"{units}x{self.name}", units * eff * self.flops,
                         units * eff * self.memory_bandwidth, units * self.memory,
-                        units * self.price_per_hour, self.name, units)  # fmt: skip
+                        units * self.price_per_hour, self.name, units,
+                        self.step_times.get(units))  # fmt: skip
 
 
 @dataclass(frozen=True)

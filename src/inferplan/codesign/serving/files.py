@@ -17,6 +17,19 @@ tensor-parallel efficiency::
       - {name: A100-80GB, flops: 312e12, memory_bandwidth: 2.0e12, memory: 80e9,
          price_per_hour: 3.67, tp_efficiency: {1: 1.0, 2: 0.92, 4: 0.88, 8: 0.85}}
 
+and, for a type, optionally the step times measured on its nodes (``step_times``: per unit
+count, the seconds per layer held of a decode step by batch and of a prefill by prompt
+tokens, interpolated linearly between the measured points; a batch or prompt outside them is
+refused when planning), which then time its nodes instead of the roofline::
+
+      - name: L4
+        flops: 121e12
+        memory_bandwidth: 300e9
+        memory: 24e9
+        price_per_hour: 0.8
+        step_times:
+          1: {decode: {1: 2.1e-4, 8: 2.6e-4, 32: 4.0e-4}, prefill: {128: 1.1e-3, 2048: 1.5e-2}}
+
 A decoder model: a file with ``decoder_lm``'s arguments and the context length::
 
     decoder: {name: llama-70b, layers: 80, hidden: 8192, heads: 64, kv_heads: 8,
@@ -36,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from inferplan.codesign.serving.catalog import Catalog, GpuType
 from inferplan.codesign.serving.decoder import Decoder
 from inferplan.codesign.serving.workload import RequestClass, Workload
+from inferplan.codesign.timing.step import MeasuredTable
 from inferplan.documents import read_document, validate_document
 from inferplan.errors import InferplanError, InvalidFile, InvalidProfile
 
@@ -71,6 +85,14 @@ class _GpuEntry(BaseModel):
     memory: Positive
     price_per_hour: Positive
     tp_efficiency: dict[Count, Annotated[float, Field(strict=True, gt=0, le=1)]] = {1: 1.0}
+    step_times: dict[Count, _StepTimes] = {}
+
+
+class _StepTimes(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decode: dict[Positive, Positive] = Field(min_length=1)
+    prefill: dict[Positive, Positive] = Field(min_length=1)
 
 
 class _CatalogFile(BaseModel):
@@ -126,7 +148,9 @@ def load_catalog(path: str | Path) -> Catalog:
     doc = _read(path, _CatalogFile, InvalidFile)
     try:
         return Catalog(tuple(GpuType(g.name, g.flops, g.memory_bandwidth, g.memory,
-                                     g.price_per_hour, dict(g.tp_efficiency))
+                                     g.price_per_hour, dict(g.tp_efficiency),
+                                     {k: MeasuredTable.of(decode=t.decode, prefill=t.prefill)
+                                      for k, t in g.step_times.items()})
                              for g in doc.gpus))  # fmt: skip
     except InferplanError as exc:
         raise exc.located(str(path)) from None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ class ReplayedRun:
     """The replayed run: per request its first token's and last token's time (seconds from
     the first arrival), and the means a run reports (``tpot`` over output tokens after each
     request's first; ``tokens_per_s`` over the span from the first arrival to the last
-    token)."""
+    token); ``ttft_median``, the median over the requests of the time to the first token."""
 
     first_token: tuple[float, ...]
     last_token: tuple[float, ...]
@@ -42,11 +43,12 @@ class ReplayedRun:
     tpot: float
     tokens_per_s: float
     prefill_busy: float
+    ttft_median: float = math.nan
 
     def to_dict(self) -> dict[str, float]:
-        """The means as plain data."""
-        return {"ttft": self.ttft, "tpot": self.tpot, "tokens_per_s": self.tokens_per_s,
-                "prefill_busy": self.prefill_busy}  # fmt: skip
+        """The means (and the TTFT's median) as plain data."""
+        return {"ttft": self.ttft, "ttft_median": self.ttft_median, "tpot": self.tpot,
+                "tokens_per_s": self.tokens_per_s, "prefill_busy": self.prefill_busy}  # fmt: skip
 
 
 def replay_run(workload: Workload, batch: int, decode: float, prefill: Sequence[float],
@@ -64,8 +66,8 @@ def replay_run(workload: Workload, batch: int, decode: float, prefill: Sequence[
     >>> run = replay_run(work, 2, 0.1, [0.5], [(0.0, 0), (0.55, 0)])
     >>> [round(t, 9) for t in run.first_token], [round(t, 9) for t in run.last_token]
     ([0.5, 1.1], [1.2, 1.3])
-    >>> round(run.tpot, 4), round(run.ttft, 4)
-    (0.225, 0.525)
+    >>> round(run.tpot, 4), round(run.ttft, 4), round(run.ttft_median, 4)
+    (0.225, 0.525, 0.525)
     """
     if batch < 1:
         raise InvalidArgument(f"must be at least 1, got {batch}", field="batch")
@@ -106,4 +108,5 @@ def replay_run(workload: Workload, batch: int, decode: float, prefill: Sequence[
         math.fsum(f - a for f, (a, _) in zip(first, arrivals, strict=True)) / n,
         math.fsum(b - f for f, b in zip(first, last, strict=True)) / gaps if gaps else math.nan,
         sum(outputs) / span if span > 0 else math.nan, busy / span if span > 0 else math.nan,
+        statistics.median(f - a for f, (a, _) in zip(first, arrivals, strict=True)),
     )  # fmt: skip

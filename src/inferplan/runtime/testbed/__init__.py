@@ -4,4 +4,5 @@
   shaped by traffic control, hosts held to a share of a core by CPU quotas, and the dilation.
 - :mod:`~inferplan.runtime.testbed.run`: a co-design plan carried out on it.
 - :mod:`~inferplan.runtime.testbed.pair`: device-edge co-inference carried out on it.
+- :mod:`~inferplan.runtime.testbed.serving`: a serving plan's decoder LM served on it.
 """

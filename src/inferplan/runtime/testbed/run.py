@@ -70,7 +70,8 @@ from inferplan.runtime.testbed.linux import (
     transport_cost,
 )
 
-__all__ = ["Hosting", "Layout", "Placement", "SocketLinks", "calibrations", "hosting", "layout"]
+__all__ = ["Hosting", "Layout", "Placement", "SocketLinks", "calibrations", "hosting", "layout",
+           "placed"]
 
 PLACEMENT = "testbed.json"  # in the run's folder: what each rank needs to know
 DATA_PORT = 7000  # in the run's own namespace nothing else listens
@@ -165,6 +166,13 @@ class Hosting:
     testbed: Testbed | None = None
 
 
+def placed(lay: Layout, bed: Testbed) -> Placement:
+    """What the ranks of ``lay`` on the set-up ``bed`` need to know."""
+    return Placement(tuple(h.address for h in lay.hosts), tuple(str(h.path) for h in bed.hosts),
+                     lay.quotas, lay.cpus, str(bed.transport.path), bed.version, lay.dilation,
+                     lay.period_s, lay.repeats)  # fmt: skip
+
+
 def node_seconds(traced: Any, plan: Any, sample: Sequence[torch.Tensor]) -> tuple[float, ...]:
     """CPU seconds of each path node's work here on one thread, the way the ranks run them:
     a quota rations CPU time, and CPU time is what the machine's other load does not
@@ -218,9 +226,7 @@ def hosting(resolved: Any, run_dir: Path) -> Iterator[Hosting]:
     lay = layout(real, resolved.node_s, bandwidths, delays, cpus=sorted(os.sched_getaffinity(0)),
                  at_least=request.dilation or 1.0, transport=transport_cost())  # fmt: skip
     with Testbed(lay.hosts, lay.links, period_s=lay.period_s) as bed:
-        Placement(tuple(h.address for h in lay.hosts), tuple(str(h.path) for h in bed.hosts),
-                  lay.quotas, lay.cpus, str(bed.transport.path), bed.version, lay.dilation,
-                  lay.period_s, lay.repeats).save(run_dir)  # fmt: skip
+        placed(lay, bed).save(run_dir)
         env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(MASTER_PORT),
                "GLOO_SOCKET_IFNAME": "lo"}  # fmt: skip
         yield Hosting(env, bed.preexec(), lambda rank, pid: bed.admit(pid), lay.dilation, bed)
