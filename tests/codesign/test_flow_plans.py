@@ -392,3 +392,20 @@ def test_a_flow_may_cross_a_link_twice():
     capped = _there_and_back(0.5)
     with pytest.raises(Infeasible, match="allow at most"):
         flow_provision(_instance(capped, THERE_AND_BACK), 1.0)
+
+
+def test_flow_t_star_out_of_time_with_only_the_empty_flow_asks_for_more_time():
+    """At the time limit the empty flow (always feasible) proves nothing: the answer is a
+    one-line request for more time, never 'every path lacks capacity'."""
+    network, profile = inferplan.load_network("examples/network.json"), inferplan.mlp(64, 3)
+    inst = _instance(network, profile)
+    assert flow_throughput(inst).throughput > 0  # a flow exists: "lacks capacity" would be wrong
+
+    def nothing_in_time(model, balance, rhs, time_limit, *rest):  # type: ignore[no-untyped-def]
+        return 1, np.zeros(len(model.objective)), 0.0, "time limit reached"
+
+    with patch.object(flow, "_solve", nothing_in_time), pytest.raises(
+        InvalidArgument, match=r"found no flow above 0 within 5 s; give it more time"
+    ) as info:
+        flow_throughput(inst, time_limit=5.0)
+    assert info.value.field == "time_limit"

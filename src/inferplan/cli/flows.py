@@ -40,40 +40,36 @@ PipelinesOpt = Annotated[
 ]
 
 
-def refuse(given: Mapping[str, object]) -> None:
-    """One line naming the first option given that flow plans do not take."""
+def _refuse_given(given: Mapping[str, object], why: str) -> None:
+    """One line naming the first option of ``given`` that was given, and ``why`` not."""
     for flag, value in given.items():
         if value not in (None, False, ()):
-            raise InvalidArgument("not with --pipelines any (flow plans take --throughput or "
-                                  "--interval, --time-limit, --node-times, --json, --dot and "
-                                  "--report)",
-                                  field=flag)  # fmt: skip
+            raise InvalidArgument(why, field=flag)
+
+
+def refuse(given: Mapping[str, object]) -> None:
+    """One line naming the first option given that flow plans do not take."""
+    _refuse_given(given, "not with --pipelines any (flow plans take --throughput or "
+                         "--interval, --time-limit, --node-times, --json, --dot and --report)")
 
 
 def refuse_in_frontier(given: Mapping[str, object]) -> None:
     """One line naming the first option given that a flow frontier does not take."""
-    for flag, value in given.items():
-        if value not in (None, False, ()):
-            raise InvalidArgument("not with --pipelines any (a flow frontier sweeps the target "
-                                  "throughput, --from to --to, cut between blocks; no latency "
-                                  "bound holds for flow plans)", field=flag)  # fmt: skip
+    _refuse_given(given, "not with --pipelines any (a flow frontier sweeps the target "
+                         "throughput, --from to --to, cut between blocks; no latency bound "
+                         "holds for flow plans)")
 
 
 def refuse_in_run(given: Mapping[str, object]) -> None:
     """One line naming the first option given that a flow run does not take."""
-    for flag, value in given.items():
-        if value not in (None, False, ()):
-            raise InvalidArgument("not with --pipelines any (a flow run plans its flow from "
-                                  "--throughput or --interval, or the largest flow without "
-                                  "either, and runs it closed loop here or on --testbed)",
-                                  field=flag)  # fmt: skip
+    _refuse_given(given, "not with --pipelines any (a flow run plans its flow from "
+                         "--throughput or --interval, or the largest flow without either, "
+                         "and runs it closed loop here or on --testbed)")
 
 
 def refuse_one_path(given: Mapping[str, object]) -> None:
     """One line naming the first option given that only flow plans take."""
-    for flag, value in given.items():
-        if value is not None:
-            raise InvalidArgument("only with --pipelines any", field=flag)
+    _refuse_given(given, "only with --pipelines any")
 
 
 def flow_throughput_command(
