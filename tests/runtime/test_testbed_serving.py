@@ -102,8 +102,8 @@ def test_testbed_with_emulate_or_a_dilation_alone_is_refused(tmp_path: Path) -> 
     result = runner.invoke(app, [*base, "--testbed", "--emulate"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "error: --emulate/--no-emulate: the testbed runs without pacing: give --testbed or "
-        "--emulate, not both"]  # fmt: skip
+        "error: --emulate/--no-emulate: the testbed's kernel limits the links and CPUs that "
+        "--emulate would emulate: give --testbed or --emulate, not both"]  # fmt: skip
     result = runner.invoke(app, [*base, "--dilation", "3"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [

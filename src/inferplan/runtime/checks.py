@@ -51,8 +51,9 @@ def check_testbed_options(emulate: bool | None, testbed: bool, dilation: float |
     """``--emulate``, ``--testbed`` and ``--dilation`` together (the testbed sets its own
     pacing; a dilation stretches a testbed run only, by 1 to :data:`MAX_DILATION`)."""
     if testbed and emulate:
-        raise InvalidArgument("the testbed runs without pacing: give --testbed or --emulate, "
-                              "not both", field="emulate")  # fmt: skip
+        raise InvalidArgument("the testbed's kernel limits the links and CPUs that --emulate "
+                              "would emulate: give --testbed or --emulate, not both",
+                              field="emulate")  # fmt: skip
     if dilation is not None and not testbed:
         raise InvalidArgument("stretches a testbed run's time: give it with --testbed",
                               field="dilation")  # fmt: skip
