@@ -600,7 +600,7 @@ def run_serving(request: ServeRequest, hosting: Hosting | None = None) -> dict[s
     in_flight = raw["in_flight"]
     ttft_m, ttft_p = _median_p95(ttft)
     tpot_m, tpot_p = _median_p95(tpot)
-    # the mean over output tokens after each request's first (what D / (1 - rho_p) predicts)
+    # the mean over output tokens after each request's first (what the planner's TPOT predicts)
     gaps = [len(times[i]) - 1 for i in range(len(arrivals))]
     tpot_mean = (math.fsum(times[i][-1] - times[i][0] for i in range(len(arrivals)))
                  / sum(gaps)) if sum(gaps) else math.nan  # fmt: skip

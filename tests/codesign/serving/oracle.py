@@ -63,13 +63,22 @@ def serves(w: Workload, b: int, decode: float, prefill: Sequence[float], rate: f
     rho_d = rate * w.mean_output_tokens * decode / b
     if rho_p + rho_d > 1 + 1e-12:
         return False
-    tpot = decode / (1 - rho_p)
-    if w.tpot_s is not None and tpot > w.tpot_s * (1 + 1e-12):
-        return False
     residual = (
         rate * sum(s * t * t for s, t in zip(shares, prefill, strict=True)) / 2 + rho_d * decode / 2
     )
     wait = residual / (1 - rho_p)
+    # a class-k sequence's tokens after its first: its O_k - 1 steps, the prefills queued
+    # behind it when its own ends (rho_p (wait + T_k) s) and those arriving until its last
+    # step starts, each second of it bringing rho_p s of prefill
+    spans = [
+        s * ((c.output_tokens - 1) * decode + rho_p * (wait + t - decode)) / (1 - rho_p)
+        for s, t, c in zip(shares, prefill, w.classes, strict=True)
+        if c.output_tokens > 1
+    ]
+    tokens = sum(s * (c.output_tokens - 1) for s, c in zip(shares, w.classes, strict=True))
+    tpot = sum(spans) / tokens if tokens else decode / (1 - rho_p)
+    if w.tpot_s is not None and tpot > w.tpot_s * (1 + 1e-12):
+        return False
     return not (w.ttft_s is not None and wait + max(prefill) > w.ttft_s * (1 + 1e-12))
 
 

@@ -14,10 +14,12 @@ The model (docs/serving.md states it with its choices):
 - Prefills take priority over decode steps (neither preempts the other). With Poisson arrivals
   at rate ``lambda``: ``rho_p = lambda sum_k s_k T_k``; the batch is full at most
   ``lambda O-bar D / (1 - rho_p) <= b`` (Little's law), which is the rate condition
-  ``rho_p + lambda O-bar D / b <= 1``; the predicted TPOT is ``D / (1 - rho_p)``; a prefill
-  waits ``W = R / (1 - rho_p)`` (the M/G/1 non-preemptive priority queue, the decode steps
-  counted as a Poisson stream of their own: ``R = lambda sum_k s_k T_k^2 / 2 + lambda O-bar
-  D^2 / (2 b)``) and the predicted TTFT of class ``k`` is ``W + T_k``.
+  ``rho_p + lambda O-bar D / b <= 1``; a prefill waits ``W = R / (1 - rho_p)`` (the M/G/1
+  non-preemptive priority queue, the decode steps counted as a Poisson stream of their own:
+  ``R = lambda sum_k s_k T_k^2 / 2 + lambda O-bar D^2 / (2 b)``) and the predicted TTFT of
+  class ``k`` is ``W + T_k``; the predicted TPOT, the mean over the output tokens after each
+  sequence's first, is ``D / (1 - rho_p)`` plus the prefills of the requests that arrived
+  while the sequence waited and ran its own (:func:`mean_tpot`).
 - A node's memory holds its blocks' weights and the KV cache of ``b`` sequences at the
   workload's longest context for its layers.
 
@@ -52,6 +54,7 @@ __all__ = [
     "OBJECTIVES",
     "ServingPlan",
     "ServingStage",
+    "mean_tpot",
     "network_hardware",
     "plan_serving",
 ]
@@ -138,34 +141,114 @@ def network_hardware(network: Network) -> dict[str, Hardware]:
 # -- the queueing model: the rate a label's sums allow -------------------------------------
 
 
+@dataclass(frozen=True)
+class _Moments:
+    """What the queueing model reads of a path's sums, per request/s of arrivals: ``busy``
+    the prefill seconds (``rho_p = rate busy``), ``residual`` the residual (``R = rate
+    residual``), ``gaps`` the output tokens after the first (``O-bar - 1``), ``joining`` the
+    share of requests with such tokens and ``own`` their ``sum s_k (T_k - D)``."""
+
+    decode: float
+    busy: float
+    residual: float
+    gaps: float
+    joining: float
+    own: float
+
+
+def _moments(workload: Workload, batch: int, decode: float, prefill: Sequence[float]
+             ) -> _Moments:  # fmt: skip
+    shares = [c.share for c in workload.classes]
+    outputs = [c.output_tokens for c in workload.classes]
+    busy = math.fsum(s * t for s, t in zip(shares, prefill, strict=True))
+    e2 = math.fsum(s * t * t for s, t in zip(shares, prefill, strict=True))
+    later = [(s, t) for s, t, o in zip(shares, prefill, outputs, strict=True) if o > 1]
+    return _Moments(
+        decode, busy, e2 / 2 + workload.mean_output_tokens * decode * decode / (2 * batch),
+        math.fsum(s * (o - 1) for s, o in zip(shares, outputs, strict=True)),
+        math.fsum(s for s, _ in later), math.fsum(s * (t - decode) for s, t in later),
+    )  # fmt: skip
+
+
+def _tpot(m: _Moments, rate: float, wait: float) -> float:
+    """The mean time per output token after each sequence's first at ``rate``, a prefill
+    waiting ``wait`` s on the mean (:func:`mean_tpot`)."""
+    rho = rate * m.busy
+    if m.gaps <= 0:  # no class has a token after its first: the step stretched alone
+        return m.decode / (1 - rho)
+    return (m.gaps * m.decode + rho * (m.joining * wait + m.own)) / (m.gaps * (1 - rho))
+
+
+def mean_tpot(workload: Workload, decode: float, prefill: Sequence[float], rate: float,
+              wait: float) -> float:  # fmt: skip
+    """The mean time per output token after each sequence's first (over the tokens, as a
+    run measures it: the sum over requests of last token less first over the sum of their
+    tokens after the first) at ``rate`` requests/s, a prefill waiting ``wait`` s on the mean.
+
+    A class-``k`` sequence's tokens after its first take its ``O_k - 1`` decode steps and
+    every prefill run between them. Those are the prefills queued when its own ends, those
+    of the ``rate (wait + T_k)`` requests on the mean that arrived while it waited and ran
+    (``rho_p (wait + T_k)`` seconds), and those arriving before its last step starts, at
+    ``rho_p`` seconds a second (prefills go first while the batch has room). So its last
+    token comes ``((O_k - 1) D + rho_p (wait + T_k - D)) / (1 - rho_p)`` after its first
+    on the mean, and per token over the classes with ``O_k > 1``::
+
+        D / (1 - rho_p) + rho_p sum_k s_k (wait + T_k - D) / ((O-bar - 1) (1 - rho_p))
+
+    the second term being a sequence's own wait's prefills, which ``D / (1 - rho_p)`` leaves
+    out; ``D / (1 - rho_p)`` when no class has tokens after its first. It holds while the
+    batch has room (a full batch defers prefills).
+
+    >>> from inferplan.codesign.serving import RequestClass, Workload
+    >>> work = Workload(1.0, (RequestClass(8, 2, 1.0),))
+    >>> round(mean_tpot(work, 0.01, [0.1], 5.0, 0.05), 6)  # rho_p 0.5: 0.02 + 0.5 * 0.14 / 0.5
+    0.16
+    """
+    return _tpot(_moments(workload, 1, decode, prefill), rate, wait)
+
+
 def rate_limits(workload: Workload, batch: int, decode: float, prefill: Sequence[float]
                 ) -> dict[str, float]:  # fmt: skip
     """The most requests/s each condition allows a path whose decode step takes ``decode``
     and whose prefills take ``prefill`` (one per class): ``rate`` (the batch and the
-    prefills keep up), ``TPOT`` and ``TTFT``."""
-    shares = [c.share for c in workload.classes]
-    e1 = math.fsum(s * t for s, t in zip(shares, prefill, strict=True))
-    e2 = math.fsum(s * t * t for s, t in zip(shares, prefill, strict=True))
+    prefills keep up), ``TPOT`` (:func:`predictions`' TPOT, increasing in the rate, at most
+    the bound) and ``TTFT``."""
+    m = _moments(workload, batch, decode, prefill)
     out = workload.mean_output_tokens
-    limits = {"rate": 1 / (e1 + out * decode / batch)}
+    limits = {"rate": 1 / (m.busy + out * decode / batch)}
     if workload.tpot_s is not None:
-        limits["TPOT"] = (1 - decode / workload.tpot_s) / e1
+        limits["TPOT"] = _tpot_limit(m, workload.tpot_s)
     if workload.ttft_s is not None:
         room = workload.ttft_s - max(prefill)
-        residual = e2 / 2 + out * decode * decode / (2 * batch)
-        limits["TTFT"] = room / (residual + room * e1) if room >= 0 else -1.0
+        limits["TTFT"] = room / (m.residual + room * m.busy) if room >= 0 else -1.0
     return limits
+
+
+def _tpot_limit(m: _Moments, bound: float) -> float:
+    """The rate at which :func:`_tpot` at the model's wait ``W = rate residual / (1 - rho_p)``
+    reaches ``bound``: with ``x`` the rate and ``e = busy``, clearing ``(1 - e x)^2`` from
+    ``_tpot = bound`` leaves ``A x^2 + B x + C = 0`` with ``C = g (D - bound)``, ``B = e (2 g
+    bound - g D + own)`` and ``A = e (joining residual - e (own + g bound))``, whose root in
+    ``(0, 1 / e)`` is the one the TPOT (increasing from ``D`` at no rate to infinity at
+    ``rho_p = 1``) crosses the bound at; negative when ``D`` exceeds the bound."""
+    d, e, g = m.decode, m.busy, m.gaps
+    if d >= bound or g <= 0:
+        return (1 - d / bound) / e if e > 0 else (math.inf if d <= bound else -1.0)
+    if e <= 0:
+        return math.inf
+    c = g * (d - bound)
+    b = e * (2 * g * bound - g * d + m.own)
+    a = e * (m.joining * m.residual - e * (m.own + g * bound))
+    return -2 * c / (b + math.sqrt(max(0.0, b * b - 4 * a * c)))
 
 
 def predictions(workload: Workload, batch: int, decode: float, prefill: Sequence[float],
                 rate: float) -> tuple[float, tuple[float, ...]]:  # fmt: skip
-    """The predicted TPOT and each class's TTFT at ``rate`` requests/s."""
-    shares = [c.share for c in workload.classes]
-    rho = rate * math.fsum(s * t for s, t in zip(shares, prefill, strict=True))
-    e2 = math.fsum(s * t * t for s, t in zip(shares, prefill, strict=True))
-    residual = rate * e2 / 2 + rate * workload.mean_output_tokens * decode**2 / (2 * batch)
-    wait = residual / (1 - rho)
-    return decode / (1 - rho), tuple(wait + t for t in prefill)
+    """The predicted TPOT (:func:`mean_tpot` at the model's wait) and each class's TTFT at
+    ``rate`` requests/s."""
+    m = _moments(workload, batch, decode, prefill)
+    wait = rate * m.residual / (1 - rate * m.busy)
+    return _tpot(m, rate, wait), tuple(wait + t for t in prefill)
 
 
 # -- stages and links ---------------------------------------------------------------------
