@@ -256,7 +256,7 @@ def _checked_memory(
 
 def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, target: str) -> Network:
     """The network of plain columns (see :func:`_plain_elements`), with their checked
-    ``costs`` and the nodes' ``memory`` columns if any."""
+    ``costs`` and the nodes' ``memory`` and ``memory_bandwidth`` columns if any."""
     return Network.from_columns(
         node_ids=nodes["id"],
         node_capacity=nodes["capacity"],
@@ -271,6 +271,7 @@ def _from_plain(nodes: dict[str, Any], links: dict[str, Any], source: str, targe
         link_costs=links.get("costs"),
         **nodes.get("memory", {}),
         link_delay=links.get("delay_s"),
+        node_memory_bandwidth=nodes.get("memory_bandwidth"),
     )
 
 
@@ -449,6 +450,9 @@ def _from_tables(data: dict[str, Any], source: str | None, folder: Path) -> Netw
             return tables.table_elements(read[kind].slice(k, 1), columns[kind], csv=csv[kind])[0]
 
         memory = tables.memory_fields(read["nodes"], csv["nodes"])
+        bandwidth = tables.memory_bandwidths(read["nodes"])
+        if nodes is not None:
+            nodes = None if bandwidth is None else {**nodes, "memory_bandwidth": bandwidth}
         if nodes is not None and memory:
             checked = _checked_memory(memory, nodes["id"], lambda k: element("nodes", k))
             nodes = None if checked is None else {**nodes, "memory": checked}

@@ -11,7 +11,9 @@ A network file may name two tables instead of listing its elements (see
 
 A node table may give memory: ``memory`` (bytes) and ``memory_price`` (per byte), each left out
 or its cell empty where not given (memory unlimited, not for sale), and a memory cost function
-in the cost columns prefixed ``memory_`` (``memory_cost_kind``, ...).
+in the cost columns prefixed ``memory_`` (``memory_cost_kind``, ...), and ``memory_bandwidth``
+(bytes/s, for LLM serving's time model), left out or its cell empty where not given
+(unlimited).
 
 A cost function is flat columns: ``cost_kind`` (``linear``, ``modules``, ``tiers`` or empty),
 ``cost_size``, ``cost_price`` (linear and modules), ``cost_max``, and for tiers the lists
@@ -41,9 +43,11 @@ __all__ = [
     "COST_COLUMNS",
     "LINK_COLUMNS",
     "LIST_SEPARATOR",
+    "MEMORY_BANDWIDTH",
     "MEMORY_COLUMNS",
     "NODE_COLUMNS",
     "OPTIONAL_COLUMNS",
+    "memory_bandwidths",
     "memory_fields",
     "plain_columns",
     "read_table",
@@ -65,6 +69,9 @@ MEMORY = "memory_"
 """The prefix of the memory cost columns of a node table (``memory_cost_kind``, ...)."""
 MEMORY_COLUMNS = ("memory", "memory_price", *(MEMORY + name for name in COST_COLUMNS))
 """The optional memory columns of a table of nodes: empty cells are not given."""
+MEMORY_BANDWIDTH = "memory_bandwidth"
+"""The optional column of a table of nodes giving each node's memory bandwidth (bytes/s): an
+empty cell is not given (unlimited)."""
 LIST_SEPARATOR = ";"
 """What separates the numbers of a list in a CSV cell (``1e9;2e9``)."""
 
@@ -121,7 +128,8 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
     repeated = sorted({name for name in table.column_names if table.column_names.count(name) > 1})
     if repeated:
         raise InvalidNetwork(f"column {repeated[0]!r} appears more than once", source=str(path))
-    known = (*columns, *COST_COLUMNS, *(MEMORY_COLUMNS if "id" in columns else ()))
+    known = (*columns, *COST_COLUMNS,
+             *((*MEMORY_COLUMNS, MEMORY_BANDWIDTH) if "id" in columns else ()))  # fmt: skip
     for name in table.column_names:
         if name not in known:
             raise InvalidNetwork(
@@ -342,6 +350,23 @@ def memory_fields(table: pa.Table, csv: bool) -> dict[str, Any] | None:
     return out
 
 
+def memory_bandwidths(table: pa.Table) -> Any | None:
+    """The ``memory_bandwidth`` column of a table of nodes as floats (``inf`` where empty or
+    left out, as the listed form reads a node without one), not checked; ``None`` when it is
+    not a column of numbers (then the nodes are validated one by one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if MEMORY_BANDWIDTH not in table.column_names:
+        return np.full(len(table), np.inf)
+    column = table[MEMORY_BANDWIDTH]
+    kind = column.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)):
+        return None
+    values = pc.cast(column, pa.float64(), safe=False).combine_chunks()
+    return _numpy(pc.fill_null(values, np.inf))
+
+
 def table_elements(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> list[dict[str, Any]]:
     """The rows of ``table`` as the elements of a listed network (an empty cell is a missing
     field; a cost function from the cost columns when ``cost_kind`` is given)."""
@@ -358,7 +383,8 @@ def table_elements(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> l
                 )
                 for name, value in row.items()
             }
-        element = {name: row[name] for name in (*columns, "memory", "memory_price")
+        element = {name: row[name] for name in (*columns, "memory", "memory_price",
+                                                MEMORY_BANDWIDTH)
                    if row.get(name) is not None}  # fmt: skip
         for prefix, field in (("", "cost"), (MEMORY, "memory_cost")):
             if row.get(prefix + "cost_kind") is not None:
@@ -441,6 +467,9 @@ def _memory_columns(network: Network, csv: bool) -> dict[str, Any]:
         out["memory"] = [float(m) if np.isfinite(m) else None for m in memory.tolist()]
     if not np.isnan(price).all():
         out["memory_price"] = [None if np.isnan(p) else float(p) for p in price.tolist()]
+    bandwidth = network.node_memory_bandwidth
+    if np.isfinite(bandwidth).any():
+        out[MEMORY_BANDWIDTH] = [float(b) if np.isfinite(b) else None for b in bandwidth.tolist()]
     costs = dict(network.node_memory_costs)
     return {**out, **_cost_columns(costs, len(network.node_ids), csv, MEMORY)}
 
