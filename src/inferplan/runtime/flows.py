@@ -82,7 +82,7 @@ from inferplan.runtime.testbed.flows import (
     HeldCompute,
     flow_layout,
     flow_testbed,
-    link_rate,
+    link_rates,
 )
 from inferplan.runtime.testbed.linux import require as require_testbed
 from inferplan.runtime.testbed.linux import transport_cost
@@ -238,8 +238,7 @@ class FlowRunReport:
                 "measured": self.measured_throughput,
             },
             "pipelines": [
-                {**p.to_dict(), "predicted": p.rate / self.dilation, "measured": m,
-                 "dispatched": d}
+                {**p.to_dict(), "predicted": p.rate / self.dilation, "measured": m, "dispatched": d}
                 for p, m, d in zip(
                     self.plan.pipelines, self.pipeline_measured, self.dispatched, strict=True
                 )
@@ -678,24 +677,9 @@ def _on_testbed(setup: _FlowSetup, traced: TracedModel, plan: FlowPlan,
             real.append(seconds)
     finally:
         torch.set_num_threads(threads)
-    rates: dict[tuple[int, int], float] = {}
-    loads: dict[tuple[int, int], float] = {}  # bit/s the flow puts on each link
-    for link, by_cut in setup.link_s.items():
-        # messages by cut, as the plan's rates share them out (a short run may dispatch
-        # none to a pipeline of a small rate)
-        carried: dict[int, float] = {}
-        for p, hops in zip(plan.pipelines, setup.hops, strict=True):
-            for h in hops:
-                if (h.rank, h.next_rank) == link:
-                    carried[h.last] = carried.get(h.last, 0.0) + p.rate
-        cuts = sorted(carried)
-        sizes = [HEADER_B + _bytes(setup.specs[j]) for j in cuts]
-        if not any(by_cut[j] > 0 for j in cuts):
-            continue  # nothing to shape: its cuts carry no data in the model
-        rates[link] = link_rate(sizes, [carried[j] for j in cuts], [by_cut[j] for j in cuts])
-        loads[link] = 8 * math.fsum(p.rate * (HEADER_B + _bytes(setup.specs[h.last]))
-                                    for p, hops in zip(plan.pipelines, setup.hops, strict=True)
-                                    for h in hops if (h.rank, h.next_rank) == link)  # fmt: skip
+    pipelines = [(p.rate, hops) for p, hops in zip(plan.pipelines, setup.hops, strict=True)]
+    sizes = [HEADER_B + _bytes(s) for s in setup.specs]
+    rates, loads = link_rates(pipelines, setup.link_s, sizes)
     lay = flow_layout(real, setup.node_s, rates, loads=loads, cpus=sorted(os.sched_getaffinity(0)),
                       at_least=request.dilation or 1.0, transport=transport_cost())  # fmt: skip
     with flow_testbed(lay) as bed:

@@ -42,7 +42,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -69,8 +69,8 @@ from inferplan.runtime.testbed.run import (
     recv_tensors,
 )
 
-__all__ = ["FlowBed", "FlowLayout", "FlowSockets", "HeldCompute", "flow_layout", "flow_testbed",
-           "link_rate"]
+__all__ = ["FlowBed", "FlowLayout", "FlowSockets", "HeldCompute", "Hop", "flow_layout",
+           "flow_testbed", "link_rate", "link_rates"]  # fmt: skip
 
 _STEPS = 100  # bound of the wait for a compute process to end
 
@@ -96,6 +96,53 @@ def link_rate(payload_b: Sequence[int], weights: Sequence[float], seconds: Seque
     """
     bytes_ = math.fsum(w * b for b, w in zip(payload_b, weights, strict=True))
     return 8 * bytes_ / math.fsum(w * s for w, s in zip(weights, seconds, strict=True))
+
+
+class Hop(Protocol):
+    """A pipeline's step as :func:`link_rates` reads it: the rank there, the cut it sends
+    and the rank it sends to (``None``: the output)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def next_rank(self) -> int | None: ...
+
+
+def link_rates(pipelines: Sequence[tuple[float, Sequence[Hop]]],
+               link_s: Mapping[tuple[int, int], Sequence[float]], message_b: Sequence[int]
+               ) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], float]]:  # fmt: skip
+    """Each link's shaped rate (:func:`link_rate`) and the bit/s the flow puts on it, from
+    the plan: ``pipelines`` each pipeline's planned rate (inferences/s) and its hops,
+    ``link_s[u, v]`` the seconds a message of each cut takes on link ``u -> v``,
+    ``message_b[j]`` the bytes of a message at cut ``j`` (its header included).
+
+    The messages by cut are as the plan's rates share them out, not as a run dispatched
+    them: a short run may dispatch none to a pipeline of a small rate, and its link then
+    still has a rate. A link none of whose cuts carries data in the model, or that no
+    planned rate uses, is left out (nothing to shape).
+
+    >>> from types import SimpleNamespace as Hop
+    >>> one = (2.0, [Hop(rank=0, last=1, next_rank=1), Hop(rank=1, last=2, next_rank=None)])
+    >>> link_rates([one], {(0, 1): [0.0, 0.001, 0.0]}, [24, 104, 24])
+    ({(0, 1): 832000.0}, {(0, 1): 1664.0})
+    """
+    rates: dict[tuple[int, int], float] = {}
+    loads: dict[tuple[int, int], float] = {}
+    for link, by_cut in link_s.items():
+        carried: dict[int, float] = {}  # messages per second by cut
+        for rate, hops in pipelines:
+            for h in hops:
+                if (h.rank, h.next_rank) == link:
+                    carried[h.last] = carried.get(h.last, 0.0) + rate
+        cuts = sorted(j for j, r in carried.items() if r > 0)
+        if not any(by_cut[j] > 0 for j in cuts):
+            continue
+        rates[link] = link_rate([message_b[j] for j in cuts], [carried[j] for j in cuts],
+                                [by_cut[j] for j in cuts])  # fmt: skip
+        loads[link] = 8 * math.fsum(carried[j] * message_b[j] for j in cuts)
+    return rates, loads
 
 
 @dataclass(frozen=True)
@@ -314,8 +361,10 @@ class HeldCompute:
         inference in that round (the median) over its dilated planned time."""
         if self.quota is None or len(self.cpu_s) not in self._rounds:
             return
-        self.quota = recalibrate(self.cpu_s, self.planned_s, Path(self.bed.cgroups[self.rank]),
-                                 self.bed.version, self.bed.periods_s[self.rank]) or self.quota
+        cgroup = Path(self.bed.cgroups[self.rank])
+        period = self.bed.periods_s[self.rank]
+        quota = recalibrate(self.cpu_s, self.planned_s, cgroup, self.bed.version, period)
+        self.quota = quota or self.quota
 
     def close(self) -> None:
         """End the compute process (it leaves the cgroup with it)."""
