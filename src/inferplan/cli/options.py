@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
-import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -18,6 +16,7 @@ import typer
 
 from inferplan.codesign.methods import METHODS, SERVICE_METHODS, TIE_BREAKS, throughput_methods
 from inferplan.errors import InvalidArgument, InvalidNetwork
+from inferplan.native import native_stdout_muted
 
 __all__ = [
     "MODEL_OPTIONS",
@@ -212,29 +211,6 @@ def _model_options(
 
     hf = TransformerOptions(config=tuple(config or ()), seq_len=seq_len, decode=decode)
     return ModelOptions(tuple(input_shapes or ()), blocks, dtype, "matrix", hf, granularity)
-
-
-@contextmanager
-def native_stdout_muted() -> Iterator[None]:
-    """File descriptor 1 on the null device while a solve runs: a native solver's own
-    writes there (HiGHS prints debugging lines from C++ whatever its options say) would
-    corrupt what the command prints on stdout, its ``--json``. Python's ``sys.stdout`` is
-    flushed before and after; nothing the command prints is written meanwhile."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no descriptor 1 to mute
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
 
 
 @contextmanager

@@ -52,6 +52,7 @@ from inferplan.codesign.instance import CodesignInstance
 from inferplan.codesign.memory import fits_somewhere, memory_infeasible, most_memory
 from inferplan.codesign.plan import Plan, PlanStatus, check_scale, infeasible, plan_from_path
 from inferplan.errors import InvalidArgument
+from inferplan.native import native_stdout_muted
 from inferplan.network.costs import CapacityCost, ModuleCost, segments
 
 __all__ = [
@@ -88,7 +89,8 @@ def highs(
 ) -> OptimizeResult:
     """:func:`scipy.optimize.linprog` with HiGHS at the tolerances above (``mip_rel_gap``
     :data:`MIP_REL_GAP`, no absolute gap, ``tolerance`` on feasibility and reduced costs,
-    no presolve) and ``time_limit`` seconds (``None``: none)."""
+    no presolve) and ``time_limit`` seconds (``None``: none), quiet: no log, and descriptor 1
+    muted while it runs (:func:`~inferplan.native.native_stdout_muted`)."""
     options: dict[str, float | bool] = {
         "presolve": False,  # its reductions compare costs to a tolerance of their own
         "mip_rel_gap": MIP_REL_GAP,
@@ -101,7 +103,9 @@ def highs(
     }
     if time_limit is not None:
         options["time_limit"] = max(time_limit, 1e-3)
-    with warnings.catch_warnings():  # options scipy does not know go to HiGHS, with a warning
+    # options scipy does not know go to HiGHS, with a warning; HiGHS's own debugging lines
+    # go to descriptor 1 whatever its options say (inferplan.native)
+    with warnings.catch_warnings(), native_stdout_muted():
         warnings.filterwarnings("ignore", "Unrecognized options", OptimizeWarning)
         return linprog(*args, method="highs", options=options, **kwargs)
 

@@ -37,6 +37,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
 from inferplan.errors import InvalidArgument
+from inferplan.native import native_stdout_muted
 
 __all__ = [
     "LayoutInstance",
@@ -315,13 +316,14 @@ def _solve_interval(
     lower[of], upper[of] = lo, hi
     integrality = np.zeros(ncol)
     integrality[:nr] = 1
-    res = milp(
-        c_obj,
-        constraints=LinearConstraint(a, lb, ub),
-        integrality=integrality,
-        bounds=Bounds(lower, upper),
-        options={"time_limit": max(seconds, 0.01), "mip_rel_gap": 1e-9, "disp": False},
-    )
+    with native_stdout_muted():  # HiGHS's debugging lines go to descriptor 1 regardless
+        res = milp(
+            c_obj,
+            constraints=LinearConstraint(a, lb, ub),
+            integrality=integrality,
+            bounds=Bounds(lower, upper),
+            options={"time_limit": max(seconds, 0.01), "mip_rel_gap": 1e-9, "disp": False},
+        )
     proven = res.status in (0, 2)  # optimal or infeasible
     if res.x is None:
         bound = -math.inf if res.status == 2 else hi
