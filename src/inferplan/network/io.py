@@ -4,13 +4,20 @@ saving."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from inferplan.documents import read_document, validate_document, write_document
+from inferplan.documents import (
+    collection_paused,
+    read_document,
+    validate_document,
+    write_document,
+)
 from inferplan.errors import InferplanError, InvalidNetwork
 from inferplan.network.cost_columns import RawCosts, check
 from inferplan.network.costs import CapacityCost
@@ -88,8 +95,7 @@ def _plain_elements(
     # every element of just the fields' length gives no optional one, or is not plain: the
     # column reads below refuse it then (a missing field), without looking for the optional
     bare = bool(optional) and bool(np.all(lengths == len(fields)))
-    given = {name: np.array([name in item for item in items], dtype=bool)
-             for name in ([] if bare else optional)}  # fmt: skip
+    given = {name: _has(items, name) for name in ([] if bare else optional)}
     given = {name: has for name, has in given.items() if has.any()}
     for has in given.values():
         lengths -= has
@@ -101,8 +107,7 @@ def _plain_elements(
             columns = None
     out: dict[str, Any] = {}
     if columns is None:  # some element gives a cost
-        has_cost = np.array(["cost" in item for item in items], dtype=bool)
-        has_price = np.array(["price" in item for item in items], dtype=bool)
+        has_cost, has_price = _has(items, "cost"), _has(items, "price")
         if not has_cost.any() or not np.array_equal(
             lengths, len(fields) - 1 + has_price + has_cost
         ):
@@ -131,10 +136,16 @@ def _plain_elements(
         if not set(map(type, column)) <= {int, float}:
             return None
         try:
-            out[name] = np.array(column, dtype=np.float64)
+            out[name] = np.fromiter(column, dtype=np.float64, count=len(column))
         except OverflowError:
             return None
     return out
+
+
+def _has(items: list[dict[str, Any]], name: str) -> Any:
+    """Whether each of ``items`` has the field ``name`` (one pass in C)."""
+    found = map(operator.contains, items, repeat(name))
+    return np.fromiter(found, dtype=bool, count=len(items))
 
 
 def _element_error(kind: str, k: int, element: object) -> None:
@@ -222,7 +233,7 @@ def _plain_memory(items: object) -> tuple[object, dict[str, Any] | None] | None:
     nodes are validated one by one)."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return items, None
-    if not any(name in item for item in items for name in _MEMORY_FIELDS):
+    if not any(any(map(operator.contains, items, repeat(name))) for name in _MEMORY_FIELDS):
         return items, None
     memory = [item.get("memory") for item in items]
     price = [item.get("memory_price") for item in items]
@@ -384,9 +395,12 @@ def load_network(path: str | Path) -> Network:
         found.extend([network] if network is not None else [])
         return network is not None
 
-    data = read_document(path, shallow=plain)
-    if found:
-        return found[0]
+    # a listed network is half a million objects or more: no collection passes over them
+    with collection_paused():
+        data = read_document(path, shallow=plain)
+        if found:
+            del data  # freed while the collector is paused
+            return found[0]
     return network_from_dict(data, source=str(path), folder=path.parent)
 
 
