@@ -21,7 +21,7 @@ from inferplan.documents import (
 from inferplan.errors import InferplanError, InvalidNetwork
 from inferplan.network.cost_columns import RawCosts, check
 from inferplan.network.costs import CapacityCost
-from inferplan.network.network import Network
+from inferplan.network.network import Labels, Network
 
 if TYPE_CHECKING:
     from inferplan.network.schema import LinkEntry, NodeEntry
@@ -78,17 +78,24 @@ _NODE_FIELDS = ("id", "capacity", "price")
 _LINK_FIELDS = ("source", "target", "capacity", "price")
 _LINK_OPTIONAL = ("delay_s",)  # fields an element may leave out: 0 then
 _TEXT_FIELDS = ("id", "source", "target")
+_ENDPOINTS = ("source", "target")
 
 
 def _plain_elements(
-    items: object, fields: tuple[str, ...], optional: tuple[str, ...] = ()
+    items: object,
+    fields: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+    nodes: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     """The columns of a list of elements that each have ``fields`` (``price`` may give way
     to a ``cost``), any of the ``optional`` fields (0 where left out) and nothing else, of
     the types the file format asks for (text ids, numbers within the floating-point range),
     or ``None`` when any element differs: then the elements are validated one by one. The
     cost objects are read, not checked, into ``"cost"``
-    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
+    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one. With the
+    ``nodes``' ids, a column of links' endpoints that are all among them comes as
+    :class:`~inferplan.network.network.Labels` of their positions (each found once here,
+    which also shows it is text: no other value equals a text id)."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
@@ -127,7 +134,15 @@ def _plain_elements(
         columns["price"] = [p if p is not None else 0.0 for p in columns["price"]]
     for name in given:
         columns[name] = [item.get(name, 0.0) for item in items]
+    index = {} if nodes is None else dict(zip(nodes, range(len(nodes)), strict=True))
     for name, column in columns.items():
+        if nodes is not None and name in _ENDPOINTS:
+            try:
+                found = map(index.__getitem__, column)
+                out[name] = Labels(np.fromiter(found, np.int64, count=len(column)), nodes)
+                continue
+            except (KeyError, TypeError):  # not a node, or a list or mapping: checked below
+                pass
         if name in _TEXT_FIELDS:
             if not set(map(type, column)) <= {str}:
                 return None
@@ -208,7 +223,9 @@ def _plain_network(data: object) -> Network | None:
         return None
     stripped, memory_columns = memory
     nodes = _plain_elements(stripped, _NODE_FIELDS)
-    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL)
+    if nodes is None:
+        return None
+    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL, nodes["id"])
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
     items = {"nodes": data["nodes"], links_key: data[links_key]}
