@@ -15,6 +15,7 @@ check keeps a crafted file from exhausting the interpreter's stack anywhere down
 from __future__ import annotations
 
 import difflib
+import gc
 import io
 import json
 import math
@@ -23,7 +24,8 @@ import re
 import stat
 import sys
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # pydantic and ruamel.yaml load when a model or a YAML file i
 __all__ = [
     "MAX_DEPTH",
     "check_json_nesting",
+    "collection_paused",
     "decode_text",
     "field_path",
     "open_regular",
@@ -242,6 +245,25 @@ def _beyond_64_bits(data: Any) -> bool:
         elif kind is dict:
             stack.extend(value.values())
     return False
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the block (if it runs; it resumes after).
+
+    Parsing a large document makes millions of objects and no reference cycles, and every
+    few hundred new containers would start a collection over the young ones, every so often
+    over all of them: passes that find nothing to free (0.02-0.03 s of orjson's 0.33 s on a
+    network file of half a million links, more while the columns are read from it). A block
+    that drops the document before it ends frees it without those passes too."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _parse_json(raw: bytes) -> tuple[Any, bool]:

@@ -4,17 +4,24 @@ saving."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from inferplan.documents import read_document, validate_document, write_document
+from inferplan.documents import (
+    collection_paused,
+    read_document,
+    validate_document,
+    write_document,
+)
 from inferplan.errors import InferplanError, InvalidNetwork
 from inferplan.network.cost_columns import RawCosts, check
 from inferplan.network.costs import CapacityCost
-from inferplan.network.network import Network
+from inferplan.network.network import Labels, Network
 
 if TYPE_CHECKING:
     from inferplan.network.schema import LinkEntry, NodeEntry
@@ -71,25 +78,31 @@ _NODE_FIELDS = ("id", "capacity", "price")
 _LINK_FIELDS = ("source", "target", "capacity", "price")
 _LINK_OPTIONAL = ("delay_s",)  # fields an element may leave out: 0 then
 _TEXT_FIELDS = ("id", "source", "target")
+_ENDPOINTS = ("source", "target")
 
 
 def _plain_elements(
-    items: object, fields: tuple[str, ...], optional: tuple[str, ...] = ()
+    items: object,
+    fields: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+    nodes: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     """The columns of a list of elements that each have ``fields`` (``price`` may give way
     to a ``cost``), any of the ``optional`` fields (0 where left out) and nothing else, of
     the types the file format asks for (text ids, numbers within the floating-point range),
     or ``None`` when any element differs: then the elements are validated one by one. The
     cost objects are read, not checked, into ``"cost"``
-    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one."""
+    (:class:`~inferplan.network.cost_columns.RawCosts`) when any element has one. With the
+    ``nodes``' ids, a column of links' endpoints that are all among them comes as
+    :class:`~inferplan.network.network.Labels` of their positions (each found once here,
+    which also shows it is text: no other value equals a text id)."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return None
     lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
     # every element of just the fields' length gives no optional one, or is not plain: the
     # column reads below refuse it then (a missing field), without looking for the optional
     bare = bool(optional) and bool(np.all(lengths == len(fields)))
-    given = {name: np.array([name in item for item in items], dtype=bool)
-             for name in ([] if bare else optional)}  # fmt: skip
+    given = {name: _has(items, name) for name in ([] if bare else optional)}
     given = {name: has for name, has in given.items() if has.any()}
     for has in given.values():
         lengths -= has
@@ -101,8 +114,7 @@ def _plain_elements(
             columns = None
     out: dict[str, Any] = {}
     if columns is None:  # some element gives a cost
-        has_cost = np.array(["cost" in item for item in items], dtype=bool)
-        has_price = np.array(["price" in item for item in items], dtype=bool)
+        has_cost, has_price = _has(items, "cost"), _has(items, "price")
         if not has_cost.any() or not np.array_equal(
             lengths, len(fields) - 1 + has_price + has_cost
         ):
@@ -122,7 +134,15 @@ def _plain_elements(
         columns["price"] = [p if p is not None else 0.0 for p in columns["price"]]
     for name in given:
         columns[name] = [item.get(name, 0.0) for item in items]
+    index = {} if nodes is None else dict(zip(nodes, range(len(nodes)), strict=True))
     for name, column in columns.items():
+        if nodes is not None and name in _ENDPOINTS:
+            try:
+                found = map(index.__getitem__, column)
+                out[name] = Labels(np.fromiter(found, np.int64, count=len(column)), nodes)
+                continue
+            except (KeyError, TypeError):  # not a node, or a list or mapping: checked below
+                pass
         if name in _TEXT_FIELDS:
             if not set(map(type, column)) <= {str}:
                 return None
@@ -131,10 +151,16 @@ def _plain_elements(
         if not set(map(type, column)) <= {int, float}:
             return None
         try:
-            out[name] = np.array(column, dtype=np.float64)
+            out[name] = np.fromiter(column, dtype=np.float64, count=len(column))
         except OverflowError:
             return None
     return out
+
+
+def _has(items: list[dict[str, Any]], name: str) -> Any:
+    """Whether each of ``items`` has the field ``name`` (one pass in C)."""
+    found = map(operator.contains, items, repeat(name))
+    return np.fromiter(found, dtype=bool, count=len(items))
 
 
 def _element_error(kind: str, k: int, element: object) -> None:
@@ -197,7 +223,9 @@ def _plain_network(data: object) -> Network | None:
         return None
     stripped, memory_columns = memory
     nodes = _plain_elements(stripped, _NODE_FIELDS)
-    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL)
+    if nodes is None:
+        return None
+    links = _plain_elements(data[links_key], _LINK_FIELDS, _LINK_OPTIONAL, nodes["id"])
     if not (isinstance(source, str) and isinstance(target, str) and nodes and links):
         return None
     items = {"nodes": data["nodes"], links_key: data[links_key]}
@@ -222,7 +250,7 @@ def _plain_memory(items: object) -> tuple[object, dict[str, Any] | None] | None:
     nodes are validated one by one)."""
     if not isinstance(items, list) or set(map(type, items)) - {dict}:
         return items, None
-    if not any(name in item for item in items for name in _MEMORY_FIELDS):
+    if not any(any(map(operator.contains, items, repeat(name))) for name in _MEMORY_FIELDS):
         return items, None
     memory = [item.get("memory") for item in items]
     price = [item.get("memory_price") for item in items]
@@ -385,9 +413,12 @@ def load_network(path: str | Path) -> Network:
         found.extend([network] if network is not None else [])
         return network is not None
 
-    data = read_document(path, shallow=plain)
-    if found:
-        return found[0]
+    # a listed network is half a million objects or more: no collection passes over them
+    with collection_paused():
+        data = read_document(path, shallow=plain)
+        if found:
+            del data  # freed while the collector is paused
+            return found[0]
     return network_from_dict(data, source=str(path), folder=path.parent)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from inferplan.arrays import FloatArray, IntArray
+from inferplan.arrays import FloatArray, IntArray, stable_order
 from inferplan.errors import InvalidNetwork
 from inferplan.network.cost_columns import CostColumns
 from inferplan.network.costs import CapacityCost, LinearCost
@@ -170,10 +169,9 @@ def _positions(names: Sequence[str], index: Mapping[str, int]) -> IntArray:
     if not names:
         return np.zeros(0, dtype=np.int64)
     try:
-        found = operator.itemgetter(*names)(index)
+        return np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
     except (KeyError, TypeError):
         return np.array([index.get(v, -1) for v in names], dtype=np.int64)
-    return np.array(found if len(names) > 1 else (found,), dtype=np.int64)
 
 
 def _bad_capacity(values: FloatArray) -> npt.NDArray[np.bool_]:
@@ -193,7 +191,7 @@ def adjacency(ends: IntArray, n: int) -> tuple[IntArray, IntArray]:
     if bool(np.all(ends[1:] >= ends[:-1])):  # already grouped, as files often are
         order = np.arange(ends.size, dtype=np.int64)
     else:
-        order = np.argsort(ends, kind="stable")
+        order = stable_order(ends)
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(ends, minlength=n), out=start[1:])
     return start, order
@@ -472,7 +470,7 @@ class Network:
         key = tail * max(n, 1) + head
         repeated = np.zeros(key.size, dtype=bool)
         if not np.all(key[1:] > key[:-1]):  # links in increasing order have no repeats
-            order = np.argsort(key, kind="stable")
+            order = stable_order(key)
             repeated[order[1:][key[order][1:] == key[order][:-1]]] = True
         _raise_first(len(link_source), [
             (_first(tail < 0), lambda k: InvalidNetwork(

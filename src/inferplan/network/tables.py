@@ -76,6 +76,7 @@ LIST_SEPARATOR = ";"
 """What separates the numbers of a list in a CSV cell (``1e9;2e9``)."""
 
 _TEXT = ("id", "source", "target", "cost_kind", MEMORY + "cost_kind")
+_ENDPOINTS = ("source", "target")
 _LISTS = ("cost_upto", "cost_tier_price", MEMORY + "cost_upto", MEMORY + "cost_tier_price")
 
 
@@ -114,6 +115,11 @@ def read_table(path: Path, columns: tuple[str, ...]) -> pa.Table:
                 # ParquetFile, not read_table: the latter imports pyarrow.dataset and pandas,
                 # 0.4 s of a one-off command's start (the read itself takes 0.05 s at 500k links)
                 with pq.ParquetFile(handle) as parquet:
+                    present = parquet.schema_arrow.names
+                handle.seek(0)
+                # the endpoints as codes into their distinct ids, as Parquet keeps them
+                coded = [name for name in _ENDPOINTS if name in columns and name in present]
+                with pq.ParquetFile(handle, read_dictionary=coded) as parquet:
                     table = parquet.read()
             else:
                 import pyarrow.csv as pa_csv
@@ -165,7 +171,6 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> di
     (:class:`~inferplan.network.cost_columns.RawCosts`), and which elements give a price into
     ``"priced"``, when any element has one (as :func:`table_elements` would read them)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     names = table.column_names
     out: dict[str, Any] = {}
@@ -184,6 +189,13 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> di
             continue
         column = table[name]
         kind = column.type
+        if not column.null_count:  # the common columns as they are, without pyarrow.compute
+            found = _as_read(name, column, priced=costed is None)
+            if found is not None:
+                out[name] = found
+                continue
+        import pyarrow.compute as pc  # 0.03-0.05 s to import
+
         numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)
         if name in OPTIONAL_COLUMNS and column.null_count and numeric:
             column = pc.fill_null(pc.cast(column, pa.float64(), safe=False), 0.0)
@@ -213,6 +225,41 @@ def plain_columns(table: pa.Table, columns: tuple[str, ...], *, csv: bool) -> di
         else:
             return None
     return out
+
+
+def _as_read(name: str, column: pa.ChunkedArray, *, priced: bool) -> Any:
+    """Column ``name`` of :func:`plain_columns` (``column``, without empty cells) when it
+    needs no conversion (not a price beside cost functions, when not ``priced``): text ids,
+    endpoints coded by their dictionary, floats; ``None`` for any other."""
+    import pyarrow as pa
+
+    kind = column.type
+    if name == "id" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return column.to_pylist()
+    if name in _ENDPOINTS and pa.types.is_dictionary(kind):
+        return _labels(column)
+    if pa.types.is_float64(kind) and name not in _TEXT and (priced or name != "price"):
+        return _numpy(column.combine_chunks())
+    return None
+
+
+def _labels(column: pa.ChunkedArray) -> Labels | None:
+    """A dictionary-encoded column of text without empty cells as :class:`Labels` (each
+    chunk's codes shifted past the chunks before: a value may appear in several
+    dictionaries), or ``None`` when its values are not text or include an empty one."""
+    import pyarrow as pa
+
+    values: list[str] = []
+    codes = []
+    for chunk in column.chunks:
+        words = chunk.dictionary
+        if words.null_count or not (
+            pa.types.is_string(words.type) or pa.types.is_large_string(words.type)
+        ):
+            return None
+        codes.append(_numpy(chunk.indices).astype(np.int64) + len(values))
+        values += words.to_pylist()
+    return Labels(np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64), values)
 
 
 def _bools(array: pa.Array) -> Any:
