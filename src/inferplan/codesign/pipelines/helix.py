@@ -26,6 +26,7 @@ are in docs/pipelines.md; in short:
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -317,8 +318,13 @@ def _solve_interval(
     ends: dict[tuple[int, int], list[int]] = {}
     gstarts: dict[tuple[int, int], list[int]] = {}  # (group, p) -> ranges
     gends: dict[tuple[int, int], list[int]] = {}
+    # A range at 0 (at L) takes all its flow from (gives it all to) its node's edge to the source
+    # (sink), so that edge caps it too.
+    fed_cap = dict.fromkeys(range(len(m.classes)), 0.0) | {g: c for g, c, _ in m.src}
+    drained_cap = dict.fromkeys(range(len(m.classes)), 0.0) | {g: c for g, c, _ in m.snk}
     for i, (g, s, k, t) in enumerate(m.ranges):
-        row([(nr + i, 1.0), (i, -min(t, hi))], -np.inf, 0.0)
+        cap = min(t, hi, fed_cap[g] if s == 0 else t, drained_cap[g] if s + k == L else t)
+        row([(nr + i, 1.0), (i, -cap)], -np.inf, 0.0)
         starts.setdefault((g, s), []).append(i)
         ends.setdefault((g, s + k), []).append(i)
         gstarts.setdefault((group_of[g], s), []).append(i)
@@ -329,7 +335,7 @@ def _solve_interval(
     for layer in range(L):
         row(
             [
-                (i, 2.0 if t >= hi else 1.0)
+                (i, 2.0 if t > lo else 1.0)
                 for i, (g, s, k, t) in enumerate(m.ranges)
                 if s <= layer < s + k
             ],
@@ -385,16 +391,22 @@ def _solve_interval(
                     -np.inf,
                     0.0,
                 )
+    # The source feeds each class's own ranges at 0 and the sink takes each class's at L.
+    fed: dict[int, list[tuple[int, float]]] = {}
+    drained: dict[int, list[tuple[int, float]]] = {}
     for j, (g, c, free) in enumerate(m.src):
-        inflow.setdefault((group_of[g], 0), []).append((os_ + j, -1.0))
+        fed.setdefault(g, []).append((os_ + j, -1.0))
         if not free:
             row([(os_ + j, 1.0)] + [(i, -c) for i in starts.get((g, 0), [])], -np.inf, 0.0)
     for j, (g, c, free) in enumerate(m.snk):
-        outflow.setdefault((group_of[g], L), []).append((ot + j, -1.0))
+        drained.setdefault(g, []).append((ot + j, -1.0))
         if not free:
             row([(ot + j, 1.0)] + [(i, -c) for i in ends.get((g, L), [])], -np.inf, 0.0)
+    for g in range(len(m.classes)):
+        row([(nr + i, 1.0) for i in starts.get((g, 0), [])] + fed.get(g, []), 0.0, 0.0)
+        row([(nr + i, 1.0) for i in ends.get((g, L), [])] + drained.get(g, []), 0.0, 0.0)
     for a in range(len(m.groups)):
-        for p in range(L + 1):
+        for p in range(1, L):
             row([(nr + i, 1.0) for i in gstarts.get((a, p), [])] + inflow.get((a, p), []), 0.0, 0.0)
             row([(nr + i, 1.0) for i in gends.get((a, p), [])] + outflow.get((a, p), []), 0.0, 0.0)
     row([(os_ + j, 1.0) for j in range(len(m.src))] + [(of, -1.0)], 0.0, 0.0)
@@ -440,6 +452,96 @@ def _layout(m: _Model, counts: Mapping[tuple[int, int, int], int]) -> dict[str, 
     return layout
 
 
+def _pass_bound(instance: LayoutInstance) -> float:
+    """The largest ``F`` with ``sum_v max_k k min(T_v(k), F) >= L F``: above every layout's flow.
+
+    A layout of flow ``F`` passes every token through ``L`` layers, and node ``v`` holding ``k``
+    layers passes at most ``min(T_v(k), F)`` tokens/s through each of them. The left side over
+    ``F`` never increases with ``F``, so bisection finds the crossing; its upper end is returned.
+    """
+
+    def passes(f: float) -> float:
+        return sum(max(k * min(t, f) for k, t in n.throughput.items()) for n in instance.nodes)
+
+    lo, hi = 0.0, passes(math.inf) / instance.layers
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if passes(mid) >= instance.layers * mid:
+            lo = mid
+        else:
+            hi = mid
+    return hi * (1 + _REL)
+
+
+def _moves(
+    instance: LayoutInstance, layout: Mapping[str, tuple[int, int]]
+) -> list[dict[str, tuple[int, int]]]:
+    """Layouts one step from ``layout``: a cut between ranges moved by a layer, one range
+    grown or shrunk at either end, a node added beside (or moved to) another's range, removed."""
+    table = {n.name: n.throughput for n in instance.nodes}
+    L = instance.layers
+    out: list[dict[str, tuple[int, int]]] = []
+
+    def ok(v: str, s: int, k: int) -> bool:
+        return k in table[v] and s >= 0 and s + k <= L
+
+    cuts = sorted({s for s, _ in layout.values()} | {s + k for s, k in layout.values()} - {0, L})
+    for p in cuts:
+        for d in (-1, 1):
+            new = dict(layout)
+            for v, (s, k) in layout.items():
+                if s + k == p:
+                    new[v] = (s, k + d)
+                elif s == p:
+                    new[v] = (s + d, k - d)
+            if all(ok(v, *r) for v, r in new.items()):
+                out.append(new)
+    for v, (s, k) in layout.items():
+        for r in ((s, k + 1), (s, k - 1), (s - 1, k + 1), (s + 1, k - 1)):
+            if ok(v, *r):
+                out.append({**layout, v: r})
+        out.append({u: r for u, r in layout.items() if u != v})
+    held = sorted(set(layout.values()))
+    for n in instance.nodes:
+        for r in held:
+            if layout.get(n.name) != r and ok(n.name, *r):
+                out.append({**layout, n.name: r})
+    return out
+
+
+def _improve(
+    instance: LayoutInstance, layout: Mapping[str, tuple[int, int]], deadline: float
+) -> tuple[float, dict[str, tuple[int, int]]]:
+    """Hill-climb from ``layout`` by ``_moves`` (first improvement); at a local optimum, kick
+    the best layout by a few random moves and climb again, until ``deadline``."""
+    rng = random.Random(0)
+    best_layout = dict(layout)
+    best = layout_flow(instance, best_layout)
+    here, flow = dict(best_layout), best
+    while time.monotonic() < deadline:
+        moves = _moves(instance, here)
+        rng.shuffle(moves)
+        for new in moves:
+            if time.monotonic() >= deadline:
+                break
+            value = layout_flow(instance, new)
+            if value > flow * (1 + 1e-9):
+                here, flow = new, value
+                break
+        else:
+            if flow > best:
+                best, best_layout = flow, dict(here)
+            here = dict(best_layout)
+            for _ in range(rng.randint(2, 4)):
+                kicks = _moves(instance, here)
+                if kicks:
+                    here = rng.choice(kicks)
+            flow = layout_flow(instance, here)
+    if flow > best:
+        best, best_layout = flow, here
+    return best, best_layout
+
+
 def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> LayoutSolution:
     """The layout of greatest max flow, with a certified bound, within ``time_limit_s``.
 
@@ -475,37 +577,30 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     start = time.monotonic()
     m = _model(instance)
     L = instance.layers
-    # Every token passes L layers; node v does at most max_k k T_v(k) layer passes per second.
-    trivial = (
-        sum(
-            len(c) * max(k * t for k, t in tab.items())
-            for c, tab in zip(m.classes, m.table, strict=True)
-        )
-        / L
-    )
+    trivial = _pass_bound(instance)
     values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
     best_flow, best_layout = 0.0, {}
-    # A first layout from the nodes the source and sink reach by free edges, solved alone.
-    if any(not p[3] for p in (*m.links, *m.pairs)) or any(not e[2] for e in (*m.src, *m.snk)):
-        top = {n.name: max(n.throughput.values()) for n in instance.nodes}
-        near = {
-            v
-            for v, t in top.items()
-            if instance.edges.get((SOURCE, v), 0.0) >= t and instance.edges.get((v, SINK), 0.0) >= t
-        }
-        if 0 < len(near) < len(top):
+    if len(m.groups) > 1:
+        # A first layout: each group alone (with its own source and sink edges), side by side,
+        # then improved move by move, each move valued exactly.
+        share = 0.5 * time_limit_s
+        for a, ga in enumerate(m.groups):
+            names = {v for g in ga for v in m.classes[g]}
             sub = LayoutInstance(
                 L,
-                tuple(n for n in instance.nodes if n.name in near),
+                tuple(n for n in instance.nodes if n.name in names),
                 {
                     (u, v): c
                     for (u, v), c in instance.edges.items()
-                    if {u, v} <= near | {SOURCE, SINK}
+                    if {u, v} <= names | {SOURCE, SINK}
                 },
             )
-            first = solve_layout(sub, time_limit_s=time_limit_s / 3)
-            best_layout = dict(first.layout)
-            best_flow = layout_flow(instance, best_layout)
+            left = share - (time.monotonic() - start)
+            if left > 0:
+                best_layout |= solve_layout(sub, time_limit_s=left / (len(m.groups) - a)).layout
+        best_flow, best_layout = _improve(
+            instance, best_layout, start + 0.85 * time_limit_s
+        )
     bound = 0.0
     proven = True
     for i in range(len(values) - 1, 0, -1):
@@ -517,7 +612,8 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
             bound = max(bound, hi)
             proven = False
             break
-        value, ibound, counts, done = _solve_interval(m, L, max(lo, best_flow), hi, left)
+        # One hard interval must not take all the time: the ones below may hold layouts.
+        value, ibound, counts, done = _solve_interval(m, L, max(lo, best_flow), hi, left / 3)
         bound = max(bound, ibound)
         proven = proven and done
         if counts is not None:
