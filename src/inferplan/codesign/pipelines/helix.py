@@ -232,9 +232,7 @@ def _model(instance: LayoutInstance) -> _Model:
     for g, cg in enumerate(classes):
         home = None
         if len(cg) == 1 or free(g, g):
-            home = next(
-                (a for a in groups if all(free(g, h) and free(h, g) for h in a)), None
-            )
+            home = next((a for a in groups if all(free(g, h) and free(h, g) for h in a)), None)
         if home is None:
             groups.append([g])
         else:
@@ -598,9 +596,7 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
             left = share - (time.monotonic() - start)
             if left > 0:
                 best_layout |= solve_layout(sub, time_limit_s=left / (len(m.groups) - a)).layout
-        best_flow, best_layout = _improve(
-            instance, best_layout, start + 0.85 * time_limit_s
-        )
+        best_flow, best_layout = _improve(instance, best_layout, start + 0.85 * time_limit_s)
     bound = 0.0
     proven = True
     for i in range(len(values) - 1, 0, -1):
