@@ -276,7 +276,7 @@ def _solve_interval(
     slow = [j for j, link in enumerate(m.links) if not link[3]]
     heads = sorted({m.links[j][1] for j in slow})
     bits = {b: max(size[b].bit_length(), 1) for b in heads}
-    # columns: n | f | z[group, p] | x[link, p] | x[pair, p] | y[head, p, bit] | w[slow link, p, bit]
+    # columns: n | f | z[group, p] | x[link, p] | x[pair, p] | y[head, p, bit] | w[link, p, bit]
     #          | xs (src) | xt (snk) | F,   for p in 1..L-1
     ncol = 2 * nr
     oz = ncol
@@ -371,7 +371,7 @@ def _solve_interval(
             y0 = oy[b] + (p - 1) * bits[b]
             row([(col, 1.0)] + [(w0 + e, -c * 2**e) for e in range(bits[b])], -np.inf, 0.0)
             for e in range(bits[b]):
-                row([(w0 + e, 1.0)] + e_a, -np.inf, 0.0)
+                row([(w0 + e, 1.0), *e_a], -np.inf, 0.0)
                 row([(w0 + e, 1.0), (y0 + e, -float(size[a]))], -np.inf, 0.0)
     for j, (g, h, c, free) in enumerate(m.pairs):
         for p in range(1, L):
