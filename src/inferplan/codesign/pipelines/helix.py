@@ -26,6 +26,7 @@ are in docs/pipelines.md; in short:
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -187,11 +188,20 @@ def _classes(instance: LayoutInstance) -> list[list[str]]:
 
 @dataclass(frozen=True)
 class _Model:
-    """The position-indexed model's columns, shared by every interval."""
+    """The position-indexed model's columns, shared by every interval.
+
+    Classes joined pairwise by free edges (both ways, and between their own nodes) form a
+    *group*: flow ending in a group at ``p`` may go to any range of it starting at ``p``. Between
+    two groups whose every node pair has one capacity ``c`` (a *link*) the transfer at ``p`` is
+    at most ``c E[A, p] S[B, p]``, linearised exactly; other class pairs between groups keep the
+    linear bounds ``c N_h E[g, p]`` and ``c N_g S[h, p]``.
+    """
 
     classes: list[list[str]]
     table: list[dict[int, float]]
     ranges: list[tuple[int, int, int, float]]  # (class, first, k, T)
+    groups: list[list[int]]  # classes of each group
+    links: list[tuple[int, int, float, bool]]  # (tail group, head group, capacity, free)
     pairs: list[tuple[int, int, float, bool]]  # (tail class, head class, capacity, free)
     src: list[tuple[int, float, bool]]
     snk: list[tuple[int, float, bool]]
@@ -209,14 +219,41 @@ def _model(instance: LayoutInstance) -> _Model:
         for k, t in sorted(tab.items())
         for s in range(instance.layers - k + 1)
     ]
-    pairs = []
+    pair_cap: dict[tuple[int, int], float] = {}
     for g, cg in enumerate(classes):
         for h, ch in enumerate(classes):
-            u = cg[0]
-            w = next((x for x in ch if x != u), None)
-            c = 0.0 if w is None else cap.get((u, w), 0.0)
-            if c > 0:
-                pairs.append((g, h, c, c >= min(top[g], top[h])))
+            w = next((x for x in ch if x != cg[0]), None)
+            if w is not None and (c := cap.get((cg[0], w), 0.0)) > 0:
+                pair_cap[(g, h)] = c
+
+    def free(g: int, h: int) -> bool:
+        return pair_cap.get((g, h), 0.0) >= min(top[g], top[h])
+
+    groups: list[list[int]] = []
+    for g, cg in enumerate(classes):
+        home = None
+        if len(cg) == 1 or free(g, g):
+            home = next((a for a in groups if all(free(g, h) and free(h, g) for h in a)), None)
+        if home is None:
+            groups.append([g])
+        else:
+            home.append(g)
+    links, pairs = [], []
+    for a, ga in enumerate(groups):
+        for b, gb in enumerate(groups):
+            if a == b:
+                continue
+            caps = {pair_cap.get((g, h), 0.0) for g in ga for h in gb}
+            if len(caps) == 1 and (c := caps.pop()) > 0:
+                tops = max(top[g] for g in (*ga, *gb))
+                links.append((a, b, c, c >= tops))
+            else:
+                pairs.extend(
+                    (g, h, pair_cap[(g, h)], free(g, h))
+                    for g in ga
+                    for h in gb
+                    if (g, h) in pair_cap
+                )
     src = [
         (g, c, c >= top[g])
         for g, cg in enumerate(classes)
@@ -227,17 +264,37 @@ def _model(instance: LayoutInstance) -> _Model:
         for g, cg in enumerate(classes)
         if (c := cap.get((cg[0], SINK), 0.0)) > 0
     ]
-    return _Model(classes, table, ranges, pairs, src, snk)
+    return _Model(classes, table, ranges, groups, links, pairs, src, snk)
 
 
 def _solve_interval(
     m: _Model, layers: int, lo: float, hi: float, seconds: float
 ) -> tuple[float, float, dict[tuple[int, int, int], int] | None, bool]:
     """Maximise ``F`` in ``[lo, hi]``: (best F, bound, counts of the best, proven)."""
-    nr, npair, L = len(m.ranges), len(m.pairs), layers
-    # columns: n (nr) | f (nr) | x[pair, p] for p in 1..L-1 | xs (src) | xt (snk) | F
-    ox = 2 * nr
-    os_ = ox + npair * (L - 1)
+    nr, L = len(m.ranges), layers
+    group_of = {g: a for a, ga in enumerate(m.groups) for g in ga}
+    size = [sum(len(m.classes[g]) for g in ga) for ga in m.groups]
+    slow = [j for j, link in enumerate(m.links) if not link[3]]
+    heads = sorted({m.links[j][1] for j in slow})
+    bits = {b: max(size[b].bit_length(), 1) for b in heads}
+    # columns: n | f | z[group, p] | x[link, p] | x[pair, p] | y[head, p, bit] | w[link, p, bit]
+    #          | xs (src) | xt (snk) | F,   for p in 1..L-1
+    ncol = 2 * nr
+    oz = ncol
+    ncol += len(m.groups) * (L - 1)
+    ol = ncol
+    ncol += len(m.links) * (L - 1)
+    op = ncol
+    ncol += len(m.pairs) * (L - 1)
+    oy: dict[int, int] = {}
+    for b in heads:
+        oy[b] = ncol
+        ncol += bits[b] * (L - 1)
+    ow: dict[int, int] = {}
+    for j in slow:
+        ow[j] = ncol
+        ncol += bits[m.links[j][1]] * (L - 1)
+    os_ = ncol
     ot = os_ + len(m.src)
     of = ot + len(m.snk)
     ncol = of + 1
@@ -256,32 +313,72 @@ def _solve_interval(
         lb.append(low)
         ub.append(high)
 
-    starts: dict[tuple[int, int], list[int]] = {}
+    starts: dict[tuple[int, int], list[int]] = {}  # (class, p) -> ranges
     ends: dict[tuple[int, int], list[int]] = {}
+    gstarts: dict[tuple[int, int], list[int]] = {}  # (group, p) -> ranges
+    gends: dict[tuple[int, int], list[int]] = {}
+    # A range at 0 (at L) takes all its flow from (gives it all to) its node's edge to the source
+    # (sink), so that edge caps it too.
+    fed_cap = dict.fromkeys(range(len(m.classes)), 0.0) | {g: c for g, c, _ in m.src}
+    drained_cap = dict.fromkeys(range(len(m.classes)), 0.0) | {g: c for g, c, _ in m.snk}
     for i, (g, s, k, t) in enumerate(m.ranges):
-        row([(nr + i, 1.0), (i, -min(t, hi))], -np.inf, 0.0)
+        cap = min(t, hi, fed_cap[g] if s == 0 else t, drained_cap[g] if s + k == L else t)
+        row([(nr + i, 1.0), (i, -cap)], -np.inf, 0.0)
         starts.setdefault((g, s), []).append(i)
         ends.setdefault((g, s + k), []).append(i)
+        gstarts.setdefault((group_of[g], s), []).append(i)
+        gends.setdefault((group_of[g], s + k), []).append(i)
     for g, members in enumerate(m.classes):
         row([(i, 1.0) for i, r in enumerate(m.ranges) if r[0] == g], 0.0, len(members))
     # Every layer is covered: one full range, or two ranges that each carry less than F.
     for layer in range(L):
         row(
             [
-                (i, 2.0 if t >= hi else 1.0)
+                (i, 2.0 if t > lo else 1.0)
                 for i, (g, s, k, t) in enumerate(m.ranges)
                 if s <= layer < s + k
             ],
             2.0,
             np.inf,
         )
-    inflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    inflow: dict[tuple[int, int], list[tuple[int, float]]] = {}  # (group, p) -> columns
     outflow: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for a in range(len(m.groups)):
+        for p in range(1, L):
+            col = oz + a * (L - 1) + p - 1
+            outflow.setdefault((a, p), []).append((col, -1.0))
+            inflow.setdefault((a, p), []).append((col, -1.0))
+    for b in heads:
+        for p in range(1, L):
+            row(
+                [(oy[b] + (p - 1) * bits[b] + e, float(2**e)) for e in range(bits[b])]
+                + [(i, -1.0) for i in gstarts.get((b, p), [])],
+                0.0,
+                0.0,
+            )
+    for j, (a, b, c, free) in enumerate(m.links):
+        for p in range(1, L):
+            col = ol + j * (L - 1) + p - 1
+            outflow.setdefault((a, p), []).append((col, -1.0))
+            inflow.setdefault((b, p), []).append((col, -1.0))
+            if free:
+                continue
+            e_a = [(i, -1.0) for i in gends.get((a, p), [])]
+            s_b = [(i, -1.0) for i in gstarts.get((b, p), [])]
+            row([(col, 1.0)] + [(i, v * c * size[b]) for i, v in e_a], -np.inf, 0.0)
+            row([(col, 1.0)] + [(i, v * c * size[a]) for i, v in s_b], -np.inf, 0.0)
+            # x <= c E S with S = sum_e 2^e y_e, each w_e = E y_e bounded by E and size(A) y_e.
+            w0 = ow[j] + (p - 1) * bits[b]
+            y0 = oy[b] + (p - 1) * bits[b]
+            row([(col, 1.0)] + [(w0 + e, -c * 2**e) for e in range(bits[b])], -np.inf, 0.0)
+            for e in range(bits[b]):
+                row([(w0 + e, 1.0), *e_a], -np.inf, 0.0)
+                row([(w0 + e, 1.0), (y0 + e, -float(size[a]))], -np.inf, 0.0)
     for j, (g, h, c, free) in enumerate(m.pairs):
         for p in range(1, L):
-            col = ox + j * (L - 1) + p - 1
-            outflow.setdefault((g, p), []).append((col, -1.0))
-            inflow.setdefault((h, p), []).append((col, -1.0))
+            col = op + j * (L - 1) + p - 1
+            outflow.setdefault((group_of[g], p), []).append((col, -1.0))
+            inflow.setdefault((group_of[h], p), []).append((col, -1.0))
             if not free:
                 row(
                     [(col, 1.0)] + [(i, -c * len(m.classes[h])) for i in ends.get((g, p), [])],
@@ -293,33 +390,42 @@ def _solve_interval(
                     -np.inf,
                     0.0,
                 )
+    # The source feeds each class's own ranges at 0 and the sink takes each class's at L.
+    fed: dict[int, list[tuple[int, float]]] = {}
+    drained: dict[int, list[tuple[int, float]]] = {}
     for j, (g, c, free) in enumerate(m.src):
-        inflow.setdefault((g, 0), []).append((os_ + j, -1.0))
+        fed.setdefault(g, []).append((os_ + j, -1.0))
         if not free:
             row([(os_ + j, 1.0)] + [(i, -c) for i in starts.get((g, 0), [])], -np.inf, 0.0)
     for j, (g, c, free) in enumerate(m.snk):
-        outflow.setdefault((g, L), []).append((ot + j, -1.0))
+        drained.setdefault(g, []).append((ot + j, -1.0))
         if not free:
             row([(ot + j, 1.0)] + [(i, -c) for i in ends.get((g, L), [])], -np.inf, 0.0)
     for g in range(len(m.classes)):
-        for p in range(L + 1):
-            row([(nr + i, 1.0) for i in starts.get((g, p), [])] + inflow.get((g, p), []), 0.0, 0.0)
-            row([(nr + i, 1.0) for i in ends.get((g, p), [])] + outflow.get((g, p), []), 0.0, 0.0)
+        row([(nr + i, 1.0) for i in starts.get((g, 0), [])] + fed.get(g, []), 0.0, 0.0)
+        row([(nr + i, 1.0) for i in ends.get((g, L), [])] + drained.get(g, []), 0.0, 0.0)
+    for a in range(len(m.groups)):
+        for p in range(1, L):
+            row([(nr + i, 1.0) for i in gstarts.get((a, p), [])] + inflow.get((a, p), []), 0.0, 0.0)
+            row([(nr + i, 1.0) for i in gends.get((a, p), [])] + outflow.get((a, p), []), 0.0, 0.0)
     row([(os_ + j, 1.0) for j in range(len(m.src))] + [(of, -1.0)], 0.0, 0.0)
 
-    a = coo_matrix((vals, (rows, cols)), shape=(len(lb), ncol)).tocsr()
+    a_mat = coo_matrix((vals, (rows, cols)), shape=(len(lb), ncol)).tocsr()
     c_obj = np.zeros(ncol)
     c_obj[of] = -1.0
     lower = np.zeros(ncol)
     upper = np.full(ncol, np.inf)
     upper[:nr] = [len(m.classes[g]) for g, *_ in m.ranges]
-    lower[of], upper[of] = lo, hi
     integrality = np.zeros(ncol)
     integrality[:nr] = 1
+    for b in heads:
+        upper[oy[b] : oy[b] + bits[b] * (L - 1)] = 1.0
+        integrality[oy[b] : oy[b] + bits[b] * (L - 1)] = 1
+    lower[of], upper[of] = lo, hi
     with native_stdout_muted():  # HiGHS's debugging lines go to descriptor 1 regardless
         res = milp(
             c_obj,
-            constraints=LinearConstraint(a, lb, ub),
+            constraints=LinearConstraint(a_mat, lb, ub),
             integrality=integrality,
             bounds=Bounds(lower, upper),
             options={"time_limit": max(seconds, 0.01), "mip_rel_gap": 1e-9, "disp": False},
@@ -344,6 +450,96 @@ def _layout(m: _Model, counts: Mapping[tuple[int, int, int], int]) -> dict[str, 
         for _ in range(n):
             layout[free[g].pop(0)] = (s, k)
     return layout
+
+
+def _pass_bound(instance: LayoutInstance) -> float:
+    """The largest ``F`` with ``sum_v max_k k min(T_v(k), F) >= L F``: above every layout's flow.
+
+    A layout of flow ``F`` passes every token through ``L`` layers, and node ``v`` holding ``k``
+    layers passes at most ``min(T_v(k), F)`` tokens/s through each of them. The left side over
+    ``F`` never increases with ``F``, so bisection finds the crossing; its upper end is returned.
+    """
+
+    def passes(f: float) -> float:
+        return sum(max(k * min(t, f) for k, t in n.throughput.items()) for n in instance.nodes)
+
+    lo, hi = 0.0, passes(math.inf) / instance.layers
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if passes(mid) >= instance.layers * mid:
+            lo = mid
+        else:
+            hi = mid
+    return hi * (1 + _REL)
+
+
+def _moves(
+    instance: LayoutInstance, layout: Mapping[str, tuple[int, int]]
+) -> list[dict[str, tuple[int, int]]]:
+    """Layouts one step from ``layout``: a cut between ranges moved by a layer, one range
+    grown or shrunk at either end, a node added beside (or moved to) another's range, removed."""
+    table = {n.name: n.throughput for n in instance.nodes}
+    L = instance.layers
+    out: list[dict[str, tuple[int, int]]] = []
+
+    def ok(v: str, s: int, k: int) -> bool:
+        return k in table[v] and s >= 0 and s + k <= L
+
+    cuts = sorted({s for s, _ in layout.values()} | {s + k for s, k in layout.values()} - {0, L})
+    for p in cuts:
+        for d in (-1, 1):
+            new = dict(layout)
+            for v, (s, k) in layout.items():
+                if s + k == p:
+                    new[v] = (s, k + d)
+                elif s == p:
+                    new[v] = (s + d, k - d)
+            if all(ok(v, *r) for v, r in new.items()):
+                out.append(new)
+    for v, (s, k) in layout.items():
+        for r in ((s, k + 1), (s, k - 1), (s - 1, k + 1), (s + 1, k - 1)):
+            if ok(v, *r):
+                out.append({**layout, v: r})
+        out.append({u: r for u, r in layout.items() if u != v})
+    held = sorted(set(layout.values()))
+    for n in instance.nodes:
+        for r in held:
+            if layout.get(n.name) != r and ok(n.name, *r):
+                out.append({**layout, n.name: r})
+    return out
+
+
+def _improve(
+    instance: LayoutInstance, layout: Mapping[str, tuple[int, int]], deadline: float
+) -> tuple[float, dict[str, tuple[int, int]]]:
+    """Hill-climb from ``layout`` by ``_moves`` (first improvement); at a local optimum, kick
+    the best layout by a few random moves and climb again, until ``deadline``."""
+    rng = random.Random(0)
+    best_layout = dict(layout)
+    best = layout_flow(instance, best_layout)
+    here, flow = dict(best_layout), best
+    while time.monotonic() < deadline:
+        moves = _moves(instance, here)
+        rng.shuffle(moves)
+        for new in moves:
+            if time.monotonic() >= deadline:
+                break
+            value = layout_flow(instance, new)
+            if value > flow * (1 + 1e-9):
+                here, flow = new, value
+                break
+        else:
+            if flow > best:
+                best, best_layout = flow, dict(here)
+            here = dict(best_layout)
+            for _ in range(rng.randint(2, 4)):
+                kicks = _moves(instance, here)
+                if kicks:
+                    here = rng.choice(kicks)
+            flow = layout_flow(instance, here)
+    if flow > best:
+        best, best_layout = flow, here
+    return best, best_layout
 
 
 def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> LayoutSolution:
@@ -381,37 +577,28 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     start = time.monotonic()
     m = _model(instance)
     L = instance.layers
-    # Every token passes L layers; node v does at most max_k k T_v(k) layer passes per second.
-    trivial = (
-        sum(
-            len(c) * max(k * t for k, t in tab.items())
-            for c, tab in zip(m.classes, m.table, strict=True)
-        )
-        / L
-    )
+    trivial = _pass_bound(instance)
     values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
     best_flow, best_layout = 0.0, {}
-    # A first layout from the nodes the source and sink reach by free edges, solved alone.
-    if any(not p[3] for p in m.pairs) or any(not e[2] for e in (*m.src, *m.snk)):
-        top = {n.name: max(n.throughput.values()) for n in instance.nodes}
-        near = {
-            v
-            for v, t in top.items()
-            if instance.edges.get((SOURCE, v), 0.0) >= t and instance.edges.get((v, SINK), 0.0) >= t
-        }
-        if 0 < len(near) < len(top):
+    if len(m.groups) > 1:
+        # A first layout: each group alone (with its own source and sink edges), side by side,
+        # then improved move by move, each move valued exactly.
+        share = 0.5 * time_limit_s
+        for a, ga in enumerate(m.groups):
+            names = {v for g in ga for v in m.classes[g]}
             sub = LayoutInstance(
                 L,
-                tuple(n for n in instance.nodes if n.name in near),
+                tuple(n for n in instance.nodes if n.name in names),
                 {
                     (u, v): c
                     for (u, v), c in instance.edges.items()
-                    if {u, v} <= near | {SOURCE, SINK}
+                    if {u, v} <= names | {SOURCE, SINK}
                 },
             )
-            first = solve_layout(sub, time_limit_s=time_limit_s / 3)
-            best_layout = dict(first.layout)
-            best_flow = layout_flow(instance, best_layout)
+            left = share - (time.monotonic() - start)
+            if left > 0:
+                best_layout |= solve_layout(sub, time_limit_s=left / (len(m.groups) - a)).layout
+        best_flow, best_layout = _improve(instance, best_layout, start + 0.85 * time_limit_s)
     bound = 0.0
     proven = True
     for i in range(len(values) - 1, 0, -1):
@@ -423,7 +610,8 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
             bound = max(bound, hi)
             proven = False
             break
-        value, ibound, counts, done = _solve_interval(m, L, max(lo, best_flow), hi, left)
+        # One hard interval must not take all the time: the ones below may hold layouts.
+        value, ibound, counts, done = _solve_interval(m, L, max(lo, best_flow), hi, left / 3)
         bound = max(bound, ibound)
         proven = proven and done
         if counts is not None:
