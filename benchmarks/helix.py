@@ -7,7 +7,8 @@ the best layout's exact max flow, the certified bound, the status, the seconds a
 layouts' max flows. ``--generate SEED`` instead writes a harder member of the family to FILE:
 3 regions with slow links between them, 42 nodes of 7 GPU types. ``--seeds A B`` solves the
 generated members A..B instead (FILE is then ignored) and prints one row per seed: flow, bound,
-gap, seconds, status and the load average (the same keys, one JSON object a line, with ``--json``).
+gap, seconds, status and the load average (the same keys, one JSON object a line, with ``--json``). ``--baselines`` adds Helix's own
+methods run here: Helix's MILP (HiGHS, ``--helix-milp-seconds S``, default 150), Petals, Swarm.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from inferplan.codesign.pipelines.helix import LayoutInstance, LayoutNode, layout_flow, solve_layout
+from inferplan.codesign.pipelines.helix_baselines import helix_milp, petals_layout, swarm_layout
 from inferplan.errors import InferplanError
 
 # GPU types: tokens/s holding one layer, the decay with more layers, the most layers memory holds.
@@ -122,6 +124,32 @@ def seeds(first: int, last: int, time_limit: float, *, as_json: bool) -> int:
     return 0
 
 
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse refuses anything else, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def baselines(inst: LayoutInstance, milp_seconds: float) -> dict[str, dict[str, Any]]:
+    """Helix's MILP (HiGHS, ``milp_seconds``), Petals' and Swarm's layouts, run here."""
+    ours = helix_milp(inst, time_limit_s=milp_seconds)
+    return {
+        "helix_milp": {
+            "flow": ours.flow,
+            "bound": ours.bound,
+            "status": ours.status,
+            "seconds": round(ours.seconds, 3),
+        },
+        "petals": {"flow": petals_layout(inst).flow},
+        "swarm": {"flow": swarm_layout(inst).flow},
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
@@ -129,6 +157,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--generate", type=int, metavar="SEED")
     ap.add_argument("--seeds", type=int, nargs=2, metavar=("A", "B"))
+    ap.add_argument("--baselines", action="store_true", help="also Helix's MILP, Petals, Swarm")
+    ap.add_argument("--helix-milp-seconds", type=seconds, default=150.0, metavar="S")
     args = ap.parse_args()
     if args.seeds is not None:
         return seeds(args.seeds[0], args.seeds[1], args.time_limit, as_json=args.json)
@@ -162,6 +192,12 @@ def main() -> int:
     }
     if compared:
         out["compared"] = compared
+    if args.baselines:
+        try:
+            out["baselines"] = baselines(inst, args.helix_milp_seconds)
+        except InferplanError as err:
+            print(f"error: {args.file}: {err}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(out))
     else:
@@ -170,6 +206,8 @@ def main() -> int:
         print(f"{best.status}  {best.seconds:.1f} s")
         for name, flow in compared.items():
             print(f"{name}: {flow:.3f}")
+        for name, b in out.get("baselines", {}).items():
+            print(f"{name} (ours): " + "  ".join(f"{key} {value}" for key, value in b.items()))
     return 0
 
 
