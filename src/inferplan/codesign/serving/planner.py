@@ -33,15 +33,27 @@ from __future__ import annotations
 import graphlib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from inferplan.arrays import FloatArray
 from inferplan.codesign.serving.catalog import Catalog, Hardware
 from inferplan.codesign.serving.decoder import Decoder
+from inferplan.codesign.serving.replicas import (
+    DEFAULT_TIME_LIMIT,
+    TIE,
+    Column,
+    Pool,
+    gap,
+    pack,
+    path_network,
+    relaxed_bound,
+    simple_paths,
+)
 from inferplan.codesign.serving.workload import Workload
 from inferplan.codesign.timing.step import Roofline, StepWork
 from inferplan.errors import Infeasible, InvalidArgument
@@ -50,6 +62,7 @@ from inferplan.network.network import Network
 __all__ = [
     "DEFAULT_BATCHES",
     "OBJECTIVES",
+    "ReplicaPlan",
     "ServingPlan",
     "ServingStage",
     "network_hardware",
@@ -472,6 +485,32 @@ def _infeasible(network: Network, decoder: Decoder, workload: Workload,
         f"serve): {said}", details={"binding": binding or ["several together"]})  # fmt: skip
 
 
+@overload
+def plan_serving(
+    network: Network,
+    decoder: Decoder,
+    workload: Workload,
+    *,
+    catalog: Catalog | None = ...,
+    hardware: Mapping[str, Hardware] | None = ...,
+    objective: Objective = ...,
+    batches: Sequence[int] = ...,
+    pipelines: Literal[1] = ...,
+    time_limit: float | None = ...,
+) -> ServingPlan: ...
+@overload
+def plan_serving(
+    network: Network,
+    decoder: Decoder,
+    workload: Workload,
+    *,
+    catalog: Catalog | None = ...,
+    hardware: Mapping[str, Hardware] | None = ...,
+    objective: Objective = ...,
+    batches: Sequence[int] = ...,
+    pipelines: Literal["any"],
+    time_limit: float | None = ...,
+) -> ReplicaPlan: ...
 def plan_serving(
     network: Network,
     decoder: Decoder,
@@ -481,7 +520,9 @@ def plan_serving(
     hardware: Mapping[str, Hardware] | None = None,
     objective: Objective = "cost",
     batches: Sequence[int] = DEFAULT_BATCHES,
-) -> ServingPlan:
+    pipelines: Literal[1, "any"] = 1,
+    time_limit: float | None = None,
+) -> ServingPlan | ReplicaPlan:
     """The serving plan of ``decoder`` for ``workload`` on ``network``.
 
     Parameters
@@ -500,6 +541,13 @@ def plan_serving(
         ``"goodput"``: the most requests/s within the bounds on ``hardware``.
     batches
         The decode batches to try.
+    pipelines
+        ``1``: one path (the plan above); ``"any"``: node-disjoint replicas, each a path
+        with its own partition, batch and hardware, the rate split among them
+        (a :class:`ReplicaPlan`; docs/serving.md, "Many pipelines").
+    time_limit
+        With ``pipelines="any"``: the seconds its search may take
+        (:data:`~inferplan.codesign.serving.replicas.DEFAULT_TIME_LIMIT` when not given).
 
     Raises
     ------
@@ -516,6 +564,10 @@ def plan_serving(
     if not batches or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
                           for b in batches):  # fmt: skip
         raise InvalidArgument("must be positive integers", field="batches")
+    if pipelines not in (1, "any") or isinstance(pipelines, bool):
+        raise InvalidArgument(f"must be 1 or 'any', got {pipelines!r}", field="pipelines")
+    if time_limit is not None and pipelines != "any":
+        raise InvalidArgument("only with pipelines='any'", field="time_limit")
     if objective == "cost":
         if catalog is None:
             raise InvalidArgument("the cost objective needs a GPU catalog", field="catalog")
@@ -525,6 +577,16 @@ def plan_serving(
         if hardware is None:
             hardware = network_hardware(network)
         options = {v: [hw] for v, hw in hardware.items()}
+    if pipelines == "any":
+        return _plan_replicas(
+            network,
+            decoder,
+            workload,
+            options,
+            objective,
+            batches,
+            DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
+        )
     best = _best(network, decoder, workload, options, objective, batches, memory=True)
     if best is None:
         raise _infeasible(network, decoder, workload, options, objective, batches)
@@ -544,3 +606,212 @@ def plan_serving(
         price_per_hour=math.fsum(s.hardware.price_per_hour for s in stages if s.hardware),
         binding=min(limits, key=lambda k: limits[k]), batches=tuple(sorted(set(batches))),
     )  # fmt: skip
+
+
+# -- many pipelines (replicas): the columns and the search over them (replicas.py) ----------
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """Replicas of a service (docs/serving.md, "Many pipelines"): each a :class:`ServingPlan`
+    at its share of the rate (``requests_per_s``; ``max_requests_per_s`` its most), with the
+    totals and the certificate: ``status`` ``optimal`` or ``time_limit``; ``bound`` the least
+    $/h (cost) or the most requests/s (goodput) any plan can have, as proven (``None`` when
+    none was), ``gap`` relative to it; ``paths_searched`` of the network's ``paths`` simple
+    source-target paths searched one by one."""
+
+    objective: str
+    status: str
+    replicas: tuple[ServingPlan, ...]
+    requests_per_s: float
+    tokens_per_s: float
+    price_per_hour: float
+    bound: float | None
+    gap: float | None
+    paths_searched: int
+    paths: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objective": self.objective, "status": self.status, "pipelines": len(self.replicas),
+            "requests_per_s": self.requests_per_s, "tokens_per_s": self.tokens_per_s,
+            "price_per_hour": self.price_per_hour, "bound": self.bound, "gap": self.gap,
+            "paths_searched": self.paths_searched, "paths": self.paths,
+            "replicas": [r.to_dict() for r in self.replicas],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Replica(Column):
+    """A column of a many-pipeline plan: one path's plan at one batch."""
+
+    batch: int
+    stages: tuple[ServingStage, ...]
+    decode: float
+    prefill: tuple[float, ...]
+    limits: Mapping[str, float]
+
+
+def _replica_columns(network: Network, decoder: Decoder, workload: Workload,
+                     options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                     batch: int, incumbent: float, whole: bool = False
+                     ) -> Iterator[_Replica]:  # fmt: skip
+    """The columns of one search (one batch) on ``network``: each complete label serving
+    some rate within the bounds, with the nodes it holds (all but the source and the target,
+    and those of them where it runs blocks)."""
+    tiny = replace(workload, requests_per_s=_TINY_RATE)  # the rate of no one replica prunes
+    model = _Model(decoder, tiny, batch)
+    labels, finals = _search(network, model, options, objective, incumbent, True, whole)
+    ends = {network.source, network.target}
+    for label in finals:
+        vec = labels.vectors[label]
+        decode, prefill = float(vec[1]), tuple(float(t) for t in vec[2:])
+        limits = rate_limits(workload, batch, decode, prefill)
+        cap = min(limits.values())
+        if cap <= 0:
+            continue
+        stages = _stages(labels, label, model, options)
+        holds = frozenset(s.node for s in stages if s.node not in ends or s.hardware)
+        cost = math.fsum(s.hardware.price_per_hour for s in stages if s.hardware)
+        yield _Replica(cost, cap, holds, batch, stages, decode, prefill, limits)
+
+
+def _replica_plan(col: _Replica, rate: float, workload: Workload, objective: str,
+                  batches: tuple[int, ...]) -> ServingPlan:  # fmt: skip
+    tpot, ttft = predictions(workload, col.batch, col.decode, col.prefill, rate)
+    return ServingPlan(
+        objective=objective, status="optimal", path=tuple(s.node for s in col.stages),
+        stages=col.stages, batch=col.batch, requests_per_s=rate, max_requests_per_s=col.cap,
+        tokens_per_s=rate * workload.mean_output_tokens, ttft_s=ttft, tpot_s=tpot,
+        decode_step_s=col.decode, price_per_hour=col.cost,
+        binding=min(col.limits, key=lambda k: col.limits[k]), batches=batches,
+    )  # fmt: skip
+
+
+def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
+                   options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                   batches: Sequence[int], time_limit: float) -> ReplicaPlan:  # fmt: skip
+    """``plan_serving(pipelines="any")``: the columns of every simple path (for ``cost``,
+    first those of the whole network, whose relaxed packing bounds the plan), then the
+    packing MILP (:mod:`~inferplan.codesign.serving.replicas`)."""
+    if not (time_limit > 0 and math.isfinite(time_limit)):
+        raise InvalidArgument(f"must be positive seconds, got {time_limit!r}",
+                              field="time_limit")  # fmt: skip
+    start = time.monotonic()
+
+    def left() -> float:
+        return time_limit - (time.monotonic() - start)
+
+    batches = tuple(sorted(set(batches)))
+    rate = workload.requests_per_s
+    costed = objective == "cost"
+    paths = simple_paths(network)
+    pool: Pool[_Replica] = Pool()
+    # the chosen columns, their $/h (cost) or requests/s (goodput), whether HiGHS proved
+    # them the best of the pool, and the bound it proved
+    best: tuple[list[_Replica], float, bool, float] | None = None
+    lower = 0.0  # cost: a proven lower bound on every plan's $/h
+    done = timed_out = False
+
+    def repack() -> None:
+        nonlocal best
+        packed = pack(pool.columns(), objective, rate, max(left(), 1.0))
+        if packed is not None:
+            chosen, proven, optimal = packed
+            value = math.fsum(c.cost if costed else c.cap for c in chosen)
+            best = (chosen, value, optimal, proven)
+
+    def met() -> bool:
+        return best is not None and costed and best[1] <= lower * (1 + TIE) + 1e-12
+
+    def incumbent() -> float:
+        return best[1] * (1 + TIE) if best is not None and costed else math.inf
+
+    order = paths
+    if costed:
+        # plans on one node first (cheap), then the whole network's search: its columns are
+        # plans too, and, its paths sharing nodes, they bound every plan from below
+        for b in batches:
+            for col in _replica_columns(network, decoder, workload, options, objective, b,
+                                        math.inf, whole=True):  # fmt: skip
+                pool.add(col)
+        repack()
+        frontier: list[_Replica] = []
+        for b in batches:
+            if left() <= 0:
+                timed_out = True
+                break
+            for col in _replica_columns(network, decoder, workload, options, objective, b,
+                                        incumbent()):  # fmt: skip
+                frontier.append(col)
+                pool.add(col)
+        else:
+            relaxed = relaxed_bound(frontier + pool.columns(), rate, max(left(), 1.0))
+            if relaxed == math.inf:  # no replica serves any rate within the bounds
+                raise _infeasible(network, decoder, workload, options, objective, batches)
+            lower = min(relaxed, math.inf if best is None else best[1])
+        repack()
+        done = met()
+        seen = {tuple(s.node for s in c.stages) for c in pool.columns()}
+        order = [p for p in paths if p in seen] + [p for p in paths if p not in seen]
+    searched = 0
+    for path in order:
+        if done or timed_out:
+            break
+        sub = path_network(network, path)
+        sub_options = {v: options.get(v, ()) for v in path}
+        grew = False
+        for b in batches:
+            if left() <= 0:
+                timed_out = True
+                break
+            for col in _replica_columns(sub, decoder, workload, sub_options, objective, b,
+                                        incumbent()):  # fmt: skip
+                grew |= pool.add(col)
+        else:
+            searched += 1
+        if grew and costed:
+            repack()
+            done = met()
+    if not costed and not timed_out:
+        repack()
+    exhausted = done or (searched == len(paths) and not timed_out)
+    if best is None:
+        if exhausted:
+            raise _no_replicas(network, decoder, workload, options, objective, batches, pool)
+        return ReplicaPlan(objective, "time_limit", (), 0.0, 0.0, 0.0,
+                           lower if costed else None, None, searched, len(paths))  # fmt: skip
+    chosen, value, optimal, proven = best
+    status = "optimal" if exhausted and (done or optimal) else "time_limit"
+    bound: float | None
+    if status == "optimal":
+        bound = value
+    elif costed:
+        bound = max(lower, proven) if exhausted else lower
+    else:
+        bound = proven if exhausted else None
+    total = math.fsum(c.cap for c in chosen)
+    shares = [min(c.cap, rate * c.cap / total) if costed else c.cap for c in chosen]
+    served = math.fsum(shares)
+    return ReplicaPlan(
+        objective, status,
+        tuple(_replica_plan(c, r, workload, objective, batches)
+              for c, r in zip(chosen, shares, strict=True)),
+        served, served * workload.mean_output_tokens, math.fsum(c.cost for c in chosen), bound,
+        0.0 if status == "optimal" else gap(objective, value, bound), searched, len(paths),
+    )  # fmt: skip
+
+
+def _no_replicas(network: Network, decoder: Decoder, workload: Workload,
+                 options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                 batches: Sequence[int], pool: Pool[_Replica]) -> Infeasible:  # fmt: skip
+    """Why no replicas serve the workload: what binds every single one (as for one path), or
+    the rate, with the most requests/s disjoint replicas serve within the bounds."""
+    if objective == "goodput" or not pool.columns():
+        return _infeasible(network, decoder, workload, options, objective, batches)
+    most = pack(pool.columns(), "goodput", 0.0, 10.0)
+    served = 0.0 if most is None else math.fsum(c.cap for c in most[0])
+    return Infeasible(
+        f"no set of disjoint pipelines serves {workload.requests_per_s:g} requests/s within "
+        f"the bounds at batches {', '.join(map(str, sorted(set(batches))))}: they serve at "
+        f"most {served:.6g} requests/s; binding: rate", details={"binding": ["rate"]})  # fmt: skip
