@@ -759,15 +759,20 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
         if done or timed_out:
             break
         sub = path_network(network, path)
-        sub_options = {v: options.get(v, ()) for v in path}
+        # a search keeps a label only if no other is better, whichever nodes either holds: a
+        # search per set of ends that may run blocks keeps those that hold fewer
+        ends = [v for v in (network.source, network.target) if options.get(v)]
         grew = False
-        for b in batches:
+        for b, k in itertools.product(batches, range(len(ends) + 1)):
             if left() <= 0:
                 timed_out = True
                 break
-            for col in _replica_columns(sub, decoder, workload, sub_options, objective, b,
-                                        incumbent()):  # fmt: skip
-                grew |= pool.add(col)
+            for allowed in itertools.combinations(ends, k):
+                sub_options = {v: options.get(v, ()) for v in path
+                               if v not in ends or v in allowed}  # fmt: skip
+                for col in _replica_columns(sub, decoder, workload, sub_options, objective, b,
+                                            incumbent()):  # fmt: skip
+                    grew |= pool.add(col)
         else:
             searched += 1
         if grew and costed:
