@@ -242,3 +242,21 @@ def test_bad_pipelines_and_time_limits_are_refused() -> None:
         plan_serving(_parallel(2), TINY, w, catalog=gpus, time_limit=1.0)
     with pytest.raises(InvalidArgument, match="time_limit"):
         plan_serving(_parallel(2), TINY, w, catalog=gpus, pipelines="any", time_limit=-1.0)
+
+
+def test_a_time_limit_is_a_status_with_a_bound() -> None:
+    # cut short before any search ends: the bound proven is still below every plan's $/h
+    gpus = Catalog((GpuType("g", 1e9, 1e8, 2 * WHOLE, 1.0), GpuType("h", 1e8, 1e7, WHOLE, 0.4)))
+    w = Workload(1.0, (RequestClass(10, 10, 1.0),), tpot_s=0.02)
+    network = _parallel(3)
+    plan = plan_serving(network, TINY, w, catalog=gpus, pipelines="any", time_limit=1e-9,
+                        batches=BATCHES)  # fmt: skip
+    expected = brute_force_many(network, w, {v: gpus.options() for v in network.node_ids},
+                                "cost")  # fmt: skip
+    assert plan.status == "time_limit" and expected is not None
+    assert plan.bound is not None and plan.bound <= expected * (1 + 1e-9)
+    if plan.replicas:
+        assert plan.price_per_hour >= expected * (1 - 1e-9)
+        assert plan.gap is not None and plan.gap >= 0
+    whole = plan_serving(network, TINY, w, catalog=gpus, pipelines="any", batches=BATCHES)
+    assert whole.status == "optimal" and math.isclose(whole.price_per_hour, expected)
