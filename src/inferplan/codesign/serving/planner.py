@@ -654,13 +654,13 @@ class _Replica(Column):
 
 def _replica_columns(network: Network, decoder: Decoder, workload: Workload,
                      options: Mapping[str, Sequence[Hardware]], objective: Objective,
-                     batch: int, incumbent: float, whole: bool = False
-                     ) -> Iterator[_Replica]:  # fmt: skip
+                     batch: int, incumbent: float, whole: bool = False,
+                     floor: float = _TINY_RATE) -> Iterator[_Replica]:  # fmt: skip
     """The columns of one search (one batch) on ``network``: each complete label serving
     some rate within the bounds, with the nodes it holds (all but the source and the target,
-    and those of them where it runs blocks)."""
-    tiny = replace(workload, requests_per_s=_TINY_RATE)  # the rate of no one replica prunes
-    model = _Model(decoder, tiny, batch)
+    and those of them where it runs blocks); with ``floor``, only those whose rate condition
+    holds at ``floor`` requests/s (the others serve less)."""
+    model = _Model(decoder, replace(workload, requests_per_s=floor), batch)
     labels, finals = _search(network, model, options, objective, incumbent, True, whole)
     ends = {network.source, network.target}
     for label in finals:
@@ -736,22 +736,44 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
                                         math.inf, whole=True):  # fmt: skip
                 pool.add(col)
         repack()
-        frontier: list[_Replica] = []
-        for b in batches:
-            if left() <= 0:
-                timed_out = True
-                break
-            for col in _replica_columns(network, decoder, workload, options, objective, b,
-                                        incumbent()):  # fmt: skip
-                frontier.append(col)
-                pool.add(col)
-        else:
-            relaxed = relaxed_bound(frontier + pool.columns(), rate, max(left(), 1.0))
-            if relaxed == math.inf:  # no replica serves any rate within the bounds
-                raise _infeasible(network, decoder, workload, options, objective, batches)
+
+        def frontier(floor: float) -> list[_Replica] | None:
+            """The whole network's columns serving at least ``floor`` (None: out of time)."""
+            found: list[_Replica] = []
+            for b in batches:
+                if left() <= 0:
+                    return None
+                for col in _replica_columns(network, decoder, workload, options, objective, b,
+                                            incumbent(), floor=floor):  # fmt: skip
+                    found.append(col)
+                    pool.add(col)
+            return found
+
+        # first the columns serving at least a quarter of the rate (a search that prunes as
+        # the one-path one does), and one column standing for every other: none serves a
+        # quarter, none costs less than the whole model's memory at the cheapest $/byte
+        floor = rate / 4
+        some = frontier(floor)
+        if some is not None:
+            per_byte = min((hw.price_per_hour / hw.memory for hws in options.values()
+                            for hw in hws), default=0.0)  # fmt: skip
+            least = per_byte * _Model(decoder, workload, batches[0]).memory(0, decoder.layers + 1)
+            others = Column(least, floor, frozenset())
+            relaxed = relaxed_bound([*some, *pool.columns(), others], rate, max(left(), 1.0))
             lower = min(relaxed, math.inf if best is None else best[1])
         repack()
         done = met()
+        if not done:  # then every column
+            every = frontier(_TINY_RATE)
+            if every is None:
+                timed_out = True
+            else:
+                relaxed = relaxed_bound(every + pool.columns(), rate, max(left(), 1.0))
+                if relaxed == math.inf:  # no replica serves any rate within the bounds
+                    raise _infeasible(network, decoder, workload, options, objective, batches)
+                lower = max(lower, min(relaxed, math.inf if best is None else best[1]))
+            repack()
+            done = met()
         seen = {tuple(s.node for s in c.stages) for c in pool.columns()}
         order = [p for p in paths if p in seen] + [p for p in paths if p not in seen]
     searched = 0
