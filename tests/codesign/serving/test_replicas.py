@@ -7,6 +7,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from inferplan.codesign.serving import (
     RequestClass,
     Workload,
     plan_serving,
+    replicas,
 )
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network import Network
@@ -49,7 +51,8 @@ def _best_rate(w: Workload, b: int, decode: float, prefill: Sequence[float]) -> 
     return low
 
 
-def _replicas(network: Network, w: Workload, options: Mapping[str, Sequence[Hardware]]
+def _replicas(network: Network, w: Workload, options: Mapping[str, Sequence[Hardware]],
+              batches: Sequence[int]
               ) -> dict[frozenset[str], list[tuple[float, float]]]:  # fmt: skip
     """Every replica: (price, most requests/s) by the nodes it holds (its path's inner nodes,
     and the source or the target where it runs blocks), those of another at least as cheap
@@ -57,7 +60,7 @@ def _replicas(network: Network, w: Workload, options: Mapping[str, Sequence[Hard
     links = {(e.source, e.target): e for e in network.links}
     n = TINY.layers + 1
     found: dict[frozenset[str], list[tuple[float, float]]] = {}
-    for b in BATCHES:
+    for b in batches:
         for path in paths(network):
             for cuts in itertools.combinations_with_replacement(range(n + 1), len(path) - 1):
                 bounds = [0, *cuts, n]
@@ -106,10 +109,10 @@ def _disjoint_sets(holds: Sequence[frozenset[str]]) -> list[tuple[frozenset[str]
 
 
 def brute_force_many(network: Network, w: Workload, options: Mapping[str, Sequence[Hardware]],
-                     objective: str) -> float | None:  # fmt: skip
+                     objective: str, batches: Sequence[int] = BATCHES) -> float | None:  # fmt: skip
     """The least $/h serving ``w``'s rate (cost) or the most requests/s (goodput) of any set
     of node-disjoint replicas; None when none serves it."""
-    found = _replicas(network, w, options)
+    found = _replicas(network, w, options, batches)
     best: float | None = None
     for combo in _disjoint_sets(list(found)):
         for chosen in itertools.product(*(found[h] for h in combo)):
@@ -260,3 +263,49 @@ def test_a_time_limit_is_a_status_with_a_bound() -> None:
         assert plan.gap is not None and plan.gap >= 0
     whole = plan_serving(network, TINY, w, catalog=gpus, pipelines="any", batches=BATCHES)
     assert whole.status == "optimal" and math.isclose(whole.price_per_hour, expected)
+
+
+@settings(max_examples=25, deadline=None)
+@given(networks(), workloads(), catalogs(), st.sampled_from([1, 2]))
+def test_the_first_bound_holds_whatever_share_it_takes(network, w, catalog, share) -> None:
+    # the first bound's stand-in column decides more plans when it stands for columns
+    # serving up to all of the rate: the optimum stays the brute force's
+    options = {v: catalog.options() for v in network.node_ids}
+    expected = brute_force_many(network, w, options, "cost")
+    with patch.object(replicas, "BOUND_SHARE", share):
+        try:
+            plan = plan_serving(network, TINY, w, catalog=catalog, batches=BATCHES,
+                                pipelines="any")  # fmt: skip
+        except Infeasible:
+            assert expected is None
+            return
+    assert expected is not None
+    assert math.isclose(plan.price_per_hour, expected, rel_tol=1e-9)
+
+
+def _chains(k: int) -> Network:
+    """A source, ``k`` chains of two nodes and a target, every link alike."""
+    nodes = [{"id": v, "capacity": 1e9, "price": 0}
+             for v in ["s", *(f"{x}{j}" for j in range(k) for x in "ab"), "t"]]  # fmt: skip
+    hops = [(u, v) for j in range(k) for u, v in (("s", f"a{j}"), (f"a{j}", f"b{j}"),
+                                                  (f"b{j}", "t"))]  # fmt: skip
+    links = [{"source": u, "target": v, "capacity": 1e9, "price": 0} for u, v in hops]
+    return network_from_dict({"source": "s", "target": "t", "nodes": nodes, "links": links})
+
+
+@pytest.mark.parametrize("share", [1.0, 2.5, 4.5])
+def test_replicas_alike_on_paths_alike_are_all_found(share: float) -> None:
+    # GPUs too small for the model alone, five chains alike, one batch: the whole network's
+    # search keeps one of each alike column, the rate needs several, each serving a fraction
+    # of it (less than a quarter at 4.5 times what one serves)
+    gpus = Catalog((GpuType("small", 1e9, 1e8, 0.8 * WHOLE, 1.0),))
+    network = _chains(5)
+    w = Workload(1.0, (RequestClass(10, 10, 1.0),), tpot_s=0.02)
+    chain = {v: Hardware(v, 1e9, 1e8, 0.8 * WHOLE) for v in ("a0", "b0")}
+    one = plan_serving(network, TINY, w, hardware=chain, objective="goodput", batches=(1,))
+    w = replace(w, requests_per_s=share * one.requests_per_s)
+    options = {v: gpus.options() for v in network.node_ids}
+    expected = brute_force_many(network, w, options, "cost", (1,))
+    plan = plan_serving(network, TINY, w, catalog=gpus, batches=(1,), pipelines="any")
+    assert expected is not None and math.isclose(plan.price_per_hour, expected)
+    _check_replicas(plan, network, w)

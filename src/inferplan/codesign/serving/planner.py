@@ -41,6 +41,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.serving import replicas
 from inferplan.codesign.serving.catalog import Catalog, Hardware
 from inferplan.codesign.serving.decoder import Decoder
 from inferplan.codesign.serving.replicas import (
@@ -749,10 +750,10 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
                     pool.add(col)
             return found
 
-        # first the columns serving at least a quarter of the rate (a search that prunes as
-        # the one-path one does), and one column standing for every other: none serves a
-        # quarter, none costs less than the whole model's memory at the cheapest $/byte
-        floor = rate / 4
+        # first the columns serving at least a share of the rate (a search that prunes as
+        # the one-path one does), and one column standing for every other: none serves that
+        # share, none costs less than the whole model's memory at the cheapest $/byte
+        floor = rate / replicas.BOUND_SHARE
         some = frontier(floor)
         if some is not None:
             per_byte = min((hw.price_per_hour / hw.memory for hws in options.values()

@@ -47,8 +47,8 @@ from inferplan.errors import InvalidArgument
 from inferplan.network.network import Network
 
 __all__ = [
-    "DEFAULT_TIME_LIMIT", "MAX_PATHS", "TIE", "Column", "Pool", "gap", "pack", "path_network",
-    "relaxed_bound", "simple_paths",
+    "BOUND_SHARE", "DEFAULT_TIME_LIMIT", "MAX_PATHS", "TIE", "Column", "Pool", "gap", "pack",
+    "path_network", "relaxed_bound", "simple_paths",
 ]  # fmt: skip
 
 MAX_PATHS = 20_000
@@ -56,6 +56,10 @@ MAX_PATHS = 20_000
 
 DEFAULT_TIME_LIMIT = 120.0
 """Seconds a many-pipeline plan may search unless told."""
+
+BOUND_SHARE = 4
+"""The first lower bound of a least-$/h plan takes the columns serving at least
+``1 / BOUND_SHARE`` of the rate, and one standing for all the others."""
 
 TIE = 1e-9
 """Relative: a plan within this of its proven bound is optimal (HiGHS's own gap is 1e-9)."""
