@@ -677,6 +677,41 @@ def _replica_columns(network: Network, decoder: Decoder, workload: Workload,
         yield _Replica(cost, cap, holds, batch, stages, decode, prefill, limits)
 
 
+def _moved(col: _Replica, path: Sequence[str], placed: Sequence[int], network: Network,
+           decoder: Decoder, workload: Workload, options: Mapping[str, Sequence[Hardware]],
+           hops: Mapping[tuple[str, str], Sequence[Any]]) -> _Replica | None:  # fmt: skip
+    """The same stages (blocks and hardware, in order) on another path, at its positions
+    ``placed``, the other nodes relaying, timed on that path's links; None where a node
+    cannot have the hardware or the plan serves no rate there."""
+    runs = [st for st in col.stages if st.hardware is not None]
+    model = _Model(decoder, workload, col.batch)
+    times = np.zeros(1 + len(workload.classes))
+    relay = (0.0,) * len(workload.classes)
+    stages: list[ServingStage] = []
+    done, at = 0, dict(zip(placed, runs, strict=True))
+    for k, v in enumerate(path):
+        stage = at.get(k)
+        if stage is None:
+            stages.append(ServingStage(v, done, done, 0, None, 0.0, 0.0, 0.0, relay))
+        else:
+            if stage.hardware not in options.get(v, ()):
+                return None
+            times += [stage.decode_s, *stage.prefill_s]
+            stages.append(replace(stage, node=v))
+            done = stage.last
+        if k + 1 < len(path):
+            link = hops[v, path[k + 1]][0]
+            times += model.link_times(done, link.capacity, link.delay_s)
+    decode, prefill = float(times[0]), tuple(float(t) for t in times[1:])
+    limits = rate_limits(workload, col.batch, decode, prefill)
+    cap = min(limits.values())
+    if cap <= 0:
+        return None
+    ends = {network.source, network.target}
+    holds = frozenset(s.node for s in stages if s.node not in ends or s.hardware)
+    return _Replica(col.cost, cap, holds, col.batch, tuple(stages), decode, prefill, limits)
+
+
 def _replica_plan(col: _Replica, rate: float, workload: Workload, objective: str,
                   batches: tuple[int, ...]) -> ServingPlan:  # fmt: skip
     tpot, ttft = predictions(workload, col.batch, col.decode, col.prefill, rate)
@@ -750,6 +785,30 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
                     pool.add(col)
             return found
 
+        hops: dict[tuple[str, str], list[Any]] = {}
+        for link in network.links:
+            hops.setdefault((link.source, link.target), []).append(link)
+        moved: set[int] = set()
+
+        def spread() -> None:
+            """The stages of each column found so far that no other betters (least $/h, most
+            requests/s, whichever nodes), on every path at every choice of its nodes to run
+            them: plans too (a search keeps one of plans alike on paths alike)."""
+            cols = pool.columns()
+            ahead = [c for c in cols if id(c) not in moved
+                     and not any(o.cost <= c.cost and o.cap > c.cap for o in cols)]  # fmt: skip
+            moved.update(id(c) for c in cols)
+            for col in ahead:
+                runs = sum(1 for st in col.stages if st.hardware is not None)
+                for path in paths:
+                    for placed in itertools.combinations(range(len(path)), runs):
+                        other = _moved(col, path, placed, network, decoder, workload, options,
+                                       hops)  # fmt: skip
+                        if other is not None and pool.add(other):
+                            moved.add(id(other))
+
+        spread()
+        repack()
         # first the columns serving at least a share of the rate (a search that prunes as
         # the one-path one does), and one column standing for every other: none serves that
         # share, none costs less than the whole model's memory at the cheapest $/byte
@@ -762,6 +821,7 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
             others = Column(least, floor, frozenset())
             relaxed = relaxed_bound([*some, *pool.columns(), others], rate, max(left(), 1.0))
             lower = min(relaxed, math.inf if best is None else best[1])
+        spread()
         repack()
         done = met()
         if not done:  # then every column
@@ -773,6 +833,7 @@ def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
                 if relaxed == math.inf:  # no replica serves any rate within the bounds
                     raise _infeasible(network, decoder, workload, options, objective, batches)
                 lower = max(lower, min(relaxed, math.inf if best is None else best[1]))
+            spread()
             repack()
             done = met()
         seen = {tuple(s.node for s in c.stages) for c in pool.columns()}
