@@ -131,8 +131,22 @@ def _check_replicas(plan: ReplicaPlan, network: Network, w: Workload) -> None:
     the replicas disjoint but for the source and target, which run blocks in one at most."""
     assert plan.status == "optimal" and plan.gap == 0
     held: list[str] = []
+    links = {(e.source, e.target): e for e in network.links}
     for r in plan.replicas:
         _check_plan(r, network, w)
+        # the times of its stages and links recomputed: it serves its rate within the bounds
+        times = [0.0] * (1 + len(w.classes))
+        for s in r.stages:
+            if s.hardware is not None:
+                secs = stage_seconds(TINY, w, r.batch, s.first, s.last, s.hardware)
+                times = [x + y for x, y in zip(times, secs, strict=True)]
+        for s, (u, z) in zip(r.stages, itertools.pairwise(r.path), strict=False):
+            e = links[u, z]
+            bits = [TINY.cut_bits(s.last, r.batch, r.batch)]
+            bits += [TINY.cut_bits(s.last, c.prompt_tokens, 1) for c in w.classes]
+            times = [x + y / e.capacity + e.delay_s for x, y in zip(times, bits, strict=True)]
+        assert math.isclose(times[0], r.decode_step_s, rel_tol=1e-9)
+        assert serves(w, r.batch, times[0], times[1:], r.requests_per_s * (1 - 1e-9))
         assert r.requests_per_s <= r.max_requests_per_s * (1 + 1e-12)
         ends = {network.source, network.target}
         held += [s.node for s in r.stages if s.node not in ends or s.hardware is not None]
