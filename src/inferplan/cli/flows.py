@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from inferplan.profiles.profile import Profile
 
 __all__ = [
+    "Pipelines",
     "PipelinesOpt",
     "flow_provision_command",
     "flow_run_command",
@@ -30,8 +31,11 @@ __all__ = [
     "refuse_one_path",
 ]
 
+Pipelines = Literal["1", "any"]
+"""The values of ``--pipelines``: ``1`` (one path) or ``any`` (many pipelines at once)."""
+
 PipelinesOpt = Annotated[
-    Literal["1", "any"],
+    Pipelines,
     typer.Option(
         "--pipelines",
         help="1 (the default): one path. any: a flow plan, many pipelines at once, each node "

@@ -193,6 +193,10 @@ def run_command(
         if workload is None:
             raise InvalidArgument("--requests, --config and --batch serve a --workload: give "
                                   "one", field="workload")  # fmt: skip
+        if pipelines == "any":
+            raise InvalidArgument("not with --workload: a serving run runs one pipeline; "
+                                  "many-pipeline serving plans (serve --pipelines any) are "
+                                  "not run (docs/serving.md)", field="--pipelines")  # fmt: skip
         serve_run(network, model, workload, requests, config, batches, bool(emulate), seed,
                   timeout, as_json, [k for k, v in given.items() if v], testbed=testbed,
                   dilation=dilation)  # fmt: skip

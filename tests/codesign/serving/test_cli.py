@@ -72,3 +72,35 @@ def test_a_catalogs_measured_step_times_time_the_plan(tmp_path) -> None:
     for stage in held:
         assert stage["decode_step_s"] == pytest.approx(stage["layers"] * 4.0e-4)
         assert stage["prefill_s"] == pytest.approx([stage["layers"] * 2.0e-3] * 2)
+
+
+def test_many_pipelines_as_json_list_disjoint_replicas() -> None:
+    data = invoke_json([*BASE, "--objective", "goodput", "--pipelines", "any", "--json"])
+    assert data["status"] == "optimal" and data["pipelines"] == len(data["replicas"]) >= 2
+    inner = [s["node"] for r in data["replicas"] for s in r["stages"]]
+    assert len(inner) == len(set(inner))
+    one = invoke_json([*BASE, "--objective", "goodput", "--json"])
+    assert data["requests_per_s"] >= one["requests_per_s"]
+    assert data["requests_per_s"] == pytest.approx(
+        sum(r["requests_per_s"] for r in data["replicas"])
+    )
+    cost = invoke_json([*BASE, "--catalog", "examples/gpus.yaml", "--pipelines", "any", "--json"])
+    assert cost["requests_per_s"] == pytest.approx(4.0) and cost["status"] == "optimal"
+    for r in cost["replicas"]:
+        assert r["requests_per_s"] <= r["max_requests_per_s"] and r["tpot_s"] <= 0.05
+        for stage in r["stages"]:
+            assert stage["weights_bytes"] + stage["kv_cache_bytes"] <= stage["memory"]
+
+
+def test_many_pipelines_table_and_refusals() -> None:
+    result = runner.invoke(app, [*BASE, "--objective", "goodput", "--pipelines", "any"])
+    assert result.exit_code == 0, result.stderr
+    assert "pipelines" in result.stdout and "gpu3" in result.stdout
+    result = runner.invoke(app, [*BASE, "--objective", "goodput", "--time-limit", "5"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "--time-limit" in result.stderr and "--pipelines any" in result.stderr
+    result = runner.invoke(app, ["run", "examples/tiny-serving-network.yaml",
+                                 "transformers:LlamaConfig", "--workload",
+                                 "examples/chat-workload.yaml", "--pipelines", "any"])  # fmt: skip
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "--pipelines" in result.stderr and "one pipeline" in result.stderr

@@ -53,3 +53,11 @@ def test_phases_are_decoder_lm_profiles(shape, width, context, batch) -> None:
         )
     assert d.cut_bits(1, batch, batch) == decode.activation_bits[1]
     assert d.cut_bits(n, batch, batch) == decode.activation_bits[-1]
+
+
+def test_an_empty_range_holds_no_weights() -> None:
+    # blocks first..last-1: none when first == last, the head's end included
+    d = Decoder("d", layers=3, hidden=16, heads=2, kv_heads=1, ffn_hidden=32, vocab_size=50,
+                max_context=64)  # fmt: skip
+    assert all(d.weights_bytes(k, k) == 0 for k in range(d.layers + 2))
+    assert d.weights_bytes(d.layers, d.layers + 1) > 0

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from inferplan.codesign.serving.planner import (
         DEFAULT_BATCHES,
         OBJECTIVES,
+        ReplicaPlan,
         ServingPlan,
         ServingStage,
         network_hardware,
@@ -42,6 +43,7 @@ __all__ = [
     "Hardware",
     "MeasuredTable",
     "ProfiledGpu",
+    "ReplicaPlan",
     "RequestClass",
     "Roofline",
     "ServingPlan",
@@ -72,6 +74,7 @@ export_lazily(
         "inferplan.codesign.serving.planner": (
             "DEFAULT_BATCHES",
             "OBJECTIVES",
+            "ReplicaPlan",
             "ServingPlan",
             "ServingStage",
             "network_hardware",

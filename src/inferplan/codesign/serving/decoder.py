@@ -158,7 +158,7 @@ class Decoder:
         held = layers * self.layer_bytes
         if first == 0 and last > 0:
             held += self.embedding_bytes
-        if last > self.layers:
+        if first <= self.layers < last:  # block L, the head, is in the range
             held += self.head_bytes
         return held
 

@@ -35,15 +35,28 @@ from __future__ import annotations
 import graphlib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from inferplan.arrays import FloatArray
+from inferplan.codesign.serving import replicas
 from inferplan.codesign.serving.catalog import Catalog, Hardware
 from inferplan.codesign.serving.decoder import Decoder
+from inferplan.codesign.serving.replicas import (
+    DEFAULT_TIME_LIMIT,
+    TIE,
+    Column,
+    Pool,
+    gap,
+    pack,
+    path_network,
+    relaxed_bound,
+    simple_paths,
+)
 from inferplan.codesign.serving.workload import Workload
 from inferplan.codesign.timing.step import Roofline, StepWork
 from inferplan.errors import Infeasible, InvalidArgument
@@ -52,6 +65,7 @@ from inferplan.network.network import Network
 __all__ = [
     "DEFAULT_BATCHES",
     "OBJECTIVES",
+    "ReplicaPlan",
     "ServingPlan",
     "ServingStage",
     "mean_tpot",
@@ -555,6 +569,32 @@ def _infeasible(network: Network, decoder: Decoder, workload: Workload,
         f"serve): {said}", details={"binding": binding or ["several together"]})  # fmt: skip
 
 
+@overload
+def plan_serving(
+    network: Network,
+    decoder: Decoder,
+    workload: Workload,
+    *,
+    catalog: Catalog | None = ...,
+    hardware: Mapping[str, Hardware] | None = ...,
+    objective: Objective = ...,
+    batches: Sequence[int] = ...,
+    pipelines: Literal[1] = ...,
+    time_limit: float | None = ...,
+) -> ServingPlan: ...
+@overload
+def plan_serving(
+    network: Network,
+    decoder: Decoder,
+    workload: Workload,
+    *,
+    catalog: Catalog | None = ...,
+    hardware: Mapping[str, Hardware] | None = ...,
+    objective: Objective = ...,
+    batches: Sequence[int] = ...,
+    pipelines: Literal["any"],
+    time_limit: float | None = ...,
+) -> ReplicaPlan: ...
 def plan_serving(
     network: Network,
     decoder: Decoder,
@@ -564,7 +604,9 @@ def plan_serving(
     hardware: Mapping[str, Hardware] | None = None,
     objective: Objective = "cost",
     batches: Sequence[int] = DEFAULT_BATCHES,
-) -> ServingPlan:
+    pipelines: Literal[1, "any"] = 1,
+    time_limit: float | None = None,
+) -> ServingPlan | ReplicaPlan:
     """The serving plan of ``decoder`` for ``workload`` on ``network``.
 
     Parameters
@@ -583,6 +625,13 @@ def plan_serving(
         ``"goodput"``: the most requests/s within the bounds on ``hardware``.
     batches
         The decode batches to try.
+    pipelines
+        ``1``: one path (the plan above); ``"any"``: node-disjoint replicas, each a path
+        with its own partition, batch and hardware, the rate split among them
+        (a :class:`ReplicaPlan`; docs/serving.md, "Many pipelines").
+    time_limit
+        With ``pipelines="any"``: the seconds its search may take
+        (:data:`~inferplan.codesign.serving.replicas.DEFAULT_TIME_LIMIT` when not given).
 
     Raises
     ------
@@ -599,6 +648,10 @@ def plan_serving(
     if not batches or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
                           for b in batches):  # fmt: skip
         raise InvalidArgument("must be positive integers", field="batches")
+    if pipelines not in (1, "any") or isinstance(pipelines, bool):
+        raise InvalidArgument(f"must be 1 or 'any', got {pipelines!r}", field="pipelines")
+    if time_limit is not None and pipelines != "any":
+        raise InvalidArgument("only with pipelines='any'", field="time_limit")
     if objective == "cost":
         if catalog is None:
             raise InvalidArgument("the cost objective needs a GPU catalog", field="catalog")
@@ -608,6 +661,16 @@ def plan_serving(
         if hardware is None:
             hardware = network_hardware(network)
         options = {v: [hw] for v, hw in hardware.items()}
+    if pipelines == "any":
+        return _plan_replicas(
+            network,
+            decoder,
+            workload,
+            options,
+            objective,
+            batches,
+            DEFAULT_TIME_LIMIT if time_limit is None else time_limit,
+        )
     best = _best(network, decoder, workload, options, objective, batches, memory=True)
     if best is None:
         raise _infeasible(network, decoder, workload, options, objective, batches)
@@ -627,3 +690,300 @@ def plan_serving(
         price_per_hour=math.fsum(s.hardware.price_per_hour for s in stages if s.hardware),
         binding=min(limits, key=lambda k: limits[k]), batches=tuple(sorted(set(batches))),
     )  # fmt: skip
+
+
+# -- many pipelines (replicas): the columns and the search over them (replicas.py) ----------
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """Replicas of a service (docs/serving.md, "Many pipelines"): each a :class:`ServingPlan`
+    at its share of the rate (``requests_per_s``; ``max_requests_per_s`` its most), with the
+    totals and the certificate: ``status`` ``optimal`` or ``time_limit``; ``bound`` the least
+    $/h (cost) or the most requests/s (goodput) any plan can have, as proven (``None`` when
+    none was), ``gap`` relative to it; ``paths_searched`` of the network's ``paths`` simple
+    source-target paths searched one by one."""
+
+    objective: str
+    status: str
+    replicas: tuple[ServingPlan, ...]
+    requests_per_s: float
+    tokens_per_s: float
+    price_per_hour: float
+    bound: float | None
+    gap: float | None
+    paths_searched: int
+    paths: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objective": self.objective, "status": self.status, "pipelines": len(self.replicas),
+            "requests_per_s": self.requests_per_s, "tokens_per_s": self.tokens_per_s,
+            "price_per_hour": self.price_per_hour, "bound": self.bound, "gap": self.gap,
+            "paths_searched": self.paths_searched, "paths": self.paths,
+            "replicas": [r.to_dict() for r in self.replicas],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Replica(Column):
+    """A column of a many-pipeline plan: one path's plan at one batch."""
+
+    batch: int
+    stages: tuple[ServingStage, ...]
+    decode: float
+    prefill: tuple[float, ...]
+    limits: Mapping[str, float]
+
+
+def _replica_columns(network: Network, decoder: Decoder, workload: Workload,
+                     options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                     batch: int, incumbent: float, whole: bool = False,
+                     floor: float = _TINY_RATE) -> Iterator[_Replica]:  # fmt: skip
+    """The columns of one search (one batch) on ``network``: each complete label serving
+    some rate within the bounds, with the nodes it holds (all but the source and the target,
+    and those of them where it runs blocks); with ``floor``, only those whose rate condition
+    holds at ``floor`` requests/s (the others serve less)."""
+    model = _Model(decoder, replace(workload, requests_per_s=floor), batch)
+    labels, finals = _search(network, model, options, objective, incumbent, True, whole)
+    ends = {network.source, network.target}
+    for label in finals:
+        vec = labels.vectors[label]
+        decode, prefill = float(vec[1]), tuple(float(t) for t in vec[2:])
+        limits = rate_limits(workload, batch, decode, prefill)
+        cap = min(limits.values())
+        if cap <= 0:
+            continue
+        stages = _stages(labels, label, model, options)
+        holds = frozenset(s.node for s in stages if s.node not in ends or s.hardware)
+        cost = math.fsum(s.hardware.price_per_hour for s in stages if s.hardware)
+        yield _Replica(cost, cap, holds, batch, stages, decode, prefill, limits)
+
+
+def _moved(col: _Replica, path: Sequence[str], placed: Sequence[int], network: Network,
+           decoder: Decoder, workload: Workload, options: Mapping[str, Sequence[Hardware]],
+           hops: Mapping[tuple[str, str], Sequence[Any]]) -> _Replica | None:  # fmt: skip
+    """The same stages (blocks and hardware, in order) on another path, at its positions
+    ``placed``, the other nodes relaying, timed on that path's links; None where a node
+    cannot have the hardware or the plan serves no rate there."""
+    runs = [st for st in col.stages if st.hardware is not None]
+    model = _Model(decoder, workload, col.batch)
+    times = np.zeros(1 + len(workload.classes))
+    relay = (0.0,) * len(workload.classes)
+    stages: list[ServingStage] = []
+    done, at = 0, dict(zip(placed, runs, strict=True))
+    for k, v in enumerate(path):
+        stage = at.get(k)
+        if stage is None:
+            stages.append(ServingStage(v, done, done, 0, None, 0.0, 0.0, 0.0, relay))
+        else:
+            if stage.hardware not in options.get(v, ()):
+                return None
+            times += [stage.decode_s, *stage.prefill_s]
+            stages.append(replace(stage, node=v))
+            done = stage.last
+        if k + 1 < len(path):
+            link = hops[v, path[k + 1]][0]
+            times += model.link_times(done, link.capacity, link.delay_s)
+    decode, prefill = float(times[0]), tuple(float(t) for t in times[1:])
+    limits = rate_limits(workload, col.batch, decode, prefill)
+    cap = min(limits.values())
+    if cap <= 0:
+        return None
+    ends = {network.source, network.target}
+    holds = frozenset(s.node for s in stages if s.node not in ends or s.hardware)
+    return _Replica(col.cost, cap, holds, col.batch, tuple(stages), decode, prefill, limits)
+
+
+def _replica_plan(col: _Replica, rate: float, workload: Workload, objective: str,
+                  batches: tuple[int, ...]) -> ServingPlan:  # fmt: skip
+    tpot, ttft = predictions(workload, col.batch, col.decode, col.prefill, rate)
+    return ServingPlan(
+        objective=objective, status="optimal", path=tuple(s.node for s in col.stages),
+        stages=col.stages, batch=col.batch, requests_per_s=rate, max_requests_per_s=col.cap,
+        tokens_per_s=rate * workload.mean_output_tokens, ttft_s=ttft, tpot_s=tpot,
+        decode_step_s=col.decode, price_per_hour=col.cost,
+        binding=min(col.limits, key=lambda k: col.limits[k]), batches=batches,
+    )  # fmt: skip
+
+
+def _plan_replicas(network: Network, decoder: Decoder, workload: Workload,
+                   options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                   batches: Sequence[int], time_limit: float) -> ReplicaPlan:  # fmt: skip
+    """``plan_serving(pipelines="any")``: the columns of every simple path (for ``cost``,
+    first those of the whole network, whose relaxed packing bounds the plan), then the
+    packing MILP (:mod:`~inferplan.codesign.serving.replicas`)."""
+    if not (time_limit > 0 and math.isfinite(time_limit)):
+        raise InvalidArgument(f"must be positive seconds, got {time_limit!r}",
+                              field="time_limit")  # fmt: skip
+    start = time.monotonic()
+
+    def left() -> float:
+        return time_limit - (time.monotonic() - start)
+
+    batches = tuple(sorted(set(batches)))
+    rate = workload.requests_per_s
+    costed = objective == "cost"
+    paths = simple_paths(network)
+    pool: Pool[_Replica] = Pool()
+    # the chosen columns, their $/h (cost) or requests/s (goodput), whether HiGHS proved
+    # them the best of the pool, and the bound it proved
+    best: tuple[list[_Replica], float, bool, float] | None = None
+    lower = 0.0  # cost: a proven lower bound on every plan's $/h
+    done = timed_out = False
+
+    def repack() -> None:
+        nonlocal best
+        packed = pack(pool.columns(), objective, rate, max(left(), 1.0))
+        if packed is not None:
+            chosen, proven, optimal = packed
+            value = math.fsum(c.cost if costed else c.cap for c in chosen)
+            best = (chosen, value, optimal, proven)
+
+    def met() -> bool:
+        return best is not None and costed and best[1] <= lower * (1 + TIE) + 1e-12
+
+    def incumbent() -> float:
+        return best[1] * (1 + TIE) if best is not None and costed else math.inf
+
+    order = paths
+    if costed:
+        # plans on one node first (cheap), then the whole network's search: its columns are
+        # plans too, and, its paths sharing nodes, they bound every plan from below
+        for b in batches:
+            for col in _replica_columns(network, decoder, workload, options, objective, b,
+                                        math.inf, whole=True):  # fmt: skip
+                pool.add(col)
+        repack()
+
+        def frontier(floor: float) -> list[_Replica] | None:
+            """The whole network's columns serving at least ``floor`` (None: out of time)."""
+            found: list[_Replica] = []
+            for b in batches:
+                if left() <= 0:
+                    return None
+                for col in _replica_columns(network, decoder, workload, options, objective, b,
+                                            incumbent(), floor=floor):  # fmt: skip
+                    found.append(col)
+                    pool.add(col)
+            return found
+
+        hops: dict[tuple[str, str], list[Any]] = {}
+        for link in network.links:
+            hops.setdefault((link.source, link.target), []).append(link)
+        moved: set[int] = set()
+
+        def spread() -> None:
+            """The stages of each column found so far that no other betters (least $/h, most
+            requests/s, whichever nodes), on every path at every choice of its nodes to run
+            them: plans too (a search keeps one of plans alike on paths alike)."""
+            cols = pool.columns()
+            ahead = [c for c in cols if id(c) not in moved
+                     and not any(o.cost <= c.cost and o.cap > c.cap for o in cols)]  # fmt: skip
+            moved.update(id(c) for c in cols)
+            for col in ahead:
+                runs = sum(1 for st in col.stages if st.hardware is not None)
+                for path in paths:
+                    for placed in itertools.combinations(range(len(path)), runs):
+                        other = _moved(col, path, placed, network, decoder, workload, options,
+                                       hops)  # fmt: skip
+                        if other is not None and pool.add(other):
+                            moved.add(id(other))
+
+        spread()
+        repack()
+        # first the columns serving at least a share of the rate (a search that prunes as
+        # the one-path one does), and one column standing for every other: none serves that
+        # share, none costs less than the whole model's memory at the cheapest $/byte
+        floor = rate / replicas.BOUND_SHARE
+        some = frontier(floor)
+        if some is not None:
+            per_byte = min((hw.price_per_hour / hw.memory for hws in options.values()
+                            for hw in hws), default=0.0)  # fmt: skip
+            least = per_byte * _Model(decoder, workload, batches[0]).memory(0, decoder.layers + 1)
+            others = Column(least, floor, frozenset())
+            relaxed = relaxed_bound([*some, *pool.columns(), others], rate, max(left(), 1.0))
+            lower = min(relaxed, math.inf if best is None else best[1])
+        spread()
+        repack()
+        done = met()
+        if not done:  # then every column
+            every = frontier(_TINY_RATE)
+            if every is None:
+                timed_out = True
+            else:
+                relaxed = relaxed_bound(every + pool.columns(), rate, max(left(), 1.0))
+                if relaxed == math.inf:  # no replica serves any rate within the bounds
+                    raise _infeasible(network, decoder, workload, options, objective, batches)
+                lower = max(lower, min(relaxed, math.inf if best is None else best[1]))
+            spread()
+            repack()
+            done = met()
+        seen = {tuple(s.node for s in c.stages) for c in pool.columns()}
+        order = [p for p in paths if p in seen] + [p for p in paths if p not in seen]
+    searched = 0
+    for path in order:
+        if done or timed_out:
+            break
+        sub = path_network(network, path)
+        # a search keeps a label only if no other is better, whichever nodes either holds: a
+        # search per set of ends that may run blocks keeps those that hold fewer
+        ends = [v for v in (network.source, network.target) if options.get(v)]
+        grew = False
+        for b, k in itertools.product(batches, range(len(ends) + 1)):
+            if left() <= 0:
+                timed_out = True
+                break
+            for allowed in itertools.combinations(ends, k):
+                sub_options = {v: options.get(v, ()) for v in path
+                               if v not in ends or v in allowed}  # fmt: skip
+                for col in _replica_columns(sub, decoder, workload, sub_options, objective, b,
+                                            incumbent()):  # fmt: skip
+                    grew |= pool.add(col)
+        else:
+            searched += 1
+        if grew and costed:
+            repack()
+            done = met()
+    if not costed and not timed_out:
+        repack()
+    exhausted = done or (searched == len(paths) and not timed_out)
+    if best is None:
+        if exhausted:
+            raise _no_replicas(network, decoder, workload, options, objective, batches, pool)
+        return ReplicaPlan(objective, "time_limit", (), 0.0, 0.0, 0.0,
+                           lower if costed else None, None, searched, len(paths))  # fmt: skip
+    chosen, value, optimal, proven = best
+    status = "optimal" if exhausted and (done or optimal) else "time_limit"
+    bound: float | None
+    if status == "optimal":
+        bound = value
+    elif costed:
+        bound = max(lower, proven) if exhausted else lower
+    else:
+        bound = proven if exhausted else None
+    total = math.fsum(c.cap for c in chosen)
+    shares = [min(c.cap, rate * c.cap / total) if costed else c.cap for c in chosen]
+    served = math.fsum(shares)
+    return ReplicaPlan(
+        objective, status,
+        tuple(_replica_plan(c, r, workload, objective, batches)
+              for c, r in zip(chosen, shares, strict=True)),
+        served, served * workload.mean_output_tokens, math.fsum(c.cost for c in chosen), bound,
+        0.0 if status == "optimal" else gap(objective, value, bound), searched, len(paths),
+    )  # fmt: skip
+
+
+def _no_replicas(network: Network, decoder: Decoder, workload: Workload,
+                 options: Mapping[str, Sequence[Hardware]], objective: Objective,
+                 batches: Sequence[int], pool: Pool[_Replica]) -> Infeasible:  # fmt: skip
+    """Why no replicas serve the workload: what binds every single one (as for one path), or
+    the rate, with the most requests/s disjoint replicas serve within the bounds."""
+    if objective == "goodput" or not pool.columns():
+        return _infeasible(network, decoder, workload, options, objective, batches)
+    most = pack(pool.columns(), "goodput", 0.0, 10.0)
+    served = 0.0 if most is None else math.fsum(c.cap for c in most[0])
+    return Infeasible(
+        f"no set of disjoint pipelines serves {workload.requests_per_s:g} requests/s within "
+        f"the bounds at batches {', '.join(map(str, sorted(set(batches))))}: they serve at "
+        f"most {served:.6g} requests/s; binding: rate", details={"binding": ["rate"]})  # fmt: skip
