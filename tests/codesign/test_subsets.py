@@ -4,6 +4,7 @@ ideals the tables hold."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from unittest import mock
 
@@ -20,8 +21,8 @@ from inferplan.codesign.engine.psg import psg_path
 from inferplan.codesign.engine.subsets import subset_engine, subset_fits, subset_refusal
 from inferplan.codesign.memory import fits_somewhere, most_memory
 from inferplan.errors import Infeasible, InvalidArgument
-from inferplan.network.network import Link, Network, Node
 from inferplan.network.costs import ModuleCost
+from inferplan.network.network import Link, Network, Node
 from inferplan.profiles import ideals
 from inferplan.profiles.graph import LayerGraph
 
@@ -111,7 +112,7 @@ def _chain(memory: float | None = None) -> Network:
     ids = [f"w{k}" for k in range(4)]
     nodes = tuple(Node(v, 2e10 + 1e10 * k, 1e-9, memory=memory, memory_price=1e-6)
                   for k, v in enumerate(ids))  # fmt: skip
-    links = tuple(Link(u, v, 1e9, 1e-9) for u, v in zip(ids, ids[1:], strict=False))
+    links = tuple(Link(u, v, 1e9, 1e-9) for u, v in itertools.pairwise(ids))
     return Network(nodes=nodes, links=links, source=ids[0], target=ids[-1])
 
 
@@ -122,9 +123,10 @@ def test_provision_runs_the_subset_step_past_the_ideals_the_tables_hold(
     profile, net = two_stack(15), _chain(memory)  # 136 ideals
     beta = 0.5 * inferplan.throughput(_chain(), profile, cuts="graph").interval
     dense = inferplan.provision(net, profile, interval=beta, cuts="graph")  # the all-pairs step
+    step = subsets.SubsetStep.step
     with (mock.patch.object(ideals, "MAX_STATE_CUTS", 100),
-          mock.patch.object(subsets, "MAX_STATE_CUTS", 100),
-          mock.patch.object(subsets, "subset_step_of", wraps=subsets.subset_step_of) as spy):  # fmt: skip
+          mock.patch.object(subsets.SubsetStep, "step", autospec=True,
+                            side_effect=step) as spy):  # fmt: skip
         plan = inferplan.provision(net, profile, interval=beta)  # default cuts: the graph's
         assert spy.called
         with pytest.raises(InvalidArgument, match="more than this planner holds"):  # tables
@@ -144,6 +146,5 @@ def test_past_the_tables_a_cost_the_subset_step_cannot_price_is_refused() -> Non
     inst = compile_instance(net, profile, cuts="graph")
     assert subset_refusal(inst) is not None
     with (mock.patch.object(ideals, "MAX_STATE_CUTS", 100),
-          mock.patch.object(subsets, "MAX_STATE_CUTS", 100),
           pytest.raises(InvalidArgument, match="piecewise-linear")):  # fmt: skip
         solve_psg(inst, 1.0)

@@ -43,7 +43,7 @@ from inferplan.arrays import FloatArray, IntArray, exact_limbs
 from inferplan.codesign.engine.compiled import Engine
 from inferplan.codesign.instance import CodesignInstance, Generation
 from inferplan.errors import InvalidArgument
-from inferplan.profiles.ideals import MAX_STATE_CUTS, MAX_SUBSET_CUTS
+from inferplan.profiles import ideals
 from inferplan.profiles.memory import graph_layer_terms, graph_most_need
 
 __all__ = [
@@ -77,17 +77,17 @@ def subset_engine(engine: Engine, inst: CodesignInstance) -> bool:
     K = inst.n_cuts
     if engine == "numpy" or inst.cuts.is_chain:
         return False
-    large = K > MAX_STATE_CUTS
+    large = K > ideals.MAX_STATE_CUTS
     if not large and engine == "auto" and len(inst.node_ids) * K * K < AUTO_PAIRS:
         return False
     why = subset_refusal(inst)
-    if why is None and K > MAX_SUBSET_CUTS:
-        why = f"it has more than {MAX_SUBSET_CUTS:,} ideals"
+    if why is None and K > ideals.MAX_SUBSET_CUTS:
+        why = f"it has more than {ideals.MAX_SUBSET_CUTS:,} ideals"
     if why is not None and large:
         raise InvalidArgument(
-            f"PSG on {K:,} ideals (more than the {MAX_STATE_CUTS:,} its tables of pairs hold) "
-            f"runs without the tables, which this instance does not allow: {why}; cut the model "
-            "between its blocks (chain cuts) or lower max_ideals",
+            f"PSG on {K:,} ideals (more than the {ideals.MAX_STATE_CUTS:,} its tables of pairs "
+            f"hold) runs without the tables, which this instance does not allow: {why}; cut the "
+            "model between its blocks (chain cuts) or lower max_ideals",
             field="max_ideals",
         )
     return why is None
