@@ -1,6 +1,6 @@
 """Planners on the ideals of layer graphs: ``python benchmarks/ideals.py [--quick]``.
 
-Prints four tables:
+Prints five tables:
 
 (a) ResNet-50 at module granularity (the PyTorch model of the profile tests, traced with
     ``torch.export`` at depth 3: convolutions, batch norms and ReLU calls as layers, the
@@ -17,6 +17,13 @@ Prints four tables:
     against ``cuts="graph"`` on branched models.
 (d) Compiling and solving (T*, PSG) two-stack graphs of non-integer FLOPs (528 and 1,431
     ideals), whose exact work table is wider than a float.
+(e) PSG past the 4,096 ideals the tables of pairs hold (the subset step,
+    ``inferplan.codesign.engine.subsets``): two-stack models of 5,050, 10,011 and 19,900
+    ideals (L = 99, 140, 198) on the 8-node chain at 0.6 T*, CPU seconds of ``provision``
+    (compiling the instance included) without memory limits and with memory that binds (each
+    node holds a quarter of the model's parameters and may buy more); under 4,096 ideals
+    (L = 89) the subset step against the all-pairs step, which must agree. A latency bound
+    still keeps the tables (its planner is refused past 4,096 ideals).
 
 Needs torch for (a) (the ``torch`` extra). Times are CPU seconds of this process (the machine
 is shared: wall times swing with the load, printed first).
@@ -31,6 +38,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import inferplan
@@ -210,13 +218,63 @@ def table_d(quick: bool) -> None:
         print(f"{once():>7} {best:>8.3f}")
 
 
+def _memory_network(profile: Profile, nodes: int = 8) -> Network:
+    """:func:`chain_network` whose every node holds a quarter of ``profile``'s parameter
+    bytes and sells more at 1e-9 per byte."""
+    net = chain_network(nodes)
+    quarter = profile.bytes_per_param * sum(profile.params) / 4.0
+    members = tuple(Node(n.id, n.capacity, n.price, memory=quarter, memory_price=1e-9)
+                    for n in net.nodes)  # fmt: skip
+    return Network(nodes=members, links=net.links, source=net.source, target=net.target)
+
+
+def table_e(quick: bool) -> None:
+    from inferplan.codesign.engine.psg import psg_path
+
+    print("(e) PSG past the tables of pairs: two-stack models, 8-node chain, 0.6 T* (CPU s)")
+    print("stack  ideals  PSG  PSG memory  memory bought  subset / all-pairs at 4,095")
+    net = chain_network()
+    for layers in (89, 99, 140) if quick else (89, 99, 140, 198):
+        profile = _with_params(two_stack(layers))
+        beta = 0.6 * inferplan.throughput(net, profile, cuts="graph").interval
+        plain, psg = cpu(lambda: inferplan.provision(net, profile, interval=beta))  # noqa: B023
+        held = _memory_network(profile)
+        bound, mem = cpu(lambda: inferplan.provision(held, profile, interval=beta))  # noqa: B023
+        assert plain.cuts == bound.cuts == "graph"
+        bought = sum(m.added for m in bound.memory)
+        dense = "-"
+        inst = compile_instance(held, profile, cuts="graph")
+        if inst.n_cuts <= MAX_STATE_CUTS:
+            fast, subset = cpu(lambda: psg_path(inst, beta, engine="compiled"))  # noqa: B023
+            again, table = cpu(lambda: psg_path(inst, beta, engine="numpy"))  # noqa: B023
+            assert fast == again
+            dense = f"{subset:.2f} / {table:.2f}"
+        print(f"{layers:5d}  {inst.n_cuts:6d}  "
+              f"{psg:4.2f}  {mem:10.2f}  {bought:10.3g} B  {dense:>13s}")  # fmt: skip
+
+
+def _with_params(profile: Profile) -> Profile:
+    """``profile`` whose layers have the parameters of 1024-unit LSTM layers (4 gates, input
+    and recurrent weights: 8.4 M each)."""
+    graph = profile.graph
+    assert graph is not None
+    params = (8 * 1024 * 1024,) * graph.n_layers
+    return Profile.from_graph(profile.name, replace(graph, params=params))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller series")
-    parser.add_argument("--tables", default="abcd", help="which tables (default abcd)")
+    parser.add_argument("--tables", default="abcde", help="which tables (default abcde)")
     args = parser.parse_args()
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    for key, run in (("a", table_a), ("b", table_b), ("c", table_c), ("d", table_d)):
+    for key, run in (
+        ("a", table_a),
+        ("b", table_b),
+        ("c", table_c),
+        ("d", table_d),
+        ("e", table_e),
+    ):
         if key in args.tables:
             run(args.quick)
             print()

@@ -14,6 +14,7 @@ __all__ = [
     "FloatArray",
     "IntArray",
     "exact_differences",
+    "exact_limbs",
     "range_sums",
     "ratio",
     "scaled_exactly",
@@ -88,17 +89,33 @@ _WIDEST = 2**105
 _LARGEST_UNIT = 2**1000
 
 
-def _split_differences(exact: Sequence[int], unit: int) -> FloatArray | None:
-    """:func:`exact_differences` as the sum of two exact float tables (the high and the low
-    53 bits of each difference), rounded once by that one addition, when every exact value is
-    below ``2**105`` in magnitude and ``unit`` at most ``2**1000`` (``None`` otherwise): a
-    table of ideals in three vectorised steps, where Python integers took an object operation
-    per pair."""
+def exact_limbs(exact: Sequence[int], unit: int) -> tuple[FloatArray, FloatArray] | None:
+    """Two float limbs of each exact value ``exact[k] / unit``, the high and the low 53 bits
+    (each an exact float), so that the difference of two values is ``(high[j] - high[i]) +
+    (low[j] - low[i])`` rounded once (both differences are exact); ``None`` when a value is
+    ``2**105`` or more in magnitude or ``unit`` above ``2**1000``. When every value is a float
+    already, the values themselves and zeros (one subtraction rounds once too)."""
+    floats = [ratio(p, unit) for p in exact]
+    if all(_represents(f, p, unit) for f, p in zip(floats, exact, strict=True)):
+        return np.array(floats), np.zeros(len(floats))
     if unit > _LARGEST_UNIT or not all(-_WIDEST < p < _WIDEST for p in exact):
         return None
     mask = (1 << _LIMB) - 1
     high = np.array([int(p) >> _LIMB for p in exact], dtype=np.float64) * ((1 << _LIMB) / unit)
     low = np.array([int(p) & mask for p in exact], dtype=np.float64) / unit
+    return high, low
+
+
+def _split_differences(exact: Sequence[int], unit: int) -> FloatArray | None:
+    """:func:`exact_differences` as the sum of two exact float tables (the high and the low
+    53 bits of each difference, :func:`exact_limbs`), rounded once by that one addition, when
+    every exact value is below ``2**105`` in magnitude and ``unit`` at most ``2**1000``
+    (``None`` otherwise): a table of ideals in three vectorised steps, where Python integers
+    took an object operation per pair."""
+    limbs = exact_limbs(exact, unit)
+    if limbs is None:
+        return None
+    high, low = limbs
     out: FloatArray = high[None, :] - high[:, None]
     out += low[None, :] - low[:, None]
     return out

@@ -193,11 +193,14 @@ def test_the_default_cuts_and_the_refusals(monkeypatch: pytest.MonkeyPatch) -> N
         compile_instance(net, profile, cuts="graph")  # a planner of tables: refused at once
     big = compile_instance(net, profile, cuts="graph", pairs=False)  # the tables refuse, T* not
     with pytest.raises(InvalidArgument, match="256 cuts are more than this planner holds") as err:
-        solve_psg(big, 10.0)
+        big.work_between  # noqa: B018
     assert err.value.field == "cuts"
+    # nor PSG's subset step: Algorithm 1 as written, an entry of work at a time, agrees
+    assert solve_psg(big, 10.0).cost == reference_psg(big, 10.0).cost
     assert throughput_optimal(big).interval == 8.0  # the 8 layers on one node, or 64 bits
     assert inferplan.throughput(net, profile).cuts == "graph"
-    assert inferplan.provision(net, profile, interval=10.0).cuts == "chain"
+    assert inferplan.provision(net, profile, interval=10.0).cuts == "graph"
+    assert inferplan.provision(net, profile, interval=10.0, latency=100.0).cuts == "chain"
     for method in ("pfp", "pwf"):  # their T* is the lattice engine's: no tables either
         assert inferplan.provision(net, profile, interval=4.0, method=method).cuts == "graph"
     assert inferplan.provision(net, profile, interval=4.0, method="pfp-random").cuts == "chain"

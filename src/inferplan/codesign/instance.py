@@ -733,8 +733,9 @@ def link_cost_table(inst: CodesignInstance, links: IntArray, beta: float) -> Flo
     (rows) and each ``j`` (columns), ``inf`` beyond a cap."""
     sigma = np.maximum(0.0, inst.activation_bits[None, :] / beta - inst.bandwidth[links, None])
     cost = inst.link_pricing.cost(links, sigma, inst.link_costs)
-    if inst.terms.table_links.size:
-        cost += inst.terms.link(links)
+    extra = inst.extra_terms  # memory's terms have no link part (nor are its needs formed)
+    if extra is not None and extra.table_links.size:
+        cost += extra.link(links)
     return cost
 
 
@@ -812,6 +813,7 @@ def compile_instance(
     cuts: CutKind | None = None,
     max_ideals: int | None = None,
     pairs: bool = True,
+    held: int | None = None,
     node_time: NodeTimeModel | PerNodeTimeModel = FLOPS_OVER_CAPACITY,
 ) -> CodesignInstance:
     """Compile ``network`` and ``profile`` for the solvers.
@@ -819,7 +821,8 @@ def compile_instance(
     ``cuts``: the states of the model, ``"chain"`` (between consecutive blocks) or
     ``"graph"`` (every ideal of the profile's layer graph, at most ``max_ideals``); by
     default the graph's when the profile has one within the limits of the solver (``pairs``:
-    one that keeps tables of every pair of cuts), else the chain's (see
+    one that keeps tables of every pair of cuts; ``held``: the most ideals one without them
+    holds, ``None`` for every one), else the chain's (see
     :func:`~inferplan.profiles.ideals.cuts_of`). The tables of pairs
     (:attr:`~CodesignInstance.work_between` and those made from it) are formed when a solver
     first asks for them, from ``node_time``, how long a stage takes on a node
@@ -859,7 +862,7 @@ def compile_instance(
     out_start, out_order = adjacency(link_src, keep.size)
     in_start, in_order = adjacency(link_dst, keep.size)
     ids = network.node_ids
-    states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs)
+    states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs, held=held)
     return CodesignInstance(
         network=network,
         profile=profile,

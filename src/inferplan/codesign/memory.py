@@ -101,13 +101,12 @@ def memory_infeasible(
 ) -> Infeasible:
     """The error when no deployment fits ``limit`` (bytes per node, what each node can hold
     at most): it names the node or the block (or layer) whose need does not fit."""
-    need = inst.memory_need
-    N = need.shape[0] - 1
+    N = inst.last_cut
     head = "no deployment fits the nodes' memory"
     if beta is not None:
         head = f"no plan reaches an interval of {beta:g} s: {head}"
-    ends = ((inst.source, float(need[0, 0]), "the input it holds"),
-            (inst.target, float(need[N, N]), "the output it holds"))  # fmt: skip
+    ends = ((inst.source, inst.need(0, 0), "the input it holds"),
+            (inst.target, inst.need(N, N), "the output it holds"))  # fmt: skip
     for v, least, what in ends:
         if limit[v] < least:
             return Infeasible(f"{head} (node {inst.node_ids[v]!r} holds at most "
@@ -120,20 +119,21 @@ def memory_infeasible(
     if alone[n] > most:
         return Infeasible(f"{head} (block {block!r} alone needs {si(float(alone[n]), 'B')}; no "
                           f"node holds more than {si(most, 'B')})")  # fmt: skip
-    return Infeasible(f"{head} (the blocks need {si(float(need[0, N]), 'B')} in all, the largest "
+    return Infeasible(f"{head} (the blocks need {si(inst.need(0, N), 'B')} in all, the largest "
                       f"one alone, {block!r}, {si(float(alone[n]), 'B')}: no path's nodes hold "
                       "them, each at most its memory and what it can add)")  # fmt: skip
 
 
 def _alone(inst: CodesignInstance) -> FloatArray:
-    """The need of each block, or each layer of a layer graph, run alone."""
-    need = inst.memory_need
+    """The need of each block, or each layer of a layer graph, run alone (from one pair of
+    ideals per layer, one ideal less that layer: no table of pairs)."""
     members = inst.cuts.members
     if members is None or inst.cuts.is_chain:
-        return np.array([need[n - 1, n] for n in range(1, need.shape[0])])
+        return np.array([inst.need(n - 1, n) for n in range(1, inst.n_cuts)])
+    assert inst.cuts.covers is not None
+    lower, upper = inst.cuts.covers
+    layer = np.argmax(members[upper] & ~members[lower], axis=1)  # the one layer each adds
     alone = np.zeros(members.shape[1])
-    size = members.sum(axis=1)
-    for i, j in zip(*np.nonzero((size[None, :] == size[:, None] + 1) & inst.cuts.subset),
-                    strict=True):  # fmt: skip
-        alone[np.flatnonzero(members[j] & ~members[i])[0]] = need[i, j]
+    for x, k in zip(*np.unique(layer, return_index=True), strict=True):
+        alone[x] = inst.need(int(lower[k]), int(upper[k]))
     return alone

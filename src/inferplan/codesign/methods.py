@@ -91,6 +91,9 @@ class Method:
         that they take every ideal of a layer graph up to ``max_ideals`` (T* by the lattice
         engine, :mod:`~inferplan.codesign.engine.lattice`), when no node's memory is given and
         neither a latency bound nor a random tie-break asks for the tables.
+    memory_lattice
+        Which of those keep no tables of pairs when a node's memory is given too (PSG's
+        solve, by the subset step, :mod:`~inferplan.codesign.engine.subsets`).
     """
 
     name: str
@@ -103,6 +106,7 @@ class Method:
     throughput: Solver | None = None
     bounded: Solver | None = None
     lattice: tuple[Literal["solve", "throughput"], ...] = ()
+    memory_lattice: tuple[Literal["solve", "throughput"], ...] = ()
 
 
 METHODS: Mapping[str, Method] = {
@@ -113,7 +117,7 @@ METHODS: Mapping[str, Method] = {
                summary="exact minimum cost (acyclic networks)",
                throughput=Solver("inferplan.codesign.engine.throughput", "throughput_optimal"),
                bounded=Solver("inferplan.codesign.latency.bound", "solve_latency"),
-               lattice=("throughput",)),
+               lattice=("solve", "throughput"), memory_lattice=("solve",)),
         Method(name="milp", solve=Solver("inferplan.codesign.milp.cost", "solve_milp"), exact=True,
                acyclic_only=False, options=("time_limit", "latency"), label="MILP",
                summary="exact MILP (HiGHS) on any network, cycles too",

@@ -22,7 +22,7 @@ from inferplan.codesign.plan import Deployment, Plan, at_caps, beyond_caps
 from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
 from inferplan.errors import Infeasible, InvalidArgument
 from inferplan.network.network import Network
-from inferplan.profiles.ideals import CutKind
+from inferplan.profiles.ideals import MAX_SUBSET_CUTS, CutKind
 from inferplan.profiles.profile import Profile
 
 __all__ = [
@@ -124,9 +124,11 @@ def provision(
     """
     beta = target_interval(interval=interval, throughput=throughput)
     chosen, preset = resolve(method)
-    tables = _tables(network, chosen, "solve", latency, tie_break or preset.get("tie_break"))
+    tables, held = _tables(network, chosen, "solve", latency,
+                           tie_break or preset.get("tie_break"))  # fmt: skip
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals, pairs=tables, node_time=node_time)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables, held=held,
+                            node_time=node_time)  # fmt: skip
     try:
         return solve(inst, beta, method, tie_break=tie_break, seed=seed, time_limit=time_limit,
                      latency=latency)  # fmt: skip
@@ -238,9 +240,10 @@ def throughput(
             f"method {method!r} does not compute T* (methods: {', '.join(throughput_methods())})",
             field="method",
         )
-    tables = _tables(network, chosen, "throughput", latency, None)
+    tables, held = _tables(network, chosen, "throughput", latency, None)
     inst = compile_instance(network, profile, require_acyclic=chosen.acyclic_only, cuts=cuts,
-                            max_ideals=max_ideals, pairs=tables, node_time=node_time)  # fmt: skip
+                            max_ideals=max_ideals, pairs=tables, held=held,
+                            node_time=node_time)  # fmt: skip
     if latency is not None:
         if chosen.name != "psg":  # the state graph's bisection: acyclic networks only
             raise InvalidArgument(f"method {method!r} does not take latency (psg does)",
@@ -258,12 +261,16 @@ def _tables(
     entry: Literal["solve", "throughput"],
     latency: float | None,
     tie_break: str | None,
-) -> bool:
+) -> tuple[bool, int | None]:
     """Whether ``method``'s ``entry`` keeps tables of every pair of cuts here (see
     :attr:`~inferplan.codesign.methods.Method.lattice`), so that the default cuts are a layer
-    graph's only up to :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS` ideals."""
-    return (entry not in method.lattice or latency is not None or tie_break == "random"
-            or bool(np.isfinite(network.node_memory).any()))  # fmt: skip
+    graph's only up to :data:`~inferplan.profiles.ideals.MAX_STATE_CUTS` ideals; and, when it
+    keeps none, the most ideals it holds (PSG's solve:
+    :data:`~inferplan.profiles.ideals.MAX_SUBSET_CUTS`; ``None``: every one)."""
+    memory = bool(np.isfinite(network.node_memory).any())
+    tables = (entry not in method.lattice or latency is not None or tie_break == "random"
+              or (memory and entry not in method.memory_lattice))  # fmt: skip
+    return tables, MAX_SUBSET_CUTS if entry in method.memory_lattice else None
 
 
 def latency_optimal(

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_IDEALS",
     "MAX_IDEALS",
     "MAX_STATE_CUTS",
+    "MAX_SUBSET_CUTS",
     "CutKind",
     "Cuts",
     "chain_cuts",
@@ -52,6 +53,12 @@ T*'s lattice engine sweeps them dozens of times (``max_ideals`` is refused above
 MAX_STATE_CUTS = 4_096
 """How many cuts the planners that hold tables of every pair of cuts take (``K x K`` floats,
 134 MB at this size): all but T*'s lattice engine."""
+
+
+MAX_SUBSET_CUTS = 32_768
+"""How many cuts PSG's subset step takes (:mod:`~inferplan.codesign.engine.subsets`: no table
+of pairs, but the ideals inside each ideal as bits, ``K x K / 8`` bytes: 134 MB at this size,
+as the tables of pairs at :data:`MAX_STATE_CUTS`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -350,20 +357,22 @@ def cuts_of(
     *,
     max_ideals: int | None = None,
     pairs: bool = True,
+    held: int | None = None,
 ) -> Cuts:
     """The cuts the planners search for ``profile``: ``"chain"`` (its blocks), ``"graph"``
     (the ideals of its layer graph, at most ``max_ideals``, :data:`DEFAULT_MAX_IDEALS` when
     not given), or, when not given, the graph's when the profile has one whose ideals the
     planner holds, else the chain's. ``pairs``: whether the planner keeps tables of every pair
-    of cuts, so that it holds at most :data:`MAX_STATE_CUTS` ideals (every planner but T*'s
-    lattice engine, :mod:`~inferplan.codesign.engine.lattice`, which holds ``max_ideals``).
+    of cuts, so that it holds at most :data:`MAX_STATE_CUTS` ideals; ``held``: the most a
+    planner without them holds (PSG's subset step, :data:`MAX_SUBSET_CUTS`; ``None``: every
+    one up to ``max_ideals``, as T*'s lattice engine, :mod:`~inferplan.codesign.engine.lattice`).
 
     Raises
     ------
     InvalidArgument
         For ``cuts="graph"`` on a profile without a layer graph, or one with more ideals than
-        ``max_ideals``. Past :data:`MAX_STATE_CUTS` ideals the tables of pairs refuse when a
-        planner asks for them (:attr:`Cuts.subset`).
+        ``max_ideals`` or than the planner holds. Past :data:`MAX_STATE_CUTS` ideals the tables
+        of pairs refuse when a planner asks for them (:attr:`Cuts.subset`).
     """
     max_ideals = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
     if cuts not in (None, *CUT_KINDS):
@@ -375,18 +384,18 @@ def cuts_of(
             f"profile {profile.name!r} has no layer graph: its cuts are its blocks' (chain)",
             field="cuts",
         )
+    most = MAX_STATE_CUTS if pairs else held
     if cuts is None:
-        held = min(max_ideals, MAX_STATE_CUTS) if pairs else max_ideals
         try:
-            return graph_cuts(profile.graph, max_ideals=held)
+            return graph_cuts(profile.graph, max_ideals=min(max_ideals, most or max_ideals))
         except InvalidArgument:
             return chain_cuts(profile)
-    if pairs and max_ideals > MAX_STATE_CUTS:  # enumerate no more than the planner holds
+    if most is not None and max_ideals > most:  # enumerate no more than the planner holds
         try:
-            return graph_cuts(profile.graph, max_ideals=MAX_STATE_CUTS)
+            return graph_cuts(profile.graph, max_ideals=most)
         except InvalidArgument:
             _check_limit(max_ideals)
-            raise _too_many_for_planners(f"more than {MAX_STATE_CUTS}") from None
+            raise _too_many_for_planners(f"more than {most}", most) from None
     return graph_cuts(profile.graph, max_ideals=max_ideals)
 
 
@@ -396,10 +405,11 @@ def _check_limit(max_ideals: int) -> None:
                               field="max_ideals")  # fmt: skip
 
 
-def _too_many_for_planners(n_cuts: int | str) -> InvalidArgument:
+def _too_many_for_planners(n_cuts: int | str, most: int = MAX_STATE_CUTS) -> InvalidArgument:
+    tables = "it keeps a table of every pair; " if most == MAX_STATE_CUTS else ""
     return InvalidArgument(
-        f"{n_cuts} cuts are more than this planner holds ({MAX_STATE_CUTS}: it keeps a table "
-        "of every pair; T*, PFP and PWF without memory limits take more): cut the model "
+        f"{n_cuts} cuts are more than this planner holds ({most}: {tables}PSG takes up to "
+        f"{MAX_SUBSET_CUTS}, T*, PFP and PWF without memory limits more): cut the model "
         "between its blocks (chain cuts) or give a coarser layer graph",
         field="cuts",
     )

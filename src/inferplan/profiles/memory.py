@@ -27,7 +27,14 @@ from inferplan.arrays import FloatArray, exact_differences, range_sums, ratio, s
 from inferplan.profiles.ideals import Cuts
 from inferplan.profiles.profile import Profile
 
-__all__ = ["graph_memory_need", "graph_most_need", "graph_pair_need", "memory_need", "need_table"]
+__all__ = [
+    "graph_layer_terms",
+    "graph_memory_need",
+    "graph_most_need",
+    "graph_pair_need",
+    "memory_need",
+    "need_table",
+]
 
 
 def memory_need(profile: Profile) -> FloatArray:
@@ -73,7 +80,7 @@ def graph_memory_need(profile: Profile, cuts: Cuts) -> FloatArray:
     inside = cuts.subset  # refuses past the cuts the tables of pairs hold
     members = cuts.members
     assert members is not None
-    exact, unit, working = _graph_terms(profile, cuts, range(cuts.n_cuts))
+    exact, unit, working = graph_layer_terms(profile, cuts, range(cuts.n_cuts))
     need = exact_differences(exact, unit)
     largest = np.zeros_like(need)
     unset = np.ones(need.shape, dtype=bool)
@@ -97,7 +104,7 @@ def graph_pair_need(profile: Profile, cuts: Cuts, i: int, j: int) -> float:
     fresh = members[j] & ~members[i]
     if bool((members[i] & ~members[j]).any()):
         return math.inf
-    (low, high), unit, working = _graph_terms(profile, cuts, (i, j))
+    (low, high), unit, working = graph_layer_terms(profile, cuts, (i, j))
     largest = max((working[x] for x in np.flatnonzero(fresh).tolist()), default=0.0)
     return ratio(high - low, unit) + largest
 
@@ -106,11 +113,11 @@ def graph_most_need(profile: Profile, cuts: Cuts) -> float:
     """An upper bound of every entry of :func:`graph_memory_need`, formed without the table:
     the bytes of every parameter with the largest working set of a layer, or the largest
     boundary a node forwards. A node with at least this memory never runs out."""
-    (everything,), unit, working = _graph_terms(profile, cuts, (cuts.last,))
+    (everything,), unit, working = graph_layer_terms(profile, cuts, (cuts.last,))
     return max(ratio(everything, unit) + max(working, default=0.0), float(cuts.bits.max()) / 8.0)
 
 
-def _graph_terms(
+def graph_layer_terms(
     profile: Profile, cuts: Cuts, chosen: Sequence[int]
 ) -> tuple[list[int], int, list[float]]:
     """The parameter bytes of the ``chosen`` ideals as exact multiples of ``unit``, and each

@@ -35,6 +35,7 @@ import numpy as np
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.engine import compiled
 from inferplan.codesign.engine.compiled import Engine, compiled_engine
+from inferplan.codesign.engine.subsets import subset_engine, subset_fits, subset_step_of
 from inferplan.codesign.instance import (
     CodesignInstance,
     Generation,
@@ -197,28 +198,37 @@ def psg_path(
     """
     inst.check_acyclic("PSG")
     check_scale(inst, beta)
-    if compiled_engine(engine, inst) and compiled.fits(inst):
+    subsets = subset_engine(engine, inst)
+    if subsets:
+        cost, path, partition, links = _vectorised_psg(inst, beta, subset_step_of(inst).stage)
+    elif compiled_engine(engine, inst) and compiled.fits(inst):
         cost, path, partition, links = compiled.psg_kernel(inst, beta)
     else:
         cost, path, partition, links = _vectorised_psg(inst, beta)
     if not math.isfinite(cost):
         check_scale(inst, beta, cost)
-        if not inst.terms.empty and not fits_somewhere(inst, most_memory(inst)):
+        if subsets:
+            if subset_step_of(inst).limited.size and not subset_fits(inst, most_memory(inst)):
+                raise memory_infeasible(inst, most_memory(inst), beta)
+        elif not inst.terms.empty and not fits_somewhere(inst, most_memory(inst)):
             raise memory_infeasible(inst, most_memory(inst), beta)
         raise infeasible(beta)
     return cost, path, partition, links
 
 
 def _vectorised_psg(
-    inst: CodesignInstance, beta: float
+    inst: CodesignInstance,
+    beta: float,
+    stage: Callable[[float], Stage] | None = None,
 ) -> tuple[float, list[int], list[int], list[int]]:
-    """:func:`psg_path` by the vectorised relaxation (``inf`` and no path when infeasible)."""
+    """:func:`psg_path` by the vectorised relaxation (``inf`` and no path when infeasible),
+    its compute step ``stage(beta)`` (by default the all-pairs step)."""
     start = np.full((len(inst.node_ids), inst.n_cuts), np.inf)
     start[inst.source, 0] = 0.0
     relaxed = relax_generations(
         inst,
         start,
-        _compute_stage(inst, beta),
+        _compute_stage(inst, beta) if stage is None else stage(beta),
         link_cost_table(inst, inst.sweep_links, beta),
         np.add,
     )
