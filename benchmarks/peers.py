@@ -394,8 +394,9 @@ def graph_cases(quick: bool) -> list[Case]:
     for k, share in itertools.product((3, 4) if quick else (2, 3, 4, 6), (0.95, 0.99, 0.999)):
         # below the most memory a node of the unlimited optimum needs: the limit binds
         free = throughput_optimal(compile_instance(row_network(k, 1e10), b, cuts="graph"))
-        done = [0, *free.partition[:-1]]
-        memory = share * max(float(table[i, j]) for i, j in zip(done, free.partition, strict=True))
+        ends = free.cut_indices
+        done = [0, *ends[:-1]]
+        memory = share * max(float(table[i, j]) for i, j in zip(done, ends, strict=True))
         net = row_network(k, 1e10, memory)
         inst = compile_instance(net, b, cuts="graph")
         try:

@@ -51,8 +51,15 @@ import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.engine import native
-from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
+from inferplan.codesign.instance import (
+    CodesignInstance,
+    Topology,
+    link_cost_table,
+    node_cost_table,
+)
 from inferplan.errors import InvalidArgument
+from inferplan.memo import KeptFor
+from inferplan.profiles.ideals import Cuts
 
 __all__ = [
     "ENGINES",
@@ -62,6 +69,7 @@ __all__ = [
     "compiled_engine",
     "kernel_arrays",
     "psg_kernel",
+    "throughput_args",
     "throughput_kernel",
 ]
 
@@ -126,12 +134,11 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
 class KernelArrays:
     """An instance's network and costs in the flat arrays the kernels take, built once.
 
-    ``psg_args`` and ``throughput_args`` are the arguments of :func:`kernels.psg
-    <inferplan.codesign.engine.kernels.psg>` and :func:`kernels.throughput
-    <inferplan.codesign.engine.kernels.throughput>` that do not change from one solve to the next,
-    in
-    their order: the work table (``work_t[j, i] = w(i, j)``) and activations, source and
-    target, capacities and links;
+    ``psg_args`` are the arguments of :func:`kernels.psg
+    <inferplan.codesign.engine.kernels.psg>` that do not change from one solve to the next, in
+    their order (:func:`throughput_args` are those of :func:`kernels.throughput
+    <inferplan.codesign.engine.kernels.throughput>`, which reads no costs): the work table
+    (``work_t[j, i] = w(i, j)``) and activations, source and target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
     value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
     tables (``node_table[v] >= 0``); each link's cost in the same form, or its row in the
@@ -147,7 +154,6 @@ class KernelArrays:
     table_links: IntArray
     node_terms: FloatArray | None
     psg_args: tuple[Any, ...]
-    throughput_args: tuple[Any, ...]
 
 
 _ARRAYS: weakref.WeakKeyDictionary[CodesignInstance, KernelArrays] = weakref.WeakKeyDictionary()
@@ -187,15 +193,14 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     link_columns = (lpieces.ptr, lpieces.starts, lpieces.slopes, lpieces.values, link_cap,
                     link_table)  # fmt: skip
     W = inst.n_cuts
-    work_t = np.ascontiguousarray(inst.work_between.T)
-    network = (work_t, inst.activation_bits, inst.source, inst.target)
+    network = _network_args(inst)
     # The limit of the nodes outside the tables (the tables hold their own limits).
     if terms.limit is None or terms.limit_need is None:
         need_t, limit = np.zeros((W, W)), np.full(n, math.inf)
     else:
         need_t = np.ascontiguousarray(terms.limit_need.T)
         limit = np.where(tabled, math.inf, terms.limit)
-    adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
+    adjacency = _adjacency(inst)
     arrays = KernelArrays(
         table_nodes=table_nodes,
         table_links=table_links,
@@ -213,11 +218,27 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
             need_t,
             limit,
         ),
-        throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency,
-                         np.ascontiguousarray(inst.memory_need.T)),
-    )  # fmt: skip
+    )
     _ARRAYS[inst] = arrays
     return arrays
+
+
+def _network_args(inst: CodesignInstance) -> tuple[Any, ...]:
+    """The work table (``work_t[j, i] = w(i, j)``), activations, source and target."""
+    work_t = np.ascontiguousarray(inst.work_between.T)
+    return work_t, inst.activation_bits, inst.source, inst.target
+
+
+def _adjacency(inst: CodesignInstance) -> tuple[IntArray, ...]:
+    return inst.out_start, inst.out_order, inst.in_start, inst.in_order
+
+
+def throughput_args(inst: CodesignInstance) -> tuple[Any, ...]:
+    """The arguments of :func:`kernels.throughput
+    <inferplan.codesign.engine.kernels.throughput>` that do not change from one solve to the
+    next (as :class:`KernelArrays`' ``psg_args``, with the memory need ``need_t[j, i]``)."""
+    return (*_network_args(inst), inst.link_src, inst.link_dst, *_adjacency(inst),
+            np.ascontiguousarray(inst.memory_need.T))  # fmt: skip
 
 
 def fits(inst: CodesignInstance) -> bool:
@@ -268,10 +289,32 @@ def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
     per-call arrays, priced for each ``beta``)."""
     frames = _FRAMES.setdefault(inst, {})
     if kernel.name not in frames:
-        arrays = kernel_arrays(inst)
-        fixed = arrays.psg_args if kernel.name == "psg" else arrays.throughput_args
+        fixed = kernel_arrays(inst).psg_args if kernel.name == "psg" else throughput_args(inst)
         frames[kernel.name] = kernel.frame(fixed, _shapes(inst, kernel.name))
     return frames[kernel.name]
+
+
+_SHARED: KeptFor[Topology, KeptFor[Cuts, tuple[FloatArray, native.Frame]]] = KeptFor()
+"""The T* kernel's frames by network (topology) and cuts, with the need table each read."""
+
+
+def _throughput_frame(inst: CodesignInstance) -> native.Frame:
+    """The T* kernel's frame for ``inst``: every argument it fixes is the network's
+    (:attr:`~inferplan.codesign.instance.CodesignInstance.topology`, its source and target)
+    or the cuts' (their work table, activations and memory need), so instances compiled from
+    the same network and profile share one, made once; an instance whose work table is its
+    own (a node time model's loads) has its own."""
+    kernel = native.kernel("throughput")
+    need = inst.memory_need
+    if inst.work_between is not inst.cuts.work_between:
+        return _frame(inst, kernel)
+    by_cuts = _SHARED.get(inst.topology, "frames", KeptFor)
+
+    def made() -> tuple[FloatArray, native.Frame]:
+        return need, kernel.frame(throughput_args(inst), _shapes(inst, "throughput"))
+
+    held, frame = by_cuts.get(inst.cuts, "throughput", made)
+    return frame if held is need else _frame(inst, kernel)
 
 
 def throughput_kernel(
@@ -280,7 +323,7 @@ def throughput_kernel(
     """T* on ``inst`` under ``capacity`` and ``bandwidth`` among the deployments that fit
     ``memory`` (bytes per node) by the compiled kernel: the least interval and the path and
     partition (node indices; none when no deployment fits)."""
-    call = _frame(inst, native.kernel("throughput")).call()
+    call = _throughput_frame(inst).call()
     own_capacity, own_bandwidth, own_memory, *_, path, partition, count = call.arrays
     np.copyto(own_capacity, capacity)
     np.copyto(own_bandwidth, bandwidth)
