@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["KeptFor"]
+__all__ = ["KeptFor", "forget_all"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -39,6 +39,7 @@ class KeptFor(Generic[K, V]):
 
     def __init__(self) -> None:
         self._items: dict[int, tuple[weakref.ref[K], dict[Hashable, V]]] = {}
+        _ALL.add(self)
 
     def get(self, owner: K, what: Hashable, make: Callable[[], V]) -> V:
         """The value ``what`` of ``owner``: kept, or ``make()`` now and kept."""
@@ -67,3 +68,14 @@ class KeptFor(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+_ALL: weakref.WeakSet[KeptFor[Any, Any]] = weakref.WeakSet()
+
+
+def forget_all() -> None:
+    """Forget every kept value of every :class:`KeptFor`: the next compile of any network or
+    profile starts cold, as the first one in a process does (what a benchmark of that case
+    calls between runs)."""
+    for kept in list(_ALL):
+        kept.clear()

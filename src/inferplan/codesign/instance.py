@@ -15,6 +15,7 @@ for another solve, only assembles the instance from them.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -567,12 +568,15 @@ class CodesignInstance:
         the scalar code that handles one path."""
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
-    @cached_property
+    @property
     def shared_work(self) -> bool:
         """Whether every node has the same loads (:attr:`work_between`): ``False`` for a
         :class:`~inferplan.codesign.timing.stage.PerNodeTimeModel`."""
-        if isinstance(self.node_time, FlopsOverCapacity):  # the default, known without the
-            return True  # protocol's check (which inspects every attribute, slowly)
+        # the default model is known at once; the protocol's check inspects every attribute
+        return isinstance(self.node_time, FlopsOverCapacity) or self._not_per_node
+
+    @cached_property
+    def _not_per_node(self) -> bool:
         return not isinstance(self.node_time, PerNodeTimeModel)
 
     def refuse_per_node(self, planner: str) -> None:
@@ -908,29 +912,12 @@ def compile_instance(
             field="links",
         )
     states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs)
-    return CodesignInstance(
-        network=network,
-        profile=profile,
-        node_ids=layout.node_ids,
-        capacity=layout.capacity,
-        link_src=layout.link_src,
-        link_dst=layout.link_dst,
-        bandwidth=layout.bandwidth,
-        node_positions=layout.node_positions,
-        link_positions=layout.link_positions,
-        out_start=layout.out_start,
-        out_order=layout.out_order,
-        in_start=layout.in_start,
-        in_order=layout.in_order,
-        activation_bits=states.bits,
-        source=layout.source,
-        target=layout.target,
-        acyclic=layout.acyclic,
-        cuts=states,
-        memory=layout.memory,
-        topology=layout.topology,
-        node_time=node_time,
-    )
+    # Every field set at once: the frozen dataclass's __init__ sets its 27 fields one
+    # object.__setattr__ at a time, which takes longer than a small chain's whole solve.
+    inst = object.__new__(CodesignInstance)
+    inst.__dict__.update(layout.fields, network=network, profile=profile, cuts=states,
+                         activation_bits=states.bits, node_time=node_time)  # fmt: skip
+    return inst
 
 
 _NEEDS: KeptFor[Cuts, tuple[FloatArray, float]] = KeptFor()
@@ -966,6 +953,16 @@ class _Layout:
     acyclic: bool
     memory: FloatArray
     topology: Topology
+
+    @cached_property
+    def fields(self) -> dict[str, object]:
+        """These fields, and those of an instance that take their defaults, by name: every
+        field of :class:`CodesignInstance` but ``network``, ``profile``, ``cuts``,
+        ``activation_bits`` and ``node_time``."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        defaults = {f.name: f.default for f in dataclasses.fields(CodesignInstance)
+                    if f.default is not dataclasses.MISSING and f.name != "node_time"}  # fmt: skip
+        return {**own, **defaults}
 
 
 _LAYOUTS: KeptFor[Network, _Layout] = KeptFor()

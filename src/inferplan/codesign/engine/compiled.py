@@ -57,9 +57,11 @@ from inferplan.codesign.instance import (
     link_cost_table,
     node_cost_table,
 )
+from inferplan.codesign.timing.stage import FlopsOverCapacity
 from inferplan.errors import InvalidArgument
 from inferplan.memo import KeptFor
 from inferplan.profiles.ideals import Cuts
+from inferplan.profiles.profile import Profile
 
 __all__ = [
     "ENGINES",
@@ -294,27 +296,27 @@ def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
     return frames[kernel.name]
 
 
-_SHARED: KeptFor[Topology, KeptFor[Cuts, tuple[FloatArray, native.Frame]]] = KeptFor()
-"""The T* kernel's frames by network (topology) and cuts, with the need table each read."""
+_SHARED: KeptFor[Topology, KeptFor[Cuts, tuple[weakref.ref[Profile], native.Frame]]] = KeptFor()
+"""The T* kernel's frames by network (topology) and cuts, with the profile each is of."""
 
 
 def _throughput_frame(inst: CodesignInstance) -> native.Frame:
     """The T* kernel's frame for ``inst``: every argument it fixes is the network's
     (:attr:`~inferplan.codesign.instance.CodesignInstance.topology`, its source and target)
-    or the cuts' (their work table, activations and memory need), so instances compiled from
-    the same network and profile share one, made once; an instance whose work table is its
-    own (a node time model's loads) has its own."""
+    or the profile's (the work table of its cuts, their activations and its memory need), so
+    instances compiled from the same network and profile share one, made once. An instance
+    whose work table is its own (another node time model's loads) has its own."""
     kernel = native.kernel("throughput")
-    need = inst.memory_need
-    if inst.work_between is not inst.cuts.work_between:
+    if not isinstance(inst.node_time, FlopsOverCapacity):
         return _frame(inst, kernel)
     by_cuts = _SHARED.get(inst.topology, "frames", KeptFor)
+    profile = inst.profile
 
-    def made() -> tuple[FloatArray, native.Frame]:
-        return need, kernel.frame(throughput_args(inst), _shapes(inst, "throughput"))
+    def made() -> tuple[weakref.ref[Profile], native.Frame]:
+        return weakref.ref(profile), kernel.frame(throughput_args(inst), _shapes(inst, kernel.name))
 
-    held, frame = by_cuts.get(inst.cuts, "throughput", made)
-    return frame if held is need else _frame(inst, kernel)
+    of, frame = by_cuts.get(inst.cuts, "throughput", made)
+    return frame if of() is profile else _frame(inst, kernel)
 
 
 def throughput_kernel(
@@ -324,10 +326,17 @@ def throughput_kernel(
     ``memory`` (bytes per node) by the compiled kernel: the least interval and the path and
     partition (node indices; none when no deployment fits)."""
     call = _throughput_frame(inst).call()
-    own_capacity, own_bandwidth, own_memory, *_, path, partition, count = call.arrays
-    np.copyto(own_capacity, capacity)
-    np.copyto(own_bandwidth, bandwidth)
-    np.copyto(own_memory, memory)
+    arrays = call.arrays
+    given = (capacity, bandwidth, memory)
+    if call.given != list(map(id, given)):
+        for own, value in zip(arrays, given, strict=False):
+            np.copyto(own, value)
+        # read-only arrays that own their data (an instance's own) cannot have changed
+        # since: the next call with them copies nothing
+        unchanged = all(not a.flags.writeable and a.base is None for a in given)
+        call.given[:] = list(map(id, given)) if unchanged else []
+        call.kept[:] = given if unchanged else ()
+    path, partition, count = arrays[-3:]
     interval = call.run()
     n = int(count[0])  # read back from the target
     return interval, path[:n][::-1].tolist(), partition[:n][::-1].tolist()
