@@ -59,12 +59,24 @@ it is the least interval over deployments, the same quantity. Families:
   left out).
 
 **Timing**: each solver's CPU seconds per call (least of ``--runs``, after a warm-up), the
-peer from its inputs (layer seconds, or the graph and the need table) to its optimum,
-inferplan ``throughput_optimal`` on the compiled instance (the faster of ``engine="auto"``
-and, on chains with numba installed, ``engine="compiled"``, whose optimum is checked too; and,
-in the last column, compiling the instance plus the solve). Then the speed-up per case,
-median and min per family, and with ``--profile`` where inferplan's time goes (cProfile of
-its solves on the same engine, the top functions by own time).
+peer from its inputs (layer seconds, or the graph, its ideals and the need table) to its
+optimum. inferplan is timed three ways, each on the faster of ``engine="auto"`` and, on
+chains with numba installed, ``engine="compiled"`` (whose optimum is checked too):
+
+- *solve only*: ``throughput_optimal`` on an instance compiled beforehand;
+- *end to end*: ``throughput_optimal(compile_instance(network, profile))`` from the same
+  ``Network`` and ``Profile`` objects every call, as a sweep that solves one model on many
+  networks, or one network for many models, calls it. Compiling keeps what depends on one
+  of them alone (a profile's cuts and tables, a network's layout, the kernel's frame for the
+  pair; :mod:`inferplan.memo`), so a call after the first assembles a fresh instance from them
+  and solves it;
+- *cold*: the same call with everything kept forgotten before each one
+  (:func:`inferplan.memo.forget_all`), what the first call in a process pays (the compiled
+  kernels loaded already): enumerating the ideals and forming every table.
+
+Then the speed-up per case, median and min per family, and with ``--profile`` where the end
+to end call's time goes (cProfile, the top functions by own time). ``--family`` keeps the
+families whose name holds a given text.
 """
 
 from __future__ import annotations
@@ -85,7 +97,8 @@ import numpy as np
 import inferplan
 from ideals import two_stack  # this folder's: run as python benchmarks/peers.py
 from inferplan.codesign import CodesignInstance, compile_instance, throughput_optimal
-from inferplan.codesign.engine.compiled import compiled_engine
+from inferplan.codesign.engine.compiled import Engine, compiled_engine
+from inferplan.memo import forget_all
 from inferplan.network.network import Link, Network, Node
 from inferplan.profiles.graph import LayerGraph
 from inferplan.profiles.profile import Profile
@@ -394,8 +407,9 @@ def graph_cases(quick: bool) -> list[Case]:
     for k, share in itertools.product((3, 4) if quick else (2, 3, 4, 6), (0.95, 0.99, 0.999)):
         # below the most memory a node of the unlimited optimum needs: the limit binds
         free = throughput_optimal(compile_instance(row_network(k, 1e10), b, cuts="graph"))
-        done = [0, *free.partition[:-1]]
-        memory = share * max(float(table[i, j]) for i, j in zip(done, free.partition, strict=True))
+        ends = free.cut_indices
+        done = [0, *ends[:-1]]
+        memory = share * max(float(table[i, j]) for i, j in zip(done, ends, strict=True))
         net = row_network(k, 1e10, memory)
         inst = compile_instance(net, b, cuts="graph")
         try:
@@ -417,13 +431,19 @@ def graph_cases(quick: bool) -> list[Case]:
     return cases
 
 
-def where_time_goes(cases: list[Case], top: int = 6) -> None:
+def engines(inst: CodesignInstance) -> tuple[Engine, ...]:
+    """The engines inferplan is timed on (the faster counts): ``"auto"``, and ``"compiled"``
+    on chains when numba is installed."""
+    return ("auto", "compiled") if compiled_engine("auto") and inst.cuts.is_chain else ("auto",)
+
+
+def where_time_goes(cases: list[Case], top: int = 8) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
     for case in cases:
-        engine = "compiled" if compiled_engine("auto") and case.inst.cuts.is_chain else "auto"
+        engine = engines(case.inst)[-1]
         for _ in range(20):
-            throughput_optimal(case.inst, engine=engine)
+            throughput_optimal(case.build(), engine=engine)
     profiler.disable()
     stats = pstats.Stats(profiler)
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # type: ignore[attr-defined]
@@ -433,48 +453,60 @@ def where_time_goes(cases: list[Case], top: int = 6) -> None:
         print(f"    {100 * own / total:5.1f} %  {name} ({where}), {calls} calls")
 
 
+def least(solve: Callable[[Engine], Any], choices: Sequence[Engine], runs: int) -> float:
+    """The least CPU seconds per call of ``solve`` over the engines ``choices``."""
+    return min(per_call(lambda e=e: solve(e), runs) for e in choices)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases per family")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per solver (least kept)")
     parser.add_argument("--profile", action="store_true", help="where inferplan's time goes")
+    parser.add_argument("--family", default="", help="only the families whose name holds this")
     args = parser.parse_args()
-    cases = chain_cases(args.quick) + graph_cases(args.quick)
-    print(f"{'family':<20} {'case':<52} {'optimum s':>11} {'peer ms':>9} {'T* ms':>8} "
-          f"{'speed-up':>9} {'+compile':>9}")  # fmt: skip
-    ups: dict[str, list[float]] = {}
-    with_compile: dict[str, list[float]] = {}
+    cases = [c for c in chain_cases(args.quick) + graph_cases(args.quick)
+             if args.family.lower() in c.family.lower()]  # fmt: skip
+    print(f"{'family':<20} {'case':<52} {'optimum s':>11} {'peer ms':>9} {'solve ms':>9} "
+          f"{'e2e ms':>8} {'cold ms':>8} {'solve':>7} {'e2e':>7} {'cold':>7}")  # fmt: skip
+    ups: dict[str, list[tuple[float, float, float]]] = {}
     for case in cases:
         peer_value = case.peer()
-        ours = throughput_optimal(case.inst).interval
-        if not agree(peer_value, ours):
-            raise SystemExit(f"{case.family} {case.label}: the peer's optimum {peer_value!r} "
-                             f"is not inferplan's {ours!r}")  # fmt: skip
+        choices = engines(case.inst)
+        for engine in choices:
+            ours = throughput_optimal(case.inst, engine=engine).interval
+            fresh = throughput_optimal(case.build(), engine=engine).interval
+            if not (agree(peer_value, ours) and agree(peer_value, fresh)):
+                raise SystemExit(f"{case.family} {case.label}: the peer's optimum "
+                                 f"{peer_value!r} is not inferplan's {ours!r} "
+                                 f"({engine})")  # fmt: skip
+
+        def cold(engine: Engine, c: Case = case) -> None:
+            forget_all()
+            throughput_optimal(c.build(), engine=engine)
+
         peer_s = per_call(case.peer, args.runs)
-        ours_s = per_call(lambda c=case: throughput_optimal(c.inst), args.runs)
-        if compiled_engine("auto") and case.inst.cuts.is_chain:
-            fast = throughput_optimal(case.inst, engine="compiled")
-            assert agree(peer_value, fast.interval), (peer_value, fast.interval)
-            ours_s = min(ours_s, per_call(lambda c=case: throughput_optimal(c.inst,
-                                                                            engine="compiled"),
-                                          args.runs))  # fmt: skip
-        built_s = per_call(lambda c=case: throughput_optimal(c.build()), args.runs)
-        ups.setdefault(case.family, []).append(peer_s / ours_s)
-        with_compile.setdefault(case.family, []).append(peer_s / built_s)
+        ours_s = least(lambda e, c=case: throughput_optimal(c.inst, engine=e), choices, args.runs)
+        built_s = least(lambda e, c=case: throughput_optimal(c.build(), engine=e), choices,
+                        args.runs)  # fmt: skip
+        cold_s = least(cold, choices, args.runs)
+        up = (peer_s / ours_s, peer_s / built_s, peer_s / cold_s)
+        ups.setdefault(case.family, []).append(up)
         print(f"{case.family:<20} {case.label:<52} {ours:>11.5g} {peer_s * 1e3:>9.3f} "
-              f"{ours_s * 1e3:>8.3f} {peer_s / ours_s:>8.1f}x {peer_s / built_s:>8.1f}x",
-              flush=True)  # fmt: skip
-    print("\nper family: speed-up of T* on the compiled instance (with compiling it)")
-    print(f"{'family':<20} {'cases':>5} {'median':>8} {'min':>8}   {'median':>8} {'min':>8}")
+              f"{ours_s * 1e3:>9.4f} {built_s * 1e3:>8.4f} {cold_s * 1e3:>8.3f} "
+              f"{up[0]:>6.1f}x {up[1]:>6.1f}x {up[2]:>6.1f}x", flush=True)  # fmt: skip
+    print("\nper family: speed-up over the peer, median and min (solve only; end to end; cold)")
+    print(f"{'family':<20} {'cases':>5}" + "".join(f" {h:>8} {'min':>7}" for h in
+                                                  ("solve", "e2e", "cold")))  # fmt: skip
     for family, values in ups.items():
-        both = with_compile[family]
-        print(
-            f"{family:<20} {len(values):>5} {statistics.median(values):>7.1f}x "
-            f"{min(values):>7.1f}x   {statistics.median(both):>7.1f}x {min(both):>7.1f}x"
-        )
+        cells = []
+        for k in range(3):
+            column = [v[k] for v in values]
+            cells.append(f" {statistics.median(column):>7.1f}x {min(column):>6.1f}x")
+        print(f"{family:<20} {len(values):>5}" + "".join(cells))
     if args.profile:
         for family in ups:
-            print(f"\nwhere inferplan's time goes, {family} (own time, cProfile):")
+            print(f"\nwhere the end to end call's time goes, {family} (own time, cProfile):")
             where_time_goes([c for c in cases if c.family == family])
 
 

@@ -5,10 +5,17 @@ equals) when the relevant part of the network is acyclic. Compiling reads the ne
 columns and builds every array with numpy: no Python object per node or link (the
 :class:`~inferplan.network.network.Link` objects and cost functions of :attr:`links`,
 :attr:`node_costs` and :attr:`link_costs` are made when an element is looked up).
+
+What depends on the network alone (the kept nodes and links, their order, the
+:class:`Topology` derived from them) is compiled once per network object, and what depends on
+the profile alone (its cuts and their tables, its memory need) once per profile object, each
+kept while that object lives (both are immutable): compiling the same network or model again,
+for another solve, only assembles the instance from them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import operator
 from collections.abc import Callable, Iterator, Sequence
@@ -20,8 +27,14 @@ import numpy as np
 import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray, range_sums, ratio
-from inferplan.codesign.timing.stage import FLOPS_OVER_CAPACITY, NodeTimeModel, PerNodeTimeModel
+from inferplan.codesign.timing.stage import (
+    FLOPS_OVER_CAPACITY,
+    FlopsOverCapacity,
+    NodeTimeModel,
+    PerNodeTimeModel,
+)
 from inferplan.errors import InvalidArgument, NetworkHasCycle
+from inferplan.memo import KeptFor
 from inferplan.network.cost_columns import CostColumns, Pieces
 from inferplan.network.costs import CapacityCost, unit_price
 from inferplan.network.network import Link, Network, adjacency
@@ -241,6 +254,87 @@ class Terms:
 
 
 @dataclass(frozen=True, eq=False)
+class Topology:
+    """The kept nodes and links of a network in the solvers' order (see
+    :class:`CodesignInstance`), and what the solvers derive from them alone: compiled once per
+    network (:func:`compile_instance` keeps it while the network lives) and shared by every
+    instance compiled from it. Its arrays are read-only."""
+
+    n_nodes: int
+    link_src: IntArray
+    link_dst: IntArray
+    out_start: IntArray
+    out_order: IntArray
+    in_start: IntArray
+    in_order: IntArray
+
+    @cached_property
+    def out_links(self) -> tuple[IntArray, ...]:
+        """The out-links of each node, in increasing order."""
+        return _rows(self.out_start, self.out_order)
+
+    @cached_property
+    def in_links(self) -> tuple[IntArray, ...]:
+        """The in-links of each node, in increasing order."""
+        return _rows(self.in_start, self.in_order)
+
+    @cached_property
+    def sweep(self) -> tuple[Generation, ...]:
+        """Each generation with its out-links grouped by head, as the relaxation needs them."""
+        out, done = [], 0
+        for nodes in self.generations:
+            outs = np.concatenate([self.out_links[v] for v in nodes])
+            outs = outs[np.argsort(self.link_dst[outs], kind="stable")]
+            heads = self.link_dst[outs]
+            first = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]]) if outs.size else outs
+            consecutive = bool(np.all(np.diff(nodes) == 1))
+            rows = slice(int(nodes[0]), int(nodes[-1]) + 1) if consecutive else nodes
+            span = slice(done, done + outs.size)
+            done += outs.size
+            out.append(Generation(nodes, outs, self.link_src[outs], heads[first], first, rows,
+                                  span))  # fmt: skip
+        return tuple(out)
+
+    @cached_property
+    def sweep_links(self) -> IntArray:
+        """The links in the order of :attr:`sweep`: by generation of their tail, then head."""
+        return np.concatenate([g.links for g in self.sweep])
+
+    @cached_property
+    def sweep_position(self) -> IntArray:
+        """Where each link sits in :attr:`sweep_links`."""
+        position = np.empty(self.link_src.size, dtype=np.int64)
+        position[self.sweep_links] = np.arange(self.sweep_links.size)
+        return position
+
+    @cached_property
+    def generations(self) -> tuple[IntArray, ...]:
+        """Nodes grouped by topological generation (acyclic networks only).
+
+        Generation ``g`` holds the nodes whose longest chain of in-links from a node without
+        in-links has ``g`` links; no link joins two nodes of one generation, so a solver may
+        relax a whole generation at once.
+        """
+        level = np.zeros(self.n_nodes, dtype=np.int64)
+        for v in range(self.n_nodes):
+            ins = self.in_links[v]
+            if ins.size:
+                level[v] = level[self.link_src[ins]].max() + 1
+        order = np.argsort(level, kind="stable")
+        bounds = np.flatnonzero(np.diff(level[order])) + 1
+        return tuple(np.split(order, bounds))
+
+    @cached_property
+    def link_of(self) -> dict[tuple[int, int], int]:
+        """Each link's index by its ``(tail, head)`` nodes."""
+        return {
+            (u, v): e
+            for e, (u, v) in enumerate(zip(self.link_src.tolist(), self.link_dst.tolist(),
+                                           strict=True))
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
 class CodesignInstance:
     """Arrays of one co-design problem (SI units).
 
@@ -279,6 +373,9 @@ class CodesignInstance:
     cuts: Cuts
     memory: FloatArray
     """Each node's memory (bytes), ``inf`` where unlimited."""
+    topology: Topology
+    """The kept nodes and links and what is derived from them alone, shared by every instance
+    compiled from the same network."""
     own_node_costs: tuple[CapacityCost, ...] | None = None
     """Every node's cost function by index, in place of the network's (see :meth:`priced`)."""
     own_link_costs: tuple[CapacityCost, ...] | None = None
@@ -340,13 +437,9 @@ class CodesignInstance:
         """``need[a, b]``, the bytes a node running blocks ``a+1..b`` (the layers of cut ``b``
         outside cut ``a``) holds (:func:`~inferplan.profiles.memory.memory_need`,
         :func:`~inferplan.profiles.memory.graph_memory_need`; ``inf`` where no transition
-        goes)."""
-        if self.cuts.kind == "graph":
-            need = graph_memory_need(self.profile, self.cuts)
-        else:
-            need = memory_need(self.profile)
-        need.flags.writeable = False
-        return need
+        goes). Read-only, and made once for the profile's cuts: every instance of the same
+        profile shares it."""
+        return self._needs[0]
 
     def need(self, a: int, b: int) -> float:
         """``need[a, b]``: an entry of :attr:`memory_need`, formed alone when the table is
@@ -360,10 +453,14 @@ class CodesignInstance:
         """The largest entry of :attr:`memory_need`: the whole model's on a chain; between
         ideals a node that only forwards may hold more (a boundary of several tensors) than
         the whole model's. A node with this much memory is never limited."""
-        need = self.memory_need
-        if self.cuts.is_chain:
-            return float(need[0, -1])
-        return float(np.max(need, where=np.isfinite(need), initial=0.0))
+        return self._needs[1]
+
+    @cached_property
+    def _needs(self) -> tuple[FloatArray, float]:
+        """:attr:`memory_need` and :attr:`most_need`, kept with the cuts (by profile: the
+        cuts :func:`compile_instance` finds are the profile's own, kept with it)."""
+        profile, cuts = self.profile, self.cuts
+        return _NEEDS.get(cuts, id(profile), lambda: _needs(profile, cuts))
 
     @cached_property
     def memory_costs(self) -> Sequence[CapacityCost]:
@@ -446,15 +543,15 @@ class CodesignInstance:
     def _link_cost(self, e: int) -> CapacityCost:
         return self.network.link_cost(int(self.link_positions[e]))
 
-    @cached_property
+    @property
     def out_links(self) -> tuple[IntArray, ...]:
         """The out-links of each node, in increasing order."""
-        return _rows(self.out_start, self.out_order)
+        return self.topology.out_links
 
-    @cached_property
+    @property
     def in_links(self) -> tuple[IntArray, ...]:
         """The in-links of each node, in increasing order."""
-        return _rows(self.in_start, self.in_order)
+        return self.topology.in_links
 
     def check_acyclic(self, solver: str) -> None:
         """Raise :class:`NetworkHasCycle` if ``solver`` (which needs a DAG) got a cycle."""
@@ -471,10 +568,15 @@ class CodesignInstance:
         the scalar code that handles one path."""
         return self.activation_bits.tolist(), self.capacity.tolist(), self.bandwidth.tolist()
 
-    @cached_property
+    @property
     def shared_work(self) -> bool:
         """Whether every node has the same loads (:attr:`work_between`): ``False`` for a
         :class:`~inferplan.codesign.timing.stage.PerNodeTimeModel`."""
+        # the default model is known at once; the protocol's check inspects every attribute
+        return isinstance(self.node_time, FlopsOverCapacity) or self._not_per_node
+
+    @cached_property
+    def _not_per_node(self) -> bool:
         return not isinstance(self.node_time, PerNodeTimeModel)
 
     def refuse_per_node(self, planner: str) -> None:
@@ -651,63 +753,30 @@ class CodesignInstance:
         rest."""
         return np.where(self.no_transition, np.inf, 0.0)
 
-    @cached_property
+    @property
     def sweep(self) -> tuple[Generation, ...]:
-        """Each generation with its out-links grouped by head, as the relaxation needs them."""
-        out, done = [], 0
-        for nodes in self.generations:
-            outs = np.concatenate([self.out_links[v] for v in nodes])
-            outs = outs[np.argsort(self.link_dst[outs], kind="stable")]
-            heads = self.link_dst[outs]
-            first = np.flatnonzero(np.r_[True, heads[1:] != heads[:-1]]) if outs.size else outs
-            consecutive = bool(np.all(np.diff(nodes) == 1))
-            rows = slice(int(nodes[0]), int(nodes[-1]) + 1) if consecutive else nodes
-            span = slice(done, done + outs.size)
-            done += outs.size
-            out.append(Generation(nodes, outs, self.link_src[outs], heads[first], first, rows,
-                                  span))  # fmt: skip
-        return tuple(out)
+        """Each generation with its out-links grouped by head, as the relaxation needs them
+        (:attr:`Topology.sweep`)."""
+        return self.topology.sweep
 
-    @cached_property
+    @property
     def sweep_links(self) -> IntArray:
         """The links in the order of :attr:`sweep`: by generation of their tail, then head."""
-        return np.concatenate([g.links for g in self.sweep])
+        return self.topology.sweep_links
 
-    @cached_property
+    @property
     def sweep_position(self) -> IntArray:
         """Where each link sits in :attr:`sweep_links`."""
-        position = np.empty(len(self.links), dtype=np.int64)
-        position[self.sweep_links] = np.arange(self.sweep_links.size)
-        return position
+        return self.topology.sweep_position
 
-    @cached_property
+    @property
     def generations(self) -> tuple[IntArray, ...]:
-        """Nodes grouped by topological generation (acyclic instances only).
-
-        Generation ``g`` holds the nodes whose longest chain of in-links from a node without
-        in-links has ``g`` links; no link joins two nodes of one generation, so a solver may
-        relax a whole generation at once.
-        """
-        level = np.zeros(len(self.node_ids), dtype=np.int64)
-        for v in range(len(self.node_ids)):
-            ins = self.in_links[v]
-            if ins.size:
-                level[v] = level[self.link_src[ins]].max() + 1
-        order = np.argsort(level, kind="stable")
-        bounds = np.flatnonzero(np.diff(level[order])) + 1
-        return tuple(np.split(order, bounds))
+        """Nodes grouped by topological generation (:attr:`Topology.generations`)."""
+        return self.topology.generations
 
     def link_index(self, u: int, v: int) -> int:
         """Index of the link ``u -> v`` (node indices)."""
-        return self._link_of[(u, v)]
-
-    @cached_property
-    def _link_of(self) -> dict[tuple[int, int], int]:
-        return {
-            (u, v): e
-            for e, (u, v) in enumerate(zip(self.link_src.tolist(), self.link_dst.tolist(),
-                                           strict=True))
-        }  # fmt: skip
+        return self.topology.link_of[(u, v)]
 
 
 def node_cost_table(
@@ -836,6 +905,76 @@ def compile_instance(
     InvalidArgument
         For ``cuts="graph"`` without a layer graph or beyond the limits.
     """
+    layout = _LAYOUTS.get(network, "layout", lambda: _layout(network))
+    if not layout.acyclic and require_acyclic:
+        kept = [network.node_ids[k] for k in np.sort(layout.node_positions).tolist()]
+        cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(kept)))
+        raise NetworkHasCycle(
+            f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
+            "exact only on acyclic networks (method 'milp' solves cyclic ones)",
+            field="links",
+        )
+    states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs, held=held)
+    # Every field set at once: the frozen dataclass's __init__ sets its 27 fields one
+    # object.__setattr__ at a time, which takes longer than a small chain's whole solve.
+    inst = object.__new__(CodesignInstance)
+    inst.__dict__.update(layout.fields, network=network, profile=profile, cuts=states,
+                         activation_bits=states.bits, node_time=node_time)  # fmt: skip
+    return inst
+
+
+_NEEDS: KeptFor[Cuts, tuple[FloatArray, float]] = KeptFor()
+"""Each profile's memory need table and its largest entry, by its cuts."""
+
+
+def _needs(profile: Profile, cuts: Cuts) -> tuple[FloatArray, float]:
+    """:attr:`CodesignInstance.memory_need` and :attr:`~CodesignInstance.most_need` made."""
+    need = graph_memory_need(profile, cuts) if cuts.kind == "graph" else memory_need(profile)
+    need.flags.writeable = False
+    if cuts.is_chain:
+        return need, float(need[0, -1])
+    return need, float(np.max(need, where=np.isfinite(need), initial=0.0))
+
+
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """The fields of an instance that depend on its network alone (:func:`_layout`)."""
+
+    node_ids: tuple[str, ...]
+    capacity: FloatArray
+    link_src: IntArray
+    link_dst: IntArray
+    bandwidth: FloatArray
+    node_positions: IntArray
+    link_positions: IntArray
+    out_start: IntArray
+    out_order: IntArray
+    in_start: IntArray
+    in_order: IntArray
+    source: int
+    target: int
+    acyclic: bool
+    memory: FloatArray
+    topology: Topology
+
+    @cached_property
+    def fields(self) -> dict[str, object]:
+        """These fields, and those of an instance that take their defaults, by name: every
+        field of :class:`CodesignInstance` but ``network``, ``profile``, ``cuts``,
+        ``activation_bits`` and ``node_time``."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        defaults = {f.name: f.default for f in dataclasses.fields(CodesignInstance)
+                    if f.default is not dataclasses.MISSING and f.name != "node_time"}  # fmt: skip
+        return {**own, **defaults}
+
+
+_LAYOUTS: KeptFor[Network, _Layout] = KeptFor()
+"""What :func:`compile_instance` takes from each network alone (:func:`_layout`)."""
+
+
+def _layout(network: Network) -> _Layout:
+    """The fields of an instance that depend on ``network`` alone, its arrays read-only:
+    every instance compiled from the network shares them."""
     on_path = network.on_path
     keep = np.flatnonzero(on_path)  # network positions of the kept nodes, in file order
     kept_links = np.flatnonzero(on_path[network.link_tail] & on_path[network.link_head])
@@ -846,14 +985,6 @@ def compile_instance(
     topo = _topological_order(keep.size, src, dst)
     acyclic = topo is not None
     if topo is None:
-        if require_acyclic:
-            kept = [network.node_ids[k] for k in keep.tolist()]
-            cycle = " -> ".join(repr(v) for v in _find_cycle(network.graph.subgraph(kept)))
-            raise NetworkHasCycle(
-                f"cycle {cycle} lies on the way from source to target; PSG, PFP, PWF and T* are "
-                "exact only on acyclic networks (method 'milp' solves cyclic ones)",
-                field="links",
-            )
         topo = np.arange(keep.size, dtype=np.int64)
     rank = np.empty(keep.size, dtype=np.int64)
     rank[topo] = np.arange(keep.size)
@@ -861,27 +992,27 @@ def compile_instance(
     link_src, link_dst = rank[src], rank[dst]
     out_start, out_order = adjacency(link_src, keep.size)
     in_start, in_order = adjacency(link_dst, keep.size)
+    capacity, bandwidth = network.node_capacity[nodes], network.link_capacity[kept_links]
+    memory = network.node_memory[nodes]
+    for array in (capacity, link_src, link_dst, bandwidth, nodes, kept_links, out_start,
+                  out_order, in_start, in_order, memory):  # fmt: skip
+        array.flags.writeable = False
     ids = network.node_ids
-    states = cuts_of(profile, cuts, max_ideals=max_ideals, pairs=pairs, held=held)
-    return CodesignInstance(
-        network=network,
-        profile=profile,
+    return _Layout(
         node_ids=tuple(ids[k] for k in nodes.tolist()),
-        capacity=network.node_capacity[nodes],
+        capacity=capacity,
         link_src=link_src,
         link_dst=link_dst,
-        bandwidth=network.link_capacity[kept_links],
+        bandwidth=bandwidth,
         node_positions=nodes,
         link_positions=kept_links,
         out_start=out_start,
         out_order=out_order,
         in_start=in_start,
         in_order=in_order,
-        activation_bits=states.bits,
         source=int(rank[position[network.node_position[network.source]]]),
         target=int(rank[position[network.node_position[network.target]]]),
         acyclic=acyclic,
-        cuts=states,
-        memory=network.node_memory[nodes],
-        node_time=node_time,
+        memory=memory,
+        topology=Topology(keep.size, link_src, link_dst, out_start, out_order, in_start, in_order),
     )

@@ -491,17 +491,22 @@ def build_deployment(
     deployment. ``interval``: the solver's own, bit for bit the slowest stage (else
     computed); given it, under the instance's own capacities, the bottleneck and the latency
     are evaluated when first read."""
-    cuts, points, nodes = inst.cuts, tuple(partition), tuple(path)
-    names = tuple(inst.node_ids[v] for v in nodes)
+    cuts, points, nodes = inst.cuts, tuple(map(int, partition)), tuple(path)
+    names = tuple(map(inst.node_ids.__getitem__, nodes))
     layers, sends = (
         Later(partial(stage_units, cuts, points)),
         Later(partial(stage_sends, cuts, points)),
     )
-    blocks, ideals = cut_fields(cuts.kind, points)
+    blocks, ideals = (None, points) if cuts.kind == "graph" else (points, None)  # cut_fields
     if interval is not None and capacity is None and bandwidth is None:
         later = _Outcome(inst, nodes, points, None if links is None else tuple(links))
-        return Deployment(names, blocks, interval, Later(later.bottleneck), Later(later.latency),
-                          layers=layers, sends=sends, cuts=cuts.kind, ideals=ideals)  # fmt: skip
+        # every field set at once: the frozen dataclass's __init__ sets them one at a time,
+        # through the lazy fields' descriptors, longer than a small chain's whole solve
+        made = object.__new__(Deployment)
+        made.__dict__.update(path=names, partition=blocks, interval=interval,
+                             bottleneck=Later(later.bottleneck), latency=Later(later.latency),
+                             layers=layers, sends=sends, cuts=cuts.kind, ideals=ideals)  # fmt: skip
+        return made
     deployment, C, B = _evaluated(inst, path, partition, capacity, bandwidth, links)
     slowest, (kind, k), latency = deployment.outcome(C, B)
     return Deployment(

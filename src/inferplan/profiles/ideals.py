@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from inferplan.arrays import FloatArray, IntArray, exact_differences, ratio, scaled_exactly
 from inferplan.errors import InvalidArgument
+from inferplan.memo import KeptFor
 from inferplan.profiles.graph import INPUT, LayerGraph
 from inferplan.profiles.profile import Profile
 
@@ -144,6 +145,7 @@ class Cuts:
         (``inf`` where ``i`` is not inside ``j``)."""
         sums = exact_differences(self.exact_work, self.unit)
         sums[~self.subset] = np.inf
+        sums.flags.writeable = False  # shared by every instance compiled from these cuts
         return sums
 
     def inside(self, i: int, j: int) -> bool:
@@ -367,6 +369,10 @@ def cuts_of(
     planner without them holds (PSG's subset step, :data:`MAX_SUBSET_CUTS`; ``None``: every
     one up to ``max_ideals``, as T*'s lattice engine, :mod:`~inferplan.codesign.engine.lattice`).
 
+    The cuts of one profile object and the same arguments are made once and kept while the
+    profile lives (it is immutable), their tables (:attr:`Cuts.work_between`, ...) with them:
+    compiling the same model for another network or solve finds them made.
+
     Raises
     ------
     InvalidArgument
@@ -374,9 +380,29 @@ def cuts_of(
         ``max_ideals`` or than the planner holds. Past :data:`MAX_STATE_CUTS` ideals the tables
         of pairs refuse when a planner asks for them (:attr:`Cuts.subset`).
     """
-    max_ideals = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
     if cuts not in (None, *CUT_KINDS):
         raise InvalidArgument(f"must be 'chain' or 'graph', got {cuts!r}", field="cuts")
+    limits = (max_ideals, pairs, held, DEFAULT_MAX_IDEALS, MAX_STATE_CUTS)  # all that bounds them
+    return _KEPT.get(profile, (cuts, *limits),
+                     lambda: _frozen(_made_cuts(profile, cuts, max_ideals, pairs, held)))  # fmt: skip
+
+
+_KEPT: KeptFor[Profile, Cuts] = KeptFor()
+"""The cuts :func:`cuts_of` made, by profile and arguments."""
+
+
+def _frozen(cuts: Cuts) -> Cuts:
+    """``cuts`` with its arrays read-only: kept, they are shared by every instance."""
+    for array in (cuts.members, cuts.bits, cuts.params, cuts.sends, cuts.covers):
+        if array is not None:
+            array.flags.writeable = False
+    return cuts
+
+
+def _made_cuts(profile: Profile, cuts: CutKind | None, max_ideals: int | None,
+               pairs: bool, held: int | None) -> Cuts:  # fmt: skip
+    """:func:`cuts_of`, made afresh."""
+    max_ideals = DEFAULT_MAX_IDEALS if max_ideals is None else max_ideals
     if cuts == "chain" or (cuts is None and profile.graph is None):
         return chain_cuts(profile)
     if profile.graph is None:

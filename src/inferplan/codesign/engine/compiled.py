@@ -51,8 +51,17 @@ import numpy as np
 
 from inferplan.arrays import FloatArray, IntArray
 from inferplan.codesign.engine import native
-from inferplan.codesign.instance import CodesignInstance, link_cost_table, node_cost_table
+from inferplan.codesign.instance import (
+    CodesignInstance,
+    Topology,
+    link_cost_table,
+    node_cost_table,
+)
+from inferplan.codesign.timing.stage import FlopsOverCapacity
 from inferplan.errors import InvalidArgument
+from inferplan.memo import KeptFor
+from inferplan.profiles.ideals import Cuts
+from inferplan.profiles.profile import Profile
 
 __all__ = [
     "ENGINES",
@@ -62,6 +71,7 @@ __all__ = [
     "compiled_engine",
     "kernel_arrays",
     "psg_kernel",
+    "throughput_args",
     "throughput_kernel",
 ]
 
@@ -126,12 +136,11 @@ def compiled_engine(engine: Engine, inst: CodesignInstance | None = None) -> boo
 class KernelArrays:
     """An instance's network and costs in the flat arrays the kernels take, built once.
 
-    ``psg_args`` and ``throughput_args`` are the arguments of :func:`kernels.psg
-    <inferplan.codesign.engine.kernels.psg>` and :func:`kernels.throughput
-    <inferplan.codesign.engine.kernels.throughput>` that do not change from one solve to the next,
-    in
-    their order: the work table (``work_t[j, i] = w(i, j)``) and activations, source and
-    target, capacities and links;
+    ``psg_args`` are the arguments of :func:`kernels.psg
+    <inferplan.codesign.engine.kernels.psg>` that do not change from one solve to the next, in
+    their order (:func:`throughput_args` are those of :func:`kernels.throughput
+    <inferplan.codesign.engine.kernels.throughput>`, which reads no costs): the work table
+    (``work_t[j, i] = w(i, j)``) and activations, source and target, capacities and links;
     each node's piecewise-linear cost as pieces ``seg_ptr[v]..seg_ptr[v+1]-1`` (start, slope,
     value; see :class:`~inferplan.network.costs.Segments`) and its cap, or its row in the cost
     tables (``node_table[v] >= 0``); each link's cost in the same form, or its row in the
@@ -147,7 +156,6 @@ class KernelArrays:
     table_links: IntArray
     node_terms: FloatArray | None
     psg_args: tuple[Any, ...]
-    throughput_args: tuple[Any, ...]
 
 
 _ARRAYS: weakref.WeakKeyDictionary[CodesignInstance, KernelArrays] = weakref.WeakKeyDictionary()
@@ -188,15 +196,14 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
     link_columns = (lpieces.ptr, lpieces.starts, lpieces.slopes, lpieces.values, link_cap,
                     link_table)  # fmt: skip
     W = inst.n_cuts
-    work_t = np.ascontiguousarray(inst.work_between.T)
-    network = (work_t, inst.activation_bits, inst.source, inst.target)
+    network = _network_args(inst)
     # The limit of the nodes outside the tables (the tables hold their own limits).
     if terms.limit is None or terms.limit_need is None:
         need_t, limit = np.zeros((W, W)), np.full(n, math.inf)
     else:
         need_t = np.ascontiguousarray(terms.limit_need.T)
         limit = np.where(tabled, math.inf, terms.limit)
-    adjacency = (inst.out_start, inst.out_order, inst.in_start, inst.in_order)
+    adjacency = _adjacency(inst)
     arrays = KernelArrays(
         table_nodes=table_nodes,
         table_links=table_links,
@@ -214,11 +221,27 @@ def kernel_arrays(inst: CodesignInstance) -> KernelArrays:
             need_t,
             limit,
         ),
-        throughput_args=(*network, inst.link_src, inst.link_dst, *adjacency,
-                         np.ascontiguousarray(inst.memory_need.T)),
-    )  # fmt: skip
+    )
     _ARRAYS[inst] = arrays
     return arrays
+
+
+def _network_args(inst: CodesignInstance) -> tuple[Any, ...]:
+    """The work table (``work_t[j, i] = w(i, j)``), activations, source and target."""
+    work_t = np.ascontiguousarray(inst.work_between.T)
+    return work_t, inst.activation_bits, inst.source, inst.target
+
+
+def _adjacency(inst: CodesignInstance) -> tuple[IntArray, ...]:
+    return inst.out_start, inst.out_order, inst.in_start, inst.in_order
+
+
+def throughput_args(inst: CodesignInstance) -> tuple[Any, ...]:
+    """The arguments of :func:`kernels.throughput
+    <inferplan.codesign.engine.kernels.throughput>` that do not change from one solve to the
+    next (as :class:`KernelArrays`' ``psg_args``, with the memory need ``need_t[j, i]``)."""
+    return (*_network_args(inst), inst.link_src, inst.link_dst, *_adjacency(inst),
+            np.ascontiguousarray(inst.memory_need.T))  # fmt: skip
 
 
 def fits(inst: CodesignInstance) -> bool:
@@ -269,10 +292,32 @@ def _frame(inst: CodesignInstance, kernel: native.Kernel) -> native.Frame:
     per-call arrays, priced for each ``beta``)."""
     frames = _FRAMES.setdefault(inst, {})
     if kernel.name not in frames:
-        arrays = kernel_arrays(inst)
-        fixed = arrays.psg_args if kernel.name == "psg" else arrays.throughput_args
+        fixed = kernel_arrays(inst).psg_args if kernel.name == "psg" else throughput_args(inst)
         frames[kernel.name] = kernel.frame(fixed, _shapes(inst, kernel.name))
     return frames[kernel.name]
+
+
+_SHARED: KeptFor[Topology, KeptFor[Cuts, tuple[weakref.ref[Profile], native.Frame]]] = KeptFor()
+"""The T* kernel's frames by network (topology) and cuts, with the profile each is of."""
+
+
+def _throughput_frame(inst: CodesignInstance) -> native.Frame:
+    """The T* kernel's frame for ``inst``: every argument it fixes is the network's
+    (:attr:`~inferplan.codesign.instance.CodesignInstance.topology`, its source and target)
+    or the profile's (the work table of its cuts, their activations and its memory need), so
+    instances compiled from the same network and profile share one, made once. An instance
+    whose work table is its own (another node time model's loads) has its own."""
+    kernel = native.kernel("throughput")
+    if not isinstance(inst.node_time, FlopsOverCapacity):
+        return _frame(inst, kernel)
+    by_cuts = _SHARED.get(inst.topology, "frames", KeptFor)
+    profile = inst.profile
+
+    def made() -> tuple[weakref.ref[Profile], native.Frame]:
+        return weakref.ref(profile), kernel.frame(throughput_args(inst), _shapes(inst, kernel.name))
+
+    of, frame = by_cuts.get(inst.cuts, "throughput", made)
+    return frame if of() is profile else _frame(inst, kernel)
 
 
 def throughput_kernel(
@@ -281,11 +326,18 @@ def throughput_kernel(
     """T* on ``inst`` under ``capacity`` and ``bandwidth`` among the deployments that fit
     ``memory`` (bytes per node) by the compiled kernel: the least interval and the path and
     partition (node indices; none when no deployment fits)."""
-    call = _frame(inst, native.kernel("throughput")).call()
-    own_capacity, own_bandwidth, own_memory, *_, path, partition, count = call.arrays
-    np.copyto(own_capacity, capacity)
-    np.copyto(own_bandwidth, bandwidth)
-    np.copyto(own_memory, memory)
+    call = _throughput_frame(inst).call()
+    arrays = call.arrays
+    given = (capacity, bandwidth, memory)
+    if call.given != list(map(id, given)):
+        for own, value in zip(arrays, given, strict=False):
+            np.copyto(own, value)
+        # read-only arrays that own their data (an instance's own) cannot have changed
+        # since: the next call with them copies nothing
+        unchanged = all(not a.flags.writeable and a.base is None for a in given)
+        call.given[:] = list(map(id, given)) if unchanged else []
+        call.kept[:] = given if unchanged else ()
+    path, partition, count = arrays[-3:]
     interval = call.run()
     n = int(count[0])  # read back from the target
     return interval, path[:n][::-1].tolist(), partition[:n][::-1].tolist()

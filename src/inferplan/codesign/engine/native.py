@@ -362,6 +362,10 @@ class Call:
     fields: IntArray
     address: int
     arrays: list[npt.NDArray[Any]]
+    given: list[int] = field(default_factory=list)
+    """A caller's note of what its arrays hold (the ids of the read-only arrays it last
+    copied into them, kept alive in :attr:`kept`), so that it may skip copying them again."""
+    kept: list[Any] = field(default_factory=list)
 
     def run(self, *scalars: float) -> float:
         """Run the kernel with the per-call ``scalars``; its ``float64`` result."""
@@ -369,7 +373,7 @@ class Call:
         if len(scalars) != len(frame.scalars):
             raise TypeError(f"{frame.kernel.name} takes {len(frame.scalars)} per-call "
                             f"scalars, got {len(scalars)}")  # fmt: skip
-        for (slot, real), value in zip(frame.scalars, scalars, strict=True):
+        for (slot, real), value in zip(frame.scalars, scalars, strict=False):  # equal lengths
             if real:
                 self.buffer[slot] = value  # a float64 field: the buffer holds its bits
             else:
@@ -384,6 +388,8 @@ def kernel(name: str) -> Kernel:
     """The compiled entry point ``name`` (``"psg"`` or ``"throughput"``): loaded from the
     cache, or compiled with numba (and cached) when it is not there. Needs numba and llvmlite
     (the ``fast`` extra)."""
+    if name in _loaded:  # loaded already: no lock to take
+        return _loaded[name]
     with _lock:
         if name not in _loaded:
             path = cache_path(name)

@@ -95,8 +95,10 @@ def lattice_engine(engine: Engine, inst: CodesignInstance, memory: FloatArray) -
     node's ``memory`` unlimited or more than any transition needs (the lattice engine keeps
     no memory limit)."""
     compiled_engine(engine)  # checks the engine's name
+    if engine == "numpy" or inst.cuts.is_chain:
+        return False
     small = inst.n_cuts <= min(LATTICE_CUTS, ideals.MAX_STATE_CUTS)
-    if engine == "numpy" or inst.cuts.is_chain or small or not inst.node_time.additive:
+    if small or not inst.node_time.additive:
         return False
     return not np.isfinite(memory).any() or bool(
         np.min(memory) >= graph_most_need(inst.profile, inst.cuts)
