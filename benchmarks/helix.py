@@ -7,8 +7,9 @@ the best layout's exact max flow, the certified bound, the status, the seconds a
 layouts' max flows. ``--generate SEED`` instead writes a harder member of the family to FILE:
 3 regions with slow links between them, 42 nodes of 7 GPU types. ``--seeds A B`` solves the
 generated members A..B instead (FILE is then ignored) and prints one row per seed: flow, bound,
-gap, seconds, status and the load average (the same keys, one JSON object a line, with ``--json``). ``--baselines`` adds Helix's own
-methods run here: Helix's MILP (HiGHS, ``--helix-milp-seconds S``, default 150), Petals, Swarm.
+gap, seconds, status and the load average (the same keys, one JSON object a line, with
+``--json``). ``--baselines`` adds Helix's own methods run here: Helix's MILP (HiGHS,
+``--helix-milp-seconds S``, default 150), Petals, Swarm.
 """
 
 from __future__ import annotations

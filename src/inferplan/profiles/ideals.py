@@ -382,9 +382,9 @@ def cuts_of(
     """
     if cuts not in (None, *CUT_KINDS):
         raise InvalidArgument(f"must be 'chain' or 'graph', got {cuts!r}", field="cuts")
-    limits = (max_ideals, pairs, held, DEFAULT_MAX_IDEALS, MAX_STATE_CUTS)  # all that bounds them
-    return _KEPT.get(profile, (cuts, *limits),
-                     lambda: _frozen(_made_cuts(profile, cuts, max_ideals, pairs, held)))  # fmt: skip
+    limits = (max_ideals, pairs, held, DEFAULT_MAX_IDEALS, MAX_STATE_CUTS, MAX_SUBSET_CUTS)
+    made = lambda: _frozen(_made_cuts(profile, cuts, max_ideals, pairs, held))  # noqa: E731
+    return _KEPT.get(profile, (cuts, *limits), made)
 
 
 _KEPT: KeptFor[Profile, Cuts] = KeptFor()
