@@ -568,8 +568,8 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     ...     edges={("source", "a"): 9.0, ("a", "b"): 9.0, ("b", "sink"): 9.0, ("a", "sink"): 9.0},
     ... )
     >>> best = solve_layout(two, time_limit_s=10)
-    >>> best.flow, best.status, dict(best.layout)
-    (2.0, 'optimal', {'a': (0, 1), 'b': (1, 1)})
+    >>> best.flow, best.status, sorted(best.layout.items())
+    (2.0, 'optimal', [('a', (0, 1)), ('b', (1, 1))])
     """
     if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
         raise InvalidArgument(
