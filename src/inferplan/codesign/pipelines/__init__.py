@@ -7,5 +7,6 @@ largest flow (``T*`` of a flow plan) and the least-cost provisioning of a target
 as one MILP (binary layout, continuous rates); :mod:`.result` is the answer
 (:class:`~inferplan.codesign.pipelines.result.FlowPlan`); :mod:`.timing` is how long a node
 takes for a range (FLOPs over capacity); :mod:`.helix` solves Helix's layout problem (nodes
-with measured throughput tables) exactly.
+with measured throughput tables) exactly; :mod:`.helix_baselines` runs Helix's own methods on it
+(its per-node MILP, the Petals and Swarm heuristics) as comparators.
 """
