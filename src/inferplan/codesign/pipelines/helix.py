@@ -237,7 +237,8 @@ def _model(instance: LayoutInstance) -> _Model:
             groups.append([g])
         else:
             home.append(g)
-    links, pairs = [], []
+    links: list[tuple[int, int, float, bool]] = []
+    pairs: list[tuple[int, int, float, bool]] = []
     for a, ga in enumerate(groups):
         for b, gb in enumerate(groups):
             if a == b:
@@ -577,7 +578,8 @@ def solve_layout(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> La
     L = instance.layers
     trivial = _pass_bound(instance)
     values = sorted({t for tab in m.table for t in tab.values() if t < trivial} | {0.0, trivial})
-    best_flow, best_layout = 0.0, {}
+    best_flow = 0.0
+    best_layout: dict[str, tuple[int, int]] = {}
     if len(m.groups) > 1:
         # A first layout: each group alone (with its own source and sink edges), side by side,
         # then improved move by move, each move valued exactly.
