@@ -179,11 +179,15 @@ def test_max_ideals_beyond_its_range_is_refused_before_enumerating(tmp_path):
 
 @pytest.mark.parametrize("method", ["milp", "psg"])
 def test_a_planner_of_tables_enumerates_no_more_ideals_than_it_holds(tmp_path, method):
-    # 2**40 ideals; the planner holds 4,096: refused after enumerating that many, not 10**6
+    # 2**40 ideals; the MILP's tables hold 4,096, PSG's subset step 32,768: refused after
+    # enumerating that many, not 10**6
+    from inferplan.profiles.ideals import MAX_STATE_CUTS, MAX_SUBSET_CUTS
+
+    held = MAX_STATE_CUTS if method == "milp" else MAX_SUBSET_CUTS
     net, wide = str(ROOT / "examples" / "network.json"), _wide_profile(tmp_path)
     message = _one_error(["provision", net, wide, "--throughput", "1", "--cuts", "graph",
                           "--max-ideals", "1000000", "--method", method], 2)  # fmt: skip
-    assert "more than 4096 cuts" in message
+    assert f"more than {held} cuts" in message
 
 
 RUN = ["run", str(ROOT / "examples" / "runtime-network.json"), "tests.runtime.models:mlp",
