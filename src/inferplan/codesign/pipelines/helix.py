@@ -510,16 +510,22 @@ def _moves(
     return out
 
 
+KICKS_IN_VAIN = 50
+"""The hill climb stops after this many kicks in a row that found no better layout."""
+
+
 def _improve(
     instance: LayoutInstance, layout: Mapping[str, tuple[int, int]], deadline: float
 ) -> tuple[float, dict[str, tuple[int, int]]]:
     """Hill-climb from ``layout`` by ``_moves`` (first improvement); at a local optimum, kick
-    the best layout by a few random moves and climb again, until ``deadline``."""
+    the best layout by a few random moves and climb again, until ``deadline`` or until
+    ``KICKS_IN_VAIN`` kicks in a row found nothing better."""
     rng = random.Random(0)
     best_layout = dict(layout)
     best = layout_flow(instance, best_layout)
     here, flow = dict(best_layout), best
-    while time.monotonic() < deadline:
+    in_vain = 0
+    while time.monotonic() < deadline and in_vain < KICKS_IN_VAIN:
         moves = _moves(instance, here)
         rng.shuffle(moves)
         for new in moves:
@@ -531,7 +537,9 @@ def _improve(
                 break
         else:
             if flow > best:
-                best, best_layout = flow, dict(here)
+                best, best_layout, in_vain = flow, dict(here), 0
+            else:
+                in_vain += 1
             here = dict(best_layout)
             for _ in range(rng.randint(2, 4)):
                 kicks = _moves(instance, here)
