@@ -11,8 +11,9 @@ from typing import Any
 
 import inferplan
 from inferplan.codesign.milp import cost
-from inferplan.codesign.pipelines import helix
+from inferplan.codesign.pipelines import layout_milp
 from inferplan.codesign.pipelines.helix import LayoutInstance, LayoutNode, solve_layout
+from inferplan.codesign.pipelines.helix_baselines import helix_milp
 from inferplan.native import native_stdout_muted
 
 LINE = b"HighsMipSolverData::transformNewIntegerFeasibleSolution tmpSolver.run();\n"
@@ -49,11 +50,22 @@ def test_a_joint_services_milp_prints_nothing(monkeypatch, capfd) -> None:
     assert plan.status == "optimal"
 
 
-def test_the_layout_milp_prints_nothing(monkeypatch, capfd) -> None:
-    monkeypatch.setattr(helix, "milp", _printing(helix.milp))
+def test_the_layout_milps_print_nothing(monkeypatch, capfd) -> None:
+    # the exact solver's interval models and Helix's per-node MILP share one HiGHS call
+    calls: list[int] = []
+    printing = _printing(layout_milp.milp)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return printing(*args, **kwargs)
+
+    monkeypatch.setattr(layout_milp, "milp", counted)
     edges = {("source", "a"): 100.0, ("a", "sink"): 100.0}
     one = LayoutInstance(2, (LayoutNode("a", {1: 1.0, 2: 0.5}),), edges)
     solve_layout(one, time_limit_s=10)
+    solved = len(calls)
+    helix_milp(one, time_limit_s=10)
+    assert solved >= 1 and len(calls) > solved  # both reached HiGHS, and printed there
     assert capfd.readouterr().out == ""
 
 

@@ -34,11 +34,9 @@ from typing import Literal
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
+from inferplan.codesign.pipelines.layout_milp import Rows, solve_milp
 from inferplan.errors import InvalidArgument
-from inferplan.native import native_stdout_muted
 
 __all__ = [
     "LayoutInstance",
@@ -299,20 +297,8 @@ def _solve_interval(
     ot = os_ + len(m.src)
     of = ot + len(m.snk)
     ncol = of + 1
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lb: list[float] = []
-    ub: list[float] = []
-
-    def row(entries: list[tuple[int, float]], low: float, high: float) -> None:
-        r = len(lb)
-        for c, a in entries:
-            rows.append(r)
-            cols.append(c)
-            vals.append(a)
-        lb.append(low)
-        ub.append(high)
+    constraints = Rows()
+    row = constraints.add
 
     starts: dict[tuple[int, int], list[int]] = {}  # (class, p) -> ranges
     ends: dict[tuple[int, int], list[int]] = {}
@@ -411,7 +397,6 @@ def _solve_interval(
             row([(nr + i, 1.0) for i in gends.get((a, p), [])] + outflow.get((a, p), []), 0.0, 0.0)
     row([(os_ + j, 1.0) for j in range(len(m.src))] + [(of, -1.0)], 0.0, 0.0)
 
-    a_mat = coo_matrix((vals, (rows, cols)), shape=(len(lb), ncol)).tocsr()
     c_obj = np.zeros(ncol)
     c_obj[of] = -1.0
     lower = np.zeros(ncol)
@@ -423,14 +408,7 @@ def _solve_interval(
         upper[oy[b] : oy[b] + bits[b] * (L - 1)] = 1.0
         integrality[oy[b] : oy[b] + bits[b] * (L - 1)] = 1
     lower[of], upper[of] = lo, hi
-    with native_stdout_muted():  # HiGHS's debugging lines go to descriptor 1 regardless
-        res = milp(
-            c_obj,
-            constraints=LinearConstraint(a_mat, lb, ub),
-            integrality=integrality,
-            bounds=Bounds(lower, upper),
-            options={"time_limit": max(seconds, 0.01), "mip_rel_gap": 1e-9, "disp": False},
-        )
+    res = solve_milp(c_obj, constraints, integrality, lower, upper, seconds)
     proven = res.status in (0, 2)  # optimal or infeasible
     if res.x is None:
         bound = -math.inf if res.status == 2 else hi

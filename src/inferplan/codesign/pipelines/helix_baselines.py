@@ -27,8 +27,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from inferplan.codesign.pipelines.helix import (
     SINK,
@@ -37,6 +35,7 @@ from inferplan.codesign.pipelines.helix import (
     LayoutSolution,
     layout_flow,
 )
+from inferplan.codesign.pipelines.layout_milp import Rows, solve_milp
 from inferplan.errors import InvalidArgument
 
 __all__ = ["HeuristicLayout", "helix_milp", "petals_layout", "swarm_layout"]
@@ -104,20 +103,8 @@ def helix_milp(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> Layo
     if not edges:
         return LayoutSolution(0.0, 0.0, "optimal", time.monotonic() - start, {})
 
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lb: list[float] = []
-    ub: list[float] = []
-
-    def row(entries: list[tuple[int, float]], low: float, high: float) -> None:
-        r = len(lb)
-        for c, a in entries:
-            rows.append(r)
-            cols.append(c)
-            vals.append(a)
-        lb.append(low)
-        ub.append(high)
+    constraints = Rows()
+    row = constraints.add
 
     def end(v: str) -> list[tuple[int, float]]:
         """The end layer ``s_v + sum_k k b_vk`` as (column, coefficient) pairs."""
@@ -153,7 +140,6 @@ def helix_milp(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> Layo
             0.0,
         )
 
-    a = coo_matrix((vals, (rows, cols)), shape=(len(lb), ncol)).tocsr()
     c_obj = np.zeros(ncol)
     for j, (u, _, _) in enumerate(edges):
         if u == SOURCE:
@@ -165,13 +151,7 @@ def helix_milp(instance: LayoutInstance, *, time_limit_s: float = 150.0) -> Layo
     integrality = np.ones(ncol)
     integrality[f0:d0] = 0
     left = time_limit_s - (time.monotonic() - start)
-    res = milp(
-        c_obj,
-        constraints=LinearConstraint(a, lb, ub),
-        integrality=integrality,
-        bounds=Bounds(lower, upper),
-        options={"time_limit": max(left, 0.01), "mip_rel_gap": 1e-9, "disp": False},
-    )
+    res = solve_milp(c_obj, constraints, integrality, lower, upper, left)
     # A valid bound without HiGHS's: the source's edges carry every token.
     trivial = float(sum(c for u, _, c in edges if u == SOURCE))
     dual = getattr(res, "mip_dual_bound", None)
